@@ -1,0 +1,179 @@
+//! The entropy circuit breaker: a run that ends iterations on the same failure again and again is
+//! stuck, and more money will not unstick it.
+//!
+//! A failure's fingerprint is a hash of the failing test ids and the failure text with what
+//! changes from run to run taken out: timestamps, durations, memory addresses, absolute paths and
+//! line:column numbers.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::runner::TestRun;
+
+/// The failure text fingerprinted is at most this many bytes from the end of the output, where
+/// test tools put their summaries.
+const TEXT_TAIL: usize = 16 * 1024;
+
+static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    let rule = |re: &str, with: &'static str| (Regex::new(re).expect("static regex"), with);
+    vec![
+        // 2026-11-22T07:05:07.123Z, 2026-11-22 07:05:07
+        rule(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<TS>"),
+        rule(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", "<TIME>"),
+        rule(r"0x[0-9a-fA-F]+", "<ADDR>"),
+        // Absolute paths keep their last component, which names the file.
+        rule(r#"(?:[A-Za-z]:\\|/)(?:[^\s:'"()\[\]<>,]+[/\\])+"#, "<PATH>/"),
+        // file.py:12:5, file.ts:(12:5), "line 12", ":12"
+        rule(r":\d+:\d+\b", ":<L>:<C>"),
+        rule(r"\(\d+:\d+\)", "(<L>:<C>)"),
+        rule(r"\bline \d+\b", "line <L>"),
+        rule(r"(\.[A-Za-z]{1,4}):\d+\b", "$1:<L>"),
+        // node --test prints `duration_ms: 1.23`
+        rule(r"duration_ms:?\s*[\d.]+", "duration_ms <DUR>"),
+        // 0.12s, 45 ms, 1.5 seconds, (12ms), 3µs
+        rule(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|µs|us|ns|m)\b", "<DUR>"),
+        rule(r"[ \t]+", " "),
+    ]
+});
+
+/// Takes out of `text` what differs between two runs of the same failure.
+pub fn normalise(text: &str) -> String {
+    let mut out = text.to_string();
+    for (re, with) in RULES.iter() {
+        if let std::borrow::Cow::Owned(s) = re.replace_all(&out, *with) {
+            out = s;
+        }
+    }
+    out.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
+}
+
+/// The fingerprint of a failed run: 16 hex digits.
+pub fn fingerprint(run: &TestRun) -> String {
+    let mut ids = run.failing_ids();
+    ids.sort_unstable();
+    let mut text = failure_text(run);
+    if text.len() > TEXT_TAIL {
+        let mut cut = text.len() - TEXT_TAIL;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text = text[cut..].to_string();
+    }
+    let mut h = Sha256::new();
+    h.update(format!("{:?}\n", run.status));
+    for id in ids {
+        h.update(id.as_bytes());
+        h.update(b"\n");
+    }
+    h.update(normalise(&text).as_bytes());
+    let digest = h.finalize();
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn failure_text(run: &TestRun) -> String {
+    let messages: Vec<&str> = run.tests.iter().filter_map(|t| t.message.as_deref()).collect();
+    if messages.is_empty() {
+        run.output.clone()
+    } else {
+        messages.join("\n")
+    }
+}
+
+/// The first line worth showing a user for what the run is stuck on.
+pub fn headline(run: &TestRun) -> String {
+    let interesting = |l: &&str| {
+        let l = l.trim();
+        !l.is_empty()
+            && ["Error", "error", "FAIL", "assert", "Assert", "expected", "Expected", "panicked", "not ok"]
+                .iter()
+                .any(|k| l.contains(k))
+    };
+    let text = failure_text(run);
+    let line = text.lines().find(interesting).or_else(|| text.lines().find(|l| !l.trim().is_empty()));
+    let line = line.unwrap_or("(no output)").trim();
+    line.chars().take(300).collect()
+}
+
+/// Counts how many iterations ended on each fingerprint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Breaker {
+    pub threshold: u32,
+    pub seen: BTreeMap<String, u32>,
+}
+
+impl Breaker {
+    pub fn new(threshold: u32) -> Self {
+        Self { threshold, seen: BTreeMap::new() }
+    }
+
+    /// Records one more iteration ending on `fp`; true when that trips the breaker.
+    pub fn record(&mut self, fp: &str) -> bool {
+        let n = self.seen.entry(fp.to_string()).or_default();
+        *n += 1;
+        *n >= self.threshold
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{CaseStatus, RunStatus, TestCase, Totals};
+
+    fn run(output: &str) -> TestRun {
+        TestRun {
+            schema_version: 1,
+            command: "pytest".into(),
+            status: RunStatus::Failed,
+            exit_code: Some(1),
+            duration_ms: 10,
+            parsed: true,
+            framework: None,
+            totals: Totals::default(),
+            tests: vec![TestCase { id: "tests/test_a.py::test_x".into(), status: CaseStatus::Fail, message: None }],
+            output: output.into(),
+            output_truncated: false,
+        }
+    }
+
+    #[test]
+    fn volatile_details_do_not_change_the_fingerprint() {
+        let a = run("2026-11-22T07:05:07Z /tmp/abc123/src/m.py:12:5 AssertionError at 0x7f00aa in 0.12s");
+        let b = run("2026-11-23 09:00:01 /home/u/proj/src/m.py:40:1 AssertionError at 0x7fff01 in 3.5s");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+    }
+
+    #[test]
+    fn different_failures_differ() {
+        let a = run("AssertionError: assert 2 == 3");
+        let b = run("TypeError: unsupported operand");
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        let mut c = run("AssertionError: assert 2 == 3");
+        c.tests[0].id = "tests/test_a.py::test_y".into();
+        assert_ne!(fingerprint(&a), fingerprint(&c));
+    }
+
+    #[test]
+    fn normalise_keeps_file_names() {
+        assert_eq!(normalise("at /work/x/median.ts:3:14"), "at <PATH>/median.ts:<L>:<C>");
+        assert_eq!(normalise("File \"/tmp/p/m.py\", line 7"), "File \"<PATH>/m.py\", line <L>");
+    }
+
+    #[test]
+    fn breaker_trips_on_the_threshold() {
+        let mut b = Breaker::new(3);
+        assert!(!b.record("a"));
+        assert!(!b.record("b"));
+        assert!(!b.record("a"));
+        assert!(b.record("a"));
+    }
+
+    #[test]
+    fn headline_finds_the_error_line() {
+        let r = run("collected 2 items\n\nE   AssertionError: assert 2 == 3\n");
+        assert_eq!(headline(&r), "E   AssertionError: assert 2 == 3");
+    }
+}

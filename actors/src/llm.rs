@@ -1,0 +1,118 @@
+//! The LLM client trait and the types of a chat call.
+
+use serde::{Deserialize, Serialize};
+
+use crate::roles::Role;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub speaker: Speaker,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { speaker: Speaker::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { speaker: Speaker::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { speaker: Speaker::Assistant, content: content.into() }
+    }
+}
+
+/// One chat completion request, already routed to a model (`provider/model`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub role: Role,
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub temperature: Option<f32>,
+    /// The most output tokens the reply may have; the ledger may lower it to fit the budget.
+    pub max_tokens: u32,
+}
+
+/// Token usage as the provider reported it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Self) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatReply {
+    pub text: String,
+    pub usage: Usage,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+}
+
+/// Why a call failed, in the terms a user can act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("{provider}: authentication failed ({message}); check {env_var}")]
+    Auth { provider: String, env_var: String, message: String },
+    #[error("{provider}: rate limited after {attempts} attempts: {message}")]
+    RateLimited { provider: String, attempts: u32, message: String },
+    #[error("{provider}: server error {status} after {attempts} attempts: {message}")]
+    Server { provider: String, status: u16, attempts: u32, message: String },
+    #[error("{provider}: request rejected ({status}): {message}")]
+    Request { provider: String, status: u16, message: String },
+    #[error("{provider}: network error: {message}")]
+    Network { provider: String, message: String },
+    #[error("{provider}: no reply within {seconds}s")]
+    Timeout { provider: String, seconds: u64 },
+    #[error("{provider}: unparseable reply: {message}")]
+    InvalidReply { provider: String, message: String },
+    #[error("model {model}: {message}")]
+    Config { model: String, message: String },
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+/// The one way actors reach a model. Implementations route by `request.model`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait LlmClient: Send + Sync {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError>;
+}
+
+/// Counts prompt tokens before a call, for the budget check. It must not undercount by more
+/// than the ledger's margin.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, model: &str, messages: &[ChatMessage]) -> u64;
+}
+
+/// A counter that needs no vocabulary: every BPE token covers at least one byte, so bytes plus
+/// the per-message framing is an upper bound.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ByteBoundCounter;
+
+impl TokenCounter for ByteBoundCounter {
+    fn count(&self, _model: &str, messages: &[ChatMessage]) -> u64 {
+        messages.iter().map(|m| m.content.len() as u64 + 4).sum::<u64>() + 3
+    }
+}

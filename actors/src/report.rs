@@ -1,0 +1,110 @@
+//! How a run ends: its status, exit code and final report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::Usage;
+
+/// The statuses of the brief; each has one exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Success,
+    Error,
+    BudgetExceeded,
+    MaxIterations,
+    EntropyDetected,
+    Interrupted,
+}
+
+impl Status {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Success => 0,
+            Status::Error => 1,
+            Status::BudgetExceeded => 3,
+            Status::MaxIterations => 4,
+            Status::EntropyDetected => 5,
+            Status::Interrupted => 130,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Error => "error",
+            Status::BudgetExceeded => "budget_exceeded",
+            Status::MaxIterations => "max_iterations",
+            Status::EntropyDetected => "entropy_detected",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A count of tests at one moment of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestsSnapshot {
+    pub status: crate::runner::RunStatus,
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    pub summary: String,
+}
+
+impl From<&crate::runner::TestRun> for TestsSnapshot {
+    fn from(r: &crate::runner::TestRun) -> Self {
+        Self {
+            status: r.status,
+            passed: r.totals.passed,
+            failed: r.totals.failed,
+            skipped: r.totals.skipped,
+            summary: r.summary(),
+        }
+    }
+}
+
+/// Where the wall time went, so orchestration overhead can be read off every run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Time spent waiting on model calls.
+    pub llm_ms: u64,
+    /// Time spent running test commands.
+    pub test_ms: u64,
+    /// The rest: reading and writing files, prompts, parsing, actors.
+    pub overhead_ms: u64,
+}
+
+/// The final report, also written as `report.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub session_id: String,
+    pub status: Status,
+    pub exit_code: i32,
+    pub reason: String,
+    pub target: String,
+    pub test_command: String,
+    pub iterations: u32,
+    pub duration_ms: u64,
+    pub cost_usd: f64,
+    pub cost_by_role: BTreeMap<String, f64>,
+    pub cost_by_model: BTreeMap<String, f64>,
+    pub tokens: Usage,
+    pub tokens_by_role: BTreeMap<String, Usage>,
+    pub tests_before: Option<TestsSnapshot>,
+    pub tests_after: Option<TestsSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_on: Option<String>,
+    pub context_resets: u32,
+    pub critic_rejections: u32,
+    pub timings: Timings,
+    pub warnings: Vec<String>,
+    pub started_at: String,
+    pub finished_at: String,
+}

@@ -1,0 +1,151 @@
+//! The role actors. Each owns its trait objects and answers one kind of message.
+
+mod artisan;
+mod critic;
+mod librarian;
+mod tester;
+
+pub use artisan::Artisan;
+pub use critic::Critic;
+pub use librarian::{ContextBundle, Librarian};
+pub use tester::Tester;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Librarian,
+    Artisan,
+    Critic,
+    Tester,
+}
+
+impl Role {
+    pub const MODEL_ROLES: [Role; 3] = [Role::Librarian, Role::Artisan, Role::Critic];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Librarian => "librarian",
+            Role::Artisan => "artisan",
+            Role::Critic => "critic",
+            Role::Tester => "tester",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "librarian" => Ok(Role::Librarian),
+            "artisan" => Ok(Role::Artisan),
+            "critic" => Ok(Role::Critic),
+            other => Err(format!("unknown role `{other}` (expected librarian, artisan or critic)")),
+        }
+    }
+}
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::Ledger;
+use crate::error::{Error, Result};
+use crate::events::{Event, EventSink};
+use crate::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, TokenCounter};
+use crate::settings::ModelSpec;
+
+/// What the model-calling roles share: the client, the ledger that meters every call, and the
+/// event sink. Built once per run by the Supervisor.
+pub struct Caller {
+    pub llm: Arc<dyn LlmClient>,
+    pub counter: Arc<dyn TokenCounter>,
+    pub ledger: Arc<Ledger>,
+    pub events: EventSink,
+    /// Milliseconds spent waiting on models, for the report's timings.
+    pub llm_ms: AtomicU64,
+}
+
+impl Caller {
+    /// One metered call: budget check, the call (abandoned on `cancel`), settlement, an event.
+    pub async fn call(
+        &self,
+        iteration: u32,
+        role: Role,
+        spec: &ModelSpec,
+        messages: Vec<ChatMessage>,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply> {
+        let prompt_tokens = self.counter.count(&spec.model, &messages);
+        let grant = self
+            .ledger
+            .authorize(role, &spec.model, prompt_tokens, spec.max_tokens)
+            .map_err(|e| Error::Budget(e.0))?;
+        let request = ChatRequest {
+            role,
+            model: spec.model.clone(),
+            messages,
+            temperature: spec.temperature,
+            max_tokens: grant.max_tokens,
+        };
+        let started = Instant::now();
+        let result = tokio::select! {
+            r = self.llm.complete(request) => r,
+            _ = cancel.cancelled() => {
+                // The provider may still bill a request we abandoned; we cannot know its usage.
+                self.ledger.release(grant);
+                return Err(Error::Cancelled);
+            }
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        self.llm_ms.fetch_add(duration_ms, Ordering::Relaxed);
+        match result {
+            Ok(reply) => {
+                let cost = self.ledger.settle(grant, &reply.usage);
+                self.events.emit(Event::LlmCallFinished {
+                    iteration,
+                    role,
+                    model: spec.model.clone(),
+                    usage: reply.usage,
+                    cost_usd: cost,
+                    total_cost_usd: self.ledger.spent(),
+                    duration_ms,
+                    context_used: None,
+                });
+                Ok(reply)
+            }
+            Err(e) => {
+                self.ledger.release(grant);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// Runs a handler's future, turning a panic into a typed error so the Supervisor hears of it
+/// (actix would otherwise drop the reply and the message with it).
+pub(crate) async fn guarded<T>(role: Role, fut: impl Future<Output = Result<T>>) -> Result<T> {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::RolePanicked { role, message })
+        }
+    }
+}

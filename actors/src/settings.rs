@@ -1,0 +1,83 @@
+//! The core's view of a run's settings, already merged from defaults, the config file and flags.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::prompt::Templates;
+use crate::roles::Role;
+
+/// The model a role runs on, and how it is sampled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// `provider/model`.
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub max_iterations: u32,
+    pub max_cost_usd: f64,
+    pub max_duration: Option<Duration>,
+    /// 1: every iteration starts with no conversation history. N > 1: the Artisan and Critic keep
+    /// their history for N iterations.
+    pub context_reset_frequency: u32,
+    pub entropy_threshold: u32,
+    pub critic_enabled: bool,
+    pub critic_max_rejections: u32,
+    /// The Librarian asks its model for a short analysis of the last failure.
+    pub librarian_analyze: bool,
+    /// The most bytes of test output shown to a model.
+    pub max_test_output_bytes: usize,
+    pub models: BTreeMap<Role, ModelSpec>,
+    pub templates: Templates,
+}
+
+impl RunSettings {
+    pub fn model(&self, role: Role) -> &ModelSpec {
+        // Every model role is filled by the config layer; a missing one is a programming error
+        // caught by `RunSettings::validate`.
+        &self.models[&role]
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        for role in Role::MODEL_ROLES {
+            if !self.models.contains_key(&role) {
+                return Err(format!("no model for the {role}"));
+            }
+        }
+        if self.context_reset_frequency == 0 {
+            return Err("context_reset_frequency must be at least 1".into());
+        }
+        if self.entropy_threshold == 0 {
+            return Err("entropy threshold must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Defaults of the brief, with one model for every role.
+    pub fn with_model(model: &str) -> Self {
+        let spec = |max_tokens| ModelSpec { model: model.to_string(), temperature: None, max_tokens };
+        let models = BTreeMap::from([
+            (Role::Librarian, spec(1024)),
+            (Role::Artisan, spec(8192)),
+            (Role::Critic, spec(1024)),
+        ]);
+        Self {
+            max_iterations: 30,
+            max_cost_usd: 2.0,
+            max_duration: None,
+            context_reset_frequency: 1,
+            entropy_threshold: 3,
+            critic_enabled: true,
+            critic_max_rejections: 2,
+            librarian_analyze: true,
+            max_test_output_bytes: 12 * 1024,
+            models,
+            templates: Templates::default(),
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! The Supervisor: owns a session, drives the role actors through each iteration and decides when
+//! the run ends.
+//!
+//! One iteration is a state machine: context → generate → review (the Artisan revises while the
+//! Critic rejects, up to `critic_max_rejections` times) → test → decide. Everything an iteration
+//! needs is read from disk at its start; the only thing carried in memory is the bookkeeping in
+//! [`SessionState`], which is saved after every iteration so an interrupted session can resume.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::{Ledger, LedgerSnapshot, Prices};
+use crate::entropy::{fingerprint, headline, Breaker};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventSink, Phase};
+use crate::llm::{LlmClient, TokenCounter};
+use crate::messages::{GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun};
+use crate::report::{Report, Status, Timings, TestsSnapshot};
+use crate::roles::{Artisan, Caller, Critic, Librarian, Role, Tester};
+use crate::runner::{TestRun, TestRunner};
+use crate::settings::RunSettings;
+use crate::workspace::{IterationRecord, SessionStore, Workspace};
+
+/// What a session has done so far; `state.json` in the session folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub session_id: String,
+    pub target: String,
+    pub test_command: String,
+    /// `running` until the session ends, then its final status.
+    pub status: String,
+    /// Iterations completed.
+    pub iteration: u32,
+    pub ledger: LedgerSnapshot,
+    pub breaker: Breaker,
+    pub tests_before: Option<TestsSnapshot>,
+    pub tests_after: Option<TestsSnapshot>,
+    pub critic_rejections: u32,
+    pub context_resets: u32,
+    /// Wall time of the session's earlier runs (before a resume).
+    pub elapsed_ms: u64,
+    pub timings: Timings,
+    pub warnings: Vec<String>,
+    pub started_at: String,
+}
+
+impl SessionState {
+    pub fn new(session_id: &str, target: &str, test_command: &str, entropy_threshold: u32) -> Self {
+        Self {
+            session_id: session_id.into(),
+            target: target.into(),
+            test_command: test_command.into(),
+            status: "running".into(),
+            iteration: 0,
+            ledger: LedgerSnapshot::default(),
+            breaker: Breaker::new(entropy_threshold),
+            tests_before: None,
+            tests_after: None,
+            critic_rejections: 0,
+            context_resets: 0,
+            elapsed_ms: 0,
+            timings: Timings::default(),
+            warnings: Vec::new(),
+            started_at: now(),
+        }
+    }
+}
+
+/// Everything a session needs from outside.
+pub struct SupervisorDeps {
+    pub settings: Arc<RunSettings>,
+    pub workspace: Arc<dyn Workspace>,
+    pub store: Arc<dyn SessionStore>,
+    pub runner: Arc<dyn TestRunner>,
+    pub llm: Arc<dyn LlmClient>,
+    pub counter: Arc<dyn TokenCounter>,
+    pub prices: Prices,
+    pub events: EventSink,
+    /// A new session's state, or the state of the session being resumed.
+    pub state: SessionState,
+}
+
+pub struct Supervisor {
+    deps: Option<SupervisorDeps>,
+    cancel: CancellationToken,
+}
+
+impl Supervisor {
+    pub fn new(deps: SupervisorDeps) -> Self {
+        Self { deps: Some(deps), cancel: CancellationToken::new() }
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+}
+
+impl Handler<StartRun> for Supervisor {
+    type Result = ResponseFuture<Report>;
+
+    fn handle(&mut self, _: StartRun, ctx: &mut Context<Self>) -> Self::Result {
+        let Some(deps) = self.deps.take() else {
+            let report = error_report("the session was already started");
+            return Box::pin(async move { report });
+        };
+        let cancel = self.cancel.clone();
+        let _ = ctx.address();
+        let run = Run::start(deps, cancel);
+        Box::pin(run.run())
+    }
+}
+
+impl Handler<Interrupt> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, _: Interrupt, _: &mut Context<Self>) {
+        self.cancel.cancel();
+    }
+}
+
+/// Why the run ends.
+struct Stop(Status, String);
+
+type Step<T> = std::result::Result<T, Stop>;
+
+struct Run {
+    settings: Arc<RunSettings>,
+    workspace: Arc<dyn Workspace>,
+    store: Arc<dyn SessionStore>,
+    events: EventSink,
+    caller: Arc<Caller>,
+    librarian: Addr<Librarian>,
+    artisan: Addr<Artisan>,
+    critic: Addr<Critic>,
+    tester: Addr<Tester>,
+    state: SessionState,
+    started: Instant,
+    /// Ctrl+C.
+    user_cancel: CancellationToken,
+    /// Ctrl+C or the time limit: ends the current step.
+    steps: CancellationToken,
+    time_up: CancellationToken,
+    test_ms: AtomicU64,
+    stuck_on: Option<String>,
+}
+
+impl Run {
+    fn start(d: SupervisorDeps, user_cancel: CancellationToken) -> Self {
+        let ledger = Arc::new(Ledger::resume(
+            d.settings.max_cost_usd,
+            d.prices,
+            d.events.clone(),
+            d.state.ledger.clone(),
+        ));
+        let caller = Arc::new(Caller {
+            llm: d.llm,
+            counter: d.counter,
+            ledger,
+            events: d.events.clone(),
+            llm_ms: AtomicU64::new(0),
+        });
+        let librarian = Librarian::new(
+            d.workspace.clone(),
+            d.store.clone(),
+            caller.clone(),
+            d.settings.clone(),
+            d.state.test_command.clone(),
+        )
+        .start();
+        let artisan = Artisan::new(caller.clone(), d.settings.clone()).start();
+        let critic = Critic::new(caller.clone(), d.settings.clone()).start();
+        let tester = Tester::new(d.runner).start();
+
+        let steps = CancellationToken::new();
+        let time_up = CancellationToken::new();
+        {
+            let (steps, user) = (steps.clone(), user_cancel.clone());
+            actix::spawn(async move {
+                user.cancelled().await;
+                steps.cancel();
+            });
+        }
+        if let Some(limit) = d.settings.max_duration {
+            let left = limit.saturating_sub(Duration::from_millis(d.state.elapsed_ms));
+            let (steps, time_up) = (steps.clone(), time_up.clone());
+            actix::spawn(async move {
+                tokio::time::sleep(left).await;
+                time_up.cancel();
+                steps.cancel();
+            });
+        }
+        Self {
+            settings: d.settings,
+            workspace: d.workspace,
+            store: d.store,
+            events: d.events,
+            caller,
+            librarian,
+            artisan,
+            critic,
+            tester,
+            state: d.state,
+            started: Instant::now(),
+            user_cancel,
+            steps,
+            time_up,
+            test_ms: AtomicU64::new(0),
+            stuck_on: None,
+        }
+    }
+
+    async fn run(mut self) -> Report {
+        let Err(Stop(status, reason)) = self.drive().await;
+        self.finish(status, reason).await
+    }
+
+    async fn drive(&mut self) -> Step<Infallible> {
+        let s = &self.settings;
+        self.events.emit(Event::SessionStarted {
+            session_id: self.state.session_id.clone(),
+            target: self.state.target.clone(),
+            test_command: self.state.test_command.clone(),
+            models: Role::MODEL_ROLES.iter().map(|r| (*r, s.model(*r).model.clone())).collect(),
+            max_cost_usd: s.max_cost_usd,
+            max_iterations: s.max_iterations,
+            resumed_from_iteration: self.state.iteration,
+        });
+        if s.context_reset_frequency > 1 {
+            self.warn(format!(
+                "context_reset_frequency is {}: the Artisan and Critic keep their conversation for {} iterations; \
+                 quality drops as context fills (1, a fresh context every iteration, is the default)",
+                s.context_reset_frequency, s.context_reset_frequency
+            ));
+        }
+        if self.state.tests_before.is_none() {
+            self.phase(0, Phase::Baseline);
+            let run = self.test().await?;
+            self.save_results(0, &run).await?;
+            self.state.tests_before = Some(TestsSnapshot::from(&run));
+            self.state.tests_after = Some(TestsSnapshot::from(&run));
+            if run.passed() {
+                return Err(Stop(Status::Success, "the tests already pass; nothing to fix".into()));
+            }
+        }
+        loop {
+            self.iteration().await?;
+        }
+    }
+
+    /// One iteration; returns only to start the next one.
+    async fn iteration(&mut self) -> Step<()> {
+        let s = self.settings.clone();
+        if self.state.iteration >= s.max_iterations {
+            let last = self.stuck_on.clone().map(|l| format!("; last failure: {l}")).unwrap_or_default();
+            return Err(Stop(
+                Status::MaxIterations,
+                format!("reached max_iterations ({}) without passing tests{last}", s.max_iterations),
+            ));
+        }
+        let n = self.state.iteration + 1;
+        let iter_started = Instant::now();
+        let started_at = now();
+        let cost_before = self.caller.ledger.spent();
+        self.events.emit(Event::IterationStarted { iteration: n, max_iterations: s.max_iterations });
+        if n > 1 && (n - 1) % s.context_reset_frequency == 0 {
+            self.artisan.do_send(ResetContext);
+            self.critic.do_send(ResetContext);
+            self.state.context_resets += 1;
+            self.events.emit(Event::ContextReset { iteration: n });
+        }
+
+        self.phase(n, Phase::Context);
+        let cancel = self.steps.clone();
+        let context = Arc::new(
+            self.ask(Role::Librarian, &self.librarian, GatherContext { iteration: n, cancel: cancel.clone() }).await?,
+        );
+
+        let mut critique = None;
+        let mut rejections = 0;
+        let mut approved = !s.critic_enabled;
+        let code = loop {
+            self.phase(n, Phase::Generate);
+            let proposal = self
+                .ask(
+                    Role::Artisan,
+                    &self.artisan,
+                    Generate { iteration: n, context: context.clone(), critique: critique.take(), cancel: cancel.clone() },
+                )
+                .await?;
+            let Some(code) = proposal.code else {
+                if rejections >= s.critic_max_rejections {
+                    break None;
+                }
+                rejections += 1;
+                critique = Some(
+                    "Your reply had no fenced code block. Reply with the whole file in one fenced code block.".into(),
+                );
+                continue;
+            };
+            if !s.critic_enabled {
+                break Some(code);
+            }
+            self.phase(n, Phase::Review);
+            let verdict = self
+                .ask(
+                    Role::Critic,
+                    &self.critic,
+                    Review { iteration: n, context: context.clone(), code: code.clone(), cancel: cancel.clone() },
+                )
+                .await?;
+            if !verdict.explicit {
+                self.warn(format!("iteration {n}: the Critic's reply had no VERDICT line; taken as APPROVE"));
+            }
+            self.events.emit(Event::CriticVerdict { iteration: n, approved: verdict.approved, reasons: verdict.reasons.clone() });
+            if verdict.approved {
+                approved = true;
+                break Some(code);
+            }
+            if rejections >= s.critic_max_rejections {
+                self.warn(format!(
+                    "iteration {n}: the Critic rejected {} proposals; the tests judge the last one",
+                    rejections + 1
+                ));
+                break Some(code);
+            }
+            rejections += 1;
+            critique = Some(verdict.reasons);
+        };
+        self.state.critic_rejections += rejections;
+
+        match code {
+            Some(code) => self.workspace.write_target(code).await.map_err(|e| self.fail(Error::Workspace(e)))?,
+            None => self.warn(format!("iteration {n}: the Artisan gave no code block; the file is unchanged")),
+        }
+
+        let run = self.test().await?;
+        self.save_results(n, &run).await?;
+        self.phase(n, Phase::Decide);
+        self.state.iteration = n;
+        self.state.tests_after = Some(TestsSnapshot::from(&run));
+        let passed = run.passed();
+        let fp = (!passed).then(|| fingerprint(&run));
+        let tripped = fp.as_deref().is_some_and(|fp| self.state.breaker.record(fp));
+        if !passed {
+            self.stuck_on = Some(headline(&run));
+        }
+        let record = IterationRecord {
+            iteration: n,
+            started_at,
+            duration_ms: iter_started.elapsed().as_millis() as u64,
+            critic_rejections: rejections,
+            critic_approved: approved,
+            tests: run.summary(),
+            passed,
+            fingerprint: fp.clone(),
+            cost_usd: self.caller.ledger.spent() - cost_before,
+            outcome: None,
+        };
+        self.store.append_iteration(&record).await.map_err(|e| self.fail(Error::Workspace(e)))?;
+        self.checkpoint().await?;
+        if passed {
+            let plural = if n == 1 { "" } else { "s" };
+            return Err(Stop(Status::Success, format!("all tests pass after {n} iteration{plural}")));
+        }
+        if tripped {
+            let seen = fp.as_deref().and_then(|f| self.state.breaker.seen.get(f)).copied().unwrap_or(0);
+            let stuck = self.stuck_on.clone().unwrap_or_default();
+            return Err(Stop(
+                Status::EntropyDetected,
+                format!("the same failure ended {seen} iterations (threshold {}): {stuck}", s.entropy_threshold),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends `msg` to a role and waits for the answer, unless the user or the clock stops the run.
+    async fn ask<A, M, T>(&self, role: Role, addr: &Addr<A>, msg: M) -> Step<T>
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let answer = tokio::select! {
+            biased;
+            _ = self.steps.cancelled() => return Err(self.cancelled()),
+            r = addr.send(msg) => r,
+        };
+        match answer {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(Error::Cancelled)) => Err(self.cancelled()),
+            Ok(Err(e)) => Err(self.fail(e)),
+            Err(mailbox) => Err(Stop(Status::Error, format!("the {role} actor stopped: {mailbox}"))),
+        }
+    }
+
+    /// Runs the tests. The runner hears the cancel token itself and kills its process group, so
+    /// this waits for it rather than abandon a running child.
+    async fn test(&mut self) -> Step<TestRun> {
+        let n = self.state.iteration + u32::from(self.state.tests_before.is_some());
+        self.phase(n, Phase::Test);
+        let answer = self.tester.send(RunTests { cancel: self.steps.child_token() }).await;
+        if self.steps.is_cancelled() {
+            return Err(self.cancelled());
+        }
+        let run = match answer {
+            Ok(Ok(run)) => run,
+            Ok(Err(e)) => return Err(self.fail(e)),
+            Err(mailbox) => return Err(Stop(Status::Error, format!("the tester actor stopped: {mailbox}"))),
+        };
+        self.test_ms.fetch_add(run.duration_ms, Ordering::Relaxed);
+        self.events.emit(Event::TestsFinished { iteration: n, tests: TestsSnapshot::from(&run) });
+        Ok(run)
+    }
+
+    async fn save_results(&self, n: u32, run: &TestRun) -> Step<()> {
+        self.store.save_test_results(n, run).await.map_err(|e| self.fail(Error::Workspace(e)))
+    }
+
+    async fn checkpoint(&mut self) -> Step<()> {
+        self.sync_state();
+        self.store.save_state(&self.state).await.map_err(|e| self.fail(Error::Workspace(e)))
+    }
+
+    fn sync_state(&mut self) {
+        self.state.ledger = self.caller.ledger.snapshot();
+    }
+
+    fn cancelled(&self) -> Stop {
+        if self.user_cancel.is_cancelled() {
+            Stop(Status::Interrupted, "interrupted by the user".into())
+        } else if self.time_up.is_cancelled() {
+            let minutes = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64() / 60.0);
+            Stop(Status::BudgetExceeded, format!("time limit reached: {minutes:.1} minutes"))
+        } else {
+            Stop(Status::Interrupted, "cancelled".into())
+        }
+    }
+
+    fn fail(&self, e: Error) -> Stop {
+        match e {
+            Error::Budget(why) => Stop(Status::BudgetExceeded, why),
+            Error::Cancelled => self.cancelled(),
+            other => Stop(Status::Error, other.to_string()),
+        }
+    }
+
+    fn phase(&self, iteration: u32, phase: Phase) {
+        self.events.emit(Event::PhaseChanged { iteration, phase });
+    }
+
+    fn warn(&mut self, message: String) {
+        tracing::warn!("{message}");
+        self.state.warnings.push(message.clone());
+        self.events.emit(Event::Warning { message });
+    }
+
+    async fn finish(mut self, status: Status, reason: String) -> Report {
+        self.sync_state();
+        let wall_ms = self.started.elapsed().as_millis() as u64;
+        let llm_ms = self.caller.llm_ms.load(Ordering::Relaxed);
+        let test_ms = self.test_ms.load(Ordering::Relaxed);
+        let t = &mut self.state.timings;
+        t.llm_ms += llm_ms;
+        t.test_ms += test_ms;
+        t.overhead_ms += wall_ms.saturating_sub(llm_ms + test_ms);
+        self.state.elapsed_ms += wall_ms;
+        // An interrupted session stays resumable; any other end is final.
+        self.state.status = status.as_str().to_string();
+        let st = &self.state;
+        let l = &st.ledger;
+        let report = Report {
+            session_id: st.session_id.clone(),
+            status,
+            exit_code: status.exit_code(),
+            reason,
+            target: st.target.clone(),
+            test_command: st.test_command.clone(),
+            iterations: st.iteration,
+            duration_ms: st.elapsed_ms,
+            cost_usd: l.spent,
+            cost_by_role: l.by_role.clone(),
+            cost_by_model: l.by_model.clone(),
+            tokens: l.tokens,
+            tokens_by_role: l.tokens_by_role.clone(),
+            tests_before: st.tests_before.clone(),
+            tests_after: st.tests_after.clone(),
+            stuck_on: if status == Status::Success { None } else { self.stuck_on.clone() },
+            context_resets: st.context_resets,
+            critic_rejections: st.critic_rejections,
+            timings: st.timings,
+            warnings: st.warnings.clone(),
+            started_at: st.started_at.clone(),
+            finished_at: now(),
+        };
+        let mut report = report;
+        if let Err(e) = self.store.save_state(&self.state).await {
+            report.warnings.push(format!("could not save the session state: {e}"));
+        }
+        if let Err(e) = self.store.save_report(&report).await {
+            report.warnings.push(format!("could not save report.json: {e}"));
+        }
+        self.events.emit(Event::SessionFinished { report: Box::new(report.clone()) });
+        report
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn error_report(reason: &str) -> Report {
+    Report {
+        session_id: String::new(),
+        status: Status::Error,
+        exit_code: Status::Error.exit_code(),
+        reason: reason.into(),
+        target: String::new(),
+        test_command: String::new(),
+        iterations: 0,
+        duration_ms: 0,
+        cost_usd: 0.0,
+        cost_by_role: BTreeMap::new(),
+        cost_by_model: BTreeMap::new(),
+        tokens: Default::default(),
+        tokens_by_role: BTreeMap::new(),
+        tests_before: None,
+        tests_after: None,
+        stuck_on: None,
+        context_resets: 0,
+        critic_rejections: 0,
+        timings: Timings::default(),
+        warnings: Vec::new(),
+        started_at: now(),
+        finished_at: now(),
+    }
+}

@@ -1,0 +1,4 @@
+//! (being written)
+#[derive(Debug, thiserror::Error)]
+#[error("config")]
+pub struct ConfigError;

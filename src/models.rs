@@ -1,0 +1,106 @@
+//! Model names: `provider/model`, a bare model name whose family names its provider, or an alias.
+
+use std::fmt;
+
+/// Providers a model name may name. Which of them this build can call is [`AVAILABLE`].
+pub const PROVIDERS: &[&str] = &["openai", "anthropic", "gemini", "ollama", "azure"];
+
+/// Providers this build has a client for. Any OpenAI-compatible server (LiteLLM, vLLM,
+/// llama.cpp, Ollama's `/v1`) is reached as `openai` through `OPENAI_BASE_URL`.
+pub const AVAILABLE: &[&str] = &["openai"];
+
+/// Aliases, documented in `docs/providers.md`.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("gpt", "openai/gpt-4.1"),
+    ("gpt-mini", "openai/gpt-4.1-mini"),
+    ("gpt-nano", "openai/gpt-4.1-nano"),
+    ("gpt5", "openai/gpt-5"),
+    ("gpt5-mini", "openai/gpt-5-mini"),
+    ("4o", "openai/gpt-4o"),
+    ("4o-mini", "openai/gpt-4o-mini"),
+    ("claude", "anthropic/claude-sonnet-4-5"),
+    ("sonnet", "anthropic/claude-sonnet-4-5"),
+    ("opus", "anthropic/claude-opus-4-1"),
+    ("haiku", "anthropic/claude-haiku-4-5"),
+    ("gemini", "gemini/gemini-2.5-pro"),
+    ("flash", "gemini/gemini-2.5-flash"),
+    ("ollama", "ollama/qwen2.5-coder:7b"),
+];
+
+/// The model every role uses when nothing is configured (until the other providers land).
+pub const DEFAULT_ARTISAN: &str = "openai/gpt-4.1";
+pub const DEFAULT_LIBRARIAN: &str = "openai/gpt-4.1-mini";
+pub const DEFAULT_CRITIC: &str = "openai/gpt-4.1-mini";
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelName {
+    pub provider: String,
+    pub model: String,
+}
+
+impl fmt::Display for ModelName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider, self.model)
+    }
+}
+
+impl ModelName {
+    /// Resolves an alias, a `provider/model` name, or a bare name of a known family
+    /// (`gpt-4o`, `o3-mini`, `claude-...`, `gemini-...`), as micro-agent's `MODEL` holds.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err("empty model name".into());
+        }
+        if let Some((_, full)) = ALIASES.iter().find(|(a, _)| *a == name) {
+            return Self::parse(full);
+        }
+        if let Some((provider, model)) = name.split_once('/') {
+            if !PROVIDERS.contains(&provider) {
+                return Err(format!(
+                    "unknown provider `{provider}` in `{name}` (providers: {})",
+                    PROVIDERS.join(", ")
+                ));
+            }
+            if model.is_empty() {
+                return Err(format!("`{name}` names no model after the provider"));
+            }
+            return Ok(Self { provider: provider.into(), model: model.into() });
+        }
+        let family = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+        let provider = if family(&["gpt-", "chatgpt-", "o1", "o3", "o4", "text-"]) {
+            "openai"
+        } else if family(&["claude-"]) {
+            "anthropic"
+        } else if family(&["gemini-"]) {
+            "gemini"
+        } else {
+            let aliases: Vec<&str> = ALIASES.iter().map(|(a, _)| *a).collect();
+            return Err(format!(
+                "`{name}` is neither `provider/model` nor an alias ({})",
+                aliases.join(", ")
+            ));
+        };
+        Ok(Self { provider: provider.into(), model: name.into() })
+    }
+
+    pub fn is_available(&self) -> bool {
+        AVAILABLE.contains(&self.provider.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_aliases() {
+        assert_eq!(ModelName::parse("gpt-mini").map(|m| m.to_string()), Ok("openai/gpt-4.1-mini".into()));
+        assert_eq!(ModelName::parse("openai/gpt-4o").map(|m| m.to_string()), Ok("openai/gpt-4o".into()));
+        assert_eq!(ModelName::parse("gpt-4o").map(|m| m.provider), Ok("openai".into()));
+        assert_eq!(ModelName::parse("claude").map(|m| m.provider), Ok("anthropic".into()));
+        assert_eq!(ModelName::parse("ollama/qwen2.5-coder:7b").map(|m| m.model), Ok("qwen2.5-coder:7b".into()));
+        assert!(ModelName::parse("acme/x").is_err());
+        assert!(ModelName::parse("mystery").is_err());
+    }
+}
