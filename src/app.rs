@@ -1,1 +1,381 @@
-//! (being written)
+//! The wiring of a run: flags and config into settings, the real trait implementations, the
+//! actor system, signals and printers.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Actor;
+use ralph_actors::budget::Prices;
+use ralph_actors::events::EventSink;
+use ralph_actors::llm::{LlmClient, TokenCounter};
+use ralph_actors::messages::{Interrupt, StartRun};
+use ralph_actors::report::Report;
+use ralph_actors::roles::Role;
+use ralph_actors::settings::RunSettings;
+use ralph_actors::supervisor::{SessionState, Supervisor, SupervisorDeps};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{OutputFormat, ResumeArgs, RunArgs, StatusArgs};
+use crate::config::{self, Config};
+use crate::detect;
+use crate::error::{Error, Result};
+use crate::models::{ModelName, AVAILABLE};
+use crate::printers;
+use crate::providers::{self, LlmSource, OpenAiOptions};
+use crate::runner::ProcessRunner;
+use crate::session::SessionDir;
+use crate::workspace::FsWorkspace;
+
+/// Provider settings that come from somewhere other than flags and config: micro-agent's
+/// environment and INI file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Overrides {
+    /// Never saved: a resumed session reads the key again from `api_key_env`.
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    pub api_key_env: Option<String>,
+    pub base_url: Option<String>,
+    /// What the front end could not honour, already said on stderr.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// What a session was started with; `run.json`, read back by `resume`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunSpec {
+    cwd: PathBuf,
+    args: RunArgs,
+    overrides: Overrides,
+}
+
+/// A run, resolved and checked, ready to execute.
+struct Plan {
+    root: PathBuf,
+    workspace: FsWorkspace,
+    test_command: String,
+    runner: ProcessRunner,
+    settings: RunSettings,
+    prices: Prices,
+    output: OutputFormat,
+    llm: LlmSource,
+}
+
+pub fn init_tracing() {
+    // Diagnostics go to stderr at `warn` unless RUST_LOG says otherwise; the live view is
+    // separate (events), so logs never mix into `--output json`.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Turns a run's outcome into the process exit code, printing errors plainly.
+pub fn exit_code(result: Result<i32>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+/// `ralph-loop [run] FILE ...`
+pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let plan = plan(&args, &cwd, &overrides)?;
+    let session = SessionDir::create(&plan.root)?;
+    session.write_json("run.json", &RunSpec { cwd, args, overrides })?;
+    session.save_original(&plan.workspace.target)?;
+    let state = SessionState::new(
+        &session.id,
+        &plan.workspace.display(&plan.workspace.target),
+        &plan.test_command,
+        plan.settings.entropy_threshold,
+    );
+    execute(plan, session, state)
+}
+
+/// `ralph-loop resume [SESSION]`
+pub fn resume(args: ResumeArgs) -> Result<i32> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let root = detect::project_root(&cwd);
+    let resumable = |s: &SessionDir| {
+        s.read_json::<SessionState>("state.json").ok().flatten().is_some_and(|st| is_resumable(&st.status))
+    };
+    let session = match args.session.as_deref() {
+        Some(id) => SessionDir::find(&root, Some(id), |_| true)?,
+        None => SessionDir::find(&root, None, resumable)
+            .map_err(|_| Error::Usage(format!("no interrupted session under {} to resume", root.display())))?,
+    };
+    let spec: RunSpec = session
+        .read_json("run.json")?
+        .ok_or_else(|| Error::Usage(format!("session {} has no run.json; it cannot be resumed", session.id)))?;
+    let state: SessionState = session
+        .read_json("state.json")?
+        .unwrap_or_else(|| SessionState::new(&session.id, "", "", 3));
+    if !is_resumable(&state.status) {
+        return Err(Error::Usage(format!(
+            "session {} ended with `{}`; only an interrupted session can be resumed",
+            session.id, state.status
+        )));
+    }
+    let mut run_args = spec.args;
+    if args.budget.is_some() {
+        run_args.budget = args.budget;
+    }
+    if args.output.is_some() {
+        run_args.output = args.output;
+    }
+    let mut overrides = spec.overrides;
+    overrides.api_key = overrides.api_key_env.as_deref().and_then(env);
+    let plan = plan(&run_args, &spec.cwd, &overrides)?;
+    let mut state = state;
+    state.status = "running".into();
+    execute(plan, session, state)
+}
+
+fn is_resumable(status: &str) -> bool {
+    status == "running" || status == "interrupted"
+}
+
+/// `ralph-loop status [SESSION]`
+pub fn status(args: StatusArgs) -> Result<i32> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let root = detect::project_root(&cwd);
+    let session = SessionDir::find(&root, args.session.as_deref(), |_| true)?;
+    match session.read_json::<Report>("report.json")? {
+        Some(report) if args.json => {
+            let _ = printers::json_report(&report, &mut std::io::stdout().lock());
+        }
+        Some(report) => {
+            let mut human = printers::Human::new();
+            let event = ralph_actors::events::Event::SessionFinished { report: Box::new(report) };
+            let _ = human.render(&event, &mut std::io::stdout().lock());
+        }
+        None => {
+            let state: Option<SessionState> = session.read_json("state.json")?;
+            match state {
+                Some(st) => println!(
+                    "session {} is {} after {} iterations, ${:.4} spent (no report yet)",
+                    session.id, st.status, st.iteration, st.ledger.spent
+                ),
+                None => println!("session {} has not finished its first step", session.id),
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
+    let file = args.file.as_ref().ok_or_else(|| Error::Usage("no file to fix was given".into()))?;
+    let target = cwd.join(file);
+    if !target.is_file() {
+        return Err(Error::Usage(format!(
+            "target file not found: {} (create it, even empty, to have it written from its tests)",
+            file.display()
+        )));
+    }
+    let target = target.canonicalize().map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
+    let root = detect::project_root(target.parent().unwrap_or(cwd));
+
+    let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
+    apply_flags(&mut config, args)?;
+    let mut settings = config.run_settings()?;
+    settings.validate().map_err(Error::Usage)?;
+
+    // The models must be callable, unless a recording answers for them.
+    if args.replay.is_none() {
+        for role in Role::MODEL_ROLES {
+            let name = ModelName::parse(&settings.model(role).model).map_err(Error::Usage)?;
+            if !name.is_available() {
+                return Err(Error::Usage(format!(
+                    "the {role}'s model {name} needs the `{}` provider, which this build does not have yet \
+                     (available: {}; any OpenAI-compatible server works as `openai/<model>` with OPENAI_BASE_URL)",
+                    name.provider,
+                    AVAILABLE.join(", ")
+                )));
+            }
+        }
+    }
+
+    let detected = detect::detect_test_command(&target);
+    let (test_command, test_cwd) = match (&args.test_command, &config.testing.command, &detected) {
+        (Some(t), _, _) => (t.clone(), cwd.to_path_buf()),
+        (None, Some(t), _) => (t.clone(), config.base_dir.clone().unwrap_or_else(|| cwd.to_path_buf())),
+        (None, None, Some(d)) => (d.command.clone(), d.cwd.clone()),
+        (None, None, None) => {
+            return Err(Error::Usage(format!(
+                "no test command for {}: pass -t \"<command>\", set testing.command in ralph.config.yaml, \
+                 or add a manifest (package.json with a test script, pyproject.toml, Cargo.toml)",
+                file.display()
+            )))
+        }
+    };
+    let existing = |p: PathBuf, what: &str| -> Result<PathBuf> {
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::Usage(format!("{what} not found: {}", p.display())))
+        }
+    };
+    let test_file = match args.test_file.as_ref().map(|f| cwd.join(f)).or_else(|| config.testing.test_file.clone()) {
+        Some(p) => Some(existing(p, "test file")?),
+        None => detect::find_test_file(&target),
+    };
+    let prompt_file = match args.prompt.as_ref().map(|p| cwd.join(p)).or_else(|| config.testing.prompt_file.clone()) {
+        Some(p) => Some(existing(p, "prompt file")?),
+        None => {
+            let mut conventional = target.clone().into_os_string();
+            conventional.push(".prompt.md");
+            Some(PathBuf::from(conventional)).filter(|p| p.is_file())
+        }
+    };
+    let workspace = FsWorkspace {
+        manifest: detect::find_manifest(&target),
+        root: root.clone(),
+        target,
+        test_file,
+        prompt_file,
+    };
+    let runner = ProcessRunner::new(
+        test_command.clone(),
+        test_cwd,
+        Duration::from_secs(config.testing.timeout_seconds),
+        config.testing.max_output_bytes,
+    );
+
+    let llm = match (&args.replay, &args.record) {
+        (Some(file), _) => LlmSource::Replay(cwd.join(file)),
+        (None, record) => {
+            let endpoint = config.endpoint("openai", env);
+            let api_key_env = overrides.api_key_env.clone().or(endpoint.api_key_env).unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let options = OpenAiOptions {
+                base_url: overrides.base_url.clone().or(endpoint.base_url),
+                api_key: overrides.api_key.clone().or_else(|| env(&api_key_env)),
+                api_key_env,
+                timeout: endpoint.timeout,
+                max_retries: endpoint.max_retries,
+                stream: endpoint.stream,
+            };
+            match record {
+                Some(file) => LlmSource::Record(options, cwd.join(file)),
+                None => LlmSource::Live(options),
+            }
+        }
+    };
+    let output = args.output.unwrap_or(match config.output {
+        config::Output::Human => OutputFormat::Human,
+        config::Output::Json => OutputFormat::Json,
+        config::Output::Jsonl => OutputFormat::Jsonl,
+    });
+    Ok(Plan {
+        root,
+        workspace,
+        test_command,
+        runner,
+        prices: providers::prices::with_overrides(config.prices.clone()),
+        settings,
+        output,
+        llm,
+    })
+}
+
+/// Flags over the file.
+fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
+    if let Some(models) = &args.models {
+        for (role, name) in parse_models_flag(models)? {
+            if let Some(entry) = config.models.get_mut(role) {
+                entry.model = name;
+            }
+        }
+    }
+    if let Some(m) = args.max_iterations {
+        if m == 0 {
+            return Err(Error::Usage("--max-iterations must be at least 1".into()));
+        }
+        config.budgets.max_iterations = m;
+    }
+    if let Some(b) = args.budget {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(Error::Usage(format!("--budget must be a positive number of dollars, not {b}")));
+        }
+        config.budgets.max_cost_usd = b;
+    }
+    if let Some(d) = args.max_duration {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(Error::Usage(format!("--max-duration must be a positive number of minutes, not {d}")));
+        }
+        config.budgets.max_duration_minutes = Some(d);
+    }
+    Ok(())
+}
+
+/// `librarian=gpt-mini,artisan=openai/gpt-4.1` or one model for every role.
+pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
+    let canonical = |name: &str| ModelName::parse(name).map(|m| m.to_string()).map_err(|e| Error::Usage(format!("--models: {e}")));
+    if !flag.contains('=') {
+        let model = canonical(flag)?;
+        return Ok(Role::MODEL_ROLES.iter().map(|r| (*r, model.clone())).collect());
+    }
+    flag.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|pair| {
+            let (role, name) = pair
+                .split_once('=')
+                .ok_or_else(|| Error::Usage(format!("--models: `{pair}` is not role=model")))?;
+            let role: Role = role.trim().parse().map_err(|e| Error::Usage(format!("--models: {e}")))?;
+            Ok((role, canonical(name)?))
+        })
+        .collect()
+}
+
+fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> {
+    let counter = providers::tokens::TiktokenCounter::new();
+    // Building the tokenizer's tables takes a while; do it while the baseline tests run.
+    let _ = providers::tokens::TiktokenCounter::warm_up();
+    let output = plan.output;
+    let settings = Arc::new(plan.settings);
+    let system = actix::System::new();
+    let report = system.block_on(async move {
+        let (events, rx) = EventSink::channel();
+        let llm: Arc<dyn LlmClient> = providers::build(&plan.llm)?;
+        let printer = actix::spawn(printers::print(output, rx));
+        let counter: Arc<dyn TokenCounter> = Arc::new(counter);
+        let supervisor = Supervisor::new(SupervisorDeps {
+            settings,
+            workspace: Arc::new(plan.workspace),
+            store: Arc::new(session),
+            runner: Arc::new(plan.runner),
+            llm,
+            counter,
+            prices: plan.prices,
+            events,
+            state,
+        })
+        .start();
+        let on_signal = supervisor.clone();
+        actix::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted: ending the current step and saving the session (Ctrl+C again to quit at once)");
+                on_signal.do_send(Interrupt);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    crate::runner::kill_running();
+                    std::process::exit(130);
+                }
+            }
+        });
+        let report = supervisor
+            .send(StartRun)
+            .await
+            .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
+        let _ = printer.await;
+        Ok::<Report, Error>(report)
+    })?;
+    Ok(report.exit_code)
+}

@@ -1,1 +1,104 @@
-//! (being written)
+//! The `ralph-loop` command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ralph-loop",
+    version,
+    about = "Fix a file until its tests pass: several LLMs, as actors, within a budget.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Fix FILE until its tests pass (the default command).
+    Run(RunArgs),
+    /// Continue an interrupted session from where it stopped.
+    Resume(ResumeArgs),
+    /// Print the report of the last session (or of SESSION).
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// A live view on stderr.
+    Human,
+    /// The final report as one JSON document on stdout.
+    Json,
+    /// Every event as one JSON line on stdout; the last is the final report.
+    Jsonl,
+}
+
+/// The flags of a run. Saved in the session folder so `resume` runs with the same ones.
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
+pub struct RunArgs {
+    /// The file to fix.
+    #[arg(required = true)]
+    pub file: Option<PathBuf>,
+    /// The test command (default: config `testing.command`, else detected from the manifest).
+    #[arg(short = 't', long = "test-command", alias = "test")]
+    pub test_command: Option<String>,
+    /// The test file shown to the models (default: found by naming convention).
+    #[arg(short = 'f', long = "test-file", alias = "testFile")]
+    pub test_file: Option<PathBuf>,
+    /// A Markdown file of instructions (default: `<FILE>.prompt.md` when it exists).
+    #[arg(short = 'p', long)]
+    pub prompt: Option<PathBuf>,
+    /// Stop after this many iterations (default 30).
+    #[arg(short = 'm', long = "max-iterations", alias = "maxRuns")]
+    pub max_iterations: Option<u32>,
+    /// Models per role: `librarian=gpt-mini,artisan=openai/gpt-4.1,critic=gpt-mini`, or one
+    /// model for every role.
+    #[arg(long)]
+    pub models: Option<String>,
+    /// Cost cap in US dollars (default 2.00); the run stops before a call could cross it.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Time cap in minutes.
+    #[arg(long, value_name = "MINUTES")]
+    pub max_duration: Option<f64>,
+    /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git root).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// How to show progress and the result (default: human, or the config's `output`).
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Record every model exchange of this run to FILE, for `--replay`.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer every model call from a recording made with `--record`; no network, no key.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// The session to resume (default: the most recent interrupted one).
+    pub session: Option<String>,
+    /// Raise the session's cost cap.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// A session id (default: the most recent session).
+    pub session: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

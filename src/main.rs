@@ -1,1 +1,16 @@
-fn main(){}
+use std::process::ExitCode;
+
+use clap::Parser;
+use ralph_loop::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    ralph_loop::app::init_tracing();
+    let result = match cli.command {
+        Some(Command::Run(args)) => ralph_loop::app::run(args, Default::default()),
+        Some(Command::Resume(args)) => ralph_loop::app::resume(args),
+        Some(Command::Status(args)) => ralph_loop::app::status(args),
+        None => ralph_loop::app::run(cli.run, Default::default()),
+    };
+    ralph_loop::app::exit_code(result)
+}

@@ -1,1 +1,253 @@
-//! (being written)
+//! `micro-agent`: a drop-in for BuilderIO's micro-agent on top of ralph-loop.
+//!
+//! Same flags (`-t -f -p -m --thread -v`), same environment (`OPENAI_KEY`, `ANTHROPIC_KEY`,
+//! `MODEL`, `ANTHROPIC_MODEL`, `OPENAI_API_ENDPOINT`) and the same INI file `~/.micro-agent`,
+//! where the environment wins over the file as in micro-agent. micro-agent has one model, so
+//! `MODEL` runs every role. What ralph-loop cannot honour is said on stderr.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::app::{self, Overrides};
+use crate::cli::RunArgs;
+use crate::error::{Error, Result};
+
+/// micro-agent's default for `--maxRuns`.
+pub const DEFAULT_MAX_RUNS: u32 = 20;
+
+/// The keys micro-agent's config file and environment know.
+pub const KEYS: &[&str] = &[
+    "OPENAI_KEY",
+    "ANTHROPIC_KEY",
+    "MODEL",
+    "ANTHROPIC_MODEL",
+    "OPENAI_API_ENDPOINT",
+    "LANGUAGE",
+    "MOCK_LLM_RECORD_FILE",
+    "USE_MOCK_LLM",
+];
+
+#[derive(Debug, Parser)]
+#[command(name = "micro-agent", version, about = "An AI agent that writes code until the tests pass (ralph-loop inside).")]
+struct MicroArgs {
+    #[command(subcommand)]
+    command: Option<MicroCommand>,
+    /// The file to write or fix.
+    file_path: Option<PathBuf>,
+    /// A prompt file of instructions.
+    #[arg(short = 'p', long)]
+    prompt: Option<PathBuf>,
+    /// The test script to run.
+    #[arg(short = 't', long)]
+    test: Option<String>,
+    /// The test file to show the model.
+    #[arg(short = 'f', long = "testFile", alias = "test-file")]
+    test_file: Option<PathBuf>,
+    /// The maximum number of runs to attempt.
+    #[arg(short = 'm', long = "maxRuns", alias = "max-runs")]
+    max_runs: Option<u32>,
+    /// Thread ID to resume (OpenAI Assistants; not supported, see stderr).
+    #[arg(long)]
+    thread: Option<String>,
+    /// Visual matching against a URL (not supported, see stderr).
+    #[arg(short = 'v', long)]
+    visual: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum MicroCommand {
+    /// Read or write ~/.micro-agent.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// `micro-agent config set KEY=VALUE ...`
+    Set { pairs: Vec<String> },
+    /// `micro-agent config get [KEY ...]`
+    Get { keys: Vec<String> },
+}
+
+fn config_path() -> Result<PathBuf> {
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".micro-agent"))
+        .ok_or_else(|| Error::Usage("HOME is not set, so ~/.micro-agent cannot be found".into()))
+}
+
+/// The values of micro-agent's keys: the INI file, then the environment over it.
+pub fn settings(env: impl Fn(&str) -> Option<String>) -> Result<BTreeMap<String, String>> {
+    let mut values = BTreeMap::new();
+    let path = config_path()?;
+    if path.exists() {
+        let ini = ini::Ini::load_from_file(&path)
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        for (k, v) in ini.general_section().iter() {
+            values.insert(k.to_string(), v.to_string());
+        }
+    }
+    for key in KEYS {
+        if let Some(v) = env(key).filter(|v| !v.is_empty()) {
+            values.insert((*key).to_string(), v);
+        }
+    }
+    Ok(values)
+}
+
+pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
+    let args = match MicroArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return Ok(code);
+        }
+    };
+    if let Some(MicroCommand::Config { action }) = args.command {
+        return config_command(action);
+    }
+    let Some(file) = args.file_path else {
+        return Err(Error::Usage(
+            "micro-agent's interactive mode is not supported: give a file path, e.g. `micro-agent ./src/add.ts -t \"npm test\"`".into(),
+        ));
+    };
+    if args.visual.is_some() {
+        return Err(Error::Usage(
+            "visual matching (-v/--visual) is not supported by ralph-loop; run with -t and a test file instead".into(),
+        ));
+    }
+    if let Some(thread) = &args.thread {
+        eprintln!(
+            "micro-agent: --thread {thread} is ignored: ralph-loop starts every iteration from a fresh context and keeps no OpenAI thread; \
+             `ralph-loop resume` continues an interrupted session"
+        );
+    }
+    let values = settings(|k| std::env::var(k).ok())?;
+    let (run, overrides) = translate(&values, RunArgs {
+        file: Some(file),
+        test_command: args.test,
+        test_file: args.test_file,
+        prompt: args.prompt,
+        max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
+        ..RunArgs::default()
+    });
+    for note in &overrides.notes {
+        eprintln!("micro-agent: {note}");
+    }
+    app::run(run, overrides)
+}
+
+/// Maps micro-agent's settings onto a ralph-loop run.
+fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, Overrides) {
+    let mut o = Overrides::default();
+    let model = values.get("MODEL").cloned().unwrap_or_else(|| "gpt-4o".into());
+    if model.starts_with("claude") {
+        o.notes.push(format!(
+            "MODEL={model} needs the Anthropic provider, which this build does not have yet; \
+             set MODEL to an OpenAI or OpenAI-compatible model"
+        ));
+    }
+    run.models = Some(model);
+    if let Some(key) = values.get("OPENAI_KEY") {
+        o.api_key = Some(key.clone());
+        o.api_key_env = Some("OPENAI_KEY".into());
+    }
+    o.base_url = values.get("OPENAI_API_ENDPOINT").cloned();
+    if values.contains_key("ANTHROPIC_MODEL") {
+        o.notes.push("ANTHROPIC_MODEL is ignored: it picks micro-agent's visual-mode model, and visual mode is not supported".into());
+    }
+    if let Some(lang) = values.get("LANGUAGE").filter(|l| !l.eq_ignore_ascii_case("en")) {
+        o.notes.push(format!("LANGUAGE={lang} is ignored: ralph-loop speaks English"));
+    }
+    if let Some(file) = values.get("MOCK_LLM_RECORD_FILE") {
+        if values.get("USE_MOCK_LLM").is_some_and(|v| v == "true") {
+            run.replay = Some(PathBuf::from(file));
+        } else {
+            run.record = Some(PathBuf::from(file));
+        }
+        o.notes.push(format!(
+            "MOCK_LLM_RECORD_FILE={file}: recorded in ralph-loop's format (see docs/providers.md), not micro-agent's"
+        ));
+    }
+    (run, o)
+}
+
+fn config_command(action: ConfigAction) -> Result<i32> {
+    let path = config_path()?;
+    let mut ini = if path.exists() {
+        ini::Ini::load_from_file(&path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
+    } else {
+        ini::Ini::new()
+    };
+    match action {
+        ConfigAction::Set { pairs } => {
+            for pair in pairs {
+                let Some((k, v)) = pair.split_once('=') else {
+                    return Err(Error::Usage(format!("`{pair}` is not KEY=VALUE")));
+                };
+                if !KEYS.contains(&k) {
+                    return Err(Error::Usage(format!("Invalid config property: {k} (known: {})", KEYS.join(", "))));
+                }
+                ini.with_general_section().set(k, v);
+            }
+            let mut bytes = Vec::new();
+            ini.write_to(&mut bytes).map_err(|e| Error::io("cannot format ~/.micro-agent", e))?;
+            crate::fsutil::write_atomic(&path, &bytes).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+        }
+        ConfigAction::Get { keys } => {
+            let keys: Vec<String> = if keys.is_empty() { KEYS.iter().map(|k| k.to_string()).collect() } else { keys };
+            for k in keys {
+                if let Some(v) = ini.general_section().get(&k) {
+                    println!("{k}={v}");
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_runs_every_role_and_endpoint_and_key_carry_over() {
+        let values = BTreeMap::from([
+            ("MODEL".to_string(), "gpt-4o-mini".to_string()),
+            ("OPENAI_KEY".to_string(), "sk-test".to_string()),
+            ("OPENAI_API_ENDPOINT".to_string(), "http://127.0.0.1:9/v1".to_string()),
+        ]);
+        let (run, o) = translate(&values, RunArgs::default());
+        assert_eq!(run.models.as_deref(), Some("gpt-4o-mini"));
+        assert_eq!(o.api_key.as_deref(), Some("sk-test"));
+        assert_eq!(o.api_key_env.as_deref(), Some("OPENAI_KEY"));
+        assert_eq!(o.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert!(o.notes.is_empty());
+    }
+
+    #[test]
+    fn unsupported_settings_are_said_plainly() {
+        let values = BTreeMap::from([
+            ("MODEL".to_string(), "claude-3-5-sonnet-20240620".to_string()),
+            ("ANTHROPIC_MODEL".to_string(), "x".to_string()),
+            ("LANGUAGE".to_string(), "fr".to_string()),
+        ]);
+        let (_, o) = translate(&values, RunArgs::default());
+        assert_eq!(o.notes.len(), 3, "{:?}", o.notes);
+    }
+
+    #[test]
+    fn mock_llm_settings_map_to_record_and_replay() {
+        let mut values = BTreeMap::from([("MOCK_LLM_RECORD_FILE".to_string(), "r.jsonl".to_string())]);
+        let (run, _) = translate(&values, RunArgs::default());
+        assert_eq!(run.record, Some(PathBuf::from("r.jsonl")));
+        values.insert("USE_MOCK_LLM".into(), "true".into());
+        let (run, _) = translate(&values, RunArgs::default());
+        assert_eq!(run.replay, Some(PathBuf::from("r.jsonl")));
+    }
+}

@@ -29,3 +29,6 @@ pub mod supervisor;
 pub mod workspace;
 
 pub use error::{Error, Result};
+
+#[cfg(test)]
+mod tests;

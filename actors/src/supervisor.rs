@@ -8,12 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::dev::ToEnvelope;
-use actix::{Actor, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
+use actix::{Actor, Addr, Context, Handler, Message, ResponseFuture};
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +26,7 @@ use crate::events::{Event, EventSink, Phase};
 use crate::llm::{LlmClient, TokenCounter};
 use crate::messages::{GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun};
 use crate::report::{Report, Status, Timings, TestsSnapshot};
-use crate::roles::{Artisan, Caller, Critic, Librarian, Role, Tester};
+use crate::roles::{panic_message, Artisan, Caller, Critic, Librarian, Role, Tester};
 use crate::runner::{TestRun, TestRunner};
 use crate::settings::RunSettings;
 use crate::workspace::{IterationRecord, SessionStore, Workspace};
@@ -106,15 +108,18 @@ impl Actor for Supervisor {
 impl Handler<StartRun> for Supervisor {
     type Result = ResponseFuture<Report>;
 
-    fn handle(&mut self, _: StartRun, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: StartRun, _: &mut Context<Self>) -> Self::Result {
         let Some(deps) = self.deps.take() else {
             let report = error_report("the session was already started");
             return Box::pin(async move { report });
         };
-        let cancel = self.cancel.clone();
-        let _ = ctx.address();
-        let run = Run::start(deps, cancel);
-        Box::pin(run.run())
+        let run = Run::start(deps, self.cancel.clone());
+        Box::pin(async move {
+            match AssertUnwindSafe(run.run()).catch_unwind().await {
+                Ok(report) => report,
+                Err(panic) => error_report(&format!("supervisor panicked: {}", panic_message(&*panic))),
+            }
+        })
     }
 }
 
@@ -148,6 +153,8 @@ struct Run {
     /// Ctrl+C or the time limit: ends the current step.
     steps: CancellationToken,
     time_up: CancellationToken,
+    /// Cancelled when the run ends, so its watcher tasks end too.
+    done: CancellationToken,
     test_ms: AtomicU64,
     stuck_on: Option<String>,
 }
@@ -181,20 +188,27 @@ impl Run {
 
         let steps = CancellationToken::new();
         let time_up = CancellationToken::new();
+        let done = CancellationToken::new();
         {
-            let (steps, user) = (steps.clone(), user_cancel.clone());
+            let (steps, user, done) = (steps.clone(), user_cancel.clone(), done.clone());
             actix::spawn(async move {
-                user.cancelled().await;
-                steps.cancel();
+                tokio::select! {
+                    _ = user.cancelled() => steps.cancel(),
+                    _ = done.cancelled() => {}
+                }
             });
         }
         if let Some(limit) = d.settings.max_duration {
             let left = limit.saturating_sub(Duration::from_millis(d.state.elapsed_ms));
-            let (steps, time_up) = (steps.clone(), time_up.clone());
+            let (steps, time_up, done) = (steps.clone(), time_up.clone(), done.clone());
             actix::spawn(async move {
-                tokio::time::sleep(left).await;
-                time_up.cancel();
-                steps.cancel();
+                tokio::select! {
+                    _ = tokio::time::sleep(left) => {
+                        time_up.cancel();
+                        steps.cancel();
+                    }
+                    _ = done.cancelled() => {}
+                }
             });
         }
         Self {
@@ -212,13 +226,21 @@ impl Run {
             user_cancel,
             steps,
             time_up,
+            done,
             test_ms: AtomicU64::new(0),
             stuck_on: None,
         }
     }
 
     async fn run(mut self) -> Report {
-        let Err(Stop(status, reason)) = self.drive().await;
+        // A panic in the Supervisor's own steps (a store or workspace call) must still end in a
+        // written report, not a closed mailbox.
+        let stop = AssertUnwindSafe(self.drive()).catch_unwind().await;
+        let Stop(status, reason) = match stop {
+            Ok(Err(stop)) => stop,
+            Err(panic) => Stop(Status::Error, format!("supervisor panicked: {}", panic_message(&*panic))),
+        };
+        self.done.cancel();
         self.finish(status, reason).await
     }
 
@@ -285,6 +307,8 @@ impl Run {
 
         let mut critique = None;
         let mut rejections = 0;
+        // Replies without a code block are asked again, within the same allowance as rejections.
+        let mut retries = 0;
         let mut approved = !s.critic_enabled;
         let code = loop {
             self.phase(n, Phase::Generate);
@@ -296,10 +320,10 @@ impl Run {
                 )
                 .await?;
             let Some(code) = proposal.code else {
-                if rejections >= s.critic_max_rejections {
+                if rejections + retries >= s.critic_max_rejections {
                     break None;
                 }
-                rejections += 1;
+                retries += 1;
                 critique = Some(
                     "Your reply had no fenced code block. Reply with the whole file in one fenced code block.".into(),
                 );
@@ -324,7 +348,7 @@ impl Run {
                 approved = true;
                 break Some(code);
             }
-            if rejections >= s.critic_max_rejections {
+            if rejections + retries >= s.critic_max_rejections {
                 self.warn(format!(
                     "iteration {n}: the Critic rejected {} proposals; the tests judge the last one",
                     rejections + 1
@@ -438,8 +462,9 @@ impl Run {
         if self.user_cancel.is_cancelled() {
             Stop(Status::Interrupted, "interrupted by the user".into())
         } else if self.time_up.is_cancelled() {
-            let minutes = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64() / 60.0);
-            Stop(Status::BudgetExceeded, format!("time limit reached: {minutes:.1} minutes"))
+            let secs = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64());
+            let limit = if secs < 60.0 { format!("{secs:.0} seconds") } else { format!("{:.1} minutes", secs / 60.0) };
+            Stop(Status::BudgetExceeded, format!("time limit reached: {limit}"))
         } else {
             Stop(Status::Interrupted, "cancelled".into())
         }

@@ -114,7 +114,8 @@ fn view(run: &TestRun, max_bytes: usize) -> ResultsView {
     while !out.is_char_boundary(start) {
         start += 1;
     }
-    if start > 0 {
+    // Start on a whole line: at `start` if a line begins there, else after the next newline.
+    if start > 0 && out.as_bytes()[start - 1] != b'\n' {
         start = out[start..].find('\n').map_or(start, |i| start + i + 1);
     }
     let mut output = out[start..].to_string();

@@ -7,7 +7,7 @@ mod tester;
 
 pub use artisan::Artisan;
 pub use critic::Critic;
-pub use librarian::{ContextBundle, Librarian};
+pub use librarian::{language_of, ContextBundle, Librarian, ResultsView, TargetView};
 pub use tester::Tester;
 
 use serde::{Deserialize, Serialize};
@@ -101,8 +101,16 @@ impl Caller {
             max_tokens: grant.max_tokens,
         };
         let started = Instant::now();
+        let call = AssertUnwindSafe(self.llm.complete(request)).catch_unwind();
         let result = tokio::select! {
-            r = self.llm.complete(request) => r,
+            r = call => match r {
+                Ok(r) => r,
+                Err(panic) => {
+                    // Free the reservation, then let `guarded` report the panic.
+                    self.ledger.release(grant);
+                    std::panic::resume_unwind(panic);
+                }
+            },
             _ = cancel.cancelled() => {
                 // The provider may still bill a request we abandoned; we cannot know its usage.
                 self.ledger.release(grant);
@@ -139,13 +147,15 @@ impl Caller {
 pub(crate) async fn guarded<T>(role: Role, fut: impl Future<Output = Result<T>>) -> Result<T> {
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(r) => r,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::RolePanicked { role, message })
-        }
+        Err(panic) => Err(Error::RolePanicked { role, message: panic_message(&*panic) }),
     }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }

@@ -1,0 +1,320 @@
+//! Unit tests of the role actors and the Supervisor, run under actix with `mockall` mocks of the
+//! outside-world traits: no network, no processes, no files.
+//!
+//! The LLM client, the test runner and the workspace are `mockall` mocks; the session store of the
+//! Supervisor tests is [`MemStore`], a small in-memory fake that keeps everything saved so the
+//! tests can read it back.
+
+mod roles;
+mod supervisor;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::{Ledger, Price, Prices};
+use crate::events::EventSink;
+use crate::llm::{
+    ByteBoundCounter, ChatReply, ChatRequest, LlmClient, LlmError, MockLlmClient, Speaker,
+    TokenCounter, Usage,
+};
+use crate::report::Report;
+use crate::roles::{Caller, Role};
+use crate::runner::{CaseStatus, MockTestRunner, RunStatus, TestCase, TestRun, TestRunner, Totals};
+use crate::settings::RunSettings;
+use crate::supervisor::SessionState;
+use crate::workspace::{IterationRecord, MockWorkspace, SessionStore, SourceFile};
+
+/// The one model every role runs on unless a test says otherwise.
+const MODEL: &str = "test/model";
+/// Dollars per million tokens of [`MODEL`].
+const INPUT_PRICE: f64 = 1.0;
+const OUTPUT_PRICE: f64 = 2.0;
+
+const TARGET_PATH: &str = "src/stats.py";
+const TARGET: &str = "def median(xs):\n    return xs[len(xs) // 2]\n";
+const FIXED: &str = "def median(xs):\n    s = sorted(xs)\n    n = len(s)\n    return (s[(n - 1) // 2] + s[n // 2]) / 2\n";
+const TESTS: &str =
+    "from stats import median\n\ndef test_even():\n    assert median([4, 1, 3, 2]) == 2.5\n";
+const FAILING_ID: &str = "tests/test_stats.py::test_even";
+
+/// Waits at most this long for anything a test awaits: a hang is a failure, not a stuck suite.
+const NO_HANG: Duration = Duration::from_secs(5);
+
+/// The defaults of the brief, every role on [`MODEL`].
+fn settings() -> RunSettings {
+    RunSettings::with_model(MODEL)
+}
+
+fn prices(input: f64, output: f64) -> Prices {
+    Prices(BTreeMap::from([(
+        MODEL.to_string(),
+        Price {
+            input,
+            output,
+            cache_read: None,
+            cache_write: None,
+        },
+    )]))
+}
+
+/// What `usage` costs at [`INPUT_PRICE`] and [`OUTPUT_PRICE`].
+fn cost_of(usage: Usage) -> f64 {
+    (usage.input_tokens as f64 * INPUT_PRICE + usage.output_tokens as f64 * OUTPUT_PRICE)
+        / 1_000_000.0
+}
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
+    }
+}
+
+fn reply(text: &str, usage: Usage) -> ChatReply {
+    ChatReply {
+        text: text.to_string(),
+        usage,
+        model: MODEL.to_string(),
+    }
+}
+
+/// An Artisan reply holding `code` in one fenced block.
+fn code_reply(code: &str) -> String {
+    format!("Here is the whole file:\n```python\n{code}```\nIt sorts before picking the middle.")
+}
+
+fn passing() -> TestRun {
+    TestRun {
+        schema_version: 1,
+        command: "pytest".into(),
+        status: RunStatus::Passed,
+        exit_code: Some(0),
+        duration_ms: 7,
+        parsed: true,
+        framework: Some("pytest".into()),
+        totals: Totals {
+            passed: 2,
+            failed: 0,
+            skipped: 0,
+        },
+        tests: Vec::new(),
+        output: "2 passed in 0.01s\n".into(),
+        output_truncated: false,
+    }
+}
+
+/// A failed run of one test whose failure text is `message`.
+fn failing(message: &str) -> TestRun {
+    TestRun {
+        status: RunStatus::Failed,
+        exit_code: Some(1),
+        totals: Totals {
+            passed: 1,
+            failed: 1,
+            skipped: 0,
+        },
+        tests: vec![TestCase {
+            id: FAILING_ID.into(),
+            status: CaseStatus::Fail,
+            message: Some(message.into()),
+        }],
+        output: format!("FAILED {FAILING_ID}\nE   {message}\n1 failed, 1 passed\n"),
+        ..passing()
+    }
+}
+
+fn source(path: &str, content: &str) -> SourceFile {
+    SourceFile {
+        path: path.into(),
+        content: content.into(),
+    }
+}
+
+/// Every request the LLM mock saw, in order.
+type Log = Arc<Mutex<Vec<ChatRequest>>>;
+
+/// An LLM mock that records each request and answers `answer(request, n)`, where `n` counts the
+/// earlier requests of the same role.
+fn llm(
+    log: &Log,
+    answer: impl Fn(&ChatRequest, usize) -> Result<ChatReply, LlmError> + Send + 'static,
+) -> MockLlmClient {
+    let log = log.clone();
+    let mut mock = MockLlmClient::new();
+    mock.expect_complete().returning(move |request| {
+        let n = {
+            let mut log = log.lock().unwrap();
+            let n = log.iter().filter(|r| r.role == request.role).count();
+            log.push(request.clone());
+            n
+        };
+        answer(&request, n)
+    });
+    mock
+}
+
+fn requests(log: &Log, role: Role) -> Vec<ChatRequest> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.role == role)
+        .cloned()
+        .collect()
+}
+
+/// The request's last user message: what the role was asked this time.
+fn user_prompt(request: &ChatRequest) -> &str {
+    let last = request.messages.last().expect("a request has messages");
+    assert_eq!(last.speaker, Speaker::User);
+    &last.content
+}
+
+/// The Caller the Supervisor would build, over `llm`, with a ledger capped at `cap` dollars.
+fn caller(
+    llm: impl LlmClient + 'static,
+    counter: impl TokenCounter + 'static,
+    prices: Prices,
+    cap: f64,
+) -> Arc<Caller> {
+    Arc::new(Caller {
+        llm: Arc::new(llm),
+        counter: Arc::new(counter),
+        ledger: Arc::new(Ledger::new(cap, prices, EventSink::discard())),
+        events: EventSink::discard(),
+        llm_ms: AtomicU64::new(0),
+    })
+}
+
+fn default_caller(llm: MockLlmClient) -> Arc<Caller> {
+    caller(
+        llm,
+        ByteBoundCounter,
+        prices(INPUT_PRICE, OUTPUT_PRICE),
+        100.0,
+    )
+}
+
+/// A workspace mock over one target file whose content is `file`: reads see the last write.
+fn workspace(file: &Arc<Mutex<String>>) -> MockWorkspace {
+    let mut ws = MockWorkspace::new();
+    let read = file.clone();
+    ws.expect_target()
+        .returning(move || Ok(source(TARGET_PATH, &read.lock().unwrap())));
+    let written = file.clone();
+    ws.expect_write_target().returning(move |content| {
+        *written.lock().unwrap() = content;
+        Ok(())
+    });
+    ws.expect_test_file()
+        .returning(|| Ok(Some(source("tests/test_stats.py", TESTS))));
+    ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_manifest().returning(|| {
+        Ok(Some(source(
+            "pyproject.toml",
+            "[project]\nname = \"stats\"\n",
+        )))
+    });
+    ws
+}
+
+/// A test-runner mock that answers `runs` in order, and panics (an error the test sees) when
+/// called more often.
+fn runner(runs: Vec<TestRun>) -> MockTestRunner {
+    let mut mock = MockTestRunner::new();
+    let mut runs = runs.into_iter();
+    let times = runs.len();
+    mock.expect_run()
+        .times(times)
+        .returning(move |_| Ok(runs.next().expect("a scripted run")));
+    mock.expect_command().returning(|| "pytest".into());
+    mock
+}
+
+/// An in-memory session store that keeps everything it is asked to save.
+#[derive(Default)]
+struct MemStore(Mutex<Saved>);
+
+#[derive(Default)]
+struct Saved {
+    results: Vec<(u32, TestRun)>,
+    iterations: Vec<IterationRecord>,
+    states: Vec<SessionState>,
+    reports: Vec<Report>,
+}
+
+impl MemStore {
+    fn saved(&self) -> std::sync::MutexGuard<'_, Saved> {
+        self.0.lock().unwrap()
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for MemStore {
+    async fn last_test_results(&self) -> Result<Option<TestRun>, String> {
+        Ok(self.saved().results.last().map(|(_, run)| run.clone()))
+    }
+    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), String> {
+        self.saved().results.push((iteration, run.clone()));
+        Ok(())
+    }
+    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), String> {
+        self.saved().iterations.push(record.clone());
+        Ok(())
+    }
+    async fn save_state(&self, state: &SessionState) -> Result<(), String> {
+        self.saved().states.push(state.clone());
+        Ok(())
+    }
+    async fn save_report(&self, report: &Report) -> Result<(), String> {
+        self.saved().reports.push(report.clone());
+        Ok(())
+    }
+}
+
+/// A slow provider: every call of the mock it wraps is answered after `delay`.
+struct SlowLlm {
+    inner: MockLlmClient,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl LlmClient for SlowLlm {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.complete(request).await
+    }
+}
+
+/// A long test suite: after its first `fast` runs, each run of the mock it wraps starts only when
+/// the cancel token fires (as a real runner kills its process group), and `entered` is notified
+/// when such a run begins.
+struct SlowRunner {
+    inner: MockTestRunner,
+    fast: usize,
+    calls: AtomicUsize,
+    entered: Arc<Notify>,
+}
+
+#[async_trait::async_trait]
+impl TestRunner for SlowRunner {
+    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, String> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) >= self.fast {
+            self.entered.notify_one();
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+        }
+        self.inner.run(cancel).await
+    }
+
+    fn command(&self) -> String {
+        self.inner.command()
+    }
+}

@@ -1,0 +1,587 @@
+//! The role actors, one at a time, each over mocks of the traits it uses.
+
+use std::sync::Arc;
+
+use actix::Actor;
+use tokio::time::timeout;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::error::Error;
+use crate::llm::{ChatMessage, MockTokenCounter};
+use crate::messages::{GatherContext, Generate, Proposal, ResetContext, Review, RunTests};
+use crate::reply::Verdict;
+use crate::roles::{Artisan, ContextBundle, Critic, Librarian, Tester};
+use crate::runner::TestRun;
+use crate::settings::{ModelSpec, RunSettings};
+use crate::workspace::MockSessionStore;
+
+// ---------------------------------------------------------------------------------------------
+// Librarian
+
+/// A workspace mock that expects each file to be read exactly once.
+fn workspace_read_once() -> MockWorkspace {
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .times(1)
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    ws.expect_test_file()
+        .times(1)
+        .returning(|| Ok(Some(source("tests/test_stats.py", TESTS))));
+    ws.expect_prompt().times(1).returning(|| {
+        Ok(Some(source(
+            "src/stats.py.prompt.md",
+            "Keep it O(n log n).",
+        )))
+    });
+    ws.expect_manifest().times(1).returning(|| {
+        Ok(Some(source(
+            "pyproject.toml",
+            "[project]\nname = \"stats\"\n",
+        )))
+    });
+    ws.expect_write_target().never();
+    ws
+}
+
+fn store_with(last: Option<TestRun>) -> MockSessionStore {
+    let mut store = MockSessionStore::new();
+    store
+        .expect_last_test_results()
+        .times(1)
+        .returning(move || Ok(last.clone()));
+    store
+}
+
+/// An LLM mock that must not be called.
+fn silent_llm() -> MockLlmClient {
+    let mut llm = MockLlmClient::new();
+    llm.expect_complete().never();
+    llm
+}
+
+async fn gather(
+    settings: RunSettings,
+    ws: MockWorkspace,
+    store: MockSessionStore,
+    llm: MockLlmClient,
+) -> crate::Result<ContextBundle> {
+    let librarian = Librarian::new(
+        Arc::new(ws),
+        Arc::new(store),
+        default_caller(llm),
+        Arc::new(settings),
+        "pytest".into(),
+    )
+    .start();
+    let msg = GatherContext {
+        iteration: 3,
+        cancel: CancellationToken::new(),
+    };
+    timeout(NO_HANG, librarian.send(msg))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+}
+
+#[actix_rt::test]
+async fn librarian_reads_the_project_and_the_last_results_fresh() {
+    let bundle = gather(
+        settings(),
+        workspace_read_once(),
+        store_with(Some(passing())),
+        silent_llm(),
+    )
+    .await
+    .expect("context");
+    assert_eq!(bundle.iteration, 3);
+    assert_eq!(
+        (bundle.target.path.as_str(), bundle.target.content.as_str()),
+        (TARGET_PATH, TARGET)
+    );
+    assert_eq!(bundle.target.language, "python");
+    assert_eq!(bundle.test_file, Some(source("tests/test_stats.py", TESTS)));
+    assert_eq!(bundle.instructions.as_deref(), Some("Keep it O(n log n)."));
+    assert_eq!(
+        bundle.manifest.as_ref().map(|m| m.path.as_str()),
+        Some("pyproject.toml")
+    );
+    assert_eq!(bundle.test_command, "pytest");
+    let last = bundle.last_results.expect("the last results");
+    assert!(last.passed);
+    assert_eq!(last.summary, "passed (2 tests)");
+    assert_eq!(bundle.analysis, None, "a passing run needs no analysis");
+}
+
+#[actix_rt::test]
+async fn librarian_asks_for_an_analysis_once_when_the_last_run_failed() {
+    let log = Log::default();
+    let mut mock = MockLlmClient::new();
+    let seen = log.clone();
+    mock.expect_complete().times(1).returning(move |request| {
+        seen.lock().unwrap().push(request);
+        Ok(reply(
+            "  The median never sorts its input.\n",
+            usage(100, 10),
+        ))
+    });
+    let bundle = gather(
+        settings(),
+        workspace_read_once(),
+        store_with(Some(failing("AssertionError: 3 != 2.5"))),
+        mock,
+    )
+    .await
+    .expect("context");
+    assert_eq!(
+        bundle.analysis.as_deref(),
+        Some("The median never sorts its input.")
+    );
+    let last = bundle.last_results.expect("the last results");
+    assert!(!last.passed);
+    assert_eq!(last.failing, vec![FAILING_ID.to_string()]);
+
+    let sent = requests(&log, Role::Librarian);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].model, MODEL);
+    assert_eq!(sent[0].messages.len(), 2, "system and user, no history");
+    let prompt = user_prompt(&sent[0]);
+    assert!(prompt.contains(FAILING_ID), "{prompt}");
+    assert!(prompt.contains("AssertionError: 3 != 2.5"), "{prompt}");
+    assert!(prompt.contains(TARGET), "{prompt}");
+}
+
+#[actix_rt::test]
+async fn librarian_does_not_analyse_when_librarian_analyze_is_off() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    let bundle = gather(
+        s,
+        workspace_read_once(),
+        store_with(Some(failing("AssertionError"))),
+        silent_llm(),
+    )
+    .await
+    .expect("context");
+    assert_eq!(bundle.analysis, None);
+    assert!(!bundle.last_results.expect("the last results").passed);
+}
+
+#[actix_rt::test]
+async fn librarian_does_not_analyse_without_earlier_results() {
+    let bundle = gather(
+        settings(),
+        workspace_read_once(),
+        store_with(None),
+        silent_llm(),
+    )
+    .await
+    .expect("context");
+    assert_eq!(bundle.last_results, None);
+    assert_eq!(bundle.analysis, None);
+}
+
+#[actix_rt::test]
+async fn librarian_cuts_the_test_output_to_its_tail() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    s.max_test_output_bytes = 100;
+    let mut run = failing("AssertionError");
+    run.output = (0..50).map(|i| format!("output line {i:02}\n")).collect();
+    let full = run.output.len();
+    let bundle = gather(
+        s,
+        workspace_read_once(),
+        store_with(Some(run)),
+        silent_llm(),
+    )
+    .await
+    .expect("context");
+    let output = bundle.last_results.expect("the last results").output;
+
+    let (marker, tail) = output
+        .split_once('\n')
+        .expect("a marker line, then the tail");
+    let cut = full - tail.len();
+    assert_eq!(
+        marker,
+        format!("[... {cut} earlier bytes of output cut ...]")
+    );
+    assert!(tail.len() <= 100, "{} bytes kept", tail.len());
+    assert!(
+        tail.starts_with("output line "),
+        "cut on a line boundary: {tail:?}"
+    );
+    assert!(
+        tail.ends_with("output line 49\n"),
+        "the tail is kept: {tail:?}"
+    );
+    assert!(!tail.contains("output line 00"));
+}
+
+#[actix_rt::test]
+async fn librarian_turns_a_workspace_error_into_error_workspace() {
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Err("permission denied: src/stats.py".into()));
+    let mut store = MockSessionStore::new();
+    store.expect_last_test_results().returning(|| Ok(None));
+    let err = gather(settings(), ws, store, silent_llm())
+        .await
+        .expect_err("a workspace error");
+    assert!(
+        matches!(&err, Error::Workspace(m) if m == "permission denied: src/stats.py"),
+        "{err:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn librarian_turns_a_session_store_error_into_error_workspace() {
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    let mut store = MockSessionStore::new();
+    store
+        .expect_last_test_results()
+        .returning(|| Err("corrupt test-results-iteration-2.json".into()));
+    let err = gather(settings(), ws, store, silent_llm())
+        .await
+        .expect_err("a store error");
+    assert!(
+        matches!(&err, Error::Workspace(m) if m.contains("corrupt")),
+        "{err:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Artisan
+
+/// A context bundle as the Librarian would build it.
+fn bundle() -> Arc<ContextBundle> {
+    let bundle = serde_json::json!({
+        "iteration": 1,
+        "target": { "path": TARGET_PATH, "content": TARGET, "language": "python" },
+        "test_file": { "path": "tests/test_stats.py", "content": TESTS },
+        "instructions": null,
+        "manifest": null,
+        "test_command": "pytest",
+        "last_results": {
+            "summary": "failed: 1 failed, 1 passed",
+            "passed": false,
+            "failing": [FAILING_ID],
+            "output": "E   AssertionError: 3 != 2.5",
+        },
+        "analysis": "Sort the list first.",
+    });
+    Arc::new(serde_json::from_value(bundle).expect("a valid bundle"))
+}
+
+fn generate(critique: Option<&str>) -> Generate {
+    Generate {
+        iteration: 1,
+        context: bundle(),
+        critique: critique.map(String::from),
+        cancel: CancellationToken::new(),
+    }
+}
+
+async fn propose(
+    artisan: &actix::Addr<Artisan>,
+    critique: Option<&str>,
+) -> crate::Result<Proposal> {
+    timeout(NO_HANG, artisan.send(generate(critique)))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+}
+
+/// An Artisan over an LLM mock that answers every request with `text`.
+fn artisan(s: RunSettings, log: &Log, text: impl Into<String>) -> actix::Addr<Artisan> {
+    let text = text.into();
+    let mock = llm(log, move |_, _| Ok(reply(&text, usage(1000, 200))));
+    Artisan::new(default_caller(mock), Arc::new(s)).start()
+}
+
+#[actix_rt::test]
+async fn artisan_request_carries_role_model_temperature_and_max_tokens() {
+    let mut s = settings();
+    s.models.insert(
+        Role::Artisan,
+        ModelSpec {
+            model: MODEL.into(),
+            temperature: Some(0.2),
+            max_tokens: 4000,
+        },
+    );
+    let log = Log::default();
+    propose(&artisan(s, &log, "no code"), None)
+        .await
+        .expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].role, Role::Artisan);
+    assert_eq!(sent[0].model, MODEL);
+    assert_eq!(sent[0].temperature, Some(0.2));
+    assert_eq!(
+        sent[0].max_tokens, 4000,
+        "a generous budget grants the spec's max_tokens"
+    );
+    assert_eq!(sent[0].messages[0].speaker, Speaker::System);
+}
+
+#[actix_rt::test]
+async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
+    let mut counter = MockTokenCounter::new();
+    counter
+        .expect_count()
+        .withf(|model, messages: &[ChatMessage]| model == MODEL && messages.len() == 2)
+        .times(1)
+        .return_const(1234u64);
+    // Prompts are free and $0.01 at $10 per million output tokens buys 1000 of them.
+    let caller = caller(mock, counter, prices(0.0, 10.0), 0.01);
+    let artisan = Artisan::new(caller, Arc::new(settings())).start();
+    propose(&artisan, None).await.expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].max_tokens, 1000);
+    assert!(sent[0].max_tokens <= settings().model(Role::Artisan).max_tokens);
+}
+
+#[actix_rt::test]
+async fn artisan_puts_the_critique_in_the_user_prompt() {
+    let log = Log::default();
+    let artisan = artisan(settings(), &log, "no code");
+    propose(&artisan, None).await.expect("proposal");
+    propose(
+        &artisan,
+        Some("- an even-length list must average the two middle values"),
+    )
+    .await
+    .expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert!(
+        !user_prompt(&sent[0]).contains("The Critic rejected"),
+        "{}",
+        user_prompt(&sent[0])
+    );
+    let revised = user_prompt(&sent[1]);
+    assert!(
+        revised.contains("The Critic rejected your previous proposal"),
+        "{revised}"
+    );
+    assert!(
+        revised.contains("- an even-length list must average the two middle values"),
+        "{revised}"
+    );
+    assert!(
+        revised.contains("Sort the list first."),
+        "the Librarian's analysis is shown too: {revised}"
+    );
+}
+
+#[actix_rt::test]
+async fn artisan_extracts_the_code_block() {
+    let log = Log::default();
+    let text = code_reply(FIXED);
+    let proposal = propose(&artisan(settings(), &log, text.clone()), None)
+        .await
+        .expect("proposal");
+    assert_eq!(proposal.code.as_deref(), Some(FIXED));
+    assert_eq!(proposal.reply, text);
+}
+
+#[actix_rt::test]
+async fn artisan_without_a_code_block_proposes_no_code() {
+    let log = Log::default();
+    let proposal = propose(&artisan(settings(), &log, "I would sort the list."), None)
+        .await
+        .expect("a proposal, without code");
+    assert_eq!(
+        proposal,
+        Proposal {
+            code: None,
+            reply: "I would sort the list.".into()
+        }
+    );
+}
+
+#[actix_rt::test]
+async fn artisan_keeps_no_history_with_context_reset_frequency_1() {
+    let log = Log::default();
+    let artisan = artisan(settings(), &log, "first answer");
+    propose(&artisan, None).await.expect("proposal");
+    propose(&artisan, None).await.expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].messages.len(), 2, "system and user only");
+    assert_eq!(sent[1].messages, sent[0].messages);
+}
+
+#[actix_rt::test]
+async fn artisan_carries_the_previous_turn_with_context_reset_frequency_3() {
+    let mut s = settings();
+    s.context_reset_frequency = 3;
+    let log = Log::default();
+    let artisan = artisan(s, &log, "first answer");
+    propose(&artisan, None).await.expect("proposal");
+    propose(&artisan, Some("try again"))
+        .await
+        .expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    let (first, second) = (&sent[0].messages, &sent[1].messages);
+    assert_eq!(first.len(), 2);
+    assert_eq!(
+        second.len(),
+        4,
+        "system, the previous user and assistant turns, the new user turn"
+    );
+    assert_eq!(second[0], first[0]);
+    assert_eq!(second[1], first[1]);
+    assert_eq!(second[2], ChatMessage::assistant("first answer"));
+    assert!(user_prompt(&sent[1]).contains("try again"));
+}
+
+#[actix_rt::test]
+async fn reset_context_clears_the_artisan_history() {
+    let mut s = settings();
+    s.context_reset_frequency = 3;
+    let log = Log::default();
+    let artisan = artisan(s, &log, "first answer");
+    propose(&artisan, None).await.expect("proposal");
+    timeout(NO_HANG, artisan.send(ResetContext))
+        .await
+        .expect("no hang")
+        .expect("mailbox");
+    propose(&artisan, None).await.expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert_eq!(sent[1].messages.len(), 2, "no history after ResetContext");
+}
+
+#[actix_rt::test]
+async fn a_panicking_llm_client_makes_the_artisan_answer_role_panicked() {
+    let mut mock = MockLlmClient::new();
+    mock.expect_complete().returning(|_| panic!("boom"));
+    let artisan = Artisan::new(default_caller(mock), Arc::new(settings())).start();
+    let err = propose(&artisan, None)
+        .await
+        .expect_err("a panic is an error");
+    assert!(
+        matches!(&err, Error::RolePanicked { role: Role::Artisan, message } if message == "boom"),
+        "{err:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Critic
+
+async fn review(text: &'static str) -> (Verdict, Vec<ChatRequest>) {
+    let log = Log::default();
+    let mock = llm(&log, move |_, _| Ok(reply(text, usage(500, 50))));
+    let critic = Critic::new(default_caller(mock), Arc::new(settings())).start();
+    let msg = Review {
+        iteration: 1,
+        context: bundle(),
+        code: FIXED.into(),
+        cancel: CancellationToken::new(),
+    };
+    let verdict = timeout(NO_HANG, critic.send(msg))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+        .expect("verdict");
+    (verdict, requests(&log, Role::Critic))
+}
+
+#[actix_rt::test]
+async fn critic_approve() {
+    let (verdict, sent) = review("The logic is right.\nVERDICT: APPROVE").await;
+    assert_eq!(
+        verdict,
+        Verdict {
+            approved: true,
+            reasons: "The logic is right.".into(),
+            explicit: true
+        }
+    );
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].model, MODEL);
+    assert!(
+        user_prompt(&sent[0]).contains(FIXED),
+        "the proposal is reviewed"
+    );
+}
+
+#[actix_rt::test]
+async fn critic_reject_carries_its_reasons() {
+    let (verdict, _) = review("VERDICT: REJECT\n- an empty list raises IndexError").await;
+    assert_eq!(
+        verdict,
+        Verdict {
+            approved: false,
+            reasons: "- an empty list raises IndexError".into(),
+            explicit: true
+        }
+    );
+}
+
+#[actix_rt::test]
+async fn critic_without_a_verdict_line_approves_implicitly() {
+    let (verdict, _) = review("I am not sure about this one.").await;
+    assert!(verdict.approved);
+    assert!(!verdict.explicit);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tester
+
+async fn run_tests(runner: MockTestRunner, cancel: CancellationToken) -> crate::Result<TestRun> {
+    let tester = Tester::new(Arc::new(runner)).start();
+    timeout(NO_HANG, tester.send(RunTests { cancel }))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+}
+
+#[actix_rt::test]
+async fn tester_returns_the_run_and_hands_the_cancel_token_to_the_runner() {
+    let mut runner = MockTestRunner::new();
+    runner
+        .expect_run()
+        .withf(|cancel: &CancellationToken| cancel.is_cancelled())
+        .times(1)
+        .returning(|_| Ok(passing()));
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    assert_eq!(run_tests(runner, cancel).await.expect("a run"), passing());
+}
+
+#[actix_rt::test]
+async fn tester_turns_a_runner_error_into_error_runner() {
+    let mut runner = MockTestRunner::new();
+    runner
+        .expect_run()
+        .times(1)
+        .returning(|_| Err("could not start `pytest`: not found".into()));
+    let err = run_tests(runner, CancellationToken::new())
+        .await
+        .expect_err("a runner error");
+    assert!(
+        matches!(&err, Error::Runner(m) if m == "could not start `pytest`: not found"),
+        "{err:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn a_panicking_runner_makes_the_tester_answer_role_panicked() {
+    let mut runner = MockTestRunner::new();
+    runner.expect_run().returning(|_| panic!("boom"));
+    let err = run_tests(runner, CancellationToken::new())
+        .await
+        .expect_err("a panic is an error");
+    assert!(
+        matches!(&err, Error::RolePanicked { role: Role::Tester, message } if message == "boom"),
+        "{err:?}"
+    );
+}

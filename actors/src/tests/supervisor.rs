@@ -1,0 +1,535 @@
+//! The Supervisor driving whole runs over mocks: each test sends `StartRun` and reads the report.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::Actor;
+use tokio::sync::Notify;
+use tokio::time::timeout;
+
+use super::*;
+use crate::budget::Prices;
+use crate::llm::{ByteBoundCounter, LlmClient};
+use crate::messages::{Interrupt, StartRun};
+use crate::report::{Report, Status};
+use crate::runner::TestRunner;
+use crate::settings::RunSettings;
+use crate::supervisor::{SessionState, Supervisor, SupervisorDeps};
+
+/// What a run is made of; `start` hands the parts to a new Supervisor.
+struct Session {
+    settings: RunSettings,
+    llm: Arc<dyn LlmClient>,
+    runner: Arc<dyn TestRunner>,
+    prices: Prices,
+    store: Arc<MemStore>,
+    file: Arc<Mutex<String>>,
+}
+
+impl Session {
+    fn new(
+        settings: RunSettings,
+        llm: impl LlmClient + 'static,
+        runner: impl TestRunner + 'static,
+    ) -> Self {
+        Self {
+            settings,
+            llm: Arc::new(llm),
+            runner: Arc::new(runner),
+            prices: prices(INPUT_PRICE, OUTPUT_PRICE),
+            store: Arc::default(),
+            file: Arc::new(Mutex::new(TARGET.to_string())),
+        }
+    }
+
+    fn start(&self) -> actix::Addr<Supervisor> {
+        let state = SessionState::new(
+            "session-test",
+            TARGET_PATH,
+            "pytest",
+            self.settings.entropy_threshold,
+        );
+        Supervisor::new(SupervisorDeps {
+            settings: Arc::new(self.settings.clone()),
+            workspace: Arc::new(workspace(&self.file)),
+            store: self.store.clone(),
+            runner: self.runner.clone(),
+            llm: self.llm.clone(),
+            counter: Arc::new(ByteBoundCounter),
+            prices: self.prices.clone(),
+            events: EventSink::discard(),
+            state,
+        })
+        .start()
+    }
+
+    /// Runs the session to its end; a run that does not end within [`NO_HANG`] fails the test.
+    async fn run(&self) -> Report {
+        let addr = self.start();
+        timeout(NO_HANG, addr.send(StartRun))
+            .await
+            .expect("the run ends")
+            .expect("mailbox")
+    }
+
+    fn file(&self) -> String {
+        self.file.lock().unwrap().clone()
+    }
+}
+
+const ANALYSIS: &str = "The median never sorts its input.";
+const LIBRARIAN_USAGE: Usage = Usage {
+    input_tokens: 900,
+    output_tokens: 40,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+};
+const ARTISAN_USAGE: Usage = Usage {
+    input_tokens: 1500,
+    output_tokens: 300,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+};
+const CRITIC_USAGE: Usage = Usage {
+    input_tokens: 1200,
+    output_tokens: 60,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+};
+
+/// A well-behaved team: the Librarian analyses, the Artisan answers `FIXED` in a code block and
+/// the Critic approves.
+fn team(log: &Log) -> MockLlmClient {
+    llm(log, |request, _| {
+        Ok(match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("Sorted and averaged.\nVERDICT: APPROVE", CRITIC_USAGE),
+        })
+    })
+}
+
+#[actix_rt::test]
+async fn baseline_passing_is_success_with_no_iterations() {
+    let mut llm = MockLlmClient::new();
+    llm.expect_complete().never();
+    let session = Session::new(settings(), llm, runner(vec![passing()]));
+    let report = session.run().await;
+
+    assert_eq!((report.status, report.exit_code), (Status::Success, 0));
+    assert_eq!(report.iterations, 0);
+    assert_eq!(report.cost_usd, 0.0);
+    assert!(report.reason.contains("already pass"), "{}", report.reason);
+    assert_eq!(report.tests_before, report.tests_after);
+    assert_eq!(session.file(), TARGET, "nothing was written");
+    let saved = session.store.saved();
+    assert_eq!(
+        saved.results.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        vec![0]
+    );
+    assert!(saved.iterations.is_empty());
+    assert_eq!(saved.reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn fixed_on_iteration_2_is_success_and_costs_usage_times_price() {
+    let log = Log::default();
+    let runs = vec![
+        failing("AssertionError: 3 != 2.5"),
+        failing("AssertionError: 2 != 2.5"),
+        passing(),
+    ];
+    let session = Session::new(settings(), team(&log), runner(runs));
+    let report = session.run().await;
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::Success, 0),
+        "{}",
+        report.reason
+    );
+    assert_eq!(report.iterations, 2);
+    assert_eq!(report.reason, "all tests pass after 2 iterations");
+    assert_eq!(report.stuck_on, None);
+    assert_eq!(
+        log.lock().unwrap().len(),
+        6,
+        "librarian, artisan and critic, twice"
+    );
+
+    let by_role = [
+        ("artisan", 2.0 * cost_of(ARTISAN_USAGE)),
+        ("critic", 2.0 * cost_of(CRITIC_USAGE)),
+        ("librarian", 2.0 * cost_of(LIBRARIAN_USAGE)),
+    ];
+    let expected: f64 = by_role.iter().map(|(_, c)| c).sum();
+    assert!(
+        (report.cost_usd - expected).abs() < 1e-12,
+        "cost {} != {expected}",
+        report.cost_usd
+    );
+    assert_eq!(
+        report
+            .cost_by_role
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        vec!["artisan", "critic", "librarian"]
+    );
+    for (role, cost) in by_role {
+        assert!(
+            (report.cost_by_role[role] - cost).abs() < 1e-12,
+            "{role}: {} != {cost}",
+            report.cost_by_role[role]
+        );
+    }
+    assert!((report.cost_by_model[MODEL] - expected).abs() < 1e-12);
+    let mut tokens = Usage::default();
+    for u in [LIBRARIAN_USAGE, ARTISAN_USAGE, CRITIC_USAGE] {
+        tokens += u;
+        tokens += u;
+    }
+    assert_eq!(report.tokens, tokens);
+
+    assert_eq!(report.tests_before.as_ref().map(|t| t.failed), Some(1));
+    assert_eq!(
+        report.tests_after.as_ref().map(|t| (t.passed, t.failed)),
+        Some((2, 0))
+    );
+    assert_eq!(session.file(), FIXED, "the approved proposal was written");
+    // Iteration 2's Librarian saw the results iteration 1 saved.
+    let librarian = requests(&log, Role::Librarian);
+    assert!(
+        user_prompt(&librarian[1]).contains("2 != 2.5"),
+        "{}",
+        user_prompt(&librarian[1])
+    );
+    let saved = session.store.saved();
+    assert_eq!(
+        saved.results.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    assert_eq!(
+        saved
+            .iterations
+            .iter()
+            .map(|r| (r.iteration, r.passed))
+            .collect::<Vec<_>>(),
+        vec![(1, false), (2, true)]
+    );
+    assert_eq!(saved.reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn a_critic_rejection_sends_the_critique_to_the_artisan() {
+    let critique = "- an even-length list must average the two middle values";
+    let log = Log::default();
+    let llm = llm(&log, move |request, n| {
+        Ok(match (request.role, n) {
+            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
+            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            (_, 0) => reply(&format!("VERDICT: REJECT\n{critique}"), CRITIC_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    });
+    let session = Session::new(
+        settings(),
+        llm,
+        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+    );
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 1);
+    assert_eq!(report.critic_rejections, 1);
+    let artisan = requests(&log, Role::Artisan);
+    assert_eq!(artisan.len(), 2, "the Artisan revised once");
+    assert!(!user_prompt(&artisan[0]).contains(critique));
+    assert!(
+        user_prompt(&artisan[1]).contains(critique),
+        "{}",
+        user_prompt(&artisan[1])
+    );
+    assert_eq!(requests(&log, Role::Critic).len(), 2);
+    let saved = session.store.saved();
+    assert_eq!(saved.iterations[0].critic_rejections, 1);
+    assert!(saved.iterations[0].critic_approved);
+}
+
+#[actix_rt::test]
+async fn the_same_failure_three_times_is_entropy_detected() {
+    let log = Log::default();
+    // The same failure, its duration changing from run to run.
+    let runs = (0..4)
+        .map(|i| failing(&format!("AssertionError: assert 3 == 2.5 (took 0.{i}1s)")))
+        .collect();
+    let session = Session::new(settings(), team(&log), runner(runs));
+    let report = session.run().await;
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::EntropyDetected, 5),
+        "{}",
+        report.reason
+    );
+    assert_eq!(report.iterations, 3);
+    assert!(
+        report
+            .reason
+            .contains("the same failure ended 3 iterations"),
+        "{}",
+        report.reason
+    );
+    let stuck_on = report.stuck_on.as_deref().expect("stuck_on");
+    assert!(
+        stuck_on.contains("AssertionError: assert 3 == 2.5"),
+        "{stuck_on}"
+    );
+    let saved = session.store.saved();
+    let fingerprints: Vec<_> = saved
+        .iterations
+        .iter()
+        .map(|r| r.fingerprint.clone().expect("a fingerprint"))
+        .collect();
+    assert_eq!(fingerprints.len(), 3);
+    assert!(fingerprints.iter().all(|f| *f == fingerprints[0]));
+}
+
+#[actix_rt::test]
+async fn max_iterations_2_stops_after_two_iterations() {
+    let mut s = settings();
+    s.max_iterations = 2;
+    let log = Log::default();
+    let runs = vec![
+        failing("AssertionError: one"),
+        failing("TypeError: two"),
+        failing("KeyError: three"),
+    ];
+    let session = Session::new(s, team(&log), runner(runs));
+    let report = session.run().await;
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::MaxIterations, 4),
+        "{}",
+        report.reason
+    );
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report.reason.contains("max_iterations (2)"),
+        "{}",
+        report.reason
+    );
+    assert_eq!(report.stuck_on.as_deref(), Some("KeyError: three"));
+    assert_eq!(requests(&log, Role::Artisan).len(), 2);
+}
+
+#[actix_rt::test]
+async fn a_tiny_budget_is_budget_exceeded_and_never_overspent() {
+    let mut s = settings();
+    let cap = 0.02;
+    s.max_cost_usd = cap;
+    let log = Log::default();
+    // Each reply uses at most what the call was granted.
+    let llm = llm(&log, |request, _| {
+        let output = 300.min(u64::from(request.max_tokens));
+        Ok(match request.role {
+            Role::Artisan => reply(&code_reply(FIXED), usage(1000, output)),
+            Role::Critic => reply("VERDICT: APPROVE", usage(1000, output)),
+            _ => reply(ANALYSIS, usage(1000, output)),
+        })
+    });
+    let mut runner = MockTestRunner::new();
+    let calls = AtomicUsize::new(0);
+    runner.expect_run().returning(move |_| {
+        // A new failure every time, so the entropy breaker stays out of it.
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(failing(&format!("AssertionError: case {n}")))
+    });
+    let mut session = Session::new(s, llm, runner);
+    session.prices = prices(1.0, 10.0);
+    let report = session.run().await;
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::BudgetExceeded, 3),
+        "{}",
+        report.reason
+    );
+    assert!(
+        report.reason.contains("cost limit reached"),
+        "{}",
+        report.reason
+    );
+    assert!(report.cost_usd > 0.0, "some calls were paid");
+    assert!(
+        report.cost_usd <= cap,
+        "spent {} > cap {cap}",
+        report.cost_usd
+    );
+    let spec = settings();
+    for request in log.lock().unwrap().iter() {
+        assert!(request.max_tokens <= spec.model(request.role).max_tokens);
+    }
+    assert_eq!(session.store.saved().reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn an_llm_auth_error_ends_the_run_as_an_error() {
+    let log = Log::default();
+    let llm = llm(&log, |_, _| {
+        Err(LlmError::Auth {
+            provider: "openai".into(),
+            env_var: "OPENAI_API_KEY".into(),
+            message: "401 invalid api key".into(),
+        })
+    });
+    let session = Session::new(settings(), llm, runner(vec![failing("AssertionError")]));
+    let report = session.run().await;
+
+    assert_eq!((report.status, report.exit_code), (Status::Error, 1));
+    assert_eq!(
+        report.reason,
+        "openai: authentication failed (401 invalid api key); check OPENAI_API_KEY"
+    );
+    assert_eq!(report.cost_usd, 0.0);
+    assert_eq!(log.lock().unwrap().len(), 1, "no retry of an auth error");
+    assert_eq!(session.store.saved().reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn interrupt_during_a_slow_test_run_is_interrupted_and_saves_state_and_report() {
+    let log = Log::default();
+    let entered = Arc::new(Notify::new());
+    let mut inner = MockTestRunner::new();
+    let mut runs = vec![
+        failing("AssertionError"),
+        TestRun {
+            output: "cancelled".into(),
+            ..failing("cancelled")
+        },
+    ]
+    .into_iter();
+    inner
+        .expect_run()
+        .times(2)
+        .returning(move |_| Ok(runs.next().expect("a scripted run")));
+    let runner = SlowRunner {
+        inner,
+        fast: 1,
+        calls: AtomicUsize::new(0),
+        entered: entered.clone(),
+    };
+    let session = Session::new(settings(), team(&log), runner);
+    let addr = session.start();
+
+    let run = addr.send(StartRun);
+    let interrupt = async {
+        entered.notified().await;
+        addr.do_send(Interrupt);
+    };
+    let (report, ()) = timeout(NO_HANG, async { tokio::join!(run, interrupt) })
+        .await
+        .expect("the run ends");
+    let report = report.expect("mailbox");
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::Interrupted, 130),
+        "{}",
+        report.reason
+    );
+    assert_eq!(report.reason, "interrupted by the user");
+    assert_eq!(report.iterations, 0, "iteration 1 did not complete");
+    assert_eq!(
+        session.file(),
+        FIXED,
+        "the proposal was written before the tests ran"
+    );
+    let saved = session.store.saved();
+    let state = saved.states.last().expect("save_state was called");
+    assert_eq!(state.status, "interrupted");
+    assert_eq!(state.ledger.spent, report.cost_usd);
+    assert!(report.cost_usd > 0.0);
+    assert_eq!(saved.reports, vec![report], "save_report was called once");
+}
+
+#[actix_rt::test]
+async fn max_duration_elapsed_is_budget_exceeded() {
+    let mut s = settings();
+    s.max_duration = Some(Duration::from_millis(100));
+    let log = Log::default();
+    let llm = SlowLlm {
+        inner: team(&log),
+        delay: Duration::from_secs(60),
+    };
+    let session = Session::new(s, llm, runner(vec![failing("AssertionError")]));
+    let started = std::time::Instant::now();
+    let report = session.run().await;
+
+    assert_eq!(
+        (report.status, report.exit_code),
+        (Status::BudgetExceeded, 3),
+        "{}",
+        report.reason
+    );
+    assert!(
+        report.reason.starts_with("time limit reached"),
+        "{}",
+        report.reason
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the slow call was abandoned"
+    );
+    assert_eq!(report.cost_usd, 0.0, "the abandoned call was never settled");
+    assert_eq!(session.store.saved().reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn a_panicking_llm_client_ends_the_run_as_an_error() {
+    let mut llm = MockLlmClient::new();
+    llm.expect_complete().returning(|_| panic!("boom"));
+    let session = Session::new(settings(), llm, runner(vec![failing("AssertionError")]));
+    let report = session.run().await;
+
+    assert_eq!((report.status, report.exit_code), (Status::Error, 1));
+    assert!(report.reason.contains("panicked"), "{}", report.reason);
+    assert_eq!(report.reason, "librarian panicked: boom");
+    assert_eq!(session.store.saved().reports, vec![report]);
+}
+
+#[actix_rt::test]
+async fn an_artisan_reply_without_code_is_asked_again() {
+    let log = Log::default();
+    let llm = llm(&log, |request, n| {
+        Ok(match (request.role, n) {
+            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
+            (Role::Artisan, 0) => reply("I would sort the list first.", ARTISAN_USAGE),
+            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    });
+    let session = Session::new(
+        settings(),
+        llm,
+        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+    );
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    let artisan = requests(&log, Role::Artisan);
+    assert_eq!(artisan.len(), 2);
+    assert!(
+        user_prompt(&artisan[1]).contains("no fenced code block"),
+        "{}",
+        user_prompt(&artisan[1])
+    );
+    assert_eq!(
+        requests(&log, Role::Critic).len(),
+        1,
+        "only the proposal with code is reviewed"
+    );
+    assert_eq!(session.file(), FIXED);
+}

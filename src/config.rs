@@ -1,4 +1,0 @@
-//! (being written)
-#[derive(Debug, thiserror::Error)]
-#[error("config")]
-pub struct ConfigError;

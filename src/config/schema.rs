@@ -1,0 +1,665 @@
+//! The schema of `ralph.config.yaml`: every key, its default, and the check on its value.
+//!
+//! Values are checked while they are deserialised (`deserialize_with`, and the `Deserialize`
+//! impls of the key types below) rather than afterwards, so that a bad value's error carries the
+//! line, column and key path the YAML deserialiser knows at that moment.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+
+use ralph_actors::budget::Price;
+use ralph_actors::roles::Role;
+use ralph_actors::settings::ModelSpec;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::models::{self, ModelName};
+
+/// The whole file. Every section may be left out; what is left out keeps its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub models: Models,
+    /// Provider name (one of [`models::PROVIDERS`]) → its connection settings.
+    #[serde(deserialize_with = "provider_map")]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub budgets: Budgets,
+    pub memory: Memory,
+    pub circuit_breaker: CircuitBreaker,
+    pub critic: CriticConfig,
+    pub librarian: LibrarianConfig,
+    pub testing: Testing,
+    /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
+    #[serde(deserialize_with = "price_map")]
+    pub prices: BTreeMap<String, Price>,
+    pub prompts: Prompts,
+    pub output: Output,
+    /// The directory of the file this was loaded from, `None` for built-in defaults. `load`
+    /// has already resolved every relative path of the file against it.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            models: Models::default(),
+            providers: BTreeMap::from([("openai".to_string(), ProviderConfig::default())]),
+            budgets: Budgets::default(),
+            memory: Memory::default(),
+            circuit_breaker: CircuitBreaker::default(),
+            critic: CriticConfig::default(),
+            librarian: LibrarianConfig::default(),
+            testing: Testing::default(),
+            prices: BTreeMap::new(),
+            prompts: Prompts::default(),
+            output: Output::default(),
+            base_dir: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Models {
+    pub librarian: ModelEntry,
+    pub artisan: ModelEntry,
+    pub critic: ModelEntry,
+}
+
+impl Default for Models {
+    fn default() -> Self {
+        let entry = |model: &str, role| ModelEntry {
+            model: model.to_string(),
+            temperature: None,
+            max_tokens: Some(default_max_tokens(role)),
+        };
+        Self {
+            librarian: entry(models::DEFAULT_LIBRARIAN, Role::Librarian),
+            artisan: entry(models::DEFAULT_ARTISAN, Role::Artisan),
+            critic: entry(models::DEFAULT_CRITIC, Role::Critic),
+        }
+    }
+}
+
+impl Models {
+    /// The entry of a model role; `None` for the Tester, which uses no model.
+    pub fn get(&self, role: Role) -> Option<&ModelEntry> {
+        match role {
+            Role::Librarian => Some(&self.librarian),
+            Role::Artisan => Some(&self.artisan),
+            Role::Critic => Some(&self.critic),
+            Role::Tester => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, role: Role) -> Option<&mut ModelEntry> {
+        match role {
+            Role::Librarian => Some(&mut self.librarian),
+            Role::Artisan => Some(&mut self.artisan),
+            Role::Critic => Some(&mut self.critic),
+            Role::Tester => None,
+        }
+    }
+}
+
+/// The reply budget a role gets when its entry does not set `max_tokens`: the Artisan writes
+/// whole files, the others short analyses and verdicts.
+pub fn default_max_tokens(role: Role) -> u32 {
+    match role {
+        Role::Artisan => 8192,
+        _ => 1024,
+    }
+}
+
+/// A role's model: written as a bare name (`gpt-mini`) or as a map `{model, temperature,
+/// max_tokens}`. `model` is held canonical (`provider/model`), aliases resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelEntry {
+    pub model: String,
+    pub temperature: Option<f32>,
+    /// `None`: the role's default ([`default_max_tokens`]).
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelEntry {
+    /// The core's view of this entry for `role`.
+    pub fn spec(&self, role: Role) -> ModelSpec {
+        ModelSpec {
+            model: self.model.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens.unwrap_or_else(|| default_max_tokens(role)),
+        }
+    }
+}
+
+/// The map form of [`ModelEntry`]; a derived impl, so an unknown key in it is reported as such
+/// with its path (an `#[serde(untagged)]` enum would hide that behind "did not match any variant").
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelEntryMap {
+    #[serde(deserialize_with = "model_name")]
+    model: String,
+    #[serde(default, deserialize_with = "temperature")]
+    temperature: Option<f32>,
+    #[serde(default, deserialize_with = "opt_at_least_one")]
+    max_tokens: Option<u32>,
+}
+
+impl<'de> Deserialize<'de> for ModelEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct EntryVisitor;
+        impl<'de> Visitor<'de> for EntryVisitor {
+            type Value = ModelEntry;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a model name or a map {model, temperature, max_tokens}")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<ModelEntry, E> {
+                let model = MODEL.visit_str(name)?;
+                Ok(ModelEntry {
+                    model,
+                    temperature: None,
+                    max_tokens: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ModelEntry, A::Error> {
+                let m = ModelEntryMap::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(ModelEntry {
+                    model: m.model,
+                    temperature: m.temperature,
+                    max_tokens: m.max_tokens,
+                })
+            }
+        }
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+/// How to reach one provider. Only `openai` (any OpenAI-compatible server) is callable in this
+/// build; the others are accepted here and refused at start-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderConfig {
+    /// `None`: the provider's endpoint variable (`OPENAI_BASE_URL`), else its public endpoint.
+    #[serde(deserialize_with = "opt_url")]
+    pub base_url: Option<String>,
+    /// `None`: the provider's standard key variable (`OPENAI_API_KEY`).
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub api_key_env: Option<String>,
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_seconds: u64,
+    pub max_retries: u32,
+    pub stream: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            api_key_env: None,
+            timeout_seconds: 120,
+            max_retries: 3,
+            stream: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budgets {
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_iterations: u32,
+    #[serde(deserialize_with = "positive")]
+    pub max_cost_usd: f64,
+    /// `None`: no time limit.
+    #[serde(deserialize_with = "opt_positive")]
+    pub max_duration_minutes: Option<f64>,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            max_iterations: 30,
+            max_cost_usd: 2.0,
+            max_duration_minutes: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Memory {
+    #[serde(deserialize_with = "at_least_one")]
+    pub context_reset_frequency: u32,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Self {
+            context_reset_frequency: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CircuitBreaker {
+    #[serde(deserialize_with = "at_least_one")]
+    pub entropy_threshold: u32,
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        Self {
+            entropy_threshold: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CriticConfig {
+    pub enabled: bool,
+    pub max_rejections: u32,
+}
+
+impl Default for CriticConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_rejections: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LibrarianConfig {
+    pub analyze: bool,
+}
+
+impl Default for LibrarianConfig {
+    fn default() -> Self {
+        Self { analyze: true }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Testing {
+    /// `None`: detected from the project manifest.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub command: Option<String>,
+    pub test_file: Option<PathBuf>,
+    pub prompt_file: Option<PathBuf>,
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_seconds: u64,
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_output_bytes: usize,
+    #[serde(deserialize_with = "at_least_one")]
+    pub prompt_output_bytes: usize,
+}
+
+impl Default for Testing {
+    fn default() -> Self {
+        Self {
+            command: None,
+            test_file: None,
+            prompt_file: None,
+            timeout_seconds: 300,
+            max_output_bytes: 1024 * 1024,
+            prompt_output_bytes: 12 * 1024,
+        }
+    }
+}
+
+/// Template overrides, one file per role; `None` keeps the bundled template.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Prompts {
+    pub librarian: Option<PathBuf>,
+    pub artisan: Option<PathBuf>,
+    pub critic: Option<PathBuf>,
+}
+
+impl Prompts {
+    pub fn get(&self, role: Role) -> Option<&PathBuf> {
+        match role {
+            Role::Librarian => self.librarian.as_ref(),
+            Role::Artisan => self.artisan.as_ref(),
+            Role::Critic => self.critic.as_ref(),
+            Role::Tester => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Output {
+    #[default]
+    Human,
+    Json,
+    Jsonl,
+}
+
+impl Output {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Output::Human => "human",
+            Output::Json => "json",
+            Output::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl std::str::FromStr for Output {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "human" => Ok(Output::Human),
+            "json" => Ok(Output::Json),
+            "jsonl" => Ok(Output::Jsonl),
+            other => Err(format!(
+                "unknown output `{other}` (expected human, json or jsonl)"
+            )),
+        }
+    }
+}
+
+// By hand: the derived impl answers a non-string with yaml_serde's "expected a YAML tag".
+impl<'de> Deserialize<'de> for Output {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = Text {
+            expecting: "human, json or jsonl",
+            check: |s| s.parse::<Output>().map(|o| o.as_str().into()),
+        };
+        d.deserialize_str(name)?.parse().map_err(de::Error::custom)
+    }
+}
+
+// ---- value checks -------------------------------------------------------------------------
+//
+// Each check runs inside the visitor of its value: yaml_serde places an error raised there at the
+// value itself, whereas an error raised after `T::deserialize` returned would be placed at the
+// start of the enclosing map, possibly lines away from the key at fault.
+
+fn canonical_model(name: &str) -> Result<String, String> {
+    ModelName::parse(name).map(|m| m.to_string())
+}
+
+/// A string passed through `check`.
+struct Text {
+    expecting: &'static str,
+    check: fn(&str) -> Result<String, String>,
+}
+
+impl Visitor<'_> for Text {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<String, E> {
+        (self.check)(s).map_err(E::custom)
+    }
+}
+
+/// A number (integer or not) passed through `check`.
+struct Number {
+    expecting: &'static str,
+    check: fn(f64) -> Result<f64, String>,
+}
+
+impl Visitor<'_> for Number {
+    type Value = f64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        (self.check)(v).map_err(E::custom)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        self.visit_f64(v as f64)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        self.visit_f64(v as f64)
+    }
+}
+
+/// A count where 0 would make the run meaningless (no iteration, no time, no output).
+struct AtLeastOne<T>(PhantomData<T>);
+
+impl<T: TryFrom<u64>> Visitor<'_> for AtLeastOne<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an integer of at least 1")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        if v == 0 {
+            return Err(E::custom("must be at least 1, got 0"));
+        }
+        T::try_from(v).map_err(|_| E::custom(format!("{v} is too large")))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(E::custom(format!("must be at least 1, got {v}"))),
+        }
+    }
+}
+
+/// `null` or what the inner visitor accepts.
+struct Optional<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Optional<V> {
+    type Value = Option<V::Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.expecting(f)?;
+        f.write_str(" or null")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self.0).map(Some)
+    }
+}
+
+const MODEL: Text = Text {
+    expecting: "a model name (provider/model or an alias)",
+    check: canonical_model,
+};
+
+fn model_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    d.deserialize_str(MODEL)
+}
+
+fn at_least_one<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {
+    d.deserialize_u64(AtLeastOne(PhantomData))
+}
+
+fn opt_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+const POSITIVE: Number = Number {
+    expecting: "a number greater than 0",
+    check: |v| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("must be a number greater than 0, got {v}"))
+        }
+    },
+};
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    d.deserialize_f64(POSITIVE)
+}
+
+fn opt_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_option(Optional(POSITIVE))
+}
+
+const NON_NEGATIVE: Number = Number {
+    expecting: "a number, 0 or more",
+    check: |v| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(format!("must be a number, 0 or more, got {v}"))
+        }
+    },
+};
+
+fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    d.deserialize_f64(NON_NEGATIVE)
+}
+
+fn opt_non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_option(Optional(NON_NEGATIVE))
+}
+
+fn temperature<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    let range = Number {
+        expecting: "a temperature between 0 and 2",
+        check: |t| {
+            if (0.0..=2.0).contains(&t) {
+                Ok(t)
+            } else {
+                Err(format!("must be between 0 and 2, got {t}"))
+            }
+        },
+    };
+    Ok(d.deserialize_option(Optional(range))?.map(|t| t as f32))
+}
+
+fn non_empty(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("must not be empty (use null for the default)".into());
+    }
+    Ok(s.to_string())
+}
+
+fn opt_non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_option(Optional(Text {
+        expecting: "a non-empty string",
+        check: non_empty,
+    }))
+}
+
+fn opt_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let url = Text {
+        expecting: "an http:// or https:// URL",
+        check: |u| {
+            if u.starts_with("http://") || u.starts_with("https://") {
+                Ok(u.to_string())
+            } else {
+                Err(format!("`{u}` is not an http:// or https:// URL"))
+            }
+        },
+    };
+    d.deserialize_option(Optional(url))
+}
+
+/// A key of `providers:`; checked as a key so the error points at it.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ProviderKey(String);
+
+impl<'de> Deserialize<'de> for ProviderKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let known = Text {
+            expecting: "a provider name",
+            check: |name| {
+                if models::PROVIDERS.contains(&name) {
+                    Ok(name.to_string())
+                } else {
+                    Err(format!(
+                        "unknown provider `{name}` (providers: {})",
+                        models::PROVIDERS.join(", ")
+                    ))
+                }
+            },
+        };
+        d.deserialize_str(known).map(ProviderKey)
+    }
+}
+
+fn provider_map<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, ProviderConfig>, D::Error> {
+    let raw = BTreeMap::<ProviderKey, ProviderConfig>::deserialize(d)?;
+    Ok(raw.into_iter().map(|(k, v)| (k.0, v)).collect())
+}
+
+/// A key of `prices:`: a model name, canonicalised so it matches the names the run looks up,
+/// and not one already priced: two names of one model (`gpt`, `openai/gpt-4.1`) would silently
+/// shadow each other. Checked in the key's own visitor so the error points at the key.
+struct NewPriceKey<'a>(&'a BTreeMap<String, Price>);
+
+impl<'de> de::DeserializeSeed<'de> for NewPriceKey<'_> {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for NewPriceKey<'_> {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a model name (provider/model or an alias)")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<String, E> {
+        let model = MODEL.visit_str::<E>(s)?;
+        if self.0.contains_key(&model) {
+            return Err(E::custom(format!("{model} is priced twice")));
+        }
+        Ok(model)
+    }
+}
+
+/// [`Price`] with each number checked; the same keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceEntry {
+    #[serde(deserialize_with = "non_negative")]
+    input: f64,
+    #[serde(deserialize_with = "non_negative")]
+    output: f64,
+    #[serde(default, deserialize_with = "opt_non_negative")]
+    cache_read: Option<f64>,
+    #[serde(default, deserialize_with = "opt_non_negative")]
+    cache_write: Option<f64>,
+}
+
+fn price_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Price>, D::Error> {
+    struct PriceMap;
+    impl<'de> Visitor<'de> for PriceMap {
+        type Value = BTreeMap<String, Price>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of model name to {input, output, cache_read, cache_write}")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut prices = BTreeMap::new();
+            while let Some(model) = map.next_key_seed(NewPriceKey(&prices))? {
+                let p: PriceEntry = map.next_value()?;
+                let price = Price {
+                    input: p.input,
+                    output: p.output,
+                    cache_read: p.cache_read,
+                    cache_write: p.cache_write,
+                };
+                prices.insert(model, price);
+            }
+            Ok(prices)
+        }
+    }
+    d.deserialize_map(PriceMap)
+}

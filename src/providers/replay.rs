@@ -1,0 +1,366 @@
+//! Recording a live run's model calls, and playing them back.
+//!
+//! A recording is JSON Lines, one exchange per line, in the order the replies arrived:
+//!
+//! ```json
+//! {"role":"artisan","model":"openai/gpt-4.1","request":{"messages":[{"speaker":"system","content":"..."}],"temperature":0.2,"max_tokens":4096},"reply":{"text":"...","usage":{"input_tokens":812,"output_tokens":95,"cache_read_tokens":0,"cache_write_tokens":0},"model":"gpt-4.1-2025-04-14"}}
+//! ```
+//!
+//! Playback answers each request with the next recorded reply *of the same role*. Roles have
+//! separate queues because the order between roles may vary when they run in parallel, while
+//! within one role it is the run's own order. The request is kept for people reading the file;
+//! playback does not compare it, since prompts carry paths and times that differ between runs.
+//! Replies carry their recorded usage, so a replayed run costs exactly what the live run did.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ralph_actors::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::roles::Role;
+use serde::{Deserialize, Serialize};
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    pub role: Role,
+    pub model: String,
+    pub request: RecordedRequest,
+    pub reply: ChatReply,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    pub messages: Vec<ChatMessage>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot create the recording {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read the recording {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} line {line} is not a recorded exchange: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+impl From<ReplayError> for LlmError {
+    fn from(e: ReplayError) -> Self {
+        LlmError::Replay(e.to_string())
+    }
+}
+
+/// Wraps a live client and appends every successful exchange to a file. Failed calls are not
+/// recorded: playback reproduces the replies a run was given.
+pub struct Recorder<C> {
+    inner: C,
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl<C: LlmClient> Recorder<C> {
+    /// Creates (or empties) the file at once, so a bad path fails before the run starts.
+    pub fn create(path: impl AsRef<Path>, inner: C) -> Result<Self, ReplayError> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::create(&path).map_err(|source| ReplayError::Create {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            inner,
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn append(&self, exchange: &Exchange) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(exchange).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        // One write per line under the lock, so parallel roles never interleave; flushed at
+        // once so an interrupted run leaves a usable recording of what it did.
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(&line)?;
+        file.flush()
+    }
+}
+
+#[async_trait::async_trait]
+impl<C: LlmClient> LlmClient for Recorder<C> {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        let ChatRequest {
+            role,
+            model,
+            messages,
+            temperature,
+            max_tokens,
+        } = request.clone();
+        let reply = self.inner.complete(request).await?;
+        let exchange = Exchange {
+            role,
+            model,
+            request: RecordedRequest {
+                messages,
+                temperature,
+                max_tokens,
+            },
+            reply: reply.clone(),
+        };
+        if let Err(e) = self.append(&exchange) {
+            // The reply is paid for; losing the recording is no reason to lose the run.
+            tracing::error!("cannot write to the recording {}: {e}", self.path.display());
+        }
+        Ok(reply)
+    }
+}
+
+/// Plays a recording back. Needs no network and no key.
+#[derive(Debug)]
+pub struct ReplayClient {
+    path: PathBuf,
+    queues: Mutex<HashMap<Role, VecDeque<Exchange>>>,
+    recorded: HashMap<Role, usize>,
+}
+
+impl ReplayClient {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(|source| ReplayError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let mut queues: HashMap<Role, VecDeque<Exchange>> = HashMap::new();
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|source| ReplayError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let exchange: Exchange =
+                serde_json::from_str(&line).map_err(|e| ReplayError::Parse {
+                    path: path.clone(),
+                    line: i + 1,
+                    message: e.to_string(),
+                })?;
+            queues.entry(exchange.role).or_default().push_back(exchange);
+        }
+        let recorded = queues.iter().map(|(r, q)| (*r, q.len())).collect();
+        Ok(Self {
+            path,
+            queues: Mutex::new(queues),
+            recorded,
+        })
+    }
+
+    /// Replies recorded for a role, used or not.
+    pub fn recorded(&self, role: Role) -> usize {
+        self.recorded.get(&role).copied().unwrap_or(0)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmClient for ReplayClient {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        let next = self
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&request.role)
+            .and_then(VecDeque::pop_front);
+        match next {
+            Some(exchange) => {
+                if exchange.model != request.model {
+                    tracing::debug!(
+                        "replay: {} asks {} but the recording answered with {}",
+                        request.role,
+                        request.model,
+                        exchange.model
+                    );
+                }
+                Ok(exchange.reply)
+            }
+            None => Err(LlmError::Replay(format!(
+                "the recording {} has no more {} replies ({} recorded)",
+                self.path.display(),
+                request.role,
+                self.recorded(request.role)
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::testkit::*;
+    use ralph_actors::llm::Usage;
+    use wiremock::matchers::{body_string_contains, method};
+    use wiremock::{Mock, MockServer};
+
+    #[tokio::test]
+    async fn records_then_replays_the_same_replies() {
+        let server = MockServer::start().await;
+        for (marker, text, usage) in [
+            ("ask-librarian", "context", usage_json(100, 10, 0)),
+            ("ask-artisan-1", "first try", usage_json(900, 300, 512)),
+            ("ask-critic", "VERDICT: APPROVE", usage_json(400, 20, 0)),
+            ("ask-artisan-2", "second try", usage_json(950, 280, 768)),
+        ] {
+            Mock::given(method("POST"))
+                .and(body_string_contains(marker))
+                .respond_with(sse_reply(&[text], Some(usage)))
+                .mount(&server)
+                .await;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("session.jsonl");
+        let recorder = Recorder::create(&file, client(&server, |_| {})).expect("recorder");
+        let calls = [
+            (Role::Librarian, "ask-librarian"),
+            (Role::Artisan, "ask-artisan-1"),
+            (Role::Critic, "ask-critic"),
+            (Role::Artisan, "ask-artisan-2"),
+        ];
+        let mut live = Vec::new();
+        for (role, marker) in calls {
+            live.push(
+                recorder
+                    .complete(request_for(role, "openai/gpt-4.1", marker))
+                    .await
+                    .expect("live"),
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&file)
+                .expect("file")
+                .lines()
+                .count(),
+            4
+        );
+
+        let replay = ReplayClient::open(&file).expect("open");
+        assert_eq!(replay.recorded(Role::Artisan), 2);
+        // Ask in another order across roles: each role still gets its own replies in order.
+        let order = [calls[2], calls[1], calls[0], calls[3]];
+        let mut replayed = Vec::new();
+        for (role, marker) in order {
+            replayed.push(
+                replay
+                    .complete(request_for(role, "openai/gpt-4.1", marker))
+                    .await
+                    .expect("replayed"),
+            );
+        }
+        assert_eq!(replayed[0], live[2]);
+        assert_eq!(replayed[1], live[1]);
+        assert_eq!(replayed[2], live[0]);
+        assert_eq!(replayed[3], live[3]);
+        assert_eq!(
+            replayed[3].usage,
+            Usage {
+                input_tokens: 950,
+                output_tokens: 280,
+                cache_read_tokens: 768,
+                cache_write_tokens: 0
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_recording_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("one.jsonl");
+        let exchange = Exchange {
+            role: Role::Critic,
+            model: "openai/gpt-4.1-mini".into(),
+            request: RecordedRequest {
+                messages: vec![ChatMessage::user("review")],
+                temperature: None,
+                max_tokens: 100,
+            },
+            reply: ChatReply {
+                text: "VERDICT: APPROVE".into(),
+                usage: Usage::default(),
+                model: "gpt-4.1-mini".into(),
+            },
+        };
+        std::fs::write(
+            &file,
+            format!("{}\n\n", serde_json::to_string(&exchange).expect("json")),
+        )
+        .expect("write");
+        let replay = ReplayClient::open(&file).expect("open");
+        let req = request_for(Role::Critic, "openai/gpt-4.1-mini", "review");
+        assert_eq!(
+            replay.complete(req.clone()).await.expect("first").text,
+            "VERDICT: APPROVE"
+        );
+        let err = replay
+            .complete(req)
+            .await
+            .expect_err("exhausted")
+            .to_string();
+        assert!(
+            err.contains("one.jsonl") && err.contains("no more critic replies (1 recorded)"),
+            "{err}"
+        );
+        let err = replay
+            .complete(request_for(Role::Artisan, "openai/x", "y"))
+            .await
+            .expect_err("none")
+            .to_string();
+        assert!(
+            err.contains("no more artisan replies (0 recorded)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_recording_names_file_and_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = ReplayClient::open(dir.path().join("nope.jsonl"))
+            .expect_err("missing")
+            .to_string();
+        assert!(missing.contains("nope.jsonl"), "{missing}");
+        let file = dir.path().join("bad.jsonl");
+        std::fs::write(&file, "\n{\"not\": \"an exchange\"}\n").expect("write");
+        let bad = ReplayClient::open(&file).expect_err("bad").to_string();
+        assert!(bad.contains("bad.jsonl line 2"), "{bad}");
+        let as_llm: LlmError = ReplayClient::open(&file).expect_err("bad").into();
+        assert!(matches!(as_llm, LlmError::Replay(_)));
+    }
+
+    #[test]
+    fn cannot_record_into_a_missing_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Recorder::create(
+            dir.path().join("no/such/dir.jsonl"),
+            crate::providers::Router::new(),
+        );
+        assert!(matches!(err, Err(ReplayError::Create { .. })));
+    }
+}

@@ -1,0 +1,825 @@
+//! The test command, run as a process group with a timeout, a capped output and no secrets in
+//! its environment; its output parsed into the unified result schema
+//! ([`ralph_actors::runner::TestRun`], documented in `docs/test-runners.md`).
+
+mod parse;
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use ralph_actors::runner::{RunStatus, TestRun, TestRunner, Totals, SCHEMA_VERSION};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use parse::{parse, strip_ansi, Parsed};
+
+/// Defaults, as in `ralph.config.yaml` (`testing.timeout_seconds`, `testing.max_output_bytes`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// How long the group gets to exit after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(1);
+/// After the command exits, how long a process it left behind may keep the pipes open (still
+/// writing) before it is stopped.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+/// After the group is killed, how long to wait for the pipes to close: a process that escaped the
+/// group (setsid) may hold them open for ever.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
+
+/// Variables that hold credentials and never reach a test: the provider keys ralph-loop and
+/// micro-agent read, and any name ending in one of [`SECRET_SUFFIXES`].
+const SECRET_NAMES: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+];
+const SECRET_SUFFIXES: &[&str] = &[
+    "_API_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_SECRET_KEY",
+    "_ACCESS_KEY",
+    "_PASSWORD",
+];
+
+/// Set for every test: plain text, and no watch mode or interactive prompts (jest and vitest
+/// watch unless `CI` is set).
+const FORCED_ENV: &[(&str, &str)] = &[("CI", "true"), ("NO_COLOR", "1"), ("FORCE_COLOR", "0")];
+
+/// True when a variable of this name is a secret and is kept from the test command.
+pub fn is_secret_var(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAMES.contains(&upper.as_str()) || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
+
+/// Runs `sh -c <command>` in `cwd`; see [`ProcessRunner::run_once`].
+#[derive(Debug, Clone)]
+pub struct ProcessRunner {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    pub max_output_bytes: usize,
+    /// Variables added to the inherited environment. They pass the same secret filter.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl ProcessRunner {
+    /// A runner for `command` in `cwd`; see [`DEFAULT_TIMEOUT`] and [`DEFAULT_MAX_OUTPUT_BYTES`].
+    pub fn new(
+        command: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        timeout: Duration,
+        max_output_bytes: usize,
+    ) -> Self {
+        Self {
+            command: command.into(),
+            cwd: cwd.into(),
+            timeout,
+            max_output_bytes,
+            extra_env: Vec::new(),
+        }
+    }
+
+    /// Adds a variable to the command's environment (secrets are still removed).
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_env.push((name.into(), value.into()));
+        self
+    }
+
+    /// The command's environment: ours plus `extra_env`, secrets removed, [`FORCED_ENV`] set.
+    fn child_env(&self) -> Vec<(OsString, OsString)> {
+        let extra = self
+            .extra_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .chain(extra)
+            .filter(|(k, _)| !is_secret_var(&k.to_string_lossy()))
+            .filter(|(k, _)| !FORCED_ENV.iter().any(|(f, _)| k.to_str() == Some(*f)))
+            .collect();
+        env.extend(
+            FORCED_ENV
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        env
+    }
+
+    /// Runs the command once. Never fails: a command that cannot start is a run with status
+    /// `Error` whose output says why.
+    ///
+    /// The command runs in its own process group with stdin closed. On timeout or `cancel`, the
+    /// whole group gets SIGTERM, then SIGKILL after a second; processes the command leaves
+    /// behind after exiting are stopped the same way.
+    pub async fn run_once(&self, cancel: CancellationToken) -> TestRun {
+        let started = Instant::now();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(&self.command)
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_clear()
+            .envs(self.child_env())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let why = format!(
+                    "could not start `{}` in {}: {e}",
+                    self.command,
+                    self.cwd.display()
+                );
+                return self.error_run(started, why);
+            }
+        };
+        let Some(pgid) = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw)
+        else {
+            return self.error_run(
+                started,
+                "the test command exited before it could be watched".into(),
+            );
+        };
+        // Kills the group should this future be dropped mid-run; `kill_on_drop` reaches only
+        // the shell, not what it started.
+        let mut guard = GroupGuard::new(pgid);
+
+        let capture = Arc::new(Mutex::new(Capture::new(self.max_output_bytes)));
+        let mut pumps = JoinSet::new();
+        if let Some(out) = child.stdout.take() {
+            pumps.spawn(pump(out, capture.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            pumps.spawn(pump(err, capture.clone()));
+        }
+
+        let ending = tokio::select! {
+            status = child.wait() => Ending::Exited(status.ok()),
+            () = tokio::time::sleep(self.timeout) => Ending::TimedOut,
+            () = cancel.cancelled() => Ending::Cancelled,
+        };
+        if matches!(ending, Ending::Exited(_)) {
+            // Usually the pipes are already closed; a background process may still write.
+            drain(&mut pumps, DRAIN_AFTER_EXIT).await;
+        }
+        let stopped_leftovers = terminate_group(pgid, &mut child).await;
+        drain(&mut pumps, DRAIN_AFTER_KILL).await;
+        pumps.abort_all();
+        guard.armed = false;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+
+        let (raw, output_truncated) = lock(&capture).render();
+        let mut output = strip_ansi(&raw).into_owned();
+        let parsed = parse(&output, &self.cwd);
+
+        let (status, exit_code) = match &ending {
+            Ending::Exited(Some(st)) if st.success() => (RunStatus::Passed, Some(0)),
+            Ending::Exited(Some(st)) => {
+                if let Some(sig) = st.signal() {
+                    note(
+                        &mut output,
+                        &format!("the test command was killed by signal {sig}"),
+                    );
+                }
+                (RunStatus::Failed, st.code())
+            }
+            Ending::Exited(None) => (RunStatus::Failed, None),
+            Ending::TimedOut => {
+                let secs = self.timeout.as_secs_f64();
+                note(
+                    &mut output,
+                    &format!("killed after {secs} s: the test command ran past its timeout"),
+                );
+                (RunStatus::Timeout, None)
+            }
+            Ending::Cancelled => {
+                note(
+                    &mut output,
+                    "interrupted: the test run was cancelled and its processes stopped",
+                );
+                (RunStatus::Error, None)
+            }
+        };
+        if stopped_leftovers && matches!(ending, Ending::Exited(_)) {
+            note(
+                &mut output,
+                "stopped processes the test command left running",
+            );
+        }
+
+        TestRun {
+            schema_version: SCHEMA_VERSION,
+            command: self.command.clone(),
+            status,
+            exit_code,
+            duration_ms,
+            parsed: parsed.is_some(),
+            framework: parsed.as_ref().map(|p| p.framework.to_string()),
+            totals: parsed.as_ref().map_or_else(Totals::default, |p| p.totals),
+            tests: parsed.map(|p| p.tests).unwrap_or_default(),
+            output,
+            output_truncated,
+        }
+    }
+
+    fn error_run(&self, started: Instant, why: String) -> TestRun {
+        TestRun {
+            schema_version: SCHEMA_VERSION,
+            command: self.command.clone(),
+            status: RunStatus::Error,
+            exit_code: None,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            parsed: false,
+            framework: None,
+            totals: Totals::default(),
+            tests: Vec::new(),
+            output: format!("[ralph-loop] {why}\n"),
+            output_truncated: false,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TestRunner for ProcessRunner {
+    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, String> {
+        Ok(self.run_once(cancel).await)
+    }
+
+    fn command(&self) -> String {
+        self.command.clone()
+    }
+}
+
+enum Ending {
+    Exited(Option<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// A line ralph-loop adds to the output, marked as its own.
+fn note(output: &mut String, text: &str) {
+    if !output.is_empty() && !output.ends_with('\n') {
+        output.push('\n');
+    }
+    output.push_str("[ralph-loop] ");
+    output.push_str(text);
+    output.push('\n');
+}
+
+/// Stops every process in the group: SIGTERM, then SIGKILL after [`TERM_GRACE`]. Returns whether
+/// anything was still running.
+async fn terminate_group(pgid: Pid, child: &mut Child) -> bool {
+    if !group_alive(pgid, child) {
+        return false;
+    }
+    let _ = killpg(pgid, Signal::SIGTERM);
+    let deadline = Instant::now() + TERM_GRACE;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if !group_alive(pgid, child) {
+            return true;
+        }
+    }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    // Reap the shell so it does not linger as a zombie.
+    let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+    true
+}
+
+/// Whether any process of the group still runs.
+fn group_alive(pgid: Pid, child: &mut Child) -> bool {
+    // Reaps the shell once it has exited, so it does not count as a member.
+    let _ = child.try_wait();
+    match killpg(pgid, None) {
+        Err(Errno::ESRCH) => false,
+        _ => group_has_live_member(pgid),
+    }
+}
+
+/// `killpg(0)` also succeeds for a group of zombies, which an init that does not reap (as in
+/// some containers) leaves behind; on Linux, look at the members' states.
+#[cfg(target_os = "linux")]
+fn group_has_live_member(pgid: Pid) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+        pgrp == Some(pgid.as_raw()) && state != "Z" && state != "X"
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn group_has_live_member(_pgid: Pid) -> bool {
+    true
+}
+
+/// The process groups of the runs under way, for [`kill_running`].
+static RUNNING: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
+
+fn running() -> MutexGuard<'static, Vec<Pid>> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Kills (SIGKILL) the process group of every test run under way. For a hard exit, such as a
+/// second Ctrl+C before `std::process::exit`, where no destructor runs to stop them.
+pub fn kill_running() {
+    for pgid in running().iter() {
+        let _ = killpg(*pgid, Signal::SIGKILL);
+    }
+}
+
+/// Registers a run's process group for [`kill_running`], and kills the group when dropped while
+/// armed (the run's future was dropped mid-run).
+struct GroupGuard {
+    pgid: Pid,
+    armed: bool,
+}
+
+impl GroupGuard {
+    fn new(pgid: Pid) -> Self {
+        running().push(pgid);
+        Self { pgid, armed: true }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        running().retain(|p| *p != self.pgid);
+        if self.armed {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Copies one pipe into the shared capture until it closes.
+async fn pump<R: AsyncRead + Unpin>(mut pipe: R, capture: Arc<Mutex<Capture>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(&capture).push(&buf[..n]),
+        }
+    }
+}
+
+/// Waits up to `limit` for the pipes to close. Returns whether they did.
+async fn drain(pumps: &mut JoinSet<()>, limit: Duration) -> bool {
+    tokio::time::timeout(limit, async { while pumps.join_next().await.is_some() {} })
+        .await
+        .is_ok()
+}
+
+fn lock(capture: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
+    // A pump cannot panic while holding the lock; recover the data regardless.
+    capture
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The output, capped: the first quarter and the last three quarters of `max` bytes are kept,
+/// since a tool's summary comes at the end and the first error often at the start.
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_max: usize,
+    tail_max: usize,
+    cut: usize,
+}
+
+impl Capture {
+    fn new(max: usize) -> Self {
+        let head_max = max / 4;
+        Self {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_max,
+            tail_max: max - head_max,
+            cut: 0,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let to_head = data.len().min(self.head_max - self.head.len());
+        self.head.extend_from_slice(&data[..to_head]);
+        self.tail.extend(&data[to_head..]);
+        if self.tail.len() > self.tail_max {
+            let excess = self.tail.len() - self.tail_max;
+            self.tail.drain(..excess);
+            self.cut += excess;
+        }
+    }
+
+    /// The text, with a marker where bytes were cut, and whether any were.
+    fn render(&mut self) -> (String, bool) {
+        let mut head = std::mem::take(&mut self.head);
+        let mut tail: Vec<u8> = std::mem::take(&mut self.tail).into();
+        let mut cut = self.cut;
+        if cut == 0 {
+            head.extend_from_slice(&tail);
+            return (String::from_utf8_lossy(&head).into_owned(), false);
+        }
+        // Cut at line ends when one is near, so neither part starts or ends mid-line.
+        const NEAR: usize = 1024;
+        if let Some(p) = head.iter().rposition(|&b| b == b'\n') {
+            if head.len() - p <= NEAR {
+                cut += head.len() - (p + 1);
+                head.truncate(p + 1);
+            }
+        }
+        if let Some(p) = tail.iter().take(NEAR).position(|&b| b == b'\n') {
+            cut += p + 1;
+            tail.drain(..=p);
+        }
+        let mut text = String::from_utf8_lossy(&head).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("... [{cut} bytes cut] ...\n"));
+        text.push_str(&String::from_utf8_lossy(&tail));
+        (text, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner(command: &str) -> ProcessRunner {
+        limited(command, Duration::from_secs(20), DEFAULT_MAX_OUTPUT_BYTES)
+    }
+
+    fn limited(command: &str, timeout: Duration, max_output_bytes: usize) -> ProcessRunner {
+        ProcessRunner::new(command, std::env::temp_dir(), timeout, max_output_bytes)
+    }
+
+    async fn run(r: &ProcessRunner) -> TestRun {
+        r.run_once(CancellationToken::new()).await
+    }
+
+    /// Whether `pid` still runs. A process that died but was not reaped (the container's init
+    /// may not reap orphans) is a zombie: dead for our purposes.
+    fn alive(pid: i32) -> bool {
+        match nix::sys::signal::kill(Pid::from_raw(pid), None) {
+            Err(Errno::ESRCH) => false,
+            _ => std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .map_or(true, |zombie| !zombie),
+        }
+    }
+
+    #[test]
+    fn alive_tells_running_from_dead() {
+        let mut child = match std::process::Command::new("sleep").arg("30").spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        assert!(alive(pid));
+        let _ = child.kill();
+        // Not reaped yet: a zombie, which counts as dead.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!alive(pid));
+        let _ = child.wait();
+        assert!(!alive(pid));
+    }
+
+    #[tokio::test]
+    async fn passing_command() {
+        let r = run(&runner("echo hello; echo oops >&2")).await;
+        assert_eq!((r.status, r.exit_code), (RunStatus::Passed, Some(0)));
+        assert!(
+            r.output.contains("hello\n") && r.output.contains("oops\n"),
+            "{}",
+            r.output
+        );
+        assert!(!r.parsed && !r.output_truncated);
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        assert!(r.duration_ms < 2000, "{}", r.duration_ms);
+    }
+
+    #[tokio::test]
+    async fn failing_command() {
+        let r = run(&runner("echo nope; exit 3")).await;
+        assert_eq!((r.status, r.exit_code), (RunStatus::Failed, Some(3)));
+        assert!(r.output.starts_with("nope"));
+    }
+
+    #[tokio::test]
+    async fn output_is_parsed() {
+        let out = "test a::b ... FAILED\\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured\\n";
+        let r = run(&runner(&format!("printf '{out}'; exit 101"))).await;
+        assert!(r.parsed);
+        assert_eq!(r.framework.as_deref(), Some("cargo"));
+        assert_eq!(
+            r.totals,
+            Totals {
+                passed: 1,
+                failed: 1,
+                skipped: 0
+            }
+        );
+        assert_eq!(r.failing_ids(), ["a::b"]);
+    }
+
+    #[tokio::test]
+    async fn stdout_and_stderr_interleave_in_arrival_order() {
+        let r = run(&runner(
+            "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three",
+        ))
+        .await;
+        assert_eq!(r.output, "one\ntwo\nthree\n");
+    }
+
+    #[tokio::test]
+    async fn a_command_that_cannot_start_is_an_error_run() {
+        let r = ProcessRunner::new("true", "/no/such/dir", DEFAULT_TIMEOUT, 4096)
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(r.status, RunStatus::Error);
+        assert!(
+            r.output.contains("could not start") && r.output.contains("/no/such/dir"),
+            "{}",
+            r.output
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hanging_command_and_its_grandchild_are_killed_at_the_timeout() {
+        let r = limited(
+            "sleep 300 & echo $!; sleep 300; wait",
+            Duration::from_secs(1),
+            4096,
+        );
+        let started = Instant::now();
+        let run = run(&r).await;
+        let took = started.elapsed();
+        assert_eq!(run.status, RunStatus::Timeout);
+        assert!(took < Duration::from_secs(3), "took {took:?}");
+        assert!(run.output.contains("killed after 1 s"), "{}", run.output);
+        let pid: i32 = match run
+            .output
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+        {
+            Some(pid) => pid,
+            None => panic!("no pid in {:?}", run.output),
+        };
+        assert!(!alive(pid), "grandchild {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn a_command_that_ignores_sigterm_is_killed() {
+        let r = limited(
+            "trap '' TERM; echo ready; sleep 300",
+            Duration::from_millis(300),
+            4096,
+        );
+        let started = Instant::now();
+        let run = run(&r).await;
+        assert_eq!(run.status, RunStatus::Timeout);
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_the_run() {
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            trigger.cancel();
+        });
+        let started = Instant::now();
+        let r = runner("echo started; sleep 300").run_once(cancel).await;
+        assert_eq!(r.status, RunStatus::Error);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            r.output.starts_with("started\n") && r.output.contains("interrupted"),
+            "{}",
+            r.output
+        );
+    }
+
+    #[tokio::test]
+    async fn runs_under_way_are_registered_for_kill_running() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let pid_file = dir.path().join("pid");
+        // The shell's pid is its group's id.
+        let r = runner(&format!("echo $$ > {}; sleep 300", pid_file.display()));
+        let cancel = CancellationToken::new();
+        let task = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move { r.run_once(cancel).await })
+        };
+        let mut pgid = None;
+        for _ in 0..250 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            pgid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+            if pgid.is_some() {
+                break;
+            }
+        }
+        let pgid = Pid::from_raw(pgid.unwrap_or(0));
+        let registered = running().contains(&pgid);
+        cancel.cancel();
+        let run = task.await.map_err(|e| e.to_string());
+        assert!(matches!(
+            run,
+            Ok(TestRun {
+                status: RunStatus::Error,
+                ..
+            })
+        ));
+        assert!(registered, "{pgid} not registered");
+        assert!(!running().contains(&pgid), "{pgid} still registered");
+    }
+
+    #[tokio::test]
+    async fn background_processes_left_behind_are_stopped() {
+        let r = run(&runner("sleep 300 >/dev/null 2>&1 & echo $!")).await;
+        assert_eq!(r.status, RunStatus::Passed);
+        let pid: i32 = r
+            .output
+            .lines()
+            .next()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        assert!(pid > 0 && !alive(pid), "{}", r.output);
+        assert!(r.output.contains("left running"), "{}", r.output);
+    }
+
+    #[tokio::test]
+    async fn output_cap_keeps_head_and_tail() {
+        // 20,000 numbered lines, about 109 kB, into a 4 kB cap.
+        let r = limited("seq 1 20000", Duration::from_secs(20), 4096);
+        let run = run(&r).await;
+        assert!(run.output_truncated);
+        assert!(run.output.starts_with("1\n2\n3\n"), "{}", &run.output[..20]);
+        assert!(run.output.ends_with("19999\n20000\n"));
+        assert!(run.output.contains(" bytes cut] ...\n"));
+        assert!(run.output.len() < 4096 + 100, "{}", run.output.len());
+        // The cut falls on line ends: every line left is a whole number.
+        assert!(run
+            .output
+            .lines()
+            .filter(|l| !l.starts_with("..."))
+            .all(|l| l.parse::<u32>().is_ok()));
+        let cut: usize = run
+            .output
+            .lines()
+            .find_map(|l| l.strip_prefix("... [")?.split(' ').next()?.parse().ok())
+            .unwrap_or(0);
+        let total: usize = (1..=20000).map(|n: u32| n.to_string().len() + 1).sum();
+        assert_eq!(
+            run.output.len() - format!("... [{cut} bytes cut] ...\n").len() + cut,
+            total
+        );
+    }
+
+    #[tokio::test]
+    async fn a_flood_is_capped_in_memory_and_time() {
+        // 64 MB through a 64 kB cap.
+        let r = limited(
+            "head -c 67108864 /dev/zero | tr '\\0' x",
+            Duration::from_secs(20),
+            65536,
+        );
+        let run = run(&r).await;
+        assert_eq!(run.status, RunStatus::Passed);
+        assert!(run.output_truncated && run.output.len() < 65536 + 100);
+    }
+
+    #[tokio::test]
+    async fn secrets_are_removed_and_plain_output_is_asked_for() {
+        let r = runner(
+            "echo ${OPENAI_API_KEY:-none} ${ANTHROPIC_KEY:-none} ${GH_TOKEN:-none} \
+             ${MY_SECRET:-none} ${Some_Api_Key:-none} $KEEP_ME $CI $NO_COLOR $FORCE_COLOR",
+        )
+        .with_env("OPENAI_API_KEY", "sk-live")
+        .with_env("ANTHROPIC_KEY", "sk-ant")
+        .with_env("GH_TOKEN", "ghp")
+        .with_env("MY_SECRET", "s")
+        .with_env("Some_Api_Key", "k")
+        .with_env("KEEP_ME", "kept")
+        .with_env("CI", "false");
+        let run = run(&r).await;
+        assert_eq!(run.output, "none none none none none kept true 1 0\n");
+    }
+
+    #[test]
+    fn secret_names() {
+        for name in [
+            "OPENAI_API_KEY",
+            "OPENAI_KEY",
+            "GOOGLE_API_KEY",
+            "GITHUB_TOKEN",
+            "DB_PASSWORD",
+            "X_SECRET",
+        ] {
+            assert!(is_secret_var(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "OPENAI_BASE_URL",
+            "TOKENIZERS_PARALLELISM",
+            "CI",
+        ] {
+            assert!(!is_secret_var(name), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn stdin_is_closed() {
+        let started = Instant::now();
+        let r = run(&runner("cat; echo done")).await;
+        assert_eq!(r.output, "done\n");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_given_directory() {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string());
+        let dir = match dir {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let r = ProcessRunner::new("pwd", dir.path(), DEFAULT_TIMEOUT, 4096)
+            .run_once(CancellationToken::new())
+            .await;
+        let expected = dir
+            .path()
+            .canonicalize()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        assert_eq!(r.output.trim(), expected);
+    }
+
+    #[tokio::test]
+    async fn ansi_colours_are_removed() {
+        let r = run(&runner("printf '\\033[31mred\\033[0m\\n'")).await;
+        assert_eq!(r.output, "red\n");
+    }
+
+    #[tokio::test]
+    async fn runs_through_the_trait() {
+        let r: &dyn TestRunner = &runner("true");
+        assert_eq!(r.command(), "true");
+        let run = r.run(CancellationToken::new()).await;
+        assert!(matches!(
+            run,
+            Ok(TestRun {
+                status: RunStatus::Passed,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,188 @@
+//! Whole runs of the loop on real projects against the local model server.
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use super::support::*;
+
+fn user_prompt(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_fixed_in_two_iterations() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))]);
+
+    ralph(dir.path(), &llm).args(["median.py", "--output", "json"]).assert().code(0);
+
+    assert_eq!(std::fs::read_to_string(dir.path().join("median.py")).unwrap(), FIXED_PY);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["exit_code"], 0);
+    assert_eq!(report["iterations"], 2);
+    assert_eq!(report["tests_before"]["failed"], 2);
+    assert_eq!(report["tests_after"]["failed"], 0);
+    assert_eq!(report["tests_after"]["passed"], 3);
+    for key in ["reason", "duration_ms", "cost_usd", "cost_by_role", "cost_by_model", "tokens", "session_id"] {
+        assert!(report.get(key).is_some(), "report lacks {key}: {report}");
+    }
+    // Librarian, Artisan and Critic in each of 2 iterations, 200 output tokens each.
+    let roles = report["cost_by_role"].as_object().unwrap();
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert_eq!(report["tokens"]["output_tokens"], 1200);
+
+    let session = session_dir(dir.path());
+    let log = std::fs::read_to_string(session.join("iterations.log")).unwrap();
+    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["passed"], false);
+    assert_eq!(lines[1]["passed"], true);
+    for n in 0..=2 {
+        let results = read_json(&session.join(format!("test-results-iteration-{n}.json")));
+        assert_eq!(results["schema_version"], 1);
+    }
+    assert!(session.join("original/median.py").is_file());
+
+    // Fresh context each iteration: the second Artisan request has no history and carries the
+    // failure the first iteration's tests left on disk.
+    let artisan = llm.requests_of("artisan").await;
+    assert_eq!(artisan.len(), 2);
+    assert_eq!(artisan[1]["messages"].as_array().unwrap().len(), 2);
+    let second = user_prompt(&artisan[1]);
+    assert!(second.contains("test_empty_list_is_an_error"), "{second}");
+    assert!(second.contains("The Librarian's analysis"), "{second}");
+    assert!(artisan[0]["max_completion_tokens"].as_u64().unwrap() <= 8192);
+    assert_eq!(artisan[0]["model"], "gpt-4.1");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_fixed_with_node_test_runner() {
+    let dir = fixture("js-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script("artisan", [text(code("javascript", FIXED_JS))]);
+
+    ralph(dir.path(), &llm)
+        .args(["src/median.js", "--models", "gpt-mini"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("success"));
+
+    let report = report(dir.path());
+    assert_eq!(report["iterations"], 1);
+    assert_eq!(report["test_command"], "npm test");
+    let requests = llm.requests().await;
+    assert!(requests.iter().all(|(_, r)| r["model"] == "gpt-4.1-mini"), "--models applies to every role");
+    assert!(requests.iter().all(|(_, r)| r["stream"] == true), "streams by default");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn critic_rejects_once_then_approves() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))])
+        .script("critic", [text("VERDICT: REJECT\n- median([]) must raise ValueError"), text("VERDICT: APPROVE")]);
+
+    ralph(dir.path(), &llm).args(["median.py", "-t", "python3 -m pytest -q"]).assert().code(0);
+
+    let report = report(dir.path());
+    assert_eq!(report["iterations"], 1);
+    assert_eq!(report["critic_rejections"], 1);
+    let artisan = llm.requests_of("artisan").await;
+    assert_eq!(artisan.len(), 2);
+    let revision = user_prompt(&artisan[1]);
+    assert!(revision.contains("The Critic rejected your previous proposal"), "{revision}");
+    assert!(revision.contains("median([]) must raise ValueError"), "{revision}");
+    // The rejected proposal never reached the disk or the tests: one baseline + one test run.
+    assert!(!session_dir(dir.path()).join("test-results-iteration-2.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_failure_three_times_trips_the_breaker() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+
+    ralph(dir.path(), &llm).args(["median.py"]).assert().code(5);
+
+    let report = report(dir.path());
+    assert_eq!(report["status"], "entropy_detected");
+    assert_eq!(report["iterations"], 3);
+    assert!(report["stuck_on"].as_str().unwrap().contains("IndexError"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_iterations_stops_the_run() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+
+    ralph(dir.path(), &llm).args(["median.py", "-m", "2"]).assert().code(4);
+
+    let report = report(dir.path());
+    assert_eq!(report["status"], "max_iterations");
+    assert_eq!(report["iterations"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn budget_stops_before_the_cap_is_crossed() {
+    let dir = fixture("py-median");
+    // $10 per million tokens in and out: each call costs about a cent.
+    write(dir.path(), "ralph.config.yaml", "prices:\n  openai/gpt-4.1: { input: 10, output: 10 }\n  openai/gpt-4.1-mini: { input: 10, output: 10 }\n");
+    let llm = MockLlm::start().await;
+    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+
+    ralph(dir.path(), &llm).args(["median.py", "--budget", "0.05"]).assert().code(3);
+
+    let report = report(dir.path());
+    assert_eq!(report["status"], "budget_exceeded");
+    let spent = report["cost_usd"].as_f64().unwrap();
+    assert!(spent > 0.0 && spent <= 0.05, "spent {spent}");
+    assert!(report["reason"].as_str().unwrap().contains("cost limit"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rate_limit_then_success() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            Answer::Status {
+                status: 429,
+                body: r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#.into(),
+                headers: vec![("retry-after".into(), "1".into())],
+            },
+            text(code("python", FIXED_PY)),
+        ],
+    );
+
+    ralph(dir.path(), &llm).args(["median.py"]).assert().code(0);
+
+    assert_eq!(llm.requests_of("artisan").await.len(), 2, "one 429, one retry");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unauthorized_names_the_provider_and_the_variable() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.always(
+        "librarian",
+        Answer::Status {
+            status: 401,
+            body: r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#.into(),
+            headers: vec![],
+        },
+    );
+
+    ralph(dir.path(), &llm)
+        .args(["median.py"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("openai").and(predicate::str::contains("OPENAI_API_KEY")));
+
+    assert_eq!(report(dir.path())["status"], "error");
+}

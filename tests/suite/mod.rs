@@ -1,0 +1,4 @@
+mod support;
+
+mod cli;
+mod loop_runs;
