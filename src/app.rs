@@ -186,7 +186,7 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
 
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
-    let mut settings = config.run_settings()?;
+    let settings = config.run_settings()?;
     settings.validate().map_err(Error::Usage)?;
 
     // The models must be callable, unless a recording answers for them.

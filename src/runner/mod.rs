@@ -498,7 +498,7 @@ mod tests {
                     s.rsplit_once(')')
                         .map(|(_, r)| r.trim_start().starts_with('Z'))
                 })
-                .map_or(true, |zombie| !zombie),
+                .is_none_or(|zombie| !zombie),
         }
     }
 

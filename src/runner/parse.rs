@@ -710,11 +710,14 @@ fn mocha(out: &str) -> Option<Parsed> {
     let lines: Vec<&str> = out.lines().collect();
     let at = lines.iter().rposition(|l| passing.is_match(l))?;
 
-    let mut totals = Totals::default();
-    totals.passed = passing
+    let passed = passing
         .captures(lines[at])
         .and_then(|c| c[1].parse().ok())
         .unwrap_or(0);
+    let mut totals = Totals {
+        passed,
+        ..Totals::default()
+    };
     let mut failing_from = None;
     for (i, line) in lines.iter().enumerate().skip(at + 1).take(3) {
         if let Some(c) = other.captures(line) {
