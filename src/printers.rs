@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Instant;
 
-use ralph_actors::events::Event;
+use ralph_actors::events::{Event, Phase};
 use ralph_actors::report::Report;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -68,7 +68,7 @@ impl Human {
     fn prefix(&self) -> String {
         let t = self.started.elapsed().as_secs_f64();
         let it = if self.iteration == 0 { "baseline".to_string() } else { format!("iter {}/{}", self.iteration, self.max_iterations) };
-        format!("[{:>2}:{:04.1}] {it} · ${:.4}", (t / 60.0) as u64, t % 60.0, self.cost)
+        format!("[{:02}:{:04.1}] {it} · ${:.4}", (t / 60.0) as u64, t % 60.0, self.cost)
     }
 
     pub fn render(&mut self, event: &Event, out: &mut impl Write) -> std::io::Result<()> {
@@ -86,6 +86,7 @@ impl Human {
                 self.iteration = *iteration;
                 self.max_iterations = *max_iterations;
             }
+            Event::PhaseChanged { phase: Phase::Baseline, .. } => writeln!(out, "{} · running the tests as they are", self.prefix())?,
             Event::PhaseChanged { phase, .. } => writeln!(out, "{} · {}", self.prefix(), phase.as_str())?,
             Event::LlmCallFinished { role, model, usage, cost_usd, total_cost_usd, duration_ms, .. } => {
                 self.cost = *total_cost_usd;

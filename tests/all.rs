@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Every integration test, in one binary so the crate links once.
 //!
 //! The tests run the real binaries on real small projects with their real test tools (pytest,

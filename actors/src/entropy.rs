@@ -18,6 +18,8 @@ use crate::runner::TestRun;
 /// test tools put their summaries.
 const TEXT_TAIL: usize = 16 * 1024;
 
+// The patterns are constants, exercised by the tests below: a bad one fails every test run.
+#[allow(clippy::expect_used)]
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     let rule = |re: &str, with: &'static str| (Regex::new(re).expect("static regex"), with);
     vec![

@@ -41,6 +41,8 @@ pub struct Verdict {
     pub explicit: bool,
 }
 
+// A constant pattern, exercised by the tests below.
+#[allow(clippy::expect_used)]
 static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?mi)^[\s*#>_-]*VERDICT[\s*_]*:[\s*_]*(APPROVE|REJECT)\b").expect("static regex")
 });

@@ -1,6 +1,6 @@
 //! The test-runner trait and the unified test-result schema (version 1).
 //!
-//! The schema is documented in `docs/test-results.md`; later runners fill more of it (per-test
+//! The schema is documented in `docs/test-runners.md`; later runners fill more of it (per-test
 //! durations, coverage) without breaking readers of version 1.
 
 use serde::{Deserialize, Serialize};

@@ -32,7 +32,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 const OFFICIAL_HOST: &str = "api.openai.com";
 /// Long replies from large models take minutes; a hung server should not take longer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to reach an OpenAI-compatible server. `Debug` hides the key.

@@ -25,92 +25,43 @@ pub struct PriceRow {
 
 pub const SOURCE: &str = "https://openai.com/api/pricing/";
 
-/// The bundled rows, source [`SOURCE`].
+const fn row(
+    model: &'static str,
+    input: f64,
+    cache_read: f64,
+    output: f64,
+    as_of: &'static str,
+) -> PriceRow {
+    PriceRow {
+        model,
+        input,
+        cache_read,
+        output,
+        as_of,
+    }
+}
+
+/// The bundled rows, source [`SOURCE`]: model, input, cached input, output, date of the figure.
+#[rustfmt::skip]
 pub const TABLE: &[PriceRow] = &[
     // GPT-5 family: launched 2025-08-07 at these prices.
-    PriceRow {
-        model: "openai/gpt-5",
-        input: 1.25,
-        cache_read: 0.125,
-        output: 10.00,
-        as_of: "2025-08-07",
-    },
-    PriceRow {
-        model: "openai/gpt-5-mini",
-        input: 0.25,
-        cache_read: 0.025,
-        output: 2.00,
-        as_of: "2025-08-07",
-    },
-    PriceRow {
-        model: "openai/gpt-5-nano",
-        input: 0.05,
-        cache_read: 0.005,
-        output: 0.40,
-        as_of: "2025-08-07",
-    },
+    row("openai/gpt-5",        1.25, 0.125, 10.00, "2025-08-07"),
+    row("openai/gpt-5-mini",   0.25, 0.025,  2.00, "2025-08-07"),
+    row("openai/gpt-5-nano",   0.05, 0.005,  0.40, "2025-08-07"),
     // GPT-4.1 family: launched 2025-04-14 at these prices.
-    PriceRow {
-        model: "openai/gpt-4.1",
-        input: 2.00,
-        cache_read: 0.50,
-        output: 8.00,
-        as_of: "2025-04-14",
-    },
-    PriceRow {
-        model: "openai/gpt-4.1-mini",
-        input: 0.40,
-        cache_read: 0.10,
-        output: 1.60,
-        as_of: "2025-04-14",
-    },
-    PriceRow {
-        model: "openai/gpt-4.1-nano",
-        input: 0.10,
-        cache_read: 0.025,
-        output: 0.40,
-        as_of: "2025-04-14",
-    },
+    row("openai/gpt-4.1",      2.00, 0.50,   8.00, "2025-04-14"),
+    row("openai/gpt-4.1-mini", 0.40, 0.10,   1.60, "2025-04-14"),
+    row("openai/gpt-4.1-nano", 0.10, 0.025,  0.40, "2025-04-14"),
     // GPT-4o: the gpt-4o-2024-08-06 price, which `gpt-4o` has pointed to since 2024-10-02.
-    PriceRow {
-        model: "openai/gpt-4o",
-        input: 2.50,
-        cache_read: 1.25,
-        output: 10.00,
-        as_of: "2024-10-02",
-    },
+    row("openai/gpt-4o",       2.50, 1.25,  10.00, "2024-10-02"),
     // GPT-4o mini: launched 2024-07-18; cached input since prompt caching, 2024-10-01.
-    PriceRow {
-        model: "openai/gpt-4o-mini",
-        input: 0.15,
-        cache_read: 0.075,
-        output: 0.60,
-        as_of: "2024-10-01",
-    },
+    row("openai/gpt-4o-mini",  0.15, 0.075,  0.60, "2024-10-01"),
     // o3: cut by 80% on 2025-06-10.
-    PriceRow {
-        model: "openai/o3",
-        input: 2.00,
-        cache_read: 0.50,
-        output: 8.00,
-        as_of: "2025-06-10",
-    },
+    row("openai/o3",           2.00, 0.50,   8.00, "2025-06-10"),
     // o4-mini: launched 2025-04-16.
-    PriceRow {
-        model: "openai/o4-mini",
-        input: 1.10,
-        cache_read: 0.275,
-        output: 4.40,
-        as_of: "2025-04-16",
-    },
+    row("openai/o4-mini",      1.10, 0.275,  4.40, "2025-04-16"),
     // o3-mini: launched 2025-01-31.
-    PriceRow {
-        model: "openai/o3-mini",
-        input: 1.10,
-        cache_read: 0.55,
-        output: 4.40,
-        as_of: "2025-01-31",
-    },
+    row("openai/o3-mini",      1.10, 0.55,   4.40, "2025-01-31"),
 ];
 
 /// The bundled prices, keyed `openai/<model>`. Dated names (`gpt-4.1-2025-04-14`) find their

@@ -554,8 +554,14 @@ fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
         let error = get("error").filter(|e| !e.is_empty() && *e != "test failed");
         let message = match error {
             Some(e) => clip(e.lines()),
-            None => clip(r.comments.iter().map(String::as_str))
-                .or_else(|| get("error").map(String::from)),
+            // The load error without its stack.
+            None => clip(
+                r.comments
+                    .iter()
+                    .map(String::as_str)
+                    .take_while(|l| !l.trim_start().starts_with("at ")),
+            )
+            .or_else(|| get("error").map(String::from)),
         };
         let status = if get("failureType") == Some("testTimeoutFailure") {
             CaseStatus::Timeout
@@ -1019,7 +1025,7 @@ mod tests {
         );
         // The load error comes from the diagnostics printed before the result.
         let m = message(&p, "test/syn.test.js");
-        assert!(m.contains("SyntaxError: Unexpected token ';'"), "{m}");
+        assert!(m.ends_with("SyntaxError: Unexpected token ';'"), "{m}");
     }
 
     #[test]

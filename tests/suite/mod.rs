@@ -1,4 +1,6 @@
 mod support;
 
 mod cli;
+mod lifecycle;
 mod loop_runs;
+mod micro_agent;

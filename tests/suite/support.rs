@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Test support: fixture projects in temp dirs, and a local server that speaks OpenAI's chat
 //! completions protocol, answers each role from a script, and records every request.
 
@@ -170,6 +171,17 @@ impl MockLlm {
             .iter()
             .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
             .map(|b| (role_of(&b), b))
+            .collect()
+    }
+
+    /// The `Authorization` header of every request.
+    pub async fn authorizations(&self) -> Vec<String> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|r| r.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string())
             .collect()
     }
 

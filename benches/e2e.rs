@@ -1,0 +1,322 @@
+//! Whole-process benchmarks of the release `ralph-loop` binary: orchestration overhead of a
+//! two-iteration fix, start-up, and peak memory. Run with `cargo bench --bench e2e`; it prints a
+//! table and writes `target/bench-e2e.json`. See `docs/performance.md`.
+//!
+//! Speed is measured here, never asserted: the numbers go into the docs, not into a pass/fail.
+//! Every figure that depends on the machine is measured next to a baseline in the same run.
+//!
+//! Knobs (environment): `RALPH_BENCH_RUNS` (fix runs, default 15), `RALPH_BENCH_STARTS`
+//! (start-up runs, default 200), `RALPH_BENCH_MEM_RUNS` (sampled memory runs, default 5),
+//! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50).
+
+#[allow(dead_code)]
+#[path = "../tests/suite/support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{code, Answer, MockLlm, FIXED_JS};
+
+const RALPH: &str = env!("CARGO_BIN_EXE_ralph-loop");
+const TEST_COMMAND: &str = "node --test test/";
+
+/// Sorts numerically and averages the middle pair, but still sorts its argument in place: one
+/// test (`does not change its argument`) keeps failing, so the fix takes two iterations.
+const HALF_FIXED_JS: &str = "function median(values) {\n  const ordered = values.sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;\n}\n\nmodule.exports = { median };\n";
+
+fn main() {
+    // `cargo test --benches` runs this binary without `--bench`: do nothing then, benchmarks
+    // belong to `cargo bench` only.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("e2e: skipped (run it with `cargo bench --bench e2e`)");
+        return;
+    }
+    let runs = knob("RALPH_BENCH_RUNS", 15);
+    let starts = knob("RALPH_BENCH_STARTS", 200);
+    let mem_runs = knob("RALPH_BENCH_MEM_RUNS", 5);
+    let latency = Duration::from_millis(knob("RALPH_BENCH_LATENCY_MS", 50) as u64);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
+
+    eprintln!("e2e: {RALPH}");
+    eprintln!("e2e: two-iteration fix of js-median, {runs} runs, model latency {latency:?} per call");
+    // One untimed run first: page cache, node's own start-up caches.
+    let _ = fix_run(&rt, latency, false);
+    let fixes: Vec<FixRun> = (0..runs).map(|_| fix_run(&rt, latency, false)).collect();
+
+    eprintln!("e2e: start-up, {starts} runs of `ralph-loop --version` against `/bin/true`");
+    let (version, truth) = startup(starts);
+
+    eprintln!("e2e: peak memory, {mem_runs} runs sampling /proc/<pid>/status");
+    let mems: Vec<FixRun> = (0..mem_runs).map(|_| fix_run(&rt, latency, true)).collect();
+
+    let results = summarise(&fixes, &version, &truth, &mems, latency);
+    print_table(&results);
+    let out = target_dir().join("bench-e2e.json");
+    match std::fs::write(&out, serde_json::to_string_pretty(&results).expect("json")) {
+        Ok(()) => eprintln!("e2e: wrote {}", out.display()),
+        Err(e) => eprintln!("e2e: cannot write {}: {e}", out.display()),
+    }
+}
+
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(default)
+}
+
+/// `target/`, from the binary's own path (`target/release/ralph-loop`).
+fn target_dir() -> PathBuf {
+    Path::new(RALPH).parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("target"))
+}
+
+/// What one whole run measured.
+struct FixRun {
+    /// Spawn to exit, measured here.
+    wall_ms: f64,
+    /// Requests the mock server received.
+    calls: usize,
+    /// Sum of `duration_ms` over the session's `test-results-iteration-*.json`.
+    test_ms: f64,
+    /// The run's own `report.json`.
+    report: Value,
+    /// `ru_maxrss` from `wait4`: the process and the children it reaped (the test commands).
+    rusage_maxrss_kib: u64,
+    /// The process's own high-water mark (`VmHWM`), sampled while it ran.
+    hwm_kib: Option<u64>,
+}
+
+impl FixRun {
+    fn overhead_ms(&self, latency: Duration) -> f64 {
+        self.wall_ms - self.calls as f64 * latency.as_secs_f64() * 1000.0 - self.test_ms
+    }
+}
+
+fn slow(text: impl Into<String>, delay: Duration) -> Answer {
+    Answer::Slow { text: text.into(), delay }
+}
+
+fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool) -> FixRun {
+    let dir = support::fixture("js-median");
+    let llm = rt.block_on(MockLlm::start());
+    llm.always("librarian", slow("`median` sorts as strings and mutates its argument; copy, sort numerically, average the middle pair.", latency))
+        .always("critic", slow("The change is correct.\nVERDICT: APPROVE", latency))
+        .script("artisan", [slow(code("javascript", HALF_FIXED_JS), latency), slow(code("javascript", FIXED_JS), latency)]);
+
+    let mut cmd = Command::new(RALPH);
+    cmd.current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-bench")
+        .args(["src/median.js", "-t", TEST_COMMAND, "--output", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for var in ["OPENAI_KEY", "OPENAI_API_ENDPOINT", "MODEL", "ANTHROPIC_KEY", "ANTHROPIC_MODEL", "RUST_LOG"] {
+        cmd.env_remove(var);
+    }
+
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn ralph-loop");
+    let pid = child.id() as libc::pid_t;
+    let sampler = sample_memory.then(|| Sampler::start(pid));
+    // Wait for the exit without reaping, so the sampler never reads a recycled pid.
+    wait_exit(pid);
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let hwm_kib = sampler.map(Sampler::stop);
+    let (status, rusage_maxrss_kib) = reap(pid);
+    drop(child); // already reaped; dropping a `Child` does not wait.
+
+    let session = support::session_dir(dir.path());
+    let report = support::read_json(&session.join("report.json"));
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && report["iterations"] == 2,
+        "the benchmark run must be a two-iteration success: {report}"
+    );
+    let test_ms = std::fs::read_dir(&session)
+        .expect("session dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("test-results-iteration-"))
+        .map(|e| support::read_json(&e.path())["duration_ms"].as_f64().unwrap_or(0.0))
+        .sum();
+    let calls = rt.block_on(llm.requests()).len();
+    FixRun { wall_ms, calls, test_ms, report, rusage_maxrss_kib, hwm_kib }
+}
+
+fn wait_exit(pid: libc::pid_t) {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter; `pid` is our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if r == 0 {
+            return;
+        }
+        let err = std::io::Error::last_os_error();
+        assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "waitid: {err}");
+    }
+}
+
+/// Reaps `pid`: its wait status and `ru_maxrss` (KiB on Linux).
+fn reap(pid: libc::pid_t) -> (i32, u64) {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our own, exited child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    (status, usage.ru_maxrss as u64)
+}
+
+/// Polls `/proc/<pid>/status` for `VmHWM`, the process's own peak resident set. It is a
+/// high-water mark, so any read after the peak sees it; only growth in the last poll interval
+/// before exit could be missed.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Option<u64>>,
+}
+
+impl Sampler {
+    fn start(pid: libc::pid_t) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let path = format!("/proc/{pid}/status");
+            let mut peak = None;
+            while !flag.load(Ordering::Relaxed) {
+                if let Some(kib) = std::fs::read_to_string(&path).ok().as_deref().and_then(vm_hwm) {
+                    peak = peak.max(Some(kib));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        });
+        Self { stop, handle }
+    }
+
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("sampler thread").unwrap_or(0)
+    }
+}
+
+fn vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Wall times in ms of `ralph-loop --version` and of `/bin/true`, interleaved in one loop so
+/// both see the same machine.
+fn startup(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let time = |program: &str, args: &[&str]| {
+        let t = Instant::now();
+        let status = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        assert!(status.expect("spawn").success(), "{program} failed");
+        ms
+    };
+    for _ in 0..10 {
+        time(RALPH, &["--version"]);
+        time("/bin/true", &[]);
+    }
+    let (mut version, mut truth) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        // Alternate which goes first, so neither always runs right after the other.
+        if i % 2 == 0 {
+            version.push(time(RALPH, &["--version"]));
+            truth.push(time("/bin/true", &[]));
+        } else {
+            truth.push(time("/bin/true", &[]));
+            version.push(time(RALPH, &["--version"]));
+        }
+    }
+    (version, truth)
+}
+
+/// Median, p90 (nearest rank) and min.
+fn stats(values: &[f64]) -> Value {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let p90 = v[((n as f64 * 0.9).ceil() as usize).clamp(1, n) - 1];
+    json!({"median": round(median), "p90": round(p90), "min": round(v[0]), "max": round(v[n - 1]), "n": n})
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn summarise(fixes: &[FixRun], version: &[f64], truth: &[f64], mems: &[FixRun], latency: Duration) -> Value {
+    let timing = |key: &str| -> Vec<f64> { fixes.iter().map(|r| r.report["timings"][key].as_f64().unwrap_or(f64::NAN)).collect() };
+    let diff: Vec<f64> = version.iter().zip(truth).map(|(v, t)| v - t).collect();
+    let own: Vec<f64> = mems.iter().filter_map(|r| r.hwm_kib).map(|k| k as f64 / 1024.0).collect();
+    let with_children: Vec<f64> =
+        fixes.iter().chain(mems).map(|r| r.rusage_maxrss_kib as f64 / 1024.0).collect();
+    json!({
+        "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "machine": machine(),
+        "binary": RALPH,
+        "overhead": {
+            "target_ms": 50,
+            "scenario": format!("js-median, `{TEST_COMMAND}`, 2 iterations, mock model latency {} ms per call", latency.as_millis()),
+            "model_calls": fixes.first().map_or(0, |r| r.calls),
+            "external_ms": stats(&fixes.iter().map(|r| r.overhead_ms(latency)).collect::<Vec<_>>()),
+            "in_process_ms": stats(&timing("overhead_ms")),
+            "wall_ms": stats(&fixes.iter().map(|r| r.wall_ms).collect::<Vec<_>>()),
+            "test_ms": stats(&fixes.iter().map(|r| r.test_ms).collect::<Vec<_>>()),
+            "report_llm_ms": stats(&timing("llm_ms")),
+            "report_duration_ms": stats(&timing("duration_ms")),
+        },
+        "startup": {
+            "target_ms": 10,
+            "version_ms": stats(version),
+            "bin_true_ms": stats(truth),
+            "difference_ms": stats(&diff),
+        },
+        "memory": {
+            "target_mib": 80,
+            "own_peak_mib": if own.is_empty() { Value::Null } else { stats(&own) },
+            "with_test_children_mib": stats(&with_children),
+        },
+    })
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, m)| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+fn print_table(r: &Value) {
+    let row = |name: &str, s: &Value, unit: &str, target: &str| {
+        println!(
+            "{name:<44} {:>9.2} {:>9.2} {:>9.2} {unit:<4} {target}",
+            s["median"].as_f64().unwrap_or(f64::NAN),
+            s["p90"].as_f64().unwrap_or(f64::NAN),
+            s["min"].as_f64().unwrap_or(f64::NAN)
+        );
+    };
+    let o = &r["overhead"];
+    let s = &r["startup"];
+    let m = &r["memory"];
+    println!();
+    println!("{} | {}", r["date"].as_str().unwrap_or(""), r["machine"].as_str().unwrap_or(""));
+    println!("{:<44} {:>9} {:>9} {:>9} unit target", "measure", "median", "p90", "min");
+    row("overhead, external (wall - calls*lat - tests)", &o["external_ms"], "ms", "< 50");
+    row("overhead, in-process (timings.overhead_ms)", &o["in_process_ms"], "ms", "");
+    row("  wall time of the run", &o["wall_ms"], "ms", "");
+    row("  test time (test-results duration_ms)", &o["test_ms"], "ms", "");
+    row("  model time in-process (timings.llm_ms)", &o["report_llm_ms"], "ms", "");
+    row("start-up, ralph-loop --version", &s["version_ms"], "ms", "");
+    row("start-up, /bin/true (baseline)", &s["bin_true_ms"], "ms", "");
+    row("start-up, difference (paired)", &s["difference_ms"], "ms", "< 10");
+    if !m["own_peak_mib"].is_null() {
+        row("peak RSS, ralph-loop itself (VmHWM)", &m["own_peak_mib"], "MiB", "< 80");
+    }
+    row("peak RSS incl. reaped tests (wait4 maxrss)", &m["with_test_children_mib"], "MiB", "");
+    println!("model calls per run: {}; {}", o["model_calls"], o["scenario"].as_str().unwrap_or(""));
+}
