@@ -92,13 +92,17 @@ pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     let session = SessionDir::create(&plan.root)?;
     session.write_json("run.json", &RunSpec { cwd, args, overrides })?;
     session.save_original(&plan.workspace.target)?;
-    let state = SessionState::new(
+    let state = new_state(&session, &plan);
+    execute(plan, session, state)
+}
+
+fn new_state(session: &SessionDir, plan: &Plan) -> SessionState {
+    SessionState::new(
         &session.id,
         &plan.workspace.display(&plan.workspace.target),
         &plan.test_command,
         plan.settings.entropy_threshold,
-    );
-    execute(plan, session, state)
+    )
 }
 
 /// `ralph-loop resume [SESSION]`
@@ -116,13 +120,12 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
     let spec: RunSpec = session
         .read_json("run.json")?
         .ok_or_else(|| Error::Usage(format!("session {} has no run.json; it cannot be resumed", session.id)))?;
-    let state: SessionState = session
-        .read_json("state.json")?
-        .unwrap_or_else(|| SessionState::new(&session.id, "", "", 3));
-    if !is_resumable(&state.status) {
+    // No state.json: the session stopped before its first checkpoint, so it starts over.
+    let state: Option<SessionState> = session.read_json("state.json")?;
+    if let Some(st) = state.as_ref().filter(|st| !is_resumable(&st.status)) {
         return Err(Error::Usage(format!(
             "session {} ended with `{}`; only an interrupted session can be resumed",
-            session.id, state.status
+            session.id, st.status
         )));
     }
     let mut run_args = spec.args;
@@ -135,7 +138,7 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
     let mut overrides = spec.overrides;
     overrides.api_key = overrides.api_key_env.as_deref().and_then(env);
     let plan = plan(&run_args, &spec.cwd, &overrides)?;
-    let mut state = state;
+    let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
     state.status = "running".into();
     execute(plan, session, state)
 }

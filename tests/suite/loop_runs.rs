@@ -115,8 +115,9 @@ async fn the_same_failure_three_times_trips_the_breaker() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn max_iterations_stops_the_run() {
+async fn max_iterations_stops_the_run_without_streaming() {
     let dir = fixture("py-median");
+    write(dir.path(), "ralph.config.yaml", "providers:\n  openai:\n    stream: false\n");
     let llm = MockLlm::start().await;
     llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
 
@@ -125,6 +126,9 @@ async fn max_iterations_stops_the_run() {
     let report = report(dir.path());
     assert_eq!(report["status"], "max_iterations");
     assert_eq!(report["iterations"], 2);
+    assert_eq!(report["tokens"]["output_tokens"], 1200, "usage is read from plain JSON replies too");
+    let requests = llm.requests().await;
+    assert!(requests.iter().all(|(_, r)| r["stream"] != true), "config turns streaming off");
 }
 
 #[tokio::test(flavor = "multi_thread")]
