@@ -21,7 +21,7 @@ use crate::cli::{OutputFormat, ResumeArgs, RunArgs, StatusArgs};
 use crate::config::{self, Config};
 use crate::detect;
 use crate::error::{Error, Result};
-use crate::models::{ModelName, AVAILABLE};
+use crate::models::ModelName;
 use crate::printers;
 use crate::providers::{self, LlmSource, OpenAiOptions};
 use crate::runner::ProcessRunner;
@@ -59,7 +59,7 @@ struct Plan {
     settings: RunSettings,
     prices: Prices,
     output: OutputFormat,
-    llm: LlmSource,
+    llm: Arc<dyn LlmClient>,
 }
 
 pub fn init_tracing() {
@@ -185,27 +185,15 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         )));
     }
     let target = target.canonicalize().map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
+    // Sessions live at the target's git root; outside git, where the user ran the command (which
+    // is where `status` and `resume` look).
     let root = detect::project_root(target.parent().unwrap_or(cwd));
+    let root = if root.join(".git").exists() { root } else { detect::project_root(cwd) };
 
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
     let settings = config.run_settings()?;
     settings.validate().map_err(Error::Usage)?;
-
-    // The models must be callable, unless a recording answers for them.
-    if args.replay.is_none() {
-        for role in Role::MODEL_ROLES {
-            let name = ModelName::parse(&settings.model(role).model).map_err(Error::Usage)?;
-            if !name.is_available() {
-                return Err(Error::Usage(format!(
-                    "the {role}'s model {name} needs the `{}` provider, which this build does not have yet \
-                     (available: {}; any OpenAI-compatible server works as `openai/<model>` with OPENAI_BASE_URL)",
-                    name.provider,
-                    AVAILABLE.join(", ")
-                )));
-            }
-        }
-    }
 
     let detected = detect::detect_test_command(&target);
     let (test_command, test_cwd) = match (&args.test_command, &config.testing.command, &detected) {
@@ -253,7 +241,7 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         config.testing.max_output_bytes,
     );
 
-    let llm = match (&args.replay, &args.record) {
+    let source = match (&args.replay, &args.record) {
         (Some(file), _) => LlmSource::Replay(cwd.join(file)),
         (None, record) => {
             let endpoint = config.endpoint("openai", env);
@@ -272,6 +260,9 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
             }
         }
     };
+    // The models must be callable (provider present, key set), unless a recording answers.
+    let models: Vec<&str> = Role::MODEL_ROLES.iter().map(|r| settings.model(*r).model.as_str()).collect();
+    let llm = providers::build(&source, &models)?;
     let output = args.output.unwrap_or(match config.output {
         config::Output::Human => OutputFormat::Human,
         config::Output::Json => OutputFormat::Json,
@@ -339,15 +330,13 @@ pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
 }
 
 fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> {
+    // Built lazily: the ledger needs exact counts only near the end of the budget.
     let counter = providers::tokens::TiktokenCounter::new();
-    // Building the tokenizer's tables takes a while; do it while the baseline tests run.
-    let _ = providers::tokens::TiktokenCounter::warm_up();
     let output = plan.output;
     let settings = Arc::new(plan.settings);
     let system = actix::System::new();
     let report = system.block_on(async move {
         let (events, rx) = EventSink::channel();
-        let llm: Arc<dyn LlmClient> = providers::build(&plan.llm)?;
         let printer = actix::spawn(printers::print(output, rx));
         let counter: Arc<dyn TokenCounter> = Arc::new(counter);
         let supervisor = Supervisor::new(SupervisorDeps {
@@ -355,7 +344,7 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
             workspace: Arc::new(plan.workspace),
             store: Arc::new(session),
             runner: Arc::new(plan.runner),
-            llm,
+            llm: plan.llm,
             counter,
             prices: plan.prices,
             events,

@@ -143,15 +143,18 @@ pub enum LlmSource {
     Replay(PathBuf),
 }
 
-/// Builds the client for a run. Files are opened here, so a bad `--record` or `--replay` path
-/// fails before any work is done. A missing key is reported by the first call (as an
-/// [`LlmError::Auth`] naming the variable), or earlier by [`Router::check`].
-pub fn build(source: &LlmSource) -> Result<Arc<dyn LlmClient>, LlmError> {
+/// Builds the client for a run, checking that every model in `models` can be called (its
+/// provider exists in this build and has what it needs, such as a key), so a run fails before any
+/// work is done. Files are opened here too. A replay needs no provider and checks nothing.
+pub fn build(source: &LlmSource, models: &[&str]) -> Result<Arc<dyn LlmClient>, LlmError> {
+    let live = |openai: &OpenAiOptions| -> Result<Router, LlmError> {
+        let router = Router::live(openai.clone())?;
+        models.iter().try_for_each(|m| router.check(m))?;
+        Ok(router)
+    };
     Ok(match source {
-        LlmSource::Live(openai) => Arc::new(Router::live(openai.clone())?),
-        LlmSource::Record(openai, path) => {
-            Arc::new(Recorder::create(path, Router::live(openai.clone())?)?)
-        }
+        LlmSource::Live(openai) => Arc::new(live(openai)?),
+        LlmSource::Record(openai, path) => Arc::new(Recorder::create(path, live(openai)?)?),
         LlmSource::Replay(path) => Arc::new(ReplayClient::open(path)?),
     })
 }
@@ -205,29 +208,35 @@ mod tests {
             api_key_env: "RALPH_TEST_SURELY_UNSET_KEY".into(),
             ..OpenAiOptions::default()
         };
-        // Live without a key: built, but the first call fails before sending anything.
-        let live = build(&LlmSource::Live(no_key.clone())).expect("live");
+        // Live without a key: refused at build time when a model needs the key, named.
+        let err = build(&LlmSource::Live(no_key.clone()), &["openai/gpt-4.1"]).err();
+        assert!(
+            matches!(&err, Some(LlmError::Auth { env_var, .. }) if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
+            "{err:?}"
+        );
+        // A provider this build lacks is a configuration error.
+        let err = build(&LlmSource::Live(no_key.clone()), &["anthropic/claude-sonnet-4-5"]).err();
+        assert!(matches!(&err, Some(LlmError::Config { .. })), "{err:?}");
+        // With no model to check it builds, and the first call fails before sending anything.
+        let live = build(&LlmSource::Live(no_key.clone()), &[]).expect("live");
         let err = live
             .complete(request("openai/gpt-4.1"))
             .await
             .expect_err("no key");
-        assert!(
-            matches!(&err, LlmError::Auth { env_var, .. } if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
-            "{err:?}"
-        );
+        assert!(matches!(&err, LlmError::Auth { .. }), "{err:?}");
 
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("rec.jsonl");
-        build(&LlmSource::Record(no_key, file.clone())).expect("record");
+        build(&LlmSource::Record(no_key, file.clone()), &[]).expect("record");
         assert!(file.exists(), "the recording is created up front");
 
-        let replay = build(&LlmSource::Replay(file)).expect("replay");
+        let replay = build(&LlmSource::Replay(file), &["anthropic/claude-sonnet-4-5"]).expect("replay");
         let err = replay
             .complete(request("openai/gpt-4.1"))
             .await
             .expect_err("empty");
         assert!(matches!(err, LlmError::Replay(_)));
-        let err = build(&LlmSource::Replay(dir.path().join("missing.jsonl"))).err();
+        let err = build(&LlmSource::Replay(dir.path().join("missing.jsonl")), &[]).err();
         assert!(matches!(err, Some(LlmError::Replay(m)) if m.contains("missing.jsonl")));
     }
 }

@@ -85,3 +85,15 @@ async fn status_prints_the_last_report() {
         .stdout(predicate::str::contains("success").and(predicate::str::contains("1 iterations")));
     ralph(dir.path(), &llm).args(["status", "--json"]).assert().success().stdout(predicate::str::contains("\"status\": \"success\""));
 }
+
+#[test]
+fn a_missing_key_is_named_before_any_work() {
+    let dir = fixture("py-median");
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, dir.path());
+    cmd.args(["median.py"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("openai").and(predicate::str::contains("OPENAI_API_KEY is not set")));
+    assert!(!dir.path().join(".ralph").exists(), "no session for a run that could not call its models");
+}

@@ -64,7 +64,7 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::Ledger;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
-use crate::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, TokenCounter};
+use crate::llm::{ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, LlmClient, TokenCounter};
 use crate::settings::ModelSpec;
 
 /// What the model-calling roles share: the client, the ledger that meters every call, and the
@@ -88,11 +88,7 @@ impl Caller {
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
     ) -> Result<ChatReply> {
-        let prompt_tokens = self.counter.count(&spec.model, &messages);
-        let grant = self
-            .ledger
-            .authorize(role, &spec.model, prompt_tokens, spec.max_tokens)
-            .map_err(|e| Error::Budget(e.0))?;
+        let grant = self.authorize(role, spec, &messages)?;
         let request = ChatRequest {
             role,
             model: spec.model.clone(),
@@ -139,6 +135,23 @@ impl Caller {
                 Err(e.into())
             }
         }
+    }
+}
+
+impl Caller {
+    /// Reserves the call's cost. The prompt's byte count bounds its tokens from above (a BPE token
+    /// covers at least one byte) and costs nothing to compute; only when that bound would not fit
+    /// in the budget as it stands is the prompt counted exactly, which needs the tokenizer's
+    /// tables (a few hundred milliseconds and tens of megabytes the first time).
+    fn authorize(&self, role: Role, spec: &ModelSpec, messages: &[ChatMessage]) -> Result<crate::budget::Grant> {
+        let bound = ByteBoundCounter.count(&spec.model, messages);
+        match self.ledger.authorize(role, &spec.model, bound, spec.max_tokens) {
+            Ok(grant) if grant.max_tokens == spec.max_tokens => return Ok(grant),
+            Ok(grant) => self.ledger.release(grant),
+            Err(_) => {}
+        }
+        let exact = self.counter.count(&spec.model, messages);
+        self.ledger.authorize(role, &spec.model, exact, spec.max_tokens).map_err(|e| Error::Budget(e.0))
     }
 }
 

@@ -350,6 +350,20 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
 }
 
 #[actix_rt::test]
+async fn an_ample_budget_needs_no_exact_token_count() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
+    let mut counter = MockTokenCounter::new();
+    // The prompt's byte count already fits the budget: the tokenizer is never consulted.
+    counter.expect_count().never();
+    let caller = caller(mock, counter, prices(1.0, 10.0), 100.0);
+    let artisan = Artisan::new(caller, Arc::new(settings())).start();
+    propose(&artisan, None).await.expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    assert_eq!(sent[0].max_tokens, settings().model(Role::Artisan).max_tokens);
+}
+
+#[actix_rt::test]
 async fn artisan_puts_the_critique_in_the_user_prompt() {
     let log = Log::default();
     let artisan = artisan(settings(), &log, "no code");
