@@ -67,7 +67,10 @@ pub fn init_tracing() {
     // separate (events), so logs never mix into `--output json`.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// Turns a run's outcome into the process exit code, printing errors plainly.
@@ -87,10 +90,18 @@ fn env(key: &str) -> Option<String> {
 
 /// `ralph-loop [run] FILE ...`
 pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let plan = plan(&args, &cwd, &overrides)?;
     let session = SessionDir::create(&plan.root)?;
-    session.write_json("run.json", &RunSpec { cwd, args, overrides })?;
+    session.write_json(
+        "run.json",
+        &RunSpec {
+            cwd,
+            args,
+            overrides,
+        },
+    )?;
     session.save_original(&plan.workspace.target)?;
     let state = new_state(&session, &plan);
     execute(plan, session, state)
@@ -107,19 +118,30 @@ fn new_state(session: &SessionDir, plan: &Plan) -> SessionState {
 
 /// `ralph-loop resume [SESSION]`
 pub fn resume(args: ResumeArgs) -> Result<i32> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
     let resumable = |s: &SessionDir| {
-        s.read_json::<SessionState>("state.json").ok().flatten().is_some_and(|st| is_resumable(&st.status))
+        s.read_json::<SessionState>("state.json")
+            .ok()
+            .flatten()
+            .is_some_and(|st| is_resumable(&st.status))
     };
     let session = match args.session.as_deref() {
         Some(id) => SessionDir::find(&root, Some(id), |_| true)?,
-        None => SessionDir::find(&root, None, resumable)
-            .map_err(|_| Error::Usage(format!("no interrupted session under {} to resume", root.display())))?,
+        None => SessionDir::find(&root, None, resumable).map_err(|_| {
+            Error::Usage(format!(
+                "no interrupted session under {} to resume",
+                root.display()
+            ))
+        })?,
     };
-    let spec: RunSpec = session
-        .read_json("run.json")?
-        .ok_or_else(|| Error::Usage(format!("session {} has no run.json; it cannot be resumed", session.id)))?;
+    let spec: RunSpec = session.read_json("run.json")?.ok_or_else(|| {
+        Error::Usage(format!(
+            "session {} has no run.json; it cannot be resumed",
+            session.id
+        ))
+    })?;
     // No state.json: the session stopped before its first checkpoint, so it starts over.
     let state: Option<SessionState> = session.read_json("state.json")?;
     if let Some(st) = state.as_ref().filter(|st| !is_resumable(&st.status)) {
@@ -149,7 +171,8 @@ fn is_resumable(status: &str) -> bool {
 
 /// `ralph-loop status [SESSION]`
 pub fn status(args: StatusArgs) -> Result<i32> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
     let session = SessionDir::find(&root, args.session.as_deref(), |_| true)?;
     match session.read_json::<Report>("report.json")? {
@@ -158,7 +181,9 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         }
         Some(report) => {
             let mut human = printers::Human::new();
-            let event = ralph_actors::events::Event::SessionFinished { report: Box::new(report) };
+            let event = ralph_actors::events::Event::SessionFinished {
+                report: Box::new(report),
+            };
             let _ = human.render(&event, &mut std::io::stdout().lock());
         }
         None => {
@@ -176,7 +201,10 @@ pub fn status(args: StatusArgs) -> Result<i32> {
 }
 
 fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
-    let file = args.file.as_ref().ok_or_else(|| Error::Usage("no file to fix was given".into()))?;
+    let file = args
+        .file
+        .as_ref()
+        .ok_or_else(|| Error::Usage("no file to fix was given".into()))?;
     let target = cwd.join(file);
     if !target.is_file() {
         return Err(Error::Usage(format!(
@@ -184,11 +212,17 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
             file.display()
         )));
     }
-    let target = target.canonicalize().map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
+    let target = target
+        .canonicalize()
+        .map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
     // Sessions live at the target's git root; outside git, where the user ran the command (which
     // is where `status` and `resume` look).
     let root = detect::project_root(target.parent().unwrap_or(cwd));
-    let root = if root.join(".git").exists() { root } else { detect::project_root(cwd) };
+    let root = if root.join(".git").exists() {
+        root
+    } else {
+        detect::project_root(cwd)
+    };
 
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
@@ -215,11 +249,21 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
             Err(Error::Usage(format!("{what} not found: {}", p.display())))
         }
     };
-    let test_file = match args.test_file.as_ref().map(|f| cwd.join(f)).or_else(|| config.testing.test_file.clone()) {
+    let test_file = match args
+        .test_file
+        .as_ref()
+        .map(|f| cwd.join(f))
+        .or_else(|| config.testing.test_file.clone())
+    {
         Some(p) => Some(existing(p, "test file")?),
         None => detect::find_test_file(&target),
     };
-    let prompt_file = match args.prompt.as_ref().map(|p| cwd.join(p)).or_else(|| config.testing.prompt_file.clone()) {
+    let prompt_file = match args
+        .prompt
+        .as_ref()
+        .map(|p| cwd.join(p))
+        .or_else(|| config.testing.prompt_file.clone())
+    {
         Some(p) => Some(existing(p, "prompt file")?),
         None => {
             let mut conventional = target.clone().into_os_string();
@@ -245,7 +289,11 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         (Some(file), _) => LlmSource::Replay(cwd.join(file)),
         (None, record) => {
             let endpoint = config.endpoint("openai", env);
-            let api_key_env = overrides.api_key_env.clone().or(endpoint.api_key_env).unwrap_or_else(|| "OPENAI_API_KEY".into());
+            let api_key_env = overrides
+                .api_key_env
+                .clone()
+                .or(endpoint.api_key_env)
+                .unwrap_or_else(|| "OPENAI_API_KEY".into());
             let options = OpenAiOptions {
                 base_url: overrides.base_url.clone().or(endpoint.base_url),
                 api_key: overrides.api_key.clone().or_else(|| env(&api_key_env)),
@@ -261,7 +309,10 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         }
     };
     // The models must be callable (provider present, key set), unless a recording answers.
-    let models: Vec<&str> = Role::MODEL_ROLES.iter().map(|r| settings.model(*r).model.as_str()).collect();
+    let models: Vec<&str> = Role::MODEL_ROLES
+        .iter()
+        .map(|r| settings.model(*r).model.as_str())
+        .collect();
     let llm = providers::build(&source, &models)?;
     let output = args.output.unwrap_or(match config.output {
         config::Output::Human => OutputFormat::Human,
@@ -297,13 +348,17 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
     }
     if let Some(b) = args.budget {
         if !(b.is_finite() && b > 0.0) {
-            return Err(Error::Usage(format!("--budget must be a positive number of dollars, not {b}")));
+            return Err(Error::Usage(format!(
+                "--budget must be a positive number of dollars, not {b}"
+            )));
         }
         config.budgets.max_cost_usd = b;
     }
     if let Some(d) = args.max_duration {
         if !(d.is_finite() && d > 0.0) {
-            return Err(Error::Usage(format!("--max-duration must be a positive number of minutes, not {d}")));
+            return Err(Error::Usage(format!(
+                "--max-duration must be a positive number of minutes, not {d}"
+            )));
         }
         config.budgets.max_duration_minutes = Some(d);
     }
@@ -312,10 +367,17 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
 
 /// `librarian=gpt-mini,artisan=openai/gpt-4.1` or one model for every role.
 pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
-    let canonical = |name: &str| ModelName::parse(name).map(|m| m.to_string()).map_err(|e| Error::Usage(format!("--models: {e}")));
+    let canonical = |name: &str| {
+        ModelName::parse(name)
+            .map(|m| m.to_string())
+            .map_err(|e| Error::Usage(format!("--models: {e}")))
+    };
     if !flag.contains('=') {
         let model = canonical(flag)?;
-        return Ok(Role::MODEL_ROLES.iter().map(|r| (*r, model.clone())).collect());
+        return Ok(Role::MODEL_ROLES
+            .iter()
+            .map(|r| (*r, model.clone()))
+            .collect());
     }
     flag.split(',')
         .filter(|p| !p.trim().is_empty())
@@ -323,7 +385,10 @@ pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
             let (role, name) = pair
                 .split_once('=')
                 .ok_or_else(|| Error::Usage(format!("--models: `{pair}` is not role=model")))?;
-            let role: Role = role.trim().parse().map_err(|e| Error::Usage(format!("--models: {e}")))?;
+            let role: Role = role
+                .trim()
+                .parse()
+                .map_err(|e| Error::Usage(format!("--models: {e}")))?;
             Ok((role, canonical(name)?))
         })
         .collect()

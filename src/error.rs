@@ -10,7 +10,10 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Llm(#[from] LlmError),
     #[error("{0}")]
@@ -19,7 +22,10 @@ pub enum Error {
 
 impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// 2 for usage and configuration errors, 1 for everything else.

@@ -31,7 +31,11 @@ pub const KEYS: &[&str] = &[
 ];
 
 #[derive(Debug, Parser)]
-#[command(name = "micro-agent", version, about = "An AI agent that writes code until the tests pass (ralph-loop inside).")]
+#[command(
+    name = "micro-agent",
+    version,
+    about = "An AI agent that writes code until the tests pass (ralph-loop inside)."
+)]
 struct MicroArgs {
     #[command(subcommand)]
     command: Option<MicroCommand>,
@@ -128,14 +132,17 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
         );
     }
     let values = settings(|k| std::env::var(k).ok())?;
-    let (run, overrides) = translate(&values, RunArgs {
-        file: Some(file),
-        test_command: args.test,
-        test_file: args.test_file,
-        prompt: args.prompt,
-        max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
-        ..RunArgs::default()
-    });
+    let (run, overrides) = translate(
+        &values,
+        RunArgs {
+            file: Some(file),
+            test_command: args.test,
+            test_file: args.test_file,
+            prompt: args.prompt,
+            max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
+            ..RunArgs::default()
+        },
+    );
     for note in &overrides.notes {
         eprintln!("micro-agent: {note}");
     }
@@ -145,7 +152,10 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
 /// Maps micro-agent's settings onto a ralph-loop run.
 fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, Overrides) {
     let mut o = Overrides::default();
-    let model = values.get("MODEL").cloned().unwrap_or_else(|| "gpt-4o".into());
+    let model = values
+        .get("MODEL")
+        .cloned()
+        .unwrap_or_else(|| "gpt-4o".into());
     if model.starts_with("claude") {
         o.notes.push(format!(
             "MODEL={model} needs the Anthropic provider, which this build does not have yet; \
@@ -161,8 +171,13 @@ fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, O
     if values.contains_key("ANTHROPIC_MODEL") {
         o.notes.push("ANTHROPIC_MODEL is ignored: it picks micro-agent's visual-mode model, and visual mode is not supported".into());
     }
-    if let Some(lang) = values.get("LANGUAGE").filter(|l| !l.eq_ignore_ascii_case("en")) {
-        o.notes.push(format!("LANGUAGE={lang} is ignored: ralph-loop speaks English"));
+    if let Some(lang) = values
+        .get("LANGUAGE")
+        .filter(|l| !l.eq_ignore_ascii_case("en"))
+    {
+        o.notes.push(format!(
+            "LANGUAGE={lang} is ignored: ralph-loop speaks English"
+        ));
     }
     if let Some(file) = values.get("MOCK_LLM_RECORD_FILE") {
         if values.get("USE_MOCK_LLM").is_some_and(|v| v == "true") {
@@ -180,7 +195,8 @@ fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, O
 fn config_command(action: ConfigAction) -> Result<i32> {
     let path = config_path()?;
     let mut ini = if path.exists() {
-        ini::Ini::load_from_file(&path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
+        ini::Ini::load_from_file(&path)
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
     } else {
         ini::Ini::new()
     };
@@ -191,16 +207,25 @@ fn config_command(action: ConfigAction) -> Result<i32> {
                     return Err(Error::Usage(format!("`{pair}` is not KEY=VALUE")));
                 };
                 if !KEYS.contains(&k) {
-                    return Err(Error::Usage(format!("Invalid config property: {k} (known: {})", KEYS.join(", "))));
+                    return Err(Error::Usage(format!(
+                        "Invalid config property: {k} (known: {})",
+                        KEYS.join(", ")
+                    )));
                 }
                 ini.with_general_section().set(k, v);
             }
             let mut bytes = Vec::new();
-            ini.write_to(&mut bytes).map_err(|e| Error::io("cannot format ~/.micro-agent", e))?;
-            crate::fsutil::write_atomic(&path, &bytes).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+            ini.write_to(&mut bytes)
+                .map_err(|e| Error::io("cannot format ~/.micro-agent", e))?;
+            crate::fsutil::write_atomic(&path, &bytes)
+                .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
         }
         ConfigAction::Get { keys } => {
-            let keys: Vec<String> = if keys.is_empty() { KEYS.iter().map(|k| k.to_string()).collect() } else { keys };
+            let keys: Vec<String> = if keys.is_empty() {
+                KEYS.iter().map(|k| k.to_string()).collect()
+            } else {
+                keys
+            };
             for k in keys {
                 if let Some(v) = ini.general_section().get(&k) {
                     println!("{k}={v}");
@@ -220,7 +245,10 @@ mod tests {
         let values = BTreeMap::from([
             ("MODEL".to_string(), "gpt-4o-mini".to_string()),
             ("OPENAI_KEY".to_string(), "sk-test".to_string()),
-            ("OPENAI_API_ENDPOINT".to_string(), "http://127.0.0.1:9/v1".to_string()),
+            (
+                "OPENAI_API_ENDPOINT".to_string(),
+                "http://127.0.0.1:9/v1".to_string(),
+            ),
         ]);
         let (run, o) = translate(&values, RunArgs::default());
         assert_eq!(run.models.as_deref(), Some("gpt-4o-mini"));
@@ -233,7 +261,10 @@ mod tests {
     #[test]
     fn unsupported_settings_are_said_plainly() {
         let values = BTreeMap::from([
-            ("MODEL".to_string(), "claude-3-5-sonnet-20240620".to_string()),
+            (
+                "MODEL".to_string(),
+                "claude-3-5-sonnet-20240620".to_string(),
+            ),
             ("ANTHROPIC_MODEL".to_string(), "x".to_string()),
             ("LANGUAGE".to_string(), "fr".to_string()),
         ]);
@@ -243,7 +274,8 @@ mod tests {
 
     #[test]
     fn mock_llm_settings_map_to_record_and_replay() {
-        let mut values = BTreeMap::from([("MOCK_LLM_RECORD_FILE".to_string(), "r.jsonl".to_string())]);
+        let mut values =
+            BTreeMap::from([("MOCK_LLM_RECORD_FILE".to_string(), "r.jsonl".to_string())]);
         let (run, _) = translate(&values, RunArgs::default());
         assert_eq!(run.record, Some(PathBuf::from("r.jsonl")));
         values.insert("USE_MOCK_LLM".into(), "true".into());

@@ -65,7 +65,10 @@ impl ModelName {
             if model.is_empty() {
                 return Err(format!("`{name}` names no model after the provider"));
             }
-            return Ok(Self { provider: provider.into(), model: model.into() });
+            return Ok(Self {
+                provider: provider.into(),
+                model: model.into(),
+            });
         }
         let family = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
         let provider = if family(&["gpt-", "chatgpt-", "o1", "o3", "o4", "text-"]) {
@@ -81,7 +84,10 @@ impl ModelName {
                 aliases.join(", ")
             ));
         };
-        Ok(Self { provider: provider.into(), model: name.into() })
+        Ok(Self {
+            provider: provider.into(),
+            model: name.into(),
+        })
     }
 
     pub fn is_available(&self) -> bool {
@@ -95,11 +101,26 @@ mod tests {
 
     #[test]
     fn parses_names_and_aliases() {
-        assert_eq!(ModelName::parse("gpt-mini").map(|m| m.to_string()), Ok("openai/gpt-4.1-mini".into()));
-        assert_eq!(ModelName::parse("openai/gpt-4o").map(|m| m.to_string()), Ok("openai/gpt-4o".into()));
-        assert_eq!(ModelName::parse("gpt-4o").map(|m| m.provider), Ok("openai".into()));
-        assert_eq!(ModelName::parse("claude").map(|m| m.provider), Ok("anthropic".into()));
-        assert_eq!(ModelName::parse("ollama/qwen2.5-coder:7b").map(|m| m.model), Ok("qwen2.5-coder:7b".into()));
+        assert_eq!(
+            ModelName::parse("gpt-mini").map(|m| m.to_string()),
+            Ok("openai/gpt-4.1-mini".into())
+        );
+        assert_eq!(
+            ModelName::parse("openai/gpt-4o").map(|m| m.to_string()),
+            Ok("openai/gpt-4o".into())
+        );
+        assert_eq!(
+            ModelName::parse("gpt-4o").map(|m| m.provider),
+            Ok("openai".into())
+        );
+        assert_eq!(
+            ModelName::parse("claude").map(|m| m.provider),
+            Ok("anthropic".into())
+        );
+        assert_eq!(
+            ModelName::parse("ollama/qwen2.5-coder:7b").map(|m| m.model),
+            Ok("qwen2.5-coder:7b".into())
+        );
         assert!(ModelName::parse("acme/x").is_err());
         assert!(ModelName::parse("mystery").is_err());
     }

@@ -31,19 +31,25 @@ impl SessionDir {
     /// Creates `<root>/.ralph/session-<uuid>/`, and `.ralph/.gitignore` so sessions stay out of git.
     pub fn create(root: &Path) -> Result<Self> {
         let ralph = root.join(RALPH_DIR);
-        std::fs::create_dir_all(&ralph).map_err(|e| Error::io(format!("cannot create {}", ralph.display()), e))?;
+        std::fs::create_dir_all(&ralph)
+            .map_err(|e| Error::io(format!("cannot create {}", ralph.display()), e))?;
         let ignore = ralph.join(".gitignore");
         if !ignore.exists() {
             let _ = std::fs::write(&ignore, "*\n");
         }
         let id = uuid::Uuid::new_v4().to_string();
         let dir = ralph.join(format!("{PREFIX}{id}"));
-        std::fs::create_dir(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        std::fs::create_dir(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         Ok(Self { id, dir })
     }
 
     /// A session by id (or unique id prefix), or the most recently changed one.
-    pub fn find(root: &Path, id: Option<&str>, filter: impl Fn(&SessionDir) -> bool) -> Result<Self> {
+    pub fn find(
+        root: &Path,
+        id: Option<&str>,
+        filter: impl Fn(&SessionDir) -> bool,
+    ) -> Result<Self> {
         let ralph = root.join(RALPH_DIR);
         let entries = std::fs::read_dir(&ralph)
             .map_err(|_| Error::Usage(format!("no sessions under {}", ralph.display())))?;
@@ -56,17 +62,34 @@ impl SessionDir {
                     .or_else(|_| e.metadata())
                     .and_then(|m| m.modified())
                     .ok()?;
-                Some((modified, SessionDir { id: sid, dir: e.path() }))
+                Some((
+                    modified,
+                    SessionDir {
+                        id: sid,
+                        dir: e.path(),
+                    },
+                ))
             })
             .filter(|(_, s)| id.is_none_or(|want| s.id.starts_with(want)))
             .filter(|(_, s)| filter(s))
             .collect();
         found.sort_by_key(|(t, _)| *t);
         match (id, found.len()) {
-            (Some(want), 0) => Err(Error::Usage(format!("no session matching `{want}` under {}", ralph.display()))),
-            (Some(want), n) if n > 1 => Err(Error::Usage(format!("`{want}` matches {n} sessions; give more of the id"))),
-            (None, 0) => Err(Error::Usage(format!("no sessions under {}", ralph.display()))),
-            _ => Ok(found.pop().map(|(_, s)| s).ok_or_else(|| Error::Internal("empty session list".into()))?),
+            (Some(want), 0) => Err(Error::Usage(format!(
+                "no session matching `{want}` under {}",
+                ralph.display()
+            ))),
+            (Some(want), n) if n > 1 => Err(Error::Usage(format!(
+                "`{want}` matches {n} sessions; give more of the id"
+            ))),
+            (None, 0) => Err(Error::Usage(format!(
+                "no sessions under {}",
+                ralph.display()
+            ))),
+            _ => Ok(found
+                .pop()
+                .map(|(_, s)| s)
+                .ok_or_else(|| Error::Internal("empty session list".into()))?),
         }
     }
 
@@ -77,7 +100,8 @@ impl SessionDir {
     pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let path = self.path(name);
         let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
-        write_atomic(&path, &bytes).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+        write_atomic(&path, &bytes)
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
     }
 
     pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
@@ -94,8 +118,12 @@ impl SessionDir {
     /// Keeps the target as it was, so a user can always get back to it.
     pub fn save_original(&self, target: &Path) -> Result<()> {
         let dir = self.path("original");
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        let name = target.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "target".into());
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let name = target
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| "target".into());
         std::fs::copy(target, dir.join(name))
             .map(|_| ())
             .map_err(|e| Error::io(format!("cannot back up {}", target.display()), e))
@@ -108,7 +136,10 @@ impl SessionDir {
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().to_string();
-                name.strip_prefix("test-results-iteration-")?.strip_suffix(".json")?.parse().ok()
+                name.strip_prefix("test-results-iteration-")?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()
             })
             .max()
     }
@@ -118,13 +149,16 @@ impl SessionDir {
 impl SessionStore for SessionDir {
     async fn last_test_results(&self) -> Result<Option<TestRun>, String> {
         match self.last_results_index() {
-            Some(n) => self.read_json(&format!("test-results-iteration-{n}.json")).map_err(|e| e.to_string()),
+            Some(n) => self
+                .read_json(&format!("test-results-iteration-{n}.json"))
+                .map_err(|e| e.to_string()),
             None => Ok(None),
         }
     }
 
     async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), String> {
-        self.write_json(&format!("test-results-iteration-{iteration}.json"), run).map_err(|e| e.to_string())
+        self.write_json(&format!("test-results-iteration-{iteration}.json"), run)
+            .map_err(|e| e.to_string())
     }
 
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), String> {
@@ -138,14 +172,18 @@ impl SessionStore for SessionDir {
             .append(true)
             .open(&path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        f.write_all(&line).and_then(|_| f.sync_data()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        f.write_all(&line)
+            .and_then(|_| f.sync_data())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
     async fn save_state(&self, state: &SessionState) -> Result<(), String> {
-        self.write_json("state.json", state).map_err(|e| e.to_string())
+        self.write_json("state.json", state)
+            .map_err(|e| e.to_string())
     }
 
     async fn save_report(&self, report: &Report) -> Result<(), String> {
-        self.write_json("report.json", report).map_err(|e| e.to_string())
+        self.write_json("report.json", report)
+            .map_err(|e| e.to_string())
     }
 }

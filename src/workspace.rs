@@ -19,14 +19,20 @@ pub struct FsWorkspace {
 impl FsWorkspace {
     /// `path` relative to the project root when it is inside it.
     pub fn display(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
     }
 
     async fn read(&self, path: &Path) -> Result<SourceFile, String> {
         let content = tokio::fs::read_to_string(path)
             .await
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Ok(SourceFile { path: self.display(path), content })
+        Ok(SourceFile {
+            path: self.display(path),
+            content,
+        })
     }
 
     async fn read_opt(&self, path: Option<&PathBuf>) -> Result<Option<SourceFile>, String> {

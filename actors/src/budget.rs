@@ -31,7 +31,12 @@ pub struct Price {
 }
 
 impl Price {
-    pub const FREE: Price = Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None };
+    pub const FREE: Price = Price {
+        input: 0.0,
+        output: 0.0,
+        cache_read: None,
+        cache_write: None,
+    };
 
     /// `input_tokens` counts every prompt token; the cached ones among them are priced apart.
     pub fn cost(&self, u: &Usage) -> f64 {
@@ -69,7 +74,13 @@ fn strip_date_suffix(model: &str) -> Option<&str> {
     let bytes = model.as_bytes();
     if model.len() > 11 && bytes[model.len() - 11] == b'-' {
         let date = &model[model.len() - 10..];
-        let ok = date.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+        let ok = date.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
         if ok {
             return Some(&model[..model.len() - 11]);
         }
@@ -136,7 +147,11 @@ impl Ledger {
             cap,
             prices,
             events,
-            state: Mutex::new(State { snap, reserved: 0.0, unpriced_warned: BTreeSet::new() }),
+            state: Mutex::new(State {
+                snap,
+                reserved: 0.0,
+                unpriced_warned: BTreeSet::new(),
+            }),
         }
     }
 
@@ -168,7 +183,13 @@ impl Ledger {
     }
 
     /// Reserves the most a call could cost, lowering `max_tokens` to what the budget can pay.
-    pub fn authorize(&self, role: Role, model: &str, prompt_tokens: u64, max_tokens: u32) -> Result<Grant, BudgetExceeded> {
+    pub fn authorize(
+        &self,
+        role: Role,
+        model: &str,
+        prompt_tokens: u64,
+        max_tokens: u32,
+    ) -> Result<Grant, BudgetExceeded> {
         let price = self.price_of(model);
         let mut st = self.lock();
         let available = self.cap - st.snap.spent - st.reserved;
@@ -180,20 +201,34 @@ impl Ledger {
             )))
         };
         if prompt_cost > available {
-            return refuse(format!("the next {role} call's prompt alone would cost ${prompt_cost:.4}"));
+            return refuse(format!(
+                "the next {role} call's prompt alone would cost ${prompt_cost:.4}"
+            ));
         }
         let affordable = if price.output > 0.0 {
             ((available - prompt_cost) * 1_000_000.0 / price.output).floor()
         } else {
             f64::INFINITY
         };
-        let granted = if affordable >= max_tokens as f64 { max_tokens } else { affordable as u32 };
+        let granted = if affordable >= max_tokens as f64 {
+            max_tokens
+        } else {
+            affordable as u32
+        };
         if granted < MIN_USEFUL_OUTPUT.min(max_tokens) {
-            return refuse(format!("the next {role} call could not be paid a useful reply ({granted} output tokens)"));
+            return refuse(format!(
+                "the next {role} call could not be paid a useful reply ({granted} output tokens)"
+            ));
         }
         let reserved = prompt_cost + granted as f64 * price.output / 1_000_000.0;
         st.reserved += reserved;
-        Ok(Grant { role, model: model.to_string(), max_tokens: granted, reserved, price })
+        Ok(Grant {
+            role,
+            model: model.to_string(),
+            max_tokens: granted,
+            reserved,
+            price,
+        })
     }
 
     /// Replaces a grant's reservation by the reported usage; returns the call's cost.
@@ -232,14 +267,32 @@ mod tests {
 
     fn ledger(cap: f64, input: f64, output: f64) -> Ledger {
         let mut p = BTreeMap::new();
-        p.insert("openai/m".to_string(), Price { input, output, cache_read: None, cache_write: None });
+        p.insert(
+            "openai/m".to_string(),
+            Price {
+                input,
+                output,
+                cache_read: None,
+                cache_write: None,
+            },
+        );
         Ledger::new(cap, Prices(p), EventSink::discard())
     }
 
     #[test]
     fn cost_prices_cached_tokens_apart() {
-        let p = Price { input: 2.0, output: 8.0, cache_read: Some(0.5), cache_write: None };
-        let u = Usage { input_tokens: 1_000_000, output_tokens: 1_000_000, cache_read_tokens: 500_000, cache_write_tokens: 0 };
+        let p = Price {
+            input: 2.0,
+            output: 8.0,
+            cache_read: Some(0.5),
+            cache_write: None,
+        };
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_read_tokens: 500_000,
+            cache_write_tokens: 0,
+        };
         assert!((p.cost(&u) - (1.0 + 0.25 + 8.0)).abs() < 1e-9);
     }
 
@@ -255,7 +308,9 @@ mod tests {
     fn lowers_max_tokens_to_what_the_budget_pays() {
         // $0.01 left at $10/M output buys 1000 tokens.
         let l = ledger(0.01, 0.0, 10.0);
-        let g = l.authorize(Role::Artisan, "openai/m", 100, 4096).expect("grant");
+        let g = l
+            .authorize(Role::Artisan, "openai/m", 100, 4096)
+            .expect("grant");
         assert_eq!(g.max_tokens, 1000);
         l.release(g);
     }
@@ -263,7 +318,9 @@ mod tests {
     #[test]
     fn refuses_when_a_useful_reply_is_unaffordable() {
         let l = ledger(0.001, 0.0, 10.0);
-        let err = l.authorize(Role::Critic, "openai/m", 100, 4096).expect_err("refused");
+        let err = l
+            .authorize(Role::Critic, "openai/m", 100, 4096)
+            .expect_err("refused");
         assert!(err.0.contains("critic"), "{err}");
     }
 
@@ -272,8 +329,20 @@ mod tests {
         let (sink, mut rx) = EventSink::channel();
         let l = Ledger::new(1.0, Prices::default(), sink);
         for _ in 0..3 {
-            let g = l.authorize(Role::Artisan, "openai/unknown", 10, 100).expect("grant");
-            assert_eq!(l.settle(g, &Usage { input_tokens: 10, output_tokens: 100, ..Usage::default() }), 0.0);
+            let g = l
+                .authorize(Role::Artisan, "openai/unknown", 10, 100)
+                .expect("grant");
+            assert_eq!(
+                l.settle(
+                    g,
+                    &Usage {
+                        input_tokens: 10,
+                        output_tokens: 100,
+                        ..Usage::default()
+                    }
+                ),
+                0.0
+            );
         }
         let mut warnings = 0;
         while let Ok(e) = rx.try_recv() {

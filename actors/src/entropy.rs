@@ -24,11 +24,17 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     let rule = |re: &str, with: &'static str| (Regex::new(re).expect("static regex"), with);
     vec![
         // 2026-11-22T07:05:07.123Z, 2026-11-22 07:05:07
-        rule(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<TS>"),
+        rule(
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",
+            "<TS>",
+        ),
         rule(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", "<TIME>"),
         rule(r"0x[0-9a-fA-F]+", "<ADDR>"),
         // Absolute paths keep their last component, which names the file.
-        rule(r#"(?:[A-Za-z]:\\|/)(?:[^\s:'"()\[\]<>,]+[/\\])+"#, "<PATH>/"),
+        rule(
+            r#"(?:[A-Za-z]:\\|/)(?:[^\s:'"()\[\]<>,]+[/\\])+"#,
+            "<PATH>/",
+        ),
         // file.py:12:5, file.ts:(12:5), "line 12", ":12"
         rule(r":\d+:\d+\b", ":<L>:<C>"),
         rule(r"\(\d+:\d+\)", "(<L>:<C>)"),
@@ -37,7 +43,10 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // node --test prints `duration_ms: 1.23`
         rule(r"duration_ms:?\s*[\d.]+", "duration_ms <DUR>"),
         // 0.12s, 45 ms, 1.5 seconds, (12ms), 3µs
-        rule(r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|µs|us|ns|m)\b", "<DUR>"),
+        rule(
+            r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|µs|us|ns|m)\b",
+            "<DUR>",
+        ),
         rule(r"[ \t]+", " "),
     ]
 });
@@ -50,7 +59,11 @@ pub fn normalise(text: &str) -> String {
             out = s;
         }
     }
-    out.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
+    out.lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The fingerprint of a failed run: 16 hex digits.
@@ -77,7 +90,11 @@ pub fn fingerprint(run: &TestRun) -> String {
 }
 
 fn failure_text(run: &TestRun) -> String {
-    let messages: Vec<&str> = run.tests.iter().filter_map(|t| t.message.as_deref()).collect();
+    let messages: Vec<&str> = run
+        .tests
+        .iter()
+        .filter_map(|t| t.message.as_deref())
+        .collect();
     if messages.is_empty() {
         run.output.clone()
     } else {
@@ -90,12 +107,18 @@ pub fn headline(run: &TestRun) -> String {
     let interesting = |l: &&str| {
         let l = l.trim();
         !l.is_empty()
-            && ["Error", "error", "FAIL", "assert", "Assert", "expected", "Expected", "panicked", "not ok"]
-                .iter()
-                .any(|k| l.contains(k))
+            && [
+                "Error", "error", "FAIL", "assert", "Assert", "expected", "Expected", "panicked",
+                "not ok",
+            ]
+            .iter()
+            .any(|k| l.contains(k))
     };
     let text = failure_text(run);
-    let line = text.lines().find(interesting).or_else(|| text.lines().find(|l| !l.trim().is_empty()));
+    let line = text
+        .lines()
+        .find(interesting)
+        .or_else(|| text.lines().find(|l| !l.trim().is_empty()));
     let line = line.unwrap_or("(no output)").trim();
     line.chars().take(300).collect()
 }
@@ -109,7 +132,10 @@ pub struct Breaker {
 
 impl Breaker {
     pub fn new(threshold: u32) -> Self {
-        Self { threshold, seen: BTreeMap::new() }
+        Self {
+            threshold,
+            seen: BTreeMap::new(),
+        }
     }
 
     /// Records one more iteration ending on `fp`; true when that trips the breaker.
@@ -135,7 +161,11 @@ mod tests {
             parsed: true,
             framework: None,
             totals: Totals::default(),
-            tests: vec![TestCase { id: "tests/test_a.py::test_x".into(), status: CaseStatus::Fail, message: None }],
+            tests: vec![TestCase {
+                id: "tests/test_a.py::test_x".into(),
+                status: CaseStatus::Fail,
+                message: None,
+            }],
             output: output.into(),
             output_truncated: false,
         }
@@ -143,8 +173,12 @@ mod tests {
 
     #[test]
     fn volatile_details_do_not_change_the_fingerprint() {
-        let a = run("2026-11-22T07:05:07Z /tmp/abc123/src/m.py:12:5 AssertionError at 0x7f00aa in 0.12s");
-        let b = run("2026-11-23 09:00:01 /home/u/proj/src/m.py:40:1 AssertionError at 0x7fff01 in 3.5s");
+        let a = run(
+            "2026-11-22T07:05:07Z /tmp/abc123/src/m.py:12:5 AssertionError at 0x7f00aa in 0.12s",
+        );
+        let b = run(
+            "2026-11-23 09:00:01 /home/u/proj/src/m.py:40:1 AssertionError at 0x7fff01 in 3.5s",
+        );
         assert_eq!(fingerprint(&a), fingerprint(&b));
     }
 
@@ -160,8 +194,14 @@ mod tests {
 
     #[test]
     fn normalise_keeps_file_names() {
-        assert_eq!(normalise("at /work/x/median.ts:3:14"), "at <PATH>/median.ts:<L>:<C>");
-        assert_eq!(normalise("File \"/tmp/p/m.py\", line 7"), "File \"<PATH>/m.py\", line <L>");
+        assert_eq!(
+            normalise("at /work/x/median.ts:3:14"),
+            "at <PATH>/median.ts:<L>:<C>"
+        );
+        assert_eq!(
+            normalise("File \"/tmp/p/m.py\", line 7"),
+            "File \"<PATH>/m.py\", line <L>"
+        );
     }
 
     #[test]

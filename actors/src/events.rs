@@ -44,8 +44,14 @@ pub enum Event {
         max_iterations: u32,
         resumed_from_iteration: u32,
     },
-    IterationStarted { iteration: u32, max_iterations: u32 },
-    PhaseChanged { iteration: u32, phase: Phase },
+    IterationStarted {
+        iteration: u32,
+        max_iterations: u32,
+    },
+    PhaseChanged {
+        iteration: u32,
+        phase: Phase,
+    },
     LlmCallFinished {
         iteration: u32,
         role: Role,
@@ -58,11 +64,24 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context_used: Option<f64>,
     },
-    CriticVerdict { iteration: u32, approved: bool, reasons: String },
-    TestsFinished { iteration: u32, tests: TestsSnapshot },
-    ContextReset { iteration: u32 },
-    Warning { message: String },
-    SessionFinished { report: Box<Report> },
+    CriticVerdict {
+        iteration: u32,
+        approved: bool,
+        reasons: String,
+    },
+    TestsFinished {
+        iteration: u32,
+        tests: TestsSnapshot,
+    },
+    ContextReset {
+        iteration: u32,
+    },
+    Warning {
+        message: String,
+    },
+    SessionFinished {
+        report: Box<Report>,
+    },
 }
 
 /// Where actors send events. Cheap to clone; a closed receiver drops events silently, because a

@@ -20,13 +20,22 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     pub fn system(content: impl Into<String>) -> Self {
-        Self { speaker: Speaker::System, content: content.into() }
+        Self {
+            speaker: Speaker::System,
+            content: content.into(),
+        }
     }
     pub fn user(content: impl Into<String>) -> Self {
-        Self { speaker: Speaker::User, content: content.into() }
+        Self {
+            speaker: Speaker::User,
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self { speaker: Speaker::Assistant, content: content.into() }
+        Self {
+            speaker: Speaker::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -73,13 +82,30 @@ pub struct ChatReply {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
     #[error("{provider}: authentication failed ({message}); check {env_var}")]
-    Auth { provider: String, env_var: String, message: String },
+    Auth {
+        provider: String,
+        env_var: String,
+        message: String,
+    },
     #[error("{provider}: rate limited after {attempts} attempts: {message}")]
-    RateLimited { provider: String, attempts: u32, message: String },
+    RateLimited {
+        provider: String,
+        attempts: u32,
+        message: String,
+    },
     #[error("{provider}: server error {status} after {attempts} attempts: {message}")]
-    Server { provider: String, status: u16, attempts: u32, message: String },
+    Server {
+        provider: String,
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
     #[error("{provider}: request rejected ({status}): {message}")]
-    Request { provider: String, status: u16, message: String },
+    Request {
+        provider: String,
+        status: u16,
+        message: String,
+    },
     #[error("{provider}: network error: {message}")]
     Network { provider: String, message: String },
     #[error("{provider}: no reply within {seconds}s")]
@@ -113,6 +139,10 @@ pub struct ByteBoundCounter;
 
 impl TokenCounter for ByteBoundCounter {
     fn count(&self, _model: &str, messages: &[ChatMessage]) -> u64 {
-        messages.iter().map(|m| m.content.len() as u64 + 4).sum::<u64>() + 3
+        messages
+            .iter()
+            .map(|m| m.content.len() as u64 + 4)
+            .sum::<u64>()
+            + 3
     }
 }

@@ -23,7 +23,11 @@ pub struct Templates {
 
 impl Default for Templates {
     fn default() -> Self {
-        Self { librarian: LIBRARIAN.into(), artisan: ARTISAN.into(), critic: CRITIC.into() }
+        Self {
+            librarian: LIBRARIAN.into(),
+            artisan: ARTISAN.into(),
+            critic: CRITIC.into(),
+        }
     }
 }
 
@@ -48,20 +52,29 @@ impl Templates {
 
     /// The system and user messages of `role` for `vars`.
     pub fn render<S: Serialize>(&self, role: Role, vars: &S) -> Result<[ChatMessage; 2], String> {
-        let source = self.get(role).ok_or_else(|| format!("no template for {role}"))?;
+        let source = self
+            .get(role)
+            .ok_or_else(|| format!("no template for {role}"))?;
         let (system, user) = split(source)?;
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         let render = |src: &str| -> Result<String, String> {
-            env.render_str(src, vars).map(|s| s.trim().to_string()).map_err(|e| format!("{role} template: {e}"))
+            env.render_str(src, vars)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| format!("{role} template: {e}"))
         };
-        Ok([ChatMessage::system(render(system)?), ChatMessage::user(render(user)?)])
+        Ok([
+            ChatMessage::system(render(system)?),
+            ChatMessage::user(render(user)?),
+        ])
     }
 }
 
 fn split(source: &str) -> Result<(&str, &str), String> {
-    source.split_once(SEPARATOR).ok_or_else(|| format!("a prompt template needs a line `{SEPARATOR}` between its system and user parts"))
+    source.split_once(SEPARATOR).ok_or_else(|| {
+        format!("a prompt template needs a line `{SEPARATOR}` between its system and user parts")
+    })
 }
 
 #[cfg(test)]

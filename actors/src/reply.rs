@@ -56,9 +56,17 @@ pub fn parse_verdict(reply: &str) -> Verdict {
             let after = reply[end..].trim();
             let before = reply[..c.get(0).map_or(0, |m| m.start())].trim();
             let reasons = if after.is_empty() { before } else { after };
-            Verdict { approved, reasons: reasons.to_string(), explicit: true }
+            Verdict {
+                approved,
+                reasons: reasons.to_string(),
+                explicit: true,
+            }
         }
-        None => Verdict { approved: true, reasons: reply.trim().to_string(), explicit: false },
+        None => Verdict {
+            approved: true,
+            reasons: reply.trim().to_string(),
+            explicit: false,
+        },
     }
 }
 
@@ -75,7 +83,10 @@ mod tests {
     #[test]
     fn takes_the_longest_of_several_blocks() {
         let r = "```\nshort\n```\n```ts\nexport const a = 1;\nexport const b = 2;\n```";
-        assert_eq!(extract_code(r).as_deref(), Some("export const a = 1;\nexport const b = 2;\n"));
+        assert_eq!(
+            extract_code(r).as_deref(),
+            Some("export const a = 1;\nexport const b = 2;\n")
+        );
     }
 
     #[test]

@@ -60,7 +60,11 @@ impl RunSettings {
 
     /// Defaults of the brief, with one model for every role.
     pub fn with_model(model: &str) -> Self {
-        let spec = |max_tokens| ModelSpec { model: model.to_string(), temperature: None, max_tokens };
+        let spec = |max_tokens| ModelSpec {
+            model: model.to_string(),
+            temperature: None,
+            max_tokens,
+        };
         let models = BTreeMap::from([
             (Role::Librarian, spec(1024)),
             (Role::Artisan, spec(8192)),

@@ -24,8 +24,10 @@ use crate::entropy::{fingerprint, headline, Breaker};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink, Phase};
 use crate::llm::{LlmClient, TokenCounter};
-use crate::messages::{GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun};
-use crate::report::{Report, Status, Timings, TestsSnapshot};
+use crate::messages::{
+    GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun,
+};
+use crate::report::{Report, Status, TestsSnapshot, Timings};
 use crate::roles::{panic_message, Artisan, Caller, Critic, Librarian, Role, Tester};
 use crate::runner::{TestRun, TestRunner};
 use crate::settings::RunSettings;
@@ -97,7 +99,10 @@ pub struct Supervisor {
 
 impl Supervisor {
     pub fn new(deps: SupervisorDeps) -> Self {
-        Self { deps: Some(deps), cancel: CancellationToken::new() }
+        Self {
+            deps: Some(deps),
+            cancel: CancellationToken::new(),
+        }
     }
 }
 
@@ -117,7 +122,9 @@ impl Handler<StartRun> for Supervisor {
         Box::pin(async move {
             match AssertUnwindSafe(run.run()).catch_unwind().await {
                 Ok(report) => report,
-                Err(panic) => error_report(&format!("supervisor panicked: {}", panic_message(&*panic))),
+                Err(panic) => {
+                    error_report(&format!("supervisor panicked: {}", panic_message(&*panic)))
+                }
             }
         })
     }
@@ -238,7 +245,10 @@ impl Run {
         let stop = AssertUnwindSafe(self.drive()).catch_unwind().await;
         let Stop(status, reason) = match stop {
             Ok(Err(stop)) => stop,
-            Err(panic) => Stop(Status::Error, format!("supervisor panicked: {}", panic_message(&*panic))),
+            Err(panic) => Stop(
+                Status::Error,
+                format!("supervisor panicked: {}", panic_message(&*panic)),
+            ),
         };
         self.done.cancel();
         self.finish(status, reason).await
@@ -250,7 +260,10 @@ impl Run {
             session_id: self.state.session_id.clone(),
             target: self.state.target.clone(),
             test_command: self.state.test_command.clone(),
-            models: Role::MODEL_ROLES.iter().map(|r| (*r, s.model(*r).model.clone())).collect(),
+            models: Role::MODEL_ROLES
+                .iter()
+                .map(|r| (*r, s.model(*r).model.clone()))
+                .collect(),
             max_cost_usd: s.max_cost_usd,
             max_iterations: s.max_iterations,
             resumed_from_iteration: self.state.iteration,
@@ -269,7 +282,10 @@ impl Run {
             self.state.tests_before = Some(TestsSnapshot::from(&run));
             self.state.tests_after = Some(TestsSnapshot::from(&run));
             if run.passed() {
-                return Err(Stop(Status::Success, "the tests already pass; nothing to fix".into()));
+                return Err(Stop(
+                    Status::Success,
+                    "the tests already pass; nothing to fix".into(),
+                ));
             }
         }
         loop {
@@ -281,17 +297,27 @@ impl Run {
     async fn iteration(&mut self) -> Step<()> {
         let s = self.settings.clone();
         if self.state.iteration >= s.max_iterations {
-            let last = self.stuck_on.clone().map(|l| format!("; last failure: {l}")).unwrap_or_default();
+            let last = self
+                .stuck_on
+                .clone()
+                .map(|l| format!("; last failure: {l}"))
+                .unwrap_or_default();
             return Err(Stop(
                 Status::MaxIterations,
-                format!("reached max_iterations ({}) without passing tests{last}", s.max_iterations),
+                format!(
+                    "reached max_iterations ({}) without passing tests{last}",
+                    s.max_iterations
+                ),
             ));
         }
         let n = self.state.iteration + 1;
         let iter_started = Instant::now();
         let started_at = now();
         let cost_before = self.caller.ledger.spent();
-        self.events.emit(Event::IterationStarted { iteration: n, max_iterations: s.max_iterations });
+        self.events.emit(Event::IterationStarted {
+            iteration: n,
+            max_iterations: s.max_iterations,
+        });
         if n > 1 && (n - 1) % s.context_reset_frequency == 0 {
             self.artisan.do_send(ResetContext);
             self.critic.do_send(ResetContext);
@@ -302,7 +328,15 @@ impl Run {
         self.phase(n, Phase::Context);
         let cancel = self.steps.clone();
         let context = Arc::new(
-            self.ask(Role::Librarian, &self.librarian, GatherContext { iteration: n, cancel: cancel.clone() }).await?,
+            self.ask(
+                Role::Librarian,
+                &self.librarian,
+                GatherContext {
+                    iteration: n,
+                    cancel: cancel.clone(),
+                },
+            )
+            .await?,
         );
 
         let mut critique = None;
@@ -316,7 +350,12 @@ impl Run {
                 .ask(
                     Role::Artisan,
                     &self.artisan,
-                    Generate { iteration: n, context: context.clone(), critique: critique.take(), cancel: cancel.clone() },
+                    Generate {
+                        iteration: n,
+                        context: context.clone(),
+                        critique: critique.take(),
+                        cancel: cancel.clone(),
+                    },
                 )
                 .await?;
             let Some(code) = proposal.code else {
@@ -337,13 +376,24 @@ impl Run {
                 .ask(
                     Role::Critic,
                     &self.critic,
-                    Review { iteration: n, context: context.clone(), code: code.clone(), cancel: cancel.clone() },
+                    Review {
+                        iteration: n,
+                        context: context.clone(),
+                        code: code.clone(),
+                        cancel: cancel.clone(),
+                    },
                 )
                 .await?;
             if !verdict.explicit {
-                self.warn(format!("iteration {n}: the Critic's reply had no VERDICT line; taken as APPROVE"));
+                self.warn(format!(
+                    "iteration {n}: the Critic's reply had no VERDICT line; taken as APPROVE"
+                ));
             }
-            self.events.emit(Event::CriticVerdict { iteration: n, approved: verdict.approved, reasons: verdict.reasons.clone() });
+            self.events.emit(Event::CriticVerdict {
+                iteration: n,
+                approved: verdict.approved,
+                reasons: verdict.reasons.clone(),
+            });
             if verdict.approved {
                 approved = true;
                 break Some(code);
@@ -361,8 +411,14 @@ impl Run {
         self.state.critic_rejections += rejections;
 
         match code {
-            Some(code) => self.workspace.write_target(code).await.map_err(|e| self.fail(Error::Workspace(e)))?,
-            None => self.warn(format!("iteration {n}: the Artisan gave no code block; the file is unchanged")),
+            Some(code) => self
+                .workspace
+                .write_target(code)
+                .await
+                .map_err(|e| self.fail(Error::Workspace(e)))?,
+            None => self.warn(format!(
+                "iteration {n}: the Artisan gave no code block; the file is unchanged"
+            )),
         }
 
         let run = self.test().await?;
@@ -372,7 +428,9 @@ impl Run {
         self.state.tests_after = Some(TestsSnapshot::from(&run));
         let passed = run.passed();
         let fp = (!passed).then(|| fingerprint(&run));
-        let tripped = fp.as_deref().is_some_and(|fp| self.state.breaker.record(fp));
+        let tripped = fp
+            .as_deref()
+            .is_some_and(|fp| self.state.breaker.record(fp));
         if !passed {
             self.stuck_on = Some(headline(&run));
         }
@@ -388,18 +446,31 @@ impl Run {
             cost_usd: self.caller.ledger.spent() - cost_before,
             outcome: None,
         };
-        self.store.append_iteration(&record).await.map_err(|e| self.fail(Error::Workspace(e)))?;
+        self.store
+            .append_iteration(&record)
+            .await
+            .map_err(|e| self.fail(Error::Workspace(e)))?;
         self.checkpoint().await?;
         if passed {
             let plural = if n == 1 { "" } else { "s" };
-            return Err(Stop(Status::Success, format!("all tests pass after {n} iteration{plural}")));
+            return Err(Stop(
+                Status::Success,
+                format!("all tests pass after {n} iteration{plural}"),
+            ));
         }
         if tripped {
-            let seen = fp.as_deref().and_then(|f| self.state.breaker.seen.get(f)).copied().unwrap_or(0);
+            let seen = fp
+                .as_deref()
+                .and_then(|f| self.state.breaker.seen.get(f))
+                .copied()
+                .unwrap_or(0);
             let stuck = self.stuck_on.clone().unwrap_or_default();
             return Err(Stop(
                 Status::EntropyDetected,
-                format!("the same failure ended {seen} iterations (threshold {}): {stuck}", s.entropy_threshold),
+                format!(
+                    "the same failure ended {seen} iterations (threshold {}): {stuck}",
+                    s.entropy_threshold
+                ),
             ));
         }
         Ok(())
@@ -422,7 +493,10 @@ impl Run {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(Error::Cancelled)) => Err(self.cancelled()),
             Ok(Err(e)) => Err(self.fail(e)),
-            Err(mailbox) => Err(Stop(Status::Error, format!("the {role} actor stopped: {mailbox}"))),
+            Err(mailbox) => Err(Stop(
+                Status::Error,
+                format!("the {role} actor stopped: {mailbox}"),
+            )),
         }
     }
 
@@ -431,27 +505,46 @@ impl Run {
     async fn test(&mut self) -> Step<TestRun> {
         let n = self.state.iteration + u32::from(self.state.tests_before.is_some());
         self.phase(n, Phase::Test);
-        let answer = self.tester.send(RunTests { cancel: self.steps.child_token() }).await;
+        let answer = self
+            .tester
+            .send(RunTests {
+                cancel: self.steps.child_token(),
+            })
+            .await;
         if self.steps.is_cancelled() {
             return Err(self.cancelled());
         }
         let run = match answer {
             Ok(Ok(run)) => run,
             Ok(Err(e)) => return Err(self.fail(e)),
-            Err(mailbox) => return Err(Stop(Status::Error, format!("the tester actor stopped: {mailbox}"))),
+            Err(mailbox) => {
+                return Err(Stop(
+                    Status::Error,
+                    format!("the tester actor stopped: {mailbox}"),
+                ))
+            }
         };
         self.test_ms.fetch_add(run.duration_ms, Ordering::Relaxed);
-        self.events.emit(Event::TestsFinished { iteration: n, tests: TestsSnapshot::from(&run) });
+        self.events.emit(Event::TestsFinished {
+            iteration: n,
+            tests: TestsSnapshot::from(&run),
+        });
         Ok(run)
     }
 
     async fn save_results(&self, n: u32, run: &TestRun) -> Step<()> {
-        self.store.save_test_results(n, run).await.map_err(|e| self.fail(Error::Workspace(e)))
+        self.store
+            .save_test_results(n, run)
+            .await
+            .map_err(|e| self.fail(Error::Workspace(e)))
     }
 
     async fn checkpoint(&mut self) -> Step<()> {
         self.sync_state();
-        self.store.save_state(&self.state).await.map_err(|e| self.fail(Error::Workspace(e)))
+        self.store
+            .save_state(&self.state)
+            .await
+            .map_err(|e| self.fail(Error::Workspace(e)))
     }
 
     fn sync_state(&mut self) {
@@ -463,8 +556,15 @@ impl Run {
             Stop(Status::Interrupted, "interrupted by the user".into())
         } else if self.time_up.is_cancelled() {
             let secs = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64());
-            let limit = if secs < 60.0 { format!("{secs:.0} seconds") } else { format!("{:.1} minutes", secs / 60.0) };
-            Stop(Status::BudgetExceeded, format!("time limit reached: {limit}"))
+            let limit = if secs < 60.0 {
+                format!("{secs:.0} seconds")
+            } else {
+                format!("{:.1} minutes", secs / 60.0)
+            };
+            Stop(
+                Status::BudgetExceeded,
+                format!("time limit reached: {limit}"),
+            )
         } else {
             Stop(Status::Interrupted, "cancelled".into())
         }
@@ -518,7 +618,11 @@ impl Run {
             tokens_by_role: l.tokens_by_role.clone(),
             tests_before: st.tests_before.clone(),
             tests_after: st.tests_after.clone(),
-            stuck_on: if status == Status::Success { None } else { self.stuck_on.clone() },
+            stuck_on: if status == Status::Success {
+                None
+            } else {
+                self.stuck_on.clone()
+            },
             context_resets: st.context_resets,
             critic_rejections: st.critic_rejections,
             timings: st.timings,
@@ -528,12 +632,18 @@ impl Run {
         };
         let mut report = report;
         if let Err(e) = self.store.save_state(&self.state).await {
-            report.warnings.push(format!("could not save the session state: {e}"));
+            report
+                .warnings
+                .push(format!("could not save the session state: {e}"));
         }
         if let Err(e) = self.store.save_report(&report).await {
-            report.warnings.push(format!("could not save report.json: {e}"));
+            report
+                .warnings
+                .push(format!("could not save report.json: {e}"));
         }
-        self.events.emit(Event::SessionFinished { report: Box::new(report.clone()) });
+        self.events.emit(Event::SessionFinished {
+            report: Box::new(report.clone()),
+        });
         report
     }
 }

@@ -215,7 +215,11 @@ mod tests {
             "{err:?}"
         );
         // A provider this build lacks is a configuration error.
-        let err = build(&LlmSource::Live(no_key.clone()), &["anthropic/claude-sonnet-4-5"]).err();
+        let err = build(
+            &LlmSource::Live(no_key.clone()),
+            &["anthropic/claude-sonnet-4-5"],
+        )
+        .err();
         assert!(matches!(&err, Some(LlmError::Config { .. })), "{err:?}");
         // With no model to check it builds, and the first call fails before sending anything.
         let live = build(&LlmSource::Live(no_key.clone()), &[]).expect("live");
@@ -230,7 +234,8 @@ mod tests {
         build(&LlmSource::Record(no_key, file.clone()), &[]).expect("record");
         assert!(file.exists(), "the recording is created up front");
 
-        let replay = build(&LlmSource::Replay(file), &["anthropic/claude-sonnet-4-5"]).expect("replay");
+        let replay =
+            build(&LlmSource::Replay(file), &["anthropic/claude-sonnet-4-5"]).expect("replay");
         let err = replay
             .complete(request("openai/gpt-4.1"))
             .await

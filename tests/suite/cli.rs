@@ -13,26 +13,43 @@ async fn missing_file_is_a_usage_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("target file not found: nope.py"));
-    assert!(!dir.path().join(".ralph").exists(), "nothing is written for a run that never started");
+    assert!(
+        !dir.path().join(".ralph").exists(),
+        "nothing is written for a run that never started"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_config_names_file_line_and_key() {
     let dir = fixture("py-median");
-    write(dir.path(), "ralph.config.yaml", "budgets:\n  max_iterations: 5\n  max_cost: 1.0\n");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "budgets:\n  max_iterations: 5\n  max_cost: 1.0\n",
+    );
     let llm = MockLlm::start().await;
     ralph(dir.path(), &llm)
         .args(["median.py"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ralph.config.yaml:3").and(predicate::str::contains("max_cost")));
+        .stderr(
+            predicate::str::contains("ralph.config.yaml:3")
+                .and(predicate::str::contains("max_cost")),
+        );
 
-    write(dir.path(), "ralph.config.yaml", "budgets:\n  max_cost_usd: lots\n");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "budgets:\n  max_cost_usd: lots\n",
+    );
     ralph(dir.path(), &llm)
         .args(["median.py"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ralph.config.yaml:2").and(predicate::str::contains("budgets.max_cost_usd")));
+        .stderr(
+            predicate::str::contains("ralph.config.yaml:2")
+                .and(predicate::str::contains("budgets.max_cost_usd")),
+        );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -61,29 +78,49 @@ async fn a_provider_this_build_lacks_is_refused_at_start() {
 #[test]
 fn version_and_help() {
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    cmd.arg("--version").assert().success().stdout(predicate::str::starts_with("ralph-loop "));
+    cmd.arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("ralph-loop "));
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    cmd.arg("--help").assert().success().stdout(predicate::str::contains("--budget"));
+    cmd.arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--budget"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn status_prints_the_last_report() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", FIXED_PY)));
-    ralph(dir.path(), &llm).args(["median.py", "--output", "jsonl"]).assert().code(0).stdout(
-        predicate::function(|out: &str| {
-            let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-            lines.first().is_some_and(|l| l["type"] == "session_started")
-                && lines.last().is_some_and(|l| l["type"] == "session_finished" && l["report"]["status"] == "success")
-        }),
-    );
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--output", "jsonl"])
+        .assert()
+        .code(0)
+        .stdout(predicate::function(|out: &str| {
+            let lines: Vec<serde_json::Value> = out
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            lines
+                .first()
+                .is_some_and(|l| l["type"] == "session_started")
+                && lines.last().is_some_and(|l| {
+                    l["type"] == "session_finished" && l["report"]["status"] == "success"
+                })
+        }));
     ralph(dir.path(), &llm)
         .arg("status")
         .assert()
         .success()
         .stdout(predicate::str::contains("success").and(predicate::str::contains("1 iterations")));
-    ralph(dir.path(), &llm).args(["status", "--json"]).assert().success().stdout(predicate::str::contains("\"status\": \"success\""));
+    ralph(dir.path(), &llm)
+        .args(["status", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"status\": \"success\""));
 }
 
 #[test]
@@ -91,9 +128,12 @@ fn a_missing_key_is_named_before_any_work() {
     let dir = fixture("py-median");
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir.path());
-    cmd.args(["median.py"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("openai").and(predicate::str::contains("OPENAI_API_KEY is not set")));
-    assert!(!dir.path().join(".ralph").exists(), "no session for a run that could not call its models");
+    cmd.args(["median.py"]).assert().code(1).stderr(
+        predicate::str::contains("openai")
+            .and(predicate::str::contains("OPENAI_API_KEY is not set")),
+    );
+    assert!(
+        !dir.path().join(".ralph").exists(),
+        "no session for a run that could not call its models"
+    );
 }

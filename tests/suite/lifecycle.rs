@@ -52,13 +52,20 @@ fn sigint(child: &Child) {
 
 fn has_session_file(dir: &Path, name: &str) -> bool {
     std::fs::read_dir(dir.join(".ralph"))
-        .map(|entries| entries.filter_map(|e| e.ok()).any(|e| e.path().join(name).exists()))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .any(|e| e.path().join(name).exists())
+        })
         .unwrap_or(false)
 }
 
 /// Processes whose command line starts with `pattern` (so not ralph-loop, whose arguments hold it).
 fn processes_matching(pattern: &str) -> usize {
-    let out = Command::new("pgrep").args(["-f", &format!("^{pattern}")]).output().unwrap();
+    let out = Command::new("pgrep")
+        .args(["-f", &format!("^{pattern}")])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
@@ -68,11 +75,19 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
     let llm = MockLlm::start().await;
     llm.helpful().script(
         "artisan",
-        [Answer::Slow { text: code("python", FIXED_PY), delay: Duration::from_secs(20) }, text(code("python", FIXED_PY))],
+        [
+            Answer::Slow {
+                text: code("python", FIXED_PY),
+                delay: Duration::from_secs(20),
+            },
+            text(code("python", FIXED_PY)),
+        ],
     );
 
     let mut child = spawn_ralph(dir.path(), &llm, &["median.py"]);
-    wait_for("the baseline results", Duration::from_secs(30), || has_session_file(dir.path(), "test-results-iteration-0.json"));
+    wait_for("the baseline results", Duration::from_secs(30), || {
+        has_session_file(dir.path(), "test-results-iteration-0.json")
+    });
     // The Artisan's reply takes 20 s; interrupt while it is outstanding.
     wait_for("the artisan's request", Duration::from_secs(10), || {
         futures::executor::block_on(llm.requests_of("artisan")).len() == 1
@@ -80,15 +95,25 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
     let interrupted_at = Instant::now();
     sigint(&child);
     assert_eq!(wait_exit(&mut child, Duration::from_secs(10)), 130);
-    assert!(interrupted_at.elapsed() < Duration::from_secs(5), "the step was cancelled, not waited for");
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(5),
+        "the step was cancelled, not waited for"
+    );
 
     let session = session_dir(dir.path());
     let state = read_json(&session.join("state.json"));
     assert_eq!(state["status"], "interrupted");
     assert_eq!(report(dir.path())["status"], "interrupted");
     assert_eq!(report(dir.path())["exit_code"], 130);
-    let original = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py-median/median.py")).unwrap();
-    assert_eq!(std::fs::read_to_string(dir.path().join("median.py")).unwrap(), original, "the target is untouched");
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py-median/median.py"),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        original,
+        "the target is untouched"
+    );
 
     // Resume: no second baseline, the cost so far carries over, and the fix lands.
     let spent_before = state["ledger"]["spent"].as_f64().unwrap();
@@ -97,8 +122,14 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 1);
     assert!(report["cost_usd"].as_f64().unwrap() >= spent_before);
-    assert_eq!(report["tests_before"]["failed"], 2, "the first run's baseline is kept");
-    assert_eq!(std::fs::read_to_string(dir.path().join("median.py")).unwrap(), FIXED_PY);
+    assert_eq!(
+        report["tests_before"]["failed"], 2,
+        "the first run's baseline is kept"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
     // A finished session cannot be resumed again.
     ralph(dir.path(), &llm).arg("resume").assert().code(2);
 }
@@ -108,43 +139,76 @@ async fn a_second_ctrl_c_exits_at_once_and_kills_the_tests() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
     let marker = "sleep 41.25";
-    let mut child = spawn_ralph(dir.path(), &llm, &["median.py", "-t", &format!("sh -c '{marker}; {marker}'")]);
-    wait_for("the test command", Duration::from_secs(20), || processes_matching(marker) > 0);
+    let mut child = spawn_ralph(
+        dir.path(),
+        &llm,
+        &["median.py", "-t", &format!("sh -c '{marker}; {marker}'")],
+    );
+    wait_for("the test command", Duration::from_secs(20), || {
+        processes_matching(marker) > 0
+    });
     sigint(&child);
     std::thread::sleep(Duration::from_millis(30));
     sigint(&child);
     assert_eq!(wait_exit(&mut child, Duration::from_secs(5)), 130);
-    wait_for("the test processes to die", Duration::from_secs(5), || processes_matching(marker) == 0);
+    wait_for("the test processes to die", Duration::from_secs(5), || {
+        processes_matching(marker) == 0
+    });
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_test_command_is_killed_at_the_timeout() {
     let dir = fixture("py-median");
-    write(dir.path(), "ralph.config.yaml", "testing:\n  timeout_seconds: 1\n");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "testing:\n  timeout_seconds: 1\n",
+    );
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
     let marker = "sleep 39.75";
     let started = Instant::now();
 
     ralph(dir.path(), &llm)
-        .args(["median.py", "-m", "1", "-t", &format!("sh -c '{marker} & {marker}; wait'")])
+        .args([
+            "median.py",
+            "-m",
+            "1",
+            "-t",
+            &format!("sh -c '{marker} & {marker}; wait'"),
+        ])
         .assert()
         .code(4);
 
-    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
     let session = session_dir(dir.path());
     for n in 0..=1 {
         let results = read_json(&session.join(format!("test-results-iteration-{n}.json")));
         assert_eq!(results["status"], "timeout");
     }
-    assert_eq!(processes_matching(marker), 0, "the whole process group, grandchildren too, was killed");
+    assert_eq!(
+        processes_matching(marker),
+        0,
+        "the whole process group, grandchildren too, was killed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_reproduces_a_recorded_run() {
     let recorded = fixture("py-median");
     let llm = MockLlm::start().await;
-    llm.helpful().script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))]);
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", FIXED_PY)),
+        ],
+    );
     let recording = recorded.path().join("session.jsonl");
     ralph(recorded.path(), &llm)
         .args(["median.py", "--record", recording.to_str().unwrap()])
@@ -162,10 +226,22 @@ async fn replay_reproduces_a_recorded_run() {
         .code(0);
     let replay = report(replayed.path());
 
-    for key in ["status", "iterations", "cost_usd", "cost_by_role", "cost_by_model", "tokens", "tests_before", "tests_after"] {
+    for key in [
+        "status",
+        "iterations",
+        "cost_usd",
+        "cost_by_role",
+        "cost_by_model",
+        "tokens",
+        "tests_before",
+        "tests_after",
+    ] {
         assert_eq!(live[key], replay[key], "{key} differs");
     }
-    assert_eq!(std::fs::read_to_string(replayed.path().join("median.py")).unwrap(), FIXED_PY);
+    assert_eq!(
+        std::fs::read_to_string(replayed.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
 }
 
 /// The README's first command replays this recording; it must keep fixing the example.
@@ -174,16 +250,26 @@ fn the_bundled_demo_recording_fixes_the_example() {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("median-js");
     let status = Command::new("cp")
-        .args(["-r", concat!(env!("CARGO_MANIFEST_DIR"), "/examples/median-js")])
+        .args([
+            "-r",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/median-js"),
+        ])
         .arg(&work)
         .status()
         .unwrap();
     assert!(status.success());
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, &work);
-    cmd.args(["src/median.js", "--replay", concat!(env!("CARGO_MANIFEST_DIR"), "/examples/median-js.session.jsonl")])
-        .assert()
-        .code(0);
+    cmd.args([
+        "src/median.js",
+        "--replay",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/median-js.session.jsonl"
+        ),
+    ])
+    .assert()
+    .code(0);
     let report = report(&work);
     assert_eq!(report["iterations"], 2);
     assert_eq!(report["critic_rejections"], 1);

@@ -7,18 +7,33 @@ use super::support::*;
 
 fn user_prompt(request: &Value) -> String {
     let messages = request["messages"].as_array().unwrap();
-    messages.last().unwrap()["content"].as_str().unwrap().to_string()
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_fixed_in_two_iterations() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    llm.helpful().script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))]);
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", FIXED_PY)),
+        ],
+    );
 
-    ralph(dir.path(), &llm).args(["median.py", "--output", "json"]).assert().code(0);
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
 
-    assert_eq!(std::fs::read_to_string(dir.path().join("median.py")).unwrap(), FIXED_PY);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["exit_code"], 0);
@@ -26,7 +41,15 @@ async fn python_fixed_in_two_iterations() {
     assert_eq!(report["tests_before"]["failed"], 2);
     assert_eq!(report["tests_after"]["failed"], 0);
     assert_eq!(report["tests_after"]["passed"], 3);
-    for key in ["reason", "duration_ms", "cost_usd", "cost_by_role", "cost_by_model", "tokens", "session_id"] {
+    for key in [
+        "reason",
+        "duration_ms",
+        "cost_usd",
+        "cost_by_role",
+        "cost_by_model",
+        "tokens",
+        "session_id",
+    ] {
         assert!(report.get(key).is_some(), "report lacks {key}: {report}");
     }
     // Librarian, Artisan and Critic in each of 2 iterations, 200 output tokens each.
@@ -36,7 +59,10 @@ async fn python_fixed_in_two_iterations() {
 
     let session = session_dir(dir.path());
     let log = std::fs::read_to_string(session.join("iterations.log")).unwrap();
-    let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["passed"], false);
     assert_eq!(lines[1]["passed"], true);
@@ -62,7 +88,8 @@ async fn python_fixed_in_two_iterations() {
 async fn javascript_fixed_with_node_test_runner() {
     let dir = fixture("js-median");
     let llm = MockLlm::start().await;
-    llm.helpful().script("artisan", [text(code("javascript", FIXED_JS))]);
+    llm.helpful()
+        .script("artisan", [text(code("javascript", FIXED_JS))]);
 
     ralph(dir.path(), &llm)
         .args(["src/median.js", "--models", "gpt-mini"])
@@ -74,8 +101,14 @@ async fn javascript_fixed_with_node_test_runner() {
     assert_eq!(report["iterations"], 1);
     assert_eq!(report["test_command"], "npm test");
     let requests = llm.requests().await;
-    assert!(requests.iter().all(|(_, r)| r["model"] == "gpt-4.1-mini"), "--models applies to every role");
-    assert!(requests.iter().all(|(_, r)| r["stream"] == true), "streams by default");
+    assert!(
+        requests.iter().all(|(_, r)| r["model"] == "gpt-4.1-mini"),
+        "--models applies to every role"
+    );
+    assert!(
+        requests.iter().all(|(_, r)| r["stream"] == true),
+        "streams by default"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -83,10 +116,25 @@ async fn critic_rejects_once_then_approves() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
     llm.helpful()
-        .script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))])
-        .script("critic", [text("VERDICT: REJECT\n- median([]) must raise ValueError"), text("VERDICT: APPROVE")]);
+        .script(
+            "artisan",
+            [
+                text(code("python", HALF_FIXED_PY)),
+                text(code("python", FIXED_PY)),
+            ],
+        )
+        .script(
+            "critic",
+            [
+                text("VERDICT: REJECT\n- median([]) must raise ValueError"),
+                text("VERDICT: APPROVE"),
+            ],
+        );
 
-    ralph(dir.path(), &llm).args(["median.py", "-t", "python3 -m pytest -q"]).assert().code(0);
+    ralph(dir.path(), &llm)
+        .args(["median.py", "-t", "python3 -m pytest -q"])
+        .assert()
+        .code(0);
 
     let report = report(dir.path());
     assert_eq!(report["iterations"], 1);
@@ -94,41 +142,67 @@ async fn critic_rejects_once_then_approves() {
     let artisan = llm.requests_of("artisan").await;
     assert_eq!(artisan.len(), 2);
     let revision = user_prompt(&artisan[1]);
-    assert!(revision.contains("The Critic rejected your previous proposal"), "{revision}");
-    assert!(revision.contains("median([]) must raise ValueError"), "{revision}");
+    assert!(
+        revision.contains("The Critic rejected your previous proposal"),
+        "{revision}"
+    );
+    assert!(
+        revision.contains("median([]) must raise ValueError"),
+        "{revision}"
+    );
     // The rejected proposal never reached the disk or the tests: one baseline + one test run.
-    assert!(!session_dir(dir.path()).join("test-results-iteration-2.json").exists());
+    assert!(!session_dir(dir.path())
+        .join("test-results-iteration-2.json")
+        .exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_failure_three_times_trips_the_breaker() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", HALF_FIXED_PY)));
 
     ralph(dir.path(), &llm).args(["median.py"]).assert().code(5);
 
     let report = report(dir.path());
     assert_eq!(report["status"], "entropy_detected");
     assert_eq!(report["iterations"], 3);
-    assert!(report["stuck_on"].as_str().unwrap().contains("IndexError"), "{report}");
+    assert!(
+        report["stuck_on"].as_str().unwrap().contains("IndexError"),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_iterations_stops_the_run_without_streaming() {
     let dir = fixture("py-median");
-    write(dir.path(), "ralph.config.yaml", "providers:\n  openai:\n    stream: false\n");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "providers:\n  openai:\n    stream: false\n",
+    );
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", HALF_FIXED_PY)));
 
-    ralph(dir.path(), &llm).args(["median.py", "-m", "2"]).assert().code(4);
+    ralph(dir.path(), &llm)
+        .args(["median.py", "-m", "2"])
+        .assert()
+        .code(4);
 
     let report = report(dir.path());
     assert_eq!(report["status"], "max_iterations");
     assert_eq!(report["iterations"], 2);
-    assert_eq!(report["tokens"]["output_tokens"], 1200, "usage is read from plain JSON replies too");
+    assert_eq!(
+        report["tokens"]["output_tokens"], 1200,
+        "usage is read from plain JSON replies too"
+    );
     let requests = llm.requests().await;
-    assert!(requests.iter().all(|(_, r)| r["stream"] != true), "config turns streaming off");
+    assert!(
+        requests.iter().all(|(_, r)| r["stream"] != true),
+        "config turns streaming off"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -137,15 +211,22 @@ async fn budget_stops_before_the_cap_is_crossed() {
     // $10 per million tokens in and out: each call costs about a cent.
     write(dir.path(), "ralph.config.yaml", "prices:\n  openai/gpt-4.1: { input: 10, output: 10 }\n  openai/gpt-4.1-mini: { input: 10, output: 10 }\n");
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", HALF_FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", HALF_FIXED_PY)));
 
-    ralph(dir.path(), &llm).args(["median.py", "--budget", "0.05"]).assert().code(3);
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--budget", "0.05"])
+        .assert()
+        .code(3);
 
     let report = report(dir.path());
     assert_eq!(report["status"], "budget_exceeded");
     let spent = report["cost_usd"].as_f64().unwrap();
     assert!(spent > 0.0 && spent <= 0.05, "spent {spent}");
-    assert!(report["reason"].as_str().unwrap().contains("cost limit"), "{report}");
+    assert!(
+        report["reason"].as_str().unwrap().contains("cost limit"),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -166,7 +247,11 @@ async fn rate_limit_then_success() {
 
     ralph(dir.path(), &llm).args(["median.py"]).assert().code(0);
 
-    assert_eq!(llm.requests_of("artisan").await.len(), 2, "one 429, one retry");
+    assert_eq!(
+        llm.requests_of("artisan").await.len(),
+        2,
+        "one 429, one retry"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -27,13 +27,26 @@ pub fn code(lang: &str, body: &str) -> String {
 pub enum Answer {
     /// A reply; usage as a real server would report it: the prompt's size in tokens (about 4
     /// characters each) and `completion_tokens` capped by the request's `max_completion_tokens`.
-    Text { text: String, completion_tokens: u64 },
-    Status { status: u16, body: String, headers: Vec<(String, String)> },
-    Slow { text: String, delay: Duration },
+    Text {
+        text: String,
+        completion_tokens: u64,
+    },
+    Status {
+        status: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+    Slow {
+        text: String,
+        delay: Duration,
+    },
 }
 
 pub fn text(t: impl Into<String>) -> Answer {
-    Answer::Text { text: t.into(), completion_tokens: 200 }
+    Answer::Text {
+        text: t.into(),
+        completion_tokens: 200,
+    }
 }
 
 #[derive(Default)]
@@ -74,19 +87,36 @@ impl Respond for Responder {
         let model = body["model"].as_str().unwrap_or("mock").to_string();
         let stream = body["stream"].as_bool().unwrap_or(false);
         match answer {
-            None => ResponseTemplate::new(500).set_body_string(format!("no scripted answer for {role}")),
-            Some(Answer::Status { status, body, headers }) => {
+            None => {
+                ResponseTemplate::new(500).set_body_string(format!("no scripted answer for {role}"))
+            }
+            Some(Answer::Status {
+                status,
+                body,
+                headers,
+            }) => {
                 let mut r = ResponseTemplate::new(status).set_body_raw(body, "application/json");
                 for (k, v) in headers {
                     r = r.insert_header(k.as_str(), v.as_str());
                 }
                 r
             }
-            Some(Answer::Text { text, completion_tokens }) => {
+            Some(Answer::Text {
+                text,
+                completion_tokens,
+            }) => {
                 let cap = body["max_completion_tokens"].as_u64().unwrap_or(u64::MAX);
-                completion(&model, &text, prompt_tokens(&body), completion_tokens.min(cap), stream)
+                completion(
+                    &model,
+                    &text,
+                    prompt_tokens(&body),
+                    completion_tokens.min(cap),
+                    stream,
+                )
             }
-            Some(Answer::Slow { text, delay }) => completion(&model, &text, prompt_tokens(&body), 200, stream).set_delay(delay),
+            Some(Answer::Slow { text, delay }) => {
+                completion(&model, &text, prompt_tokens(&body), 200, stream).set_delay(delay)
+            }
         }
     }
 }
@@ -94,12 +124,22 @@ impl Respond for Responder {
 fn prompt_tokens(body: &Value) -> u64 {
     let chars: usize = body["messages"]
         .as_array()
-        .map(|m| m.iter().map(|m| m["content"].as_str().map_or(0, |c| c.chars().count())).sum())
+        .map(|m| {
+            m.iter()
+                .map(|m| m["content"].as_str().map_or(0, |c| c.chars().count()))
+                .sum()
+        })
         .unwrap_or(0);
     (chars / 4) as u64
 }
 
-fn completion(model: &str, text: &str, prompt: u64, completion: u64, stream: bool) -> ResponseTemplate {
+fn completion(
+    model: &str,
+    text: &str,
+    prompt: u64,
+    completion: u64,
+    stream: bool,
+) -> ResponseTemplate {
     let usage = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
     if !stream {
         let body = json!({
@@ -116,11 +156,19 @@ fn completion(model: &str, text: &str, prompt: u64, completion: u64, stream: boo
     };
     let mut sse = String::new();
     let mut push = |v: Value| sse.push_str(&format!("data: {v}\n\n"));
-    push(chunk(json!({"role": "assistant", "content": ""}), Value::Null, Value::Null));
+    push(chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+        Value::Null,
+    ));
     // Split the text into a few deltas, on char boundaries.
     let chars: Vec<char> = text.chars().collect();
     for piece in chars.chunks(40) {
-        push(chunk(json!({"content": piece.iter().collect::<String>()}), Value::Null, Value::Null));
+        push(chunk(
+            json!({"content": piece.iter().collect::<String>()}),
+            Value::Null,
+            Value::Null,
+        ));
     }
     push(chunk(json!({}), json!("stop"), Value::Null));
     push(chunk(Value::Null, Value::Null, usage));
@@ -142,19 +190,32 @@ impl MockLlm {
 
     /// Queues answers for a role (`librarian`, `artisan`, `critic`), given in order.
     pub fn script(&self, role: &str, answers: impl IntoIterator<Item = Answer>) -> &Self {
-        self.script.lock().unwrap().queues.entry(role.into()).or_default().extend(answers);
+        self.script
+            .lock()
+            .unwrap()
+            .queues
+            .entry(role.into())
+            .or_default()
+            .extend(answers);
         self
     }
 
     /// The answer a role gets whenever its queue is empty.
     pub fn always(&self, role: &str, answer: Answer) -> &Self {
-        self.script.lock().unwrap().fallback.insert(role.into(), answer);
+        self.script
+            .lock()
+            .unwrap()
+            .fallback
+            .insert(role.into(), answer);
         self
     }
 
     /// The usual supporting cast: a Librarian that analyses and a Critic that approves.
     pub fn helpful(&self) -> &Self {
-        self.always("librarian", text("The median of an even-length list must average the two middle values."));
+        self.always(
+            "librarian",
+            text("The median of an even-length list must average the two middle values."),
+        );
         self.always("critic", text("The change is correct.\nVERDICT: APPROVE"))
     }
 
@@ -181,20 +242,43 @@ impl MockLlm {
             .await
             .unwrap_or_default()
             .iter()
-            .map(|r| r.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string())
+            .map(|r| {
+                r.headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string()
+            })
             .collect()
     }
 
     pub async fn requests_of(&self, role: &str) -> Vec<Value> {
-        self.requests().await.into_iter().filter(|(r, _)| r == role).map(|(_, b)| b).collect()
+        self.requests()
+            .await
+            .into_iter()
+            .filter(|(r, _)| r == role)
+            .map(|(_, b)| b)
+            .collect()
     }
 }
 
 /// A copy of `tests/fixtures/<name>` in a temp dir, made a git repository as real projects are.
 pub fn fixture(name: &str) -> TempDir {
-    let dir = tempfile::Builder::new().prefix("ralph-test-").tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name), dir.path());
-    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("ralph-test-")
+        .tempdir()
+        .unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+        dir.path(),
+    );
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
     assert!(git.success());
     dir
 }
@@ -216,13 +300,25 @@ fn copy_dir(from: &Path, to: &Path) {
 pub fn ralph(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir);
-    cmd.env("OPENAI_BASE_URL", llm.base_url()).env("OPENAI_API_KEY", "sk-test-key");
+    cmd.env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key");
     cmd
 }
 
 pub fn isolate(cmd: &mut assert_cmd::Command, dir: &Path) {
-    cmd.current_dir(dir).env("HOME", dir).timeout(Duration::from_secs(120));
-    for var in ["OPENAI_API_KEY", "OPENAI_KEY", "OPENAI_BASE_URL", "OPENAI_API_ENDPOINT", "MODEL", "ANTHROPIC_KEY", "ANTHROPIC_MODEL", "RUST_LOG"] {
+    cmd.current_dir(dir)
+        .env("HOME", dir)
+        .timeout(Duration::from_secs(120));
+    for var in [
+        "OPENAI_API_KEY",
+        "OPENAI_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_ENDPOINT",
+        "MODEL",
+        "ANTHROPIC_KEY",
+        "ANTHROPIC_MODEL",
+        "RUST_LOG",
+    ] {
         cmd.env_remove(var);
     }
 }
@@ -233,7 +329,12 @@ pub fn session_dir(dir: &Path) -> PathBuf {
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("session-"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("session-")
+        })
         .collect();
     assert_eq!(sessions.len(), 1, "expected one session: {sessions:?}");
     sessions.pop().unwrap()
@@ -244,7 +345,10 @@ pub fn report(dir: &Path) -> Value {
 }
 
 pub fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
 }
 
 pub fn write(dir: &Path, name: &str, content: &str) {

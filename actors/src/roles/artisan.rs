@@ -29,7 +29,11 @@ pub struct Artisan {
 
 impl Artisan {
     pub fn new(caller: Arc<Caller>, settings: Arc<RunSettings>) -> Self {
-        Self { caller, settings, history: Vec::new() }
+        Self {
+            caller,
+            settings,
+            history: Vec::new(),
+        }
     }
 }
 
@@ -44,23 +48,42 @@ impl Handler<Generate> for Artisan {
         let (caller, settings) = (self.caller.clone(), self.settings.clone());
         let history = self.history.clone();
         let fut = guarded(Role::Artisan, async move {
-            let vars = Vars { context: &msg.context, critique: msg.critique.as_deref() };
-            let [system, user] = settings.templates.render(Role::Artisan, &vars).map_err(Error::Workspace)?;
+            let vars = Vars {
+                context: &msg.context,
+                critique: msg.critique.as_deref(),
+            };
+            let [system, user] = settings
+                .templates
+                .render(Role::Artisan, &vars)
+                .map_err(Error::Workspace)?;
             let mut messages = Vec::with_capacity(history.len() + 2);
             messages.push(system);
             messages.extend(history);
             messages.push(user.clone());
             let reply = caller
-                .call(msg.iteration, Role::Artisan, settings.model(Role::Artisan), messages, &msg.cancel)
+                .call(
+                    msg.iteration,
+                    Role::Artisan,
+                    settings.model(Role::Artisan),
+                    messages,
+                    &msg.cancel,
+                )
                 .await?;
             let code = extract_code(&reply.text);
-            Ok((user, Proposal { code, reply: reply.text }))
+            Ok((
+                user,
+                Proposal {
+                    code,
+                    reply: reply.text,
+                },
+            ))
         });
         Box::pin(wrap_future::<_, Self>(fut).map(|res, act, _| {
             let (user, proposal) = res?;
             if act.settings.context_reset_frequency > 1 {
                 act.history.push(user);
-                act.history.push(ChatMessage::assistant(proposal.reply.clone()));
+                act.history
+                    .push(ChatMessage::assistant(proposal.reply.clone()));
             }
             Ok(proposal)
         }))

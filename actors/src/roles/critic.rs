@@ -28,7 +28,11 @@ pub struct Critic {
 
 impl Critic {
     pub fn new(caller: Arc<Caller>, settings: Arc<RunSettings>) -> Self {
-        Self { caller, settings, history: Vec::new() }
+        Self {
+            caller,
+            settings,
+            history: Vec::new(),
+        }
     }
 }
 
@@ -43,14 +47,26 @@ impl Handler<Review> for Critic {
         let (caller, settings) = (self.caller.clone(), self.settings.clone());
         let history = self.history.clone();
         let fut = guarded(Role::Critic, async move {
-            let vars = Vars { context: &msg.context, proposal: &msg.code };
-            let [system, user] = settings.templates.render(Role::Critic, &vars).map_err(Error::Workspace)?;
+            let vars = Vars {
+                context: &msg.context,
+                proposal: &msg.code,
+            };
+            let [system, user] = settings
+                .templates
+                .render(Role::Critic, &vars)
+                .map_err(Error::Workspace)?;
             let mut messages = Vec::with_capacity(history.len() + 2);
             messages.push(system);
             messages.extend(history);
             messages.push(user.clone());
             let reply = caller
-                .call(msg.iteration, Role::Critic, settings.model(Role::Critic), messages, &msg.cancel)
+                .call(
+                    msg.iteration,
+                    Role::Critic,
+                    settings.model(Role::Critic),
+                    messages,
+                    &msg.cancel,
+                )
                 .await?;
             Ok((user, reply.text))
         });

@@ -60,7 +60,13 @@ impl Librarian {
         settings: Arc<RunSettings>,
         test_command: String,
     ) -> Self {
-        Self { workspace, store, caller, settings, test_command }
+        Self {
+            workspace,
+            store,
+            caller,
+            settings,
+            test_command,
+        }
     }
 }
 
@@ -72,8 +78,12 @@ impl Handler<GatherContext> for Librarian {
     type Result = ResponseFuture<Result<ContextBundle>>;
 
     fn handle(&mut self, msg: GatherContext, _: &mut Context<Self>) -> Self::Result {
-        let (ws, store, caller, settings) =
-            (self.workspace.clone(), self.store.clone(), self.caller.clone(), self.settings.clone());
+        let (ws, store, caller, settings) = (
+            self.workspace.clone(),
+            self.store.clone(),
+            self.caller.clone(),
+            self.settings.clone(),
+        );
         let test_command = self.test_command.clone();
         Box::pin(guarded(Role::Librarian, async move {
             let ws_err = Error::Workspace;
@@ -90,15 +100,25 @@ impl Handler<GatherContext> for Librarian {
                 instructions: ws.prompt().await.map_err(ws_err)?.map(|p| p.content),
                 manifest: ws.manifest().await.map_err(ws_err)?,
                 test_command,
-                last_results: last.as_ref().map(|r| view(r, settings.max_test_output_bytes)),
+                last_results: last
+                    .as_ref()
+                    .map(|r| view(r, settings.max_test_output_bytes)),
                 analysis: None,
             };
             let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
             if settings.librarian_analyze && failed {
-                let messages =
-                    settings.templates.render(Role::Librarian, &bundle).map_err(Error::Workspace)?;
+                let messages = settings
+                    .templates
+                    .render(Role::Librarian, &bundle)
+                    .map_err(Error::Workspace)?;
                 let reply = caller
-                    .call(msg.iteration, Role::Librarian, settings.model(Role::Librarian), messages.into(), &msg.cancel)
+                    .call(
+                        msg.iteration,
+                        Role::Librarian,
+                        settings.model(Role::Librarian),
+                        messages.into(),
+                        &msg.cancel,
+                    )
                     .await?;
                 bundle.analysis = Some(reply.text.trim().to_string()).filter(|a| !a.is_empty());
             }
@@ -120,7 +140,10 @@ fn view(run: &TestRun, max_bytes: usize) -> ResultsView {
     }
     let mut output = out[start..].to_string();
     if start > 0 {
-        output.insert_str(0, &format!("[... {start} earlier bytes of output cut ...]\n"));
+        output.insert_str(
+            0,
+            &format!("[... {start} earlier bytes of output cut ...]\n"),
+        );
     }
     ResultsView {
         summary: run.summary(),

@@ -47,7 +47,9 @@ impl std::str::FromStr for Role {
             "librarian" => Ok(Role::Librarian),
             "artisan" => Ok(Role::Artisan),
             "critic" => Ok(Role::Critic),
-            other => Err(format!("unknown role `{other}` (expected librarian, artisan or critic)")),
+            other => Err(format!(
+                "unknown role `{other}` (expected librarian, artisan or critic)"
+            )),
         }
     }
 }
@@ -143,15 +145,25 @@ impl Caller {
     /// covers at least one byte) and costs nothing to compute; only when that bound would not fit
     /// in the budget as it stands is the prompt counted exactly, which needs the tokenizer's
     /// tables (a few hundred milliseconds and tens of megabytes the first time).
-    fn authorize(&self, role: Role, spec: &ModelSpec, messages: &[ChatMessage]) -> Result<crate::budget::Grant> {
+    fn authorize(
+        &self,
+        role: Role,
+        spec: &ModelSpec,
+        messages: &[ChatMessage],
+    ) -> Result<crate::budget::Grant> {
         let bound = ByteBoundCounter.count(&spec.model, messages);
-        match self.ledger.authorize(role, &spec.model, bound, spec.max_tokens) {
+        match self
+            .ledger
+            .authorize(role, &spec.model, bound, spec.max_tokens)
+        {
             Ok(grant) if grant.max_tokens == spec.max_tokens => return Ok(grant),
             Ok(grant) => self.ledger.release(grant),
             Err(_) => {}
         }
         let exact = self.counter.count(&spec.model, messages);
-        self.ledger.authorize(role, &spec.model, exact, spec.max_tokens).map_err(|e| Error::Budget(e.0))
+        self.ledger
+            .authorize(role, &spec.model, exact, spec.max_tokens)
+            .map_err(|e| Error::Budget(e.0))
     }
 }
 
@@ -160,7 +172,10 @@ impl Caller {
 pub(crate) async fn guarded<T>(role: Role, fut: impl Future<Output = Result<T>>) -> Result<T> {
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(r) => r,
-        Err(panic) => Err(Error::RolePanicked { role, message: panic_message(&*panic) }),
+        Err(panic) => Err(Error::RolePanicked {
+            role,
+            message: panic_message(&*panic),
+        }),
     }
 }
 

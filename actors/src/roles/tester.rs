@@ -28,6 +28,8 @@ impl Handler<RunTests> for Tester {
 
     fn handle(&mut self, msg: RunTests, _: &mut Context<Self>) -> Self::Result {
         let runner = self.runner.clone();
-        Box::pin(guarded(Role::Tester, async move { runner.run(msg.cancel).await.map_err(Error::Runner) }))
+        Box::pin(guarded(Role::Tester, async move {
+            runner.run(msg.cancel).await.map_err(Error::Runner)
+        }))
     }
 }

@@ -360,7 +360,10 @@ async fn an_ample_budget_needs_no_exact_token_count() {
     let artisan = Artisan::new(caller, Arc::new(settings())).start();
     propose(&artisan, None).await.expect("proposal");
     let sent = requests(&log, Role::Artisan);
-    assert_eq!(sent[0].max_tokens, settings().model(Role::Artisan).max_tokens);
+    assert_eq!(
+        sent[0].max_tokens,
+        settings().model(Role::Artisan).max_tokens
+    );
 }
 
 #[actix_rt::test]
