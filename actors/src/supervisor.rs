@@ -322,7 +322,11 @@ impl Run {
             self.artisan.do_send(ResetContext);
             self.critic.do_send(ResetContext);
             self.state.context_resets += 1;
-            self.events.emit(Event::ContextReset { iteration: n });
+            // With the default frequency of 1 every iteration is fresh; the event marks only the
+            // discarding of history that was kept.
+            if s.context_reset_frequency > 1 {
+                self.events.emit(Event::ContextReset { iteration: n });
+            }
         }
 
         self.phase(n, Phase::Context);
