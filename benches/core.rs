@@ -58,7 +58,9 @@ fn failing_run() -> TestRun {
         tests.push(json!({"id": format!("tests/test_median_{i}.py::test_case_{i}"), "status": "fail", "message": tb}));
         i += 1;
     }
-    output.push_str(&format!("=========================== {i} failed, 27 passed in 0.84s ===========================\n"));
+    output.push_str(&format!(
+        "=========================== {i} failed, 27 passed in 0.84s ===========================\n"
+    ));
     serde_json::from_value(json!({
         "schema_version": 1,
         "command": "python3 -m pytest -q",
@@ -133,7 +135,9 @@ fn bench_fingerprint(c: &mut Criterion) {
     let run = failing_run();
     let mut g = c.benchmark_group("entropy");
     g.throughput(Throughput::Bytes(run.output.len() as u64));
-    g.bench_function("fingerprint_16k_failure", |b| b.iter(|| fingerprint(black_box(&run))));
+    g.bench_function("fingerprint_16k_failure", |b| {
+        b.iter(|| fingerprint(black_box(&run)))
+    });
     g.finish();
 }
 
@@ -142,7 +146,9 @@ fn bench_extract(c: &mut Criterion) {
     assert!(extract_code(&reply).is_some());
     let mut g = c.benchmark_group("reply");
     g.throughput(Throughput::Bytes(reply.len() as u64));
-    g.bench_function("extract_code_10k_reply", |b| b.iter(|| extract_code(black_box(&reply))));
+    g.bench_function("extract_code_10k_reply", |b| {
+        b.iter(|| extract_code(black_box(&reply)))
+    });
     g.finish();
 }
 
@@ -152,7 +158,9 @@ fn bench_render(c: &mut Criterion) {
     let [_, user] = templates.render(Role::Artisan, &vars).expect("renders");
     let mut g = c.benchmark_group("prompt");
     g.throughput(Throughput::Bytes(user.content.len() as u64));
-    g.bench_function("render_artisan", |b| b.iter(|| templates.render(Role::Artisan, black_box(&vars))));
+    g.bench_function("render_artisan", |b| {
+        b.iter(|| templates.render(Role::Artisan, black_box(&vars)))
+    });
     g.finish();
 }
 
@@ -163,17 +171,31 @@ fn bench_tokens(c: &mut Criterion) {
     if let Some(h) = TiktokenCounter::warm_up() {
         h.join().expect("warm-up thread");
     }
-    println!("tokens/o200k_table_build (one-off, warm_up joined): {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "tokens/o200k_table_build (one-off, warm_up joined): {:.1} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
 
     let counter = TiktokenCounter::new();
     let messages = prompt_20k();
     let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
-    println!("tokens/count_20k_prompt: {bytes} bytes, {} tokens", counter.count("openai/gpt-4.1", &messages));
+    println!(
+        "tokens/count_20k_prompt: {bytes} bytes, {} tokens",
+        counter.count("openai/gpt-4.1", &messages)
+    );
     let mut g = c.benchmark_group("tokens");
     g.throughput(Throughput::Bytes(bytes as u64));
-    g.bench_function("count_20k_prompt", |b| b.iter(|| counter.count(black_box("openai/gpt-4.1"), black_box(&messages))));
+    g.bench_function("count_20k_prompt", |b| {
+        b.iter(|| counter.count(black_box("openai/gpt-4.1"), black_box(&messages)))
+    });
     g.finish();
 }
 
-criterion_group!(benches, bench_fingerprint, bench_extract, bench_render, bench_tokens);
+criterion_group!(
+    benches,
+    bench_fingerprint,
+    bench_extract,
+    bench_render,
+    bench_tokens
+);
 criterion_main!(benches);

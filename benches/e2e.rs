@@ -16,7 +16,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -40,13 +40,25 @@ fn main() {
     let starts = knob("RALPH_BENCH_STARTS", 200);
     let mem_runs = knob("RALPH_BENCH_MEM_RUNS", 5);
     let latency = Duration::from_millis(knob("RALPH_BENCH_LATENCY_MS", 50) as u64);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
 
     eprintln!("e2e: {RALPH}");
-    eprintln!("e2e: two-iteration fix of js-median, {runs} runs, model latency {latency:?} per call");
+    eprintln!(
+        "e2e: two-iteration fix of js-median, {runs} runs, model latency {latency:?} per call"
+    );
     // One untimed run first: page cache, node's own start-up caches.
     let _ = fix_run(&rt, latency, false);
     let fixes: Vec<FixRun> = (0..runs).map(|_| fix_run(&rt, latency, false)).collect();
+
+    eprintln!(
+        "e2e: the mock's own round trip, {} requests from an in-process client",
+        runs * 6
+    );
+    let round_trips = mock_round_trips(&rt, latency, runs * 6);
 
     eprintln!("e2e: start-up, {starts} runs of `ralph-loop --version` against `/bin/true`");
     let (version, truth) = startup(starts);
@@ -54,7 +66,7 @@ fn main() {
     eprintln!("e2e: peak memory, {mem_runs} runs sampling /proc/<pid>/status");
     let mems: Vec<FixRun> = (0..mem_runs).map(|_| fix_run(&rt, latency, true)).collect();
 
-    let results = summarise(&fixes, &version, &truth, &mems, latency);
+    let results = summarise(&fixes, &round_trips, &version, &truth, &mems, latency);
     print_table(&results);
     let out = target_dir().join("bench-e2e.json");
     match std::fs::write(&out, serde_json::to_string_pretty(&results).expect("json")) {
@@ -64,12 +76,20 @@ fn main() {
 }
 
 fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
 }
 
 /// `target/`, from the binary's own path (`target/release/ralph-loop`).
 fn target_dir() -> PathBuf {
-    Path::new(RALPH).parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("target"))
+    Path::new(RALPH)
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("target"))
 }
 
 /// What one whole run measured.
@@ -78,6 +98,13 @@ struct FixRun {
     wall_ms: f64,
     /// Requests the mock server received.
     calls: usize,
+    /// When each request reached the mock server, in ms after the spawn.
+    arrivals_ms: Vec<f64>,
+    /// `duration_ms` of each test run, by iteration (0 is the baseline run).
+    tests_ms: Vec<f64>,
+    /// Baseline: the same test command run alone in the same directory just before (`sh -c`,
+    /// as the runner does), spawn to exit.
+    standalone_test_ms: f64,
     /// Sum of `duration_ms` over the session's `test-results-iteration-*.json`.
     test_ms: f64,
     /// The run's own `report.json`.
@@ -90,12 +117,45 @@ struct FixRun {
 
 impl FixRun {
     fn overhead_ms(&self, latency: Duration) -> f64 {
-        self.wall_ms - self.calls as f64 * latency.as_secs_f64() * 1000.0 - self.test_ms
+        self.wall_ms - self.calls as f64 * ms(latency) - self.test_ms
+    }
+
+    /// The external overhead split in three: before the first model call (less the baseline
+    /// test run), between the first and the last call (less latencies and the tests between),
+    /// after the last call (less its latency and the last test run). The three add up to
+    /// [`FixRun::overhead_ms`].
+    fn phases_ms(&self, latency: Duration) -> Option<[f64; 3]> {
+        let (first, last) = (*self.arrivals_ms.first()?, *self.arrivals_ms.last()?);
+        let lat = ms(latency);
+        let (baseline, last_test) = (*self.tests_ms.first()?, *self.tests_ms.last()?);
+        let middle_tests: f64 = self.test_ms - baseline - last_test;
+        let before = first - baseline;
+        let between = last - first - (self.arrivals_ms.len() - 1) as f64 * lat - middle_tests;
+        let after = self.wall_ms - last - lat - last_test;
+        Some([before, between, after])
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A matcher that never matches and notes when each request arrived; mounted with the highest
+/// priority, it sees every request before the scripted responder answers it.
+struct Arrivals(Arc<Mutex<Vec<Instant>>>);
+
+impl wiremock::Match for Arrivals {
+    fn matches(&self, _: &wiremock::Request) -> bool {
+        self.0.lock().expect("arrivals").push(Instant::now());
+        false
     }
 }
 
 fn slow(text: impl Into<String>, delay: Duration) -> Answer {
-    Answer::Slow { text: text.into(), delay }
+    Answer::Slow {
+        text: text.into(),
+        delay,
+    }
 }
 
 fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool) -> FixRun {
@@ -104,6 +164,24 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
     llm.always("librarian", slow("`median` sorts as strings and mutates its argument; copy, sort numerically, average the middle pair.", latency))
         .always("critic", slow("The change is correct.\nVERDICT: APPROVE", latency))
         .script("artisan", [slow(code("javascript", HALF_FIXED_JS), latency), slow(code("javascript", FIXED_JS), latency)]);
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    rt.block_on(
+        wiremock::Mock::given(Arrivals(arrivals.clone()))
+            .respond_with(wiremock::ResponseTemplate::new(500))
+            .with_priority(1)
+            .mount(&llm.server),
+    );
+
+    let t = Instant::now();
+    let _ = Command::new("sh")
+        .args(["-c", TEST_COMMAND])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("the test command");
+    let standalone_test_ms = ms(t.elapsed());
 
     let mut cmd = Command::new(RALPH);
     cmd.current_dir(dir.path())
@@ -114,7 +192,14 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    for var in ["OPENAI_KEY", "OPENAI_API_ENDPOINT", "MODEL", "ANTHROPIC_KEY", "ANTHROPIC_MODEL", "RUST_LOG"] {
+    for var in [
+        "OPENAI_KEY",
+        "OPENAI_API_ENDPOINT",
+        "MODEL",
+        "ANTHROPIC_KEY",
+        "ANTHROPIC_MODEL",
+        "RUST_LOG",
+    ] {
         cmd.env_remove(var);
     }
 
@@ -135,21 +220,84 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && report["iterations"] == 2,
         "the benchmark run must be a two-iteration success: {report}"
     );
-    let test_ms = std::fs::read_dir(&session)
-        .expect("session dir")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("test-results-iteration-"))
-        .map(|e| support::read_json(&e.path())["duration_ms"].as_f64().unwrap_or(0.0))
-        .sum();
+    let tests_ms: Vec<f64> = (0..)
+        .map(|n| session.join(format!("test-results-iteration-{n}.json")))
+        .take_while(|p| p.is_file())
+        .map(|p| {
+            support::read_json(&p)["duration_ms"]
+                .as_f64()
+                .unwrap_or(0.0)
+        })
+        .collect();
+    let test_ms = tests_ms.iter().sum();
     let calls = rt.block_on(llm.requests()).len();
-    FixRun { wall_ms, calls, test_ms, report, rusage_maxrss_kib, hwm_kib }
+    let arrivals_ms = arrivals
+        .lock()
+        .expect("arrivals")
+        .iter()
+        .map(|t| ms(t.duration_since(started)))
+        .collect();
+    FixRun {
+        wall_ms,
+        calls,
+        arrivals_ms,
+        tests_ms,
+        standalone_test_ms,
+        test_ms,
+        report,
+        rusage_maxrss_kib,
+        hwm_kib,
+    }
+}
+
+/// Baseline: what a streamed chat request costs over the mock's fixed latency when sent by a
+/// plain HTTP client (one connection, reused), in ms per request.
+fn mock_round_trips(rt: &tokio::runtime::Runtime, latency: Duration, n: usize) -> Vec<f64> {
+    rt.block_on(async {
+        let llm = MockLlm::start().await;
+        llm.always("librarian", slow(code("javascript", FIXED_JS), latency));
+        let client = reqwest::Client::new();
+        let url = format!("{}/chat/completions", llm.base_url());
+        let body = json!({
+            "model": "gpt-4.1", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "You are the Librarian of ralph-loop."},
+                {"role": "user", "content": "x".repeat(2000)},
+            ],
+        });
+        let mut out = Vec::with_capacity(n);
+        for i in 0..=n {
+            let t = Instant::now();
+            let response = client
+                .post(&url)
+                .bearer_auth("sk-bench")
+                .json(&body)
+                .send()
+                .await
+                .expect("mock request");
+            assert!(response.status().is_success());
+            let bytes = response.bytes().await.expect("mock body");
+            assert!(!bytes.is_empty());
+            if i > 0 {
+                out.push(ms(t.elapsed()) - ms(latency));
+            }
+        }
+        out
+    })
 }
 
 fn wait_exit(pid: libc::pid_t) {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter; `pid` is our own child.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         if r == 0 {
             return;
         }
@@ -184,7 +332,11 @@ impl Sampler {
             let path = format!("/proc/{pid}/status");
             let mut peak = None;
             while !flag.load(Ordering::Relaxed) {
-                if let Some(kib) = std::fs::read_to_string(&path).ok().as_deref().and_then(vm_hwm) {
+                if let Some(kib) = std::fs::read_to_string(&path)
+                    .ok()
+                    .as_deref()
+                    .and_then(vm_hwm)
+                {
                     peak = peak.max(Some(kib));
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -210,7 +362,12 @@ fn vm_hwm(status: &str) -> Option<u64> {
 fn startup(n: usize) -> (Vec<f64>, Vec<f64>) {
     let time = |program: &str, args: &[&str]| {
         let t = Instant::now();
-        let status = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let status = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         assert!(status.expect("spawn").success(), "{program} failed");
         ms
@@ -238,7 +395,11 @@ fn stats(values: &[f64]) -> Value {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
     let p90 = v[((n as f64 * 0.9).ceil() as usize).clamp(1, n) - 1];
     json!({"median": round(median), "p90": round(p90), "min": round(v[0]), "max": round(v[n - 1]), "n": n})
 }
@@ -247,12 +408,38 @@ fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-fn summarise(fixes: &[FixRun], version: &[f64], truth: &[f64], mems: &[FixRun], latency: Duration) -> Value {
-    let timing = |key: &str| -> Vec<f64> { fixes.iter().map(|r| r.report["timings"][key].as_f64().unwrap_or(f64::NAN)).collect() };
+fn summarise(
+    fixes: &[FixRun],
+    round_trips: &[f64],
+    version: &[f64],
+    truth: &[f64],
+    mems: &[FixRun],
+    latency: Duration,
+) -> Value {
+    let timing = |key: &str| -> Vec<f64> {
+        fixes
+            .iter()
+            .map(|r| r.report["timings"][key].as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let phase = |i: usize| -> Vec<f64> {
+        fixes
+            .iter()
+            .filter_map(|r| r.phases_ms(latency))
+            .map(|p| p[i])
+            .collect()
+    };
     let diff: Vec<f64> = version.iter().zip(truth).map(|(v, t)| v - t).collect();
-    let own: Vec<f64> = mems.iter().filter_map(|r| r.hwm_kib).map(|k| k as f64 / 1024.0).collect();
-    let with_children: Vec<f64> =
-        fixes.iter().chain(mems).map(|r| r.rusage_maxrss_kib as f64 / 1024.0).collect();
+    let own: Vec<f64> = mems
+        .iter()
+        .filter_map(|r| r.hwm_kib)
+        .map(|k| k as f64 / 1024.0)
+        .collect();
+    let with_children: Vec<f64> = fixes
+        .iter()
+        .chain(mems)
+        .map(|r| r.rusage_maxrss_kib as f64 / 1024.0)
+        .collect();
     json!({
         "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "machine": machine(),
@@ -266,7 +453,15 @@ fn summarise(fixes: &[FixRun], version: &[f64], truth: &[f64], mems: &[FixRun], 
             "wall_ms": stats(&fixes.iter().map(|r| r.wall_ms).collect::<Vec<_>>()),
             "test_ms": stats(&fixes.iter().map(|r| r.test_ms).collect::<Vec<_>>()),
             "report_llm_ms": stats(&timing("llm_ms")),
-            "report_duration_ms": stats(&timing("duration_ms")),
+            "report_duration_ms": stats(&fixes.iter().map(|r| r.report["duration_ms"].as_f64().unwrap_or(f64::NAN)).collect::<Vec<_>>()),
+            "phases_ms": {
+                "before_first_call": stats(&phase(0)),
+                "between_calls": stats(&phase(1)),
+                "after_last_call": stats(&phase(2)),
+            },
+            "mock_round_trip_excess_ms_per_call": stats(round_trips),
+            "test_ms_by_iteration": (0..3).map(|n| stats(&fixes.iter().filter_map(|r| r.tests_ms.get(n).copied()).collect::<Vec<_>>())).collect::<Vec<_>>(),
+            "standalone_test_ms": stats(&fixes.iter().map(|r| r.standalone_test_ms).collect::<Vec<_>>()),
         },
         "startup": {
             "target_ms": 10,
@@ -285,10 +480,19 @@ fn summarise(fixes: &[FixRun], version: &[f64], truth: &[f64], mems: &[FixRun], 
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, m)| m.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown cpu".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cores} cores, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+    format!(
+        "{cpu}, {cores} cores, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 fn print_table(r: &Value) {
@@ -304,19 +508,108 @@ fn print_table(r: &Value) {
     let s = &r["startup"];
     let m = &r["memory"];
     println!();
-    println!("{} | {}", r["date"].as_str().unwrap_or(""), r["machine"].as_str().unwrap_or(""));
-    println!("{:<44} {:>9} {:>9} {:>9} unit target", "measure", "median", "p90", "min");
-    row("overhead, external (wall - calls*lat - tests)", &o["external_ms"], "ms", "< 50");
-    row("overhead, in-process (timings.overhead_ms)", &o["in_process_ms"], "ms", "");
+    println!(
+        "{} | {}",
+        r["date"].as_str().unwrap_or(""),
+        r["machine"].as_str().unwrap_or("")
+    );
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} unit target",
+        "measure", "median", "p90", "min"
+    );
+    row(
+        "overhead, external (wall - calls*lat - tests)",
+        &o["external_ms"],
+        "ms",
+        "< 50",
+    );
+    row(
+        "overhead, in-process (timings.overhead_ms)",
+        &o["in_process_ms"],
+        "ms",
+        "",
+    );
     row("  wall time of the run", &o["wall_ms"], "ms", "");
-    row("  test time (test-results duration_ms)", &o["test_ms"], "ms", "");
-    row("  model time in-process (timings.llm_ms)", &o["report_llm_ms"], "ms", "");
-    row("start-up, ralph-loop --version", &s["version_ms"], "ms", "");
-    row("start-up, /bin/true (baseline)", &s["bin_true_ms"], "ms", "");
-    row("start-up, difference (paired)", &s["difference_ms"], "ms", "< 10");
-    if !m["own_peak_mib"].is_null() {
-        row("peak RSS, ralph-loop itself (VmHWM)", &m["own_peak_mib"], "MiB", "< 80");
+    row(
+        "  test time (test-results duration_ms)",
+        &o["test_ms"],
+        "ms",
+        "",
+    );
+    row(
+        "  model time in-process (timings.llm_ms)",
+        &o["report_llm_ms"],
+        "ms",
+        "",
+    );
+    row(
+        "  overhead before the first model call",
+        &o["phases_ms"]["before_first_call"],
+        "ms",
+        "",
+    );
+    row(
+        "  overhead from first to last model call",
+        &o["phases_ms"]["between_calls"],
+        "ms",
+        "",
+    );
+    row(
+        "  overhead after the last model call",
+        &o["phases_ms"]["after_last_call"],
+        "ms",
+        "",
+    );
+    row(
+        "  baseline: mock HTTP cost per call",
+        &o["mock_round_trip_excess_ms_per_call"],
+        "ms",
+        "",
+    );
+    for (n, s) in o["test_ms_by_iteration"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        row(&format!("  test run {n} inside ralph-loop"), s, "ms", "");
     }
-    row("peak RSS incl. reaped tests (wait4 maxrss)", &m["with_test_children_mib"], "MiB", "");
-    println!("model calls per run: {}; {}", o["model_calls"], o["scenario"].as_str().unwrap_or(""));
+    row(
+        "  baseline: the test command alone",
+        &o["standalone_test_ms"],
+        "ms",
+        "",
+    );
+    row("start-up, ralph-loop --version", &s["version_ms"], "ms", "");
+    row(
+        "start-up, /bin/true (baseline)",
+        &s["bin_true_ms"],
+        "ms",
+        "",
+    );
+    row(
+        "start-up, difference (paired)",
+        &s["difference_ms"],
+        "ms",
+        "< 10",
+    );
+    if !m["own_peak_mib"].is_null() {
+        row(
+            "peak RSS, ralph-loop itself (VmHWM)",
+            &m["own_peak_mib"],
+            "MiB",
+            "< 80",
+        );
+    }
+    row(
+        "peak RSS incl. reaped tests (wait4 maxrss)",
+        &m["with_test_children_mib"],
+        "MiB",
+        "",
+    );
+    println!(
+        "model calls per run: {}; {}",
+        o["model_calls"],
+        o["scenario"].as_str().unwrap_or("")
+    );
 }

@@ -169,6 +169,15 @@ impl Human {
                 writeln!(out, "{} ·   tests {}", self.prefix(), tests.summary)?
             }
             Event::ContextReset { .. } => writeln!(out, "{} ·   context reset", self.prefix())?,
+            Event::Fallback(r) => writeln!(
+                out,
+                "{} ·   {} {} failed ({}); falling back to {}",
+                self.prefix(),
+                r.role,
+                r.from,
+                r.reason,
+                r.to
+            )?,
             Event::Warning { message } => writeln!(out, "warning: {message}")?,
             Event::SessionFinished { report } => {
                 let mark = if report.exit_code == 0 { "✔" } else { "✘" };

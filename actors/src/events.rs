@@ -76,6 +76,8 @@ pub enum Event {
     ContextReset {
         iteration: u32,
     },
+    /// A role's model failed and the next of its fallbacks takes over.
+    Fallback(crate::roles::FallbackRecord),
     Warning {
         message: String,
     },

@@ -87,10 +87,12 @@ pub enum LlmError {
         env_var: String,
         message: String,
     },
-    #[error("{provider}: rate limited after {attempts} attempts: {message}")]
+    #[error("{provider}: rate limited after {attempts} attempts{}: {message}", wait_hint(*retry_after_ms))]
     RateLimited {
         provider: String,
         attempts: u32,
+        /// The delay the server last asked for, when it named one.
+        retry_after_ms: Option<u64>,
         message: String,
     },
     #[error("{provider}: server error {status} after {attempts} attempts: {message}")]
@@ -106,16 +108,54 @@ pub enum LlmError {
         status: u16,
         message: String,
     },
+    #[error("{provider}: the prompt does not fit the model's context window: {message}")]
+    ContextTooLong { provider: String, message: String },
     #[error("{provider}: network error: {message}")]
     Network { provider: String, message: String },
     #[error("{provider}: no reply within {seconds}s")]
     Timeout { provider: String, seconds: u64 },
+    #[error("{provider}: the reply stream stalled for {seconds}s after {attempts} attempts")]
+    Stalled {
+        provider: String,
+        seconds: u64,
+        attempts: u32,
+    },
     #[error("{provider}: unparseable reply: {message}")]
     InvalidReply { provider: String, message: String },
     #[error("model {model}: {message}")]
     Config { model: String, message: String },
     #[error("replay: {0}")]
     Replay(String),
+}
+
+fn wait_hint(retry_after_ms: Option<u64>) -> String {
+    match retry_after_ms {
+        Some(ms) => format!(" (the server asked to wait {:.1}s)", ms as f64 / 1000.0),
+        None => String::new(),
+    }
+}
+
+impl LlmError {
+    /// Whether the next model of a role's fallback list should be tried: the provider refused
+    /// us, could not be reached, or kept failing after every retry. A request the model itself
+    /// rejected (too long, malformed) would fail the same way elsewhere or needs the user.
+    pub fn falls_back(&self) -> bool {
+        matches!(
+            self,
+            LlmError::Auth { .. }
+                | LlmError::RateLimited { .. }
+                | LlmError::Server { .. }
+                | LlmError::Network { .. }
+                | LlmError::Timeout { .. }
+                | LlmError::Stalled { .. }
+                | LlmError::Config { .. }
+        )
+    }
+
+    /// Whether the failure will not go away during this run, so later calls skip the model.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, LlmError::Auth { .. } | LlmError::Config { .. })
+    }
 }
 
 /// The one way actors reach a model. Implementations route by `request.model`.

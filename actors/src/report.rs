@@ -105,6 +105,9 @@ pub struct Report {
     pub critic_rejections: u32,
     pub timings: Timings,
     pub warnings: Vec<String>,
+    /// Each move from a role's model to a fallback.
+    #[serde(default)]
+    pub fallbacks: Vec<crate::roles::FallbackRecord>,
     pub started_at: String,
     pub finished_at: String,
 }

@@ -15,6 +15,10 @@ pub struct ModelSpec {
     pub model: String,
     pub temperature: Option<f32>,
     pub max_tokens: u32,
+    /// Models to try in turn when this one's provider refuses, cannot be reached, or keeps
+    /// failing; each call on one is checked against the budget like any other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -64,6 +68,7 @@ impl RunSettings {
             model: model.to_string(),
             temperature: None,
             max_tokens,
+            fallbacks: Vec::new(),
         };
         let models = BTreeMap::from([
             (Role::Librarian, spec(1024)),

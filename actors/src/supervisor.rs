@@ -28,7 +28,7 @@ use crate::messages::{
     GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun,
 };
 use crate::report::{Report, Status, TestsSnapshot, Timings};
-use crate::roles::{panic_message, Artisan, Caller, Critic, Librarian, Role, Tester};
+use crate::roles::{panic_message, Artisan, Caller, Critic, FallbackRecord, Librarian, Role, Tester};
 use crate::runner::{TestRun, TestRunner};
 use crate::settings::RunSettings;
 use crate::workspace::{IterationRecord, SessionStore, Workspace};
@@ -53,6 +53,8 @@ pub struct SessionState {
     pub elapsed_ms: u64,
     pub timings: Timings,
     pub warnings: Vec<String>,
+    #[serde(default)]
+    pub fallbacks: Vec<FallbackRecord>,
     pub started_at: String,
 }
 
@@ -73,6 +75,7 @@ impl SessionState {
             elapsed_ms: 0,
             timings: Timings::default(),
             warnings: Vec::new(),
+            fallbacks: Vec::new(),
             started_at: now(),
         }
     }
@@ -174,13 +177,9 @@ impl Run {
             d.events.clone(),
             d.state.ledger.clone(),
         ));
-        let caller = Arc::new(Caller {
-            llm: d.llm,
-            counter: d.counter,
-            ledger,
-            events: d.events.clone(),
-            llm_ms: AtomicU64::new(0),
-        });
+        let caller = Arc::new(
+            Caller::new(d.llm, d.counter, ledger, d.events.clone()).with_fallbacks(d.state.fallbacks.clone()),
+        );
         let librarian = Librarian::new(
             d.workspace.clone(),
             d.store.clone(),
@@ -553,6 +552,7 @@ impl Run {
 
     fn sync_state(&mut self) {
         self.state.ledger = self.caller.ledger.snapshot();
+        self.state.fallbacks = self.caller.fallbacks();
     }
 
     fn cancelled(&self) -> Stop {
@@ -631,6 +631,7 @@ impl Run {
             critic_rejections: st.critic_rejections,
             timings: st.timings,
             warnings: st.warnings.clone(),
+            fallbacks: st.fallbacks.clone(),
             started_at: st.started_at.clone(),
             finished_at: now(),
         };
@@ -678,6 +679,7 @@ fn error_report(reason: &str) -> Report {
         critic_rejections: 0,
         timings: Timings::default(),
         warnings: Vec::new(),
+        fallbacks: Vec::new(),
         started_at: now(),
         finished_at: now(),
     }

@@ -131,6 +131,7 @@ impl ModelEntry {
             model: self.model.clone(),
             temperature: self.temperature,
             max_tokens: self.max_tokens.unwrap_or_else(|| default_max_tokens(role)),
+            fallbacks: self.fallbacks.clone(),
         }
     }
 }

@@ -207,6 +207,7 @@ fn model_entries_as_string_or_map() {
             model: "openai/gpt-4.1-nano".into(),
             temperature: None,
             max_tokens: 1024
+            fallbacks: Vec::new(),
         }
     );
     assert_eq!(
@@ -215,6 +216,7 @@ fn model_entries_as_string_or_map() {
             model: "anthropic/claude-sonnet-4-5".into(),
             temperature: Some(0.2),
             max_tokens: 4000
+            fallbacks: Vec::new(),
         }
     );
     assert_eq!(spec(Role::Critic).model, "openai/gpt-4.1-mini");

@@ -387,6 +387,7 @@ fn by_status(
         429 => LlmError::RateLimited {
             provider,
             attempts,
+            retry_after_ms: None,
             message,
         },
         s if status.is_server_error() => LlmError::Server {

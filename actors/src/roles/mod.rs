@@ -57,7 +57,8 @@ impl std::str::FromStr for Role {
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -69,6 +70,16 @@ use crate::events::{Event, EventSink};
 use crate::llm::{ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, LlmClient, TokenCounter};
 use crate::settings::ModelSpec;
 
+/// A move from a role's model to its next fallback, for the log and the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FallbackRecord {
+    pub iteration: u32,
+    pub role: Role,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+}
+
 /// What the model-calling roles share: the client, the ledger that meters every call, and the
 /// event sink. Built once per run by the Supervisor.
 pub struct Caller {
@@ -78,10 +89,37 @@ pub struct Caller {
     pub events: EventSink,
     /// Milliseconds spent waiting on models, for the report's timings.
     pub llm_ms: AtomicU64,
+    fallbacks: Mutex<Vec<FallbackRecord>>,
+    /// Models that failed for good this run (a refused key, a missing provider): skipped.
+    dead: Mutex<BTreeSet<String>>,
 }
 
 impl Caller {
-    /// One metered call: budget check, the call (abandoned on `cancel`), settlement, an event.
+    pub fn new(llm: Arc<dyn LlmClient>, counter: Arc<dyn TokenCounter>, ledger: Arc<Ledger>, events: EventSink) -> Self {
+        Self {
+            llm,
+            counter,
+            ledger,
+            events,
+            llm_ms: AtomicU64::new(0),
+            fallbacks: Mutex::new(Vec::new()),
+            dead: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Continues the fallback log of a resumed session.
+    pub fn with_fallbacks(self, earlier: Vec<FallbackRecord>) -> Self {
+        *lock(&self.fallbacks) = earlier;
+        self
+    }
+
+    pub fn fallbacks(&self) -> Vec<FallbackRecord> {
+        lock(&self.fallbacks).clone()
+    }
+
+    /// One metered call on the role's model, or on its fallbacks in turn when the model's
+    /// provider refuses, cannot be reached or keeps failing. Every attempt passes the budget
+    /// check on its own model's prices.
     pub async fn call(
         &self,
         iteration: u32,
@@ -90,10 +128,53 @@ impl Caller {
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
     ) -> Result<ChatReply> {
-        let grant = self.authorize(role, spec, &messages)?;
+        let candidates: Vec<&str> = std::iter::once(spec.model.as_str())
+            .chain(spec.fallbacks.iter().map(String::as_str))
+            .filter(|m| !lock(&self.dead).contains(*m))
+            .collect();
+        let Some((last, _)) = candidates.iter().enumerate().last() else {
+            return Err(Error::RoleFailed {
+                role,
+                message: format!("every model of the {role} failed earlier in this run"),
+            });
+        };
+        for (i, model) in candidates.iter().enumerate() {
+            match self.call_one(iteration, role, model, spec, messages.clone(), cancel).await {
+                Err(Error::Llm(e)) if e.falls_back() && i < last => {
+                    if e.is_permanent() {
+                        lock(&self.dead).insert(model.to_string());
+                    }
+                    let record = FallbackRecord {
+                        iteration,
+                        role,
+                        from: model.to_string(),
+                        to: candidates[i + 1].to_string(),
+                        reason: e.to_string(),
+                    };
+                    tracing::warn!("{role}: {} failed ({}); falling back to {}", record.from, record.reason, record.to);
+                    self.events.emit(Event::Fallback(record.clone()));
+                    lock(&self.fallbacks).push(record);
+                }
+                other => return other,
+            }
+        }
+        Err(Error::RoleFailed { role, message: "no model left to try".into() })
+    }
+
+    /// One metered call: budget check, the call (abandoned on `cancel`), settlement, an event.
+    async fn call_one(
+        &self,
+        iteration: u32,
+        role: Role,
+        model: &str,
+        spec: &ModelSpec,
+        messages: Vec<ChatMessage>,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply> {
+        let grant = self.authorize(role, model, spec.max_tokens, &messages)?;
         let request = ChatRequest {
             role,
-            model: spec.model.clone(),
+            model: model.to_string(),
             messages,
             temperature: spec.temperature,
             max_tokens: grant.max_tokens,
@@ -123,7 +204,7 @@ impl Caller {
                 self.events.emit(Event::LlmCallFinished {
                     iteration,
                     role,
-                    model: spec.model.clone(),
+                    model: model.to_string(),
                     usage: reply.usage,
                     cost_usd: cost,
                     total_cost_usd: self.ledger.spent(),
@@ -140,6 +221,10 @@ impl Caller {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Caller {
     /// Reserves the call's cost. The prompt's byte count bounds its tokens from above (a BPE token
     /// covers at least one byte) and costs nothing to compute; only when that bound would not fit
@@ -148,21 +233,19 @@ impl Caller {
     fn authorize(
         &self,
         role: Role,
-        spec: &ModelSpec,
+        model: &str,
+        max_tokens: u32,
         messages: &[ChatMessage],
     ) -> Result<crate::budget::Grant> {
-        let bound = ByteBoundCounter.count(&spec.model, messages);
-        match self
-            .ledger
-            .authorize(role, &spec.model, bound, spec.max_tokens)
-        {
-            Ok(grant) if grant.max_tokens == spec.max_tokens => return Ok(grant),
+        let bound = ByteBoundCounter.count(model, messages);
+        match self.ledger.authorize(role, model, bound, max_tokens) {
+            Ok(grant) if grant.max_tokens == max_tokens => return Ok(grant),
             Ok(grant) => self.ledger.release(grant),
             Err(_) => {}
         }
-        let exact = self.counter.count(&spec.model, messages);
+        let exact = self.counter.count(model, messages);
         self.ledger
-            .authorize(role, &spec.model, exact, spec.max_tokens)
+            .authorize(role, model, exact, max_tokens)
             .map_err(|e| Error::Budget(e.0))
     }
 }

@@ -9,7 +9,7 @@ mod roles;
 mod supervisor;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -182,13 +182,12 @@ fn caller(
     prices: Prices,
     cap: f64,
 ) -> Arc<Caller> {
-    Arc::new(Caller {
-        llm: Arc::new(llm),
-        counter: Arc::new(counter),
-        ledger: Arc::new(Ledger::new(cap, prices, EventSink::discard())),
-        events: EventSink::discard(),
-        llm_ms: AtomicU64::new(0),
-    })
+    Arc::new(Caller::new(
+        Arc::new(llm),
+        Arc::new(counter),
+        Arc::new(Ledger::new(cap, prices, EventSink::discard())),
+        EventSink::discard(),
+    ))
 }
 
 fn default_caller(llm: MockLlmClient) -> Arc<Caller> {

@@ -311,6 +311,7 @@ async fn artisan_request_carries_role_model_temperature_and_max_tokens() {
             model: MODEL.into(),
             temperature: Some(0.2),
             max_tokens: 4000,
+            fallbacks: Vec::new(),
         },
     );
     let log = Log::default();
@@ -601,4 +602,104 @@ async fn a_panicking_runner_makes_the_tester_answer_role_panicked() {
         matches!(&err, Error::RolePanicked { role: Role::Tester, message } if message == "boom"),
         "{err:?}"
     );
+}
+
+fn auth_error() -> LlmError {
+    LlmError::Auth {
+        provider: "test".into(),
+        env_var: "TEST_API_KEY".into(),
+        message: "bad key".into(),
+    }
+}
+
+fn with_fallback(fallback: &str) -> RunSettings {
+    let mut s = settings();
+    if let Some(spec) = s.models.get_mut(&Role::Artisan) {
+        spec.fallbacks = vec![fallback.to_string()];
+    }
+    s
+}
+
+#[actix_rt::test]
+async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
+    let log = Log::default();
+    let mock = llm(&log, |request, _| {
+        if request.model == MODEL {
+            Err(auth_error())
+        } else {
+            Ok(reply(&code_reply(FIXED), usage(10, 10)))
+        }
+    });
+    let (events, mut rx) = EventSink::channel();
+    let caller = Arc::new(Caller::new(
+        Arc::new(mock),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(100.0, prices(INPUT_PRICE, OUTPUT_PRICE), EventSink::discard())),
+        events,
+    ));
+    let artisan = Artisan::new(caller.clone(), Arc::new(with_fallback("test/backup"))).start();
+    for _ in 0..2 {
+        let proposal = propose(&artisan, None).await.expect("proposal");
+        assert_eq!(proposal.code.as_deref(), Some(FIXED));
+    }
+    let models: Vec<String> = requests(&log, Role::Artisan).into_iter().map(|r| r.model).collect();
+    // The refused key is not tried again on the second call.
+    assert_eq!(models, [MODEL, "test/backup", "test/backup"]);
+    let records = caller.fallbacks();
+    assert_eq!(records.len(), 1);
+    assert_eq!((records[0].from.as_str(), records[0].to.as_str()), (MODEL, "test/backup"));
+    assert!(records[0].reason.contains("TEST_API_KEY"), "{}", records[0].reason);
+    let mut saw_event = false;
+    while let Ok(e) = rx.try_recv() {
+        saw_event |= matches!(e, crate::events::Event::Fallback(_));
+    }
+    assert!(saw_event);
+}
+
+#[actix_rt::test]
+async fn a_rejected_request_does_not_fall_back() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Err(LlmError::ContextTooLong {
+            provider: "test".into(),
+            message: "too long".into(),
+        })
+    });
+    let artisan = Artisan::new(default_caller(mock), Arc::new(with_fallback("test/backup"))).start();
+    let err = propose(&artisan, None).await.expect_err("fails");
+    assert!(matches!(err, Error::Llm(LlmError::ContextTooLong { .. })), "{err:?}");
+    assert_eq!(requests(&log, Role::Artisan).len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_fallback_never_bypasses_the_budget() {
+    let log = Log::default();
+    let mock = llm(&log, |request, _| {
+        if request.model == MODEL {
+            Err(auth_error())
+        } else {
+            Ok(reply("no code", usage(10, 10)))
+        }
+    });
+    // The backup costs $1000 per million output tokens: a $0.01 budget buys 10, too few to ask.
+    let mut p = prices(0.0, 0.0);
+    p.0.insert(
+        "test/backup".into(),
+        Price {
+            input: 0.0,
+            output: 1000.0,
+            cache_read: None,
+            cache_write: None,
+        },
+    );
+    let caller = Arc::new(Caller::new(
+        Arc::new(mock),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(0.01, p, EventSink::discard())),
+        EventSink::discard(),
+    ));
+    let artisan = Artisan::new(caller, Arc::new(with_fallback("test/backup"))).start();
+    let err = propose(&artisan, None).await.expect_err("refused");
+    assert!(matches!(err, Error::Budget(_)), "{err:?}");
+    assert_eq!(requests(&log, Role::Artisan).len(), 1, "the backup was never called");
 }
