@@ -23,7 +23,7 @@ use crate::detect;
 use crate::error::{Error, Result};
 use crate::models::ModelName;
 use crate::printers;
-use crate::providers::{self, LlmSource, OpenAiOptions};
+use crate::providers::{self, LlmSource, ClientOptions};
 use crate::runner::ProcessRunner;
 use crate::session::SessionDir;
 use crate::workspace::FsWorkspace;
@@ -294,13 +294,14 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
                 .clone()
                 .or(endpoint.api_key_env)
                 .unwrap_or_else(|| "OPENAI_API_KEY".into());
-            let options = OpenAiOptions {
+            let options = ClientOptions {
                 base_url: overrides.base_url.clone().or(endpoint.base_url),
                 api_key: overrides.api_key.clone().or_else(|| env(&api_key_env)),
                 api_key_env,
                 timeout: endpoint.timeout,
                 max_retries: endpoint.max_retries,
                 stream: endpoint.stream,
+                ..ClientOptions::default()
             };
             match record {
                 Some(file) => LlmSource::Record(options, cwd.join(file)),

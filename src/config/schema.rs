@@ -75,6 +75,7 @@ impl Default for Models {
             model: model.to_string(),
             temperature: None,
             max_tokens: Some(default_max_tokens(role)),
+            fallbacks: Vec::new(),
         };
         Self {
             librarian: entry(models::DEFAULT_LIBRARIAN, Role::Librarian),
@@ -122,6 +123,9 @@ pub struct ModelEntry {
     pub temperature: Option<f32>,
     /// `None`: the role's default ([`default_max_tokens`]).
     pub max_tokens: Option<u32>,
+    /// Models tried in turn when this one fails (canonical names).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
 }
 
 impl ModelEntry {
@@ -147,6 +151,8 @@ struct ModelEntryMap {
     temperature: Option<f32>,
     #[serde(default, deserialize_with = "opt_at_least_one")]
     max_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "model_names")]
+    fallbacks: Vec<String>,
 }
 
 impl<'de> Deserialize<'de> for ModelEntry {
@@ -155,7 +161,7 @@ impl<'de> Deserialize<'de> for ModelEntry {
         impl<'de> Visitor<'de> for EntryVisitor {
             type Value = ModelEntry;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a model name or a map {model, temperature, max_tokens}")
+                f.write_str("a model name or a map {model, temperature, max_tokens, fallbacks}")
             }
             fn visit_str<E: de::Error>(self, name: &str) -> Result<ModelEntry, E> {
                 let model = MODEL.visit_str(name)?;
@@ -163,6 +169,7 @@ impl<'de> Deserialize<'de> for ModelEntry {
                     model,
                     temperature: None,
                     max_tokens: None,
+                    fallbacks: Vec::new(),
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ModelEntry, A::Error> {
@@ -171,6 +178,7 @@ impl<'de> Deserialize<'de> for ModelEntry {
                     model: m.model,
                     temperature: m.temperature,
                     max_tokens: m.max_tokens,
+                    fallbacks: m.fallbacks,
                 })
             }
         }
@@ -477,6 +485,13 @@ const MODEL: Text = Text {
 
 fn model_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     d.deserialize_str(MODEL)
+}
+
+/// A list of model names, each made canonical; an error names the entry's index.
+fn model_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    struct Name(#[serde(deserialize_with = "model_name")] String);
+    Ok(Vec::<Name>::deserialize(d)?.into_iter().map(|n| n.0).collect())
 }
 
 fn at_least_one<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {

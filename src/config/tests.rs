@@ -206,7 +206,7 @@ fn model_entries_as_string_or_map() {
         ModelSpec {
             model: "openai/gpt-4.1-nano".into(),
             temperature: None,
-            max_tokens: 1024
+            max_tokens: 1024,
             fallbacks: Vec::new(),
         }
     );
@@ -215,7 +215,7 @@ fn model_entries_as_string_or_map() {
         ModelSpec {
             model: "anthropic/claude-sonnet-4-5".into(),
             temperature: Some(0.2),
-            max_tokens: 4000
+            max_tokens: 4000,
             fallbacks: Vec::new(),
         }
     );

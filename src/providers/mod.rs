@@ -9,6 +9,7 @@
 //! [`build`] makes what a run talks to from an [`LlmSource`]: live, live and recorded, or replayed.
 
 pub mod openai;
+pub mod options;
 pub mod prices;
 pub mod replay;
 pub mod retry;
@@ -25,7 +26,8 @@ use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
 
 use crate::models::ModelName;
 
-pub use openai::{OpenAiClient, OpenAiOptions};
+pub use openai::OpenAiClient;
+pub use options::ClientOptions;
 pub use prices::{bundled as bundled_prices, with_overrides as prices_with_overrides};
 pub use replay::{Exchange, Recorder, ReplayClient, ReplayError};
 pub use retry::RetryPolicy;
@@ -76,7 +78,7 @@ impl Router {
     }
 
     /// Every provider this build has, configured from the options.
-    pub fn live(openai: OpenAiOptions) -> Result<Self, LlmError> {
+    pub fn live(openai: ClientOptions) -> Result<Self, LlmError> {
         Ok(Self::new().with_provider(openai::PROVIDER, OpenAiClient::new(openai)?))
     }
 
@@ -136,9 +138,9 @@ impl LlmClient for Router {
 #[derive(Debug, Clone)]
 pub enum LlmSource {
     /// The live providers.
-    Live(OpenAiOptions),
+    Live(ClientOptions),
     /// The live providers, every exchange appended to the file (`--record FILE`).
-    Record(OpenAiOptions, PathBuf),
+    Record(ClientOptions, PathBuf),
     /// The recording played back (`--replay FILE`): no network, no key.
     Replay(PathBuf),
 }
@@ -147,7 +149,7 @@ pub enum LlmSource {
 /// provider exists in this build and has what it needs, such as a key), so a run fails before any
 /// work is done. Files are opened here too. A replay needs no provider and checks nothing.
 pub fn build(source: &LlmSource, models: &[&str]) -> Result<Arc<dyn LlmClient>, LlmError> {
-    let live = |openai: &OpenAiOptions| -> Result<Router, LlmError> {
+    let live = |openai: &ClientOptions| -> Result<Router, LlmError> {
         let router = Router::live(openai.clone())?;
         models.iter().try_for_each(|m| router.check(m))?;
         Ok(router)
@@ -202,11 +204,11 @@ mod tests {
 
     #[tokio::test]
     async fn builds_each_source() {
-        let no_key = OpenAiOptions {
+        let no_key = ClientOptions {
             base_url: Some("https://api.openai.com/v1".into()),
             api_key: None,
             api_key_env: "RALPH_TEST_SURELY_UNSET_KEY".into(),
-            ..OpenAiOptions::default()
+            ..ClientOptions::default()
         };
         // Live without a key: refused at build time when a model needs the key, named.
         let err = build(&LlmSource::Live(no_key.clone()), &["openai/gpt-4.1"]).err();

@@ -24,6 +24,7 @@ use ralph_actors::llm::{
 };
 use reqwest::StatusCode;
 
+use super::options::ClientOptions;
 use super::retry::{CallState, RetryPolicy, RetryService};
 use super::tokens::TiktokenCounter;
 
@@ -32,50 +33,7 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 const OFFICIAL_HOST: &str = "api.openai.com";
 /// Long replies from large models take minutes; a hung server should not take longer.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How to reach an OpenAI-compatible server. `Debug` hides the key.
-#[derive(Clone)]
-pub struct OpenAiOptions {
-    /// Else `OPENAI_BASE_URL`, else `https://api.openai.com/v1`.
-    pub base_url: Option<String>,
-    /// Else the variable named by `api_key_env`.
-    pub api_key: Option<String>,
-    /// The variable to read the key from, and to name in errors (`OPENAI_API_KEY`, `OPENAI_KEY`).
-    pub api_key_env: String,
-    /// For the whole call: every attempt, every backoff and the whole stream.
-    pub timeout: Duration,
-    /// Retries after the first attempt on 429, 5xx and connection failures.
-    pub max_retries: u32,
-    pub stream: bool,
-}
-
-impl Default for OpenAiOptions {
-    fn default() -> Self {
-        Self {
-            base_url: None,
-            api_key: None,
-            api_key_env: DEFAULT_API_KEY_ENV.to_string(),
-            timeout: DEFAULT_TIMEOUT,
-            max_retries: RetryPolicy::default().max_retries,
-            stream: true,
-        }
-    }
-}
-
-impl std::fmt::Debug for OpenAiOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiOptions")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("api_key_env", &self.api_key_env)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .field("stream", &self.stream)
-            .finish()
-    }
-}
 
 /// An [`LlmClient`] for `openai/<model>` names.
 pub struct OpenAiClient {
@@ -109,7 +67,7 @@ fn non_empty(s: Option<String>) -> Option<String> {
 impl OpenAiClient {
     /// Resolves the base URL and key. A missing key is not an error here: a run whose roles
     /// never call OpenAI must not need one; the first call fails instead, before any request.
-    pub fn new(opts: OpenAiOptions) -> Result<Self, LlmError> {
+    pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
         let (base_url, origin) = match non_empty(opts.base_url) {
             Some(u) => (u, "the providers.openai.base_url setting"),
             None => match non_empty(std::env::var(BASE_URL_ENV).ok()) {
@@ -939,10 +897,10 @@ mod tests {
             .and_then(|l| l.local_addr())
             .expect("port")
             .port();
-        let opts = OpenAiOptions {
+        let opts = ClientOptions {
             base_url: Some(format!("http://127.0.0.1:{port}/v1")),
             api_key: Some("k".into()),
-            ..OpenAiOptions::default()
+            ..ClientOptions::default()
         };
         let c = OpenAiClient::new(opts)
             .expect("client")
@@ -956,11 +914,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_official_api_needs_a_key_before_any_request() {
-        let opts = OpenAiOptions {
+        let opts = ClientOptions {
             base_url: Some("https://api.openai.com/v1/".into()),
             api_key: None,
             api_key_env: "RALPH_TEST_SURELY_UNSET_KEY".into(),
-            ..OpenAiOptions::default()
+            ..ClientOptions::default()
         };
         let c = OpenAiClient::new(opts).expect("client");
         let err = c
@@ -997,7 +955,7 @@ mod tests {
     async fn reasoning_models_get_no_temperature_and_no_legacy_cap_from_openai() {
         assert!(!accepts_temperature("o3-mini") && !accepts_temperature("gpt-5"));
         assert!(accepts_temperature("gpt-5-chat-latest") && accepts_temperature("gpt-4.1"));
-        let opts = OpenAiOptions {
+        let opts = ClientOptions {
             base_url: Some("https://api.openai.com/v1".into()),
             api_key: Some("k".into()),
             ..Default::default()
@@ -1021,7 +979,7 @@ mod tests {
 
     #[test]
     fn options_debug_hides_the_key() {
-        let o = OpenAiOptions {
+        let o = ClientOptions {
             api_key: Some("sk-secret".into()),
             ..Default::default()
         };
@@ -1030,7 +988,7 @@ mod tests {
 
     #[test]
     fn rejects_a_bad_base_url() {
-        let o = OpenAiOptions {
+        let o = ClientOptions {
             base_url: Some("localhost:8080".into()),
             ..Default::default()
         };

@@ -7,7 +7,8 @@ use ralph_actors::roles::Role;
 use serde_json::{json, Value};
 use wiremock::{MockServer, ResponseTemplate};
 
-use super::openai::{OpenAiClient, OpenAiOptions};
+use super::openai::OpenAiClient;
+use super::options::ClientOptions;
 use super::retry::RetryPolicy;
 
 pub const SERVED_MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -23,12 +24,12 @@ pub fn fast_retries(max_retries: u32) -> RetryPolicy {
 }
 
 /// A client for `server` with key `test-key`; `tweak` adjusts the options first.
-pub fn client(server: &MockServer, tweak: impl FnOnce(&mut OpenAiOptions)) -> OpenAiClient {
-    let mut opts = OpenAiOptions {
+pub fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiClient {
+    let mut opts = ClientOptions {
         base_url: Some(format!("{}/v1", server.uri())),
         api_key: Some("test-key".into()),
         timeout: Duration::from_secs(10),
-        ..OpenAiOptions::default()
+        ..ClientOptions::default()
     };
     tweak(&mut opts);
     let retries = opts.max_retries;
