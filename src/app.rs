@@ -1,6 +1,7 @@
 //! The wiring of a run: flags and config into settings, the real trait implementations, the
 //! actor system, signals and printers.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,20 +24,22 @@ use crate::detect;
 use crate::error::{Error, Result};
 use crate::models::ModelName;
 use crate::printers;
-use crate::providers::{self, LlmSource, ClientOptions};
+use crate::providers::{self, ClientOptions, LlmSource};
 use crate::runner::ProcessRunner;
 use crate::session::SessionDir;
 use crate::workspace::FsWorkspace;
 
 /// Provider settings that come from somewhere other than flags and config: micro-agent's
-/// environment and INI file.
+/// environment and INI file. Keyed by provider (`openai`, `anthropic`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Overrides {
-    /// Never saved: a resumed session reads the key again from `api_key_env`.
+    /// The variable a provider's key is read from, and named in errors (`OPENAI_KEY`).
+    pub key_envs: BTreeMap<String, String>,
+    /// Keys found elsewhere than the environment (`~/.micro-agent`). Never saved: a resumed
+    /// session reads them again from `key_envs`.
     #[serde(skip)]
-    pub api_key: Option<String>,
-    pub api_key_env: Option<String>,
-    pub base_url: Option<String>,
+    pub keys: BTreeMap<String, String>,
+    pub base_urls: BTreeMap<String, String>,
     /// What the front end could not honour, already said on stderr.
     #[serde(skip)]
     pub notes: Vec<String>,
@@ -158,7 +161,11 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         run_args.output = args.output;
     }
     let mut overrides = spec.overrides;
-    overrides.api_key = overrides.api_key_env.as_deref().and_then(env);
+    overrides.keys = overrides
+        .key_envs
+        .iter()
+        .filter_map(|(p, var)| Some((p.clone(), env(var)?)))
+        .collect();
     let plan = plan(&run_args, &spec.cwd, &overrides)?;
     let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
     state.status = "running".into();
@@ -285,36 +292,23 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         config.testing.max_output_bytes,
     );
 
+    let mut settings = settings;
     let source = match (&args.replay, &args.record) {
         (Some(file), _) => LlmSource::Replay(cwd.join(file)),
         (None, record) => {
-            let endpoint = config.endpoint("openai", env);
-            let api_key_env = overrides
-                .api_key_env
-                .clone()
-                .or(endpoint.api_key_env)
-                .unwrap_or_else(|| "OPENAI_API_KEY".into());
-            let options = ClientOptions {
-                base_url: overrides.base_url.clone().or(endpoint.base_url),
-                api_key: overrides.api_key.clone().or_else(|| env(&api_key_env)),
-                api_key_env,
-                timeout: endpoint.timeout,
-                max_retries: endpoint.max_retries,
-                stream: endpoint.stream,
-                ..ClientOptions::default()
-            };
+            let providers = provider_setups(&config, overrides);
             match record {
-                Some(file) => LlmSource::Record(options, cwd.join(file)),
-                None => LlmSource::Live(options),
+                Some(file) => LlmSource::Record(providers, cwd.join(file)),
+                None => LlmSource::Live(providers),
             }
         }
     };
-    // The models must be callable (provider present, key set), unless a recording answers.
-    let models: Vec<&str> = Role::MODEL_ROLES
-        .iter()
-        .map(|r| settings.model(*r).model.as_str())
-        .collect();
-    let llm = providers::build(&source, &models)?;
+    // Each role runs on the first of its models that can be called now (provider present, key
+    // set); a recording answers for any.
+    let (llm, notes) = providers::build(&source, &mut settings.models)?;
+    for note in notes {
+        eprintln!("note: {note}");
+    }
     let output = args.output.unwrap_or(match config.output {
         config::Output::Human => OutputFormat::Human,
         config::Output::Json => OutputFormat::Json,
@@ -332,12 +326,58 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
     })
 }
 
+/// How to reach each provider: config, then micro-agent's overrides, then the environment.
+fn provider_setups(config: &Config, overrides: &Overrides) -> providers::Providers {
+    crate::models::AVAILABLE
+        .iter()
+        .map(|&name| {
+            let endpoint = config.endpoint(name, env);
+            let mut key_env = overrides
+                .key_envs
+                .get(name)
+                .cloned()
+                .or(endpoint.api_key_env);
+            // Gemini's key may also be under Google's own name.
+            if name == "gemini"
+                && key_env.as_deref().and_then(env).is_none()
+                && env("GOOGLE_API_KEY").is_some()
+            {
+                key_env = Some("GOOGLE_API_KEY".into());
+            }
+            let api_key = overrides
+                .keys
+                .get(name)
+                .cloned()
+                .or_else(|| key_env.as_deref().and_then(env));
+            let options = ClientOptions {
+                base_url: overrides.base_urls.get(name).cloned().or(endpoint.base_url),
+                api_key,
+                api_key_env: key_env.unwrap_or_default(),
+                timeout: endpoint.timeout,
+                idle_timeout: endpoint.idle_timeout,
+                max_retries: endpoint.max_retries,
+                stream: endpoint.stream,
+                api_version: endpoint.api_version,
+            };
+            let setup = providers::ProviderSetup {
+                options,
+                requests_per_minute: endpoint.requests_per_minute,
+                tokens_per_minute: endpoint.tokens_per_minute,
+            };
+            (name.to_string(), setup)
+        })
+        .collect()
+}
+
 /// Flags over the file.
 fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
     if let Some(models) = &args.models {
         for (role, name) in parse_models_flag(models)? {
             if let Some(entry) = config.models.get_mut(role) {
+                // A model picked on the command line is the one wanted: the fallbacks of the
+                // model it replaces do not carry over.
                 entry.model = name;
+                entry.fallbacks.clear();
             }
         }
     }

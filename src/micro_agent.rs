@@ -156,18 +156,16 @@ fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, O
         .get("MODEL")
         .cloned()
         .unwrap_or_else(|| "gpt-4o".into());
-    if model.starts_with("claude") {
-        o.notes.push(format!(
-            "MODEL={model} needs the Anthropic provider, which this build does not have yet; \
-             set MODEL to an OpenAI or OpenAI-compatible model"
-        ));
-    }
     run.models = Some(model);
-    if let Some(key) = values.get("OPENAI_KEY") {
-        o.api_key = Some(key.clone());
-        o.api_key_env = Some("OPENAI_KEY".into());
+    for (provider, var) in [("openai", "OPENAI_KEY"), ("anthropic", "ANTHROPIC_KEY")] {
+        if let Some(key) = values.get(var) {
+            o.keys.insert(provider.into(), key.clone());
+            o.key_envs.insert(provider.into(), var.into());
+        }
     }
-    o.base_url = values.get("OPENAI_API_ENDPOINT").cloned();
+    if let Some(url) = values.get("OPENAI_API_ENDPOINT") {
+        o.base_urls.insert("openai".into(), url.clone());
+    }
     if values.contains_key("ANTHROPIC_MODEL") {
         o.notes.push("ANTHROPIC_MODEL is ignored: it picks micro-agent's visual-mode model, and visual mode is not supported".into());
     }
@@ -252,24 +250,36 @@ mod tests {
         ]);
         let (run, o) = translate(&values, RunArgs::default());
         assert_eq!(run.models.as_deref(), Some("gpt-4o-mini"));
-        assert_eq!(o.api_key.as_deref(), Some("sk-test"));
-        assert_eq!(o.api_key_env.as_deref(), Some("OPENAI_KEY"));
-        assert_eq!(o.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(o.keys["openai"], "sk-test");
+        assert_eq!(o.key_envs["openai"], "OPENAI_KEY");
+        assert_eq!(o.base_urls["openai"], "http://127.0.0.1:9/v1");
         assert!(o.notes.is_empty());
     }
 
     #[test]
     fn unsupported_settings_are_said_plainly() {
         let values = BTreeMap::from([
-            (
-                "MODEL".to_string(),
-                "claude-3-5-sonnet-20240620".to_string(),
-            ),
             ("ANTHROPIC_MODEL".to_string(), "x".to_string()),
             ("LANGUAGE".to_string(), "fr".to_string()),
         ]);
         let (_, o) = translate(&values, RunArgs::default());
-        assert_eq!(o.notes.len(), 3, "{:?}", o.notes);
+        assert_eq!(o.notes.len(), 2, "{:?}", o.notes);
+    }
+
+    #[test]
+    fn a_claude_model_runs_on_anthropic_with_anthropic_key() {
+        let values = BTreeMap::from([
+            (
+                "MODEL".to_string(),
+                "claude-3-5-sonnet-20240620".to_string(),
+            ),
+            ("ANTHROPIC_KEY".to_string(), "sk-ant".to_string()),
+        ]);
+        let (run, o) = translate(&values, RunArgs::default());
+        assert_eq!(run.models.as_deref(), Some("claude-3-5-sonnet-20240620"));
+        assert_eq!(o.keys["anthropic"], "sk-ant");
+        assert_eq!(o.key_envs["anthropic"], "ANTHROPIC_KEY");
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
     }
 
     #[test]

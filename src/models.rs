@@ -6,8 +6,8 @@ use std::fmt;
 pub const PROVIDERS: &[&str] = &["openai", "anthropic", "gemini", "ollama", "azure"];
 
 /// Providers this build has a client for. Any OpenAI-compatible server (LiteLLM, vLLM,
-/// llama.cpp, Ollama's `/v1`) is reached as `openai` through `OPENAI_BASE_URL`.
-pub const AVAILABLE: &[&str] = &["openai"];
+/// llama.cpp) is reached as `openai` through `OPENAI_BASE_URL`.
+pub const AVAILABLE: &[&str] = &["openai", "anthropic", "gemini", "ollama", "azure"];
 
 /// Aliases, documented in `docs/providers.md`.
 pub const ALIASES: &[(&str, &str)] = &[
@@ -27,10 +27,18 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("ollama", "ollama/qwen2.5-coder:7b"),
 ];
 
-/// The model every role uses when nothing is configured (until the other providers land).
-pub const DEFAULT_ARTISAN: &str = "openai/gpt-4.1";
-pub const DEFAULT_LIBRARIAN: &str = "openai/gpt-4.1-mini";
+/// The spec's defaults when nothing is configured: the Librarian on Gemini (long context for
+/// reading), the Artisan on Claude (writing code), the Critic on a small GPT (a cheap second
+/// opinion from another family). Each falls back to the same kind of model of the other two
+/// providers, so one key of any of them is enough to run.
+pub const DEFAULT_LIBRARIAN: &str = "gemini/gemini-2.5-pro";
+pub const DEFAULT_LIBRARIAN_FALLBACKS: &[&str] =
+    &["openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5"];
+pub const DEFAULT_ARTISAN: &str = "anthropic/claude-sonnet-4-5";
+pub const DEFAULT_ARTISAN_FALLBACKS: &[&str] = &["openai/gpt-4.1", "gemini/gemini-2.5-pro"];
 pub const DEFAULT_CRITIC: &str = "openai/gpt-4.1-mini";
+pub const DEFAULT_CRITIC_FALLBACKS: &[&str] =
+    &["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelName {

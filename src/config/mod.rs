@@ -93,6 +93,16 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     resolve(&mut config.prompts.critic);
     config.base_dir = Some(base);
     check_templates(&config, source, file)?;
+    for (name, provider) in &config.providers {
+        if provider.api_version.is_some() && name != "azure" {
+            return Err(ConfigError::at_key(
+                file,
+                source,
+                &format!("providers.{name}.api_version"),
+                "api_version applies to azure only".into(),
+            ));
+        }
+    }
     Ok(config)
 }
 
@@ -201,8 +211,12 @@ impl Config {
             base_url,
             api_key_env,
             timeout: Duration::from_secs(entry.timeout_seconds),
+            idle_timeout: Duration::from_secs(entry.idle_timeout_seconds),
             max_retries: entry.max_retries,
             stream: entry.stream,
+            requests_per_minute: entry.requests_per_minute,
+            tokens_per_minute: entry.tokens_per_minute,
+            api_version: entry.api_version,
         }
     }
 }
@@ -249,6 +263,10 @@ pub struct Endpoint {
     /// The variable holding the key; `None` for a provider that needs none (ollama).
     pub api_key_env: Option<String>,
     pub timeout: Duration,
+    pub idle_timeout: Duration,
     pub max_retries: u32,
     pub stream: bool,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
+    pub api_version: Option<String>,
 }

@@ -46,7 +46,10 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             models: Models::default(),
-            providers: BTreeMap::from([("openai".to_string(), ProviderConfig::default())]),
+            providers: models::AVAILABLE
+                .iter()
+                .map(|p| (p.to_string(), ProviderConfig::default_for(p)))
+                .collect(),
             budgets: Budgets::default(),
             memory: Memory::default(),
             circuit_breaker: CircuitBreaker::default(),
@@ -71,16 +74,28 @@ pub struct Models {
 
 impl Default for Models {
     fn default() -> Self {
-        let entry = |model: &str, role| ModelEntry {
+        let entry = |model: &str, fallbacks: &[&str], role| ModelEntry {
             model: model.to_string(),
             temperature: None,
             max_tokens: Some(default_max_tokens(role)),
-            fallbacks: Vec::new(),
+            fallbacks: fallbacks.iter().map(|m| m.to_string()).collect(),
         };
         Self {
-            librarian: entry(models::DEFAULT_LIBRARIAN, Role::Librarian),
-            artisan: entry(models::DEFAULT_ARTISAN, Role::Artisan),
-            critic: entry(models::DEFAULT_CRITIC, Role::Critic),
+            librarian: entry(
+                models::DEFAULT_LIBRARIAN,
+                models::DEFAULT_LIBRARIAN_FALLBACKS,
+                Role::Librarian,
+            ),
+            artisan: entry(
+                models::DEFAULT_ARTISAN,
+                models::DEFAULT_ARTISAN_FALLBACKS,
+                Role::Artisan,
+            ),
+            critic: entry(
+                models::DEFAULT_CRITIC,
+                models::DEFAULT_CRITIC_FALLBACKS,
+                Role::Critic,
+            ),
         }
     }
 }
@@ -199,8 +214,36 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     #[serde(deserialize_with = "at_least_one")]
     pub timeout_seconds: u64,
+    /// A reply stream silent this long counts as stalled and is retried.
+    #[serde(deserialize_with = "at_least_one")]
+    pub idle_timeout_seconds: u64,
     pub max_retries: u32,
     pub stream: bool,
+    /// Requests per minute this run may send to the provider, shared by every role.
+    #[serde(deserialize_with = "opt_at_least_one")]
+    pub requests_per_minute: Option<u32>,
+    /// Tokens (prompt and reply) per minute, likewise.
+    #[serde(deserialize_with = "opt_at_least_one")]
+    pub tokens_per_minute: Option<u32>,
+    /// Azure OpenAI's `api-version`; only under `azure`.
+    #[serde(
+        deserialize_with = "opt_non_empty",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub api_version: Option<String>,
+}
+
+/// The `api-version` Azure OpenAI is called with unless configured.
+pub const AZURE_API_VERSION: &str = "2024-10-21";
+
+impl ProviderConfig {
+    /// The defaults of one provider: Azure has an `api_version`.
+    pub fn default_for(provider: &str) -> Self {
+        Self {
+            api_version: (provider == "azure").then(|| AZURE_API_VERSION.to_string()),
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for ProviderConfig {
@@ -209,8 +252,12 @@ impl Default for ProviderConfig {
             base_url: None,
             api_key_env: None,
             timeout_seconds: 120,
+            idle_timeout_seconds: 60,
             max_retries: 3,
             stream: true,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            api_version: None,
         }
     }
 }
@@ -491,7 +538,10 @@ fn model_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 fn model_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     struct Name(#[serde(deserialize_with = "model_name")] String);
-    Ok(Vec::<Name>::deserialize(d)?.into_iter().map(|n| n.0).collect())
+    Ok(Vec::<Name>::deserialize(d)?
+        .into_iter()
+        .map(|n| n.0)
+        .collect())
 }
 
 fn at_least_one<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {

@@ -28,13 +28,18 @@ fn example_parses_to_the_defaults() {
         },
     );
     expected.base_dir = Some(PathBuf::new());
-    if let Some(openai) = expected.providers.get_mut("openai") {
-        openai.api_key_env = Some("OPENAI_API_KEY".into());
+    // The example spells out each provider's key variable, which the defaults leave to the
+    // provider's standard one.
+    for (provider, var) in [
+        ("openai", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+        ("gemini", "GEMINI_API_KEY"),
+        ("azure", "AZURE_OPENAI_API_KEY"),
+    ] {
+        if let Some(p) = expected.providers.get_mut(provider) {
+            p.api_key_env = Some(var.into());
+        }
     }
-    // The example writes the librarian and critic in the short form, which leaves max_tokens to
-    // the role's default.
-    expected.models.librarian.max_tokens = None;
-    expected.models.critic.max_tokens = None;
     assert_eq!(config, expected);
     for role in Role::MODEL_ROLES {
         assert_eq!(config.model(role), Config::default().model(role));

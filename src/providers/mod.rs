@@ -23,6 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::roles::Role;
+use ralph_actors::settings::ModelSpec;
 
 use crate::models::ModelName;
 
@@ -77,9 +79,17 @@ impl Router {
         Self::default()
     }
 
-    /// Every provider this build has, configured from the options.
-    pub fn live(openai: ClientOptions) -> Result<Self, LlmError> {
-        Ok(Self::new().with_provider(openai::PROVIDER, OpenAiClient::new(openai)?))
+    /// Every provider this build has, each configured from its setup.
+    pub fn live(providers: &Providers) -> Result<Self, LlmError> {
+        let mut router = Self::new();
+        for (name, setup) in providers {
+            let options = setup.options.clone();
+            router = match name.as_str() {
+                openai::PROVIDER => router.with_provider(name, OpenAiClient::new(options)?),
+                _ => router,
+            };
+        }
+        Ok(router)
     }
 
     pub fn with_provider(
@@ -117,6 +127,75 @@ impl Router {
         }
     }
 
+    /// Puts `spec` on the first of its models that can be called; returns a note for each model
+    /// skipped. Fails with the first model's error when none can.
+    fn pick_callable(&self, role: Role, spec: &mut ModelSpec) -> Result<Vec<String>, LlmError> {
+        let candidates: Vec<String> = std::iter::once(spec.model.clone())
+            .chain(spec.fallbacks.iter().cloned())
+            .collect();
+        let mut callable = Vec::new();
+        let mut skipped = Vec::new();
+        let mut first_error = None;
+        for model in candidates {
+            match self.check(&model) {
+                Ok(()) => callable.push(model),
+                Err(e) => {
+                    skipped.push(format!("{model} ({e})"));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if callable.is_empty() {
+            // The first model's own error, so a missing key still reads as one (exit 1), with
+            // what each fallback lacks after it.
+            let others = skipped
+                .iter()
+                .skip(1)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ");
+            let also = |m: String| {
+                if others.is_empty() {
+                    m
+                } else {
+                    format!("{m}; the {role}'s fallbacks cannot be called either: {others}")
+                }
+            };
+            return Err(match first_error {
+                Some(LlmError::Auth {
+                    provider,
+                    env_var,
+                    message,
+                }) => LlmError::Auth {
+                    provider,
+                    env_var,
+                    message: also(message),
+                },
+                Some(LlmError::Config { model, message }) => LlmError::Config {
+                    model,
+                    message: also(message),
+                },
+                Some(other) => other,
+                None => LlmError::Config {
+                    model: spec.model.clone(),
+                    message: "no model to call".into(),
+                },
+            });
+        }
+        let notes = if spec.model == callable[0] {
+            Vec::new()
+        } else {
+            vec![format!(
+                "the {role} runs on {}: skipped {}",
+                callable[0],
+                skipped.join("; ")
+            )]
+        };
+        spec.model = callable.remove(0);
+        spec.fallbacks = callable;
+        Ok(notes)
+    }
+
     /// Whether calls to `model` could be sent: its provider exists here and has what it needs
     /// (a key for the official OpenAI API). For a start-up check, before any work is done.
     pub fn check(&self, model: &str) -> Result<(), LlmError> {
@@ -134,31 +213,60 @@ impl LlmClient for Router {
     }
 }
 
+/// How to reach one provider, and how fast this run may call it.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderSetup {
+    pub options: ClientOptions,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
+}
+
+/// Provider name → its setup.
+pub type Providers = BTreeMap<String, ProviderSetup>;
+
 /// What a run talks to, as the command line chose it.
 #[derive(Debug, Clone)]
 pub enum LlmSource {
     /// The live providers.
-    Live(ClientOptions),
+    Live(Providers),
     /// The live providers, every exchange appended to the file (`--record FILE`).
-    Record(ClientOptions, PathBuf),
+    Record(Providers, PathBuf),
     /// The recording played back (`--replay FILE`): no network, no key.
     Replay(PathBuf),
 }
 
-/// Builds the client for a run, checking that every model in `models` can be called (its
-/// provider exists in this build and has what it needs, such as a key), so a run fails before any
-/// work is done. Files are opened here too. A replay needs no provider and checks nothing.
-pub fn build(source: &LlmSource, models: &[&str]) -> Result<Arc<dyn LlmClient>, LlmError> {
-    let live = |openai: &ClientOptions| -> Result<Router, LlmError> {
-        let router = Router::live(openai.clone())?;
-        models.iter().try_for_each(|m| router.check(m))?;
+/// Builds the client for a run. Each role then runs on the first of its models (its own, then
+/// its fallbacks) that can be called now, its provider present and its key set; the callable
+/// rest stay its fallbacks, and what was skipped comes back as notes for the user. A role with
+/// no callable model fails the build, naming what each one lacks. A replay answers for any
+/// model and checks nothing. Files are opened here too, so a bad path fails before any work.
+pub fn build(
+    source: &LlmSource,
+    models: &mut BTreeMap<Role, ModelSpec>,
+) -> Result<(Arc<dyn LlmClient>, Vec<String>), LlmError> {
+    let mut live = |providers: &Providers, notes: &mut Vec<String>| -> Result<Router, LlmError> {
+        let router = Router::live(providers)?;
+        for (role, spec) in models.iter_mut() {
+            notes.extend(router.pick_callable(*role, spec)?);
+        }
         Ok(router)
     };
-    Ok(match source {
-        LlmSource::Live(openai) => Arc::new(live(openai)?),
-        LlmSource::Record(openai, path) => Arc::new(Recorder::create(path, live(openai)?)?),
-        LlmSource::Replay(path) => Arc::new(ReplayClient::open(path)?),
-    })
+    let mut notes = Vec::new();
+    let client: Arc<dyn LlmClient> = match source {
+        LlmSource::Live(p) => Arc::new(live(p, &mut notes)?),
+        LlmSource::Record(p, path) => Arc::new(Recorder::create(path, live(p, &mut notes)?)?),
+        LlmSource::Replay(path) => {
+            let replay = ReplayClient::open(path)?;
+            for (role, spec) in models.iter_mut() {
+                if let Some((first, rest)) = replay.models(*role).split_first() {
+                    spec.model = first.clone();
+                    spec.fallbacks = rest.to_vec();
+                }
+            }
+            Arc::new(replay)
+        }
+    };
+    Ok((client, notes))
 }
 
 #[cfg(test)]
@@ -202,6 +310,28 @@ mod tests {
         ));
     }
 
+    fn setups(no_key: &ClientOptions) -> Providers {
+        Providers::from([(
+            "openai".to_string(),
+            ProviderSetup {
+                options: no_key.clone(),
+                ..ProviderSetup::default()
+            },
+        )])
+    }
+
+    fn spec(model: &str, fallbacks: &[&str]) -> BTreeMap<Role, ModelSpec> {
+        BTreeMap::from([(
+            Role::Artisan,
+            ModelSpec {
+                model: model.into(),
+                temperature: None,
+                max_tokens: 100,
+                fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
+            },
+        )])
+    }
+
     #[tokio::test]
     async fn builds_each_source() {
         let no_key = ClientOptions {
@@ -210,21 +340,19 @@ mod tests {
             api_key_env: "RALPH_TEST_SURELY_UNSET_KEY".into(),
             ..ClientOptions::default()
         };
-        // Live without a key: refused at build time when a model needs the key, named.
-        let err = build(&LlmSource::Live(no_key.clone()), &["openai/gpt-4.1"]).err();
+        // Live without a key: refused at build time, naming the variable.
+        let err = build(
+            &LlmSource::Live(setups(&no_key)),
+            &mut spec("openai/gpt-4.1", &[]),
+        )
+        .err();
         assert!(
             matches!(&err, Some(LlmError::Auth { env_var, .. }) if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
             "{err:?}"
         );
-        // A provider this build lacks is a configuration error.
-        let err = build(
-            &LlmSource::Live(no_key.clone()),
-            &["anthropic/claude-sonnet-4-5"],
-        )
-        .err();
-        assert!(matches!(&err, Some(LlmError::Config { .. })), "{err:?}");
-        // With no model to check it builds, and the first call fails before sending anything.
-        let live = build(&LlmSource::Live(no_key.clone()), &[]).expect("live");
+        // No model to check: it builds, and the first call fails before sending anything.
+        let (live, _) =
+            build(&LlmSource::Live(setups(&no_key)), &mut BTreeMap::new()).expect("live");
         let err = live
             .complete(request("openai/gpt-4.1"))
             .await
@@ -233,17 +361,51 @@ mod tests {
 
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("rec.jsonl");
-        build(&LlmSource::Record(no_key, file.clone()), &[]).expect("record");
+        build(
+            &LlmSource::Record(setups(&no_key), file.clone()),
+            &mut BTreeMap::new(),
+        )
+        .expect("record");
         assert!(file.exists(), "the recording is created up front");
 
-        let replay =
-            build(&LlmSource::Replay(file), &["anthropic/claude-sonnet-4-5"]).expect("replay");
+        let mut unchecked = spec("anthropic/claude-sonnet-4-5", &[]);
+        let (replay, _) = build(&LlmSource::Replay(file), &mut unchecked).expect("replay");
         let err = replay
             .complete(request("openai/gpt-4.1"))
             .await
             .expect_err("empty");
         assert!(matches!(err, LlmError::Replay(_)));
-        let err = build(&LlmSource::Replay(dir.path().join("missing.jsonl")), &[]).err();
+        let err = build(
+            &LlmSource::Replay(dir.path().join("missing.jsonl")),
+            &mut BTreeMap::new(),
+        )
+        .err();
         assert!(matches!(err, Some(LlmError::Replay(m)) if m.contains("missing.jsonl")));
+    }
+
+    #[test]
+    fn each_role_runs_on_its_first_callable_model() {
+        let keyed = ClientOptions {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key: Some("sk-x".into()),
+            ..ClientOptions::default()
+        };
+        let router = Router::live(&setups(&keyed)).expect("router");
+        // Not in this router: skipped with a note, the callable fallback takes over.
+        let mut s = spec(
+            "gemini/gemini-2.5-pro",
+            &["openai/gpt-4.1", "gemini/gemini-2.5-flash"],
+        );
+        let spec = s.get_mut(&Role::Artisan).expect("artisan");
+        let notes = router.pick_callable(Role::Artisan, spec).expect("callable");
+        assert_eq!(spec.model, "openai/gpt-4.1");
+        assert!(spec.fallbacks.is_empty());
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("gemini/gemini-2.5-pro"), "{notes:?}");
+        // Nothing callable: the first model's error, naming the others too.
+        let mut s = super::tests::spec("gemini/gemini-2.5-pro", &["gemini/gemini-2.5-flash"]);
+        let spec = s.get_mut(&Role::Artisan).expect("artisan");
+        let err = router.pick_callable(Role::Artisan, spec).expect_err("none");
+        assert!(err.to_string().contains("gemini-2.5-flash"), "{err}");
     }
 }

@@ -138,6 +138,8 @@ pub struct ReplayClient {
     path: PathBuf,
     queues: Mutex<HashMap<Role, VecDeque<Exchange>>>,
     recorded: HashMap<Role, usize>,
+    /// Each role's models in the order the recording first used them.
+    models: HashMap<Role, Vec<String>>,
 }
 
 impl ReplayClient {
@@ -165,11 +167,30 @@ impl ReplayClient {
             queues.entry(exchange.role).or_default().push_back(exchange);
         }
         let recorded = queues.iter().map(|(r, q)| (*r, q.len())).collect();
+        let models = queues
+            .iter()
+            .map(|(role, q)| {
+                let mut seen: Vec<String> = Vec::new();
+                for e in q {
+                    if !seen.contains(&e.model) {
+                        seen.push(e.model.clone());
+                    }
+                }
+                (*role, seen)
+            })
+            .collect();
         Ok(Self {
             path,
             queues: Mutex::new(queues),
             recorded,
+            models,
         })
+    }
+
+    /// The models a role used in the recording, first used first: a replayed run runs on them,
+    /// so its report prices the calls as the recorded run did.
+    pub fn models(&self, role: Role) -> &[String] {
+        self.models.get(&role).map_or(&[], Vec::as_slice)
     }
 
     /// Replies recorded for a role, used or not.

@@ -1,4 +1,11 @@
-//! Prompt token counts before a call, for the budget check, with OpenAI's own BPE tables.
+//! Prompt token counts before a call, for the budget check.
+//!
+//! OpenAI models are counted exactly with OpenAI's own BPE tables (`tiktoken-rs`). Anthropic,
+//! Google and most local models use tokenizers that are not published (or not for this crate), so
+//! for them the count is an *estimate*: the `o200k_base` count times a safety factor per family
+//! ([`Family::factor`]). The estimate only has to hold until the call returns: the ledger then
+//! replaces it by the usage the provider reports, so the cost is exact and only the pre-call
+//! reservation (and the context-use figure) depends on the factor.
 //!
 //! The tables take a noticeable time to build (see `docs/providers.md`), so they are built once,
 //! on first use, and [`TiktokenCounter::warm_up`] lets start-up build them on a background thread
@@ -18,16 +25,24 @@ pub const REPLY_PRIMER: u64 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
-    /// gpt-4o, gpt-4.1, gpt-5, o1, o3, o4 and, as the best guess, anything unknown.
+    /// gpt-4o, gpt-4.1, gpt-5, o1, o3, o4, gpt-oss and, as the basis of every estimate, anything
+    /// that is not an OpenAI model.
     O200kBase,
     /// gpt-4 and gpt-3.5.
     Cl100kBase,
 }
 
+/// The model name without its provider (`openai/gpt-4o` → `gpt-4o`; everything after the last
+/// `/`, so `openai/Qwen/Qwen2.5-Coder` → `Qwen2.5-Coder`).
+fn bare(model: &str) -> &str {
+    model.rsplit_once('/').map_or(model, |(_, m)| m)
+}
+
 impl Encoding {
-    /// The encoding of a model, named with or without its provider.
-    pub fn for_model(model: &str) -> Encoding {
-        let name = model.rsplit_once('/').map_or(model, |(_, m)| m);
+    /// OpenAI's encoding of a model, named with or without its provider; `None` when the name is
+    /// not an OpenAI family.
+    pub fn of_openai_model(model: &str) -> Option<Encoding> {
+        let name = bare(model);
         let o200k = [
             "gpt-4o",
             "gpt-4.1",
@@ -40,15 +55,20 @@ impl Encoding {
             "gpt-oss",
         ];
         if o200k.iter().any(|p| name.starts_with(p)) {
-            Encoding::O200kBase
-        } else if name.starts_with("gpt-4")
-            || name.starts_with("gpt-3.5")
-            || name.starts_with("gpt-35")
+            Some(Encoding::O200kBase)
+        } else if ["gpt-4", "gpt-3.5", "gpt-35"]
+            .iter()
+            .any(|p| name.starts_with(p))
         {
-            Encoding::Cl100kBase
+            Some(Encoding::Cl100kBase)
         } else {
-            Encoding::O200kBase
+            None
         }
+    }
+
+    /// The table an estimate is made with: OpenAI's own for its models, else `o200k_base`.
+    pub fn for_model(model: &str) -> Encoding {
+        Family::for_model(model).encoding()
     }
 
     /// The table, built on first use. `None` only if the bundled data failed to load, which
@@ -73,18 +93,100 @@ impl Encoding {
     }
 }
 
+/// How a model's tokens are counted: exactly (OpenAI) or as an estimate (everyone else).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// An OpenAI model, counted exactly with its own encoding.
+    OpenAi(Encoding),
+    /// Claude, by any route (`anthropic/…`, or `claude-…` behind an OpenAI-compatible proxy).
+    Claude,
+    /// Gemini and Gemma (Google's SentencePiece vocabulary).
+    Gemini,
+    /// Local and unknown models (Ollama, vLLM, llama.cpp: Qwen, Llama, DeepSeek, ...).
+    Other,
+}
+
+impl Family {
+    pub fn for_model(model: &str) -> Family {
+        let provider = model.split_once('/').map(|(p, _)| p);
+        let name = bare(model);
+        let lower = name.to_ascii_lowercase();
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| lower.starts_with(p));
+        match provider {
+            Some("anthropic") => return Family::Claude,
+            Some("gemini") => return Family::Gemini,
+            _ => {}
+        }
+        if let Some(encoding) = Encoding::of_openai_model(name) {
+            return Family::OpenAi(encoding);
+        }
+        if starts(&["claude"]) {
+            Family::Claude
+        } else if starts(&["gemini", "gemma"]) {
+            Family::Gemini
+        } else if provider == Some("azure") {
+            // An Azure deployment serves an OpenAI model under a name the user chose: most are
+            // gpt-4o, gpt-4.1 or gpt-5 (o200k_base), and cl100k_base (gpt-4, gpt-35-turbo)
+            // counts code within a few per cent of it.
+            Family::OpenAi(Encoding::O200kBase)
+        } else {
+            Family::Other
+        }
+    }
+
+    pub fn encoding(self) -> Encoding {
+        match self {
+            Family::OpenAi(e) => e,
+            _ => Encoding::O200kBase,
+        }
+    }
+
+    /// What the `o200k_base` count is multiplied by. The tokenizers of Claude and Gemini are
+    /// not public, so these are measured ratios with headroom, chosen to overcount: an
+    /// overcount only reserves a little more budget before the call (the reported usage settles
+    /// it afterwards), while an undercount beyond the ledger's 5 % margin could let a call
+    /// cross the cap.
+    pub fn factor(self) -> f64 {
+        match self {
+            Family::OpenAi(_) => 1.0,
+            // Published comparisons of Claude's tokenizer with GPT-4o's (o200k) found about 16 %
+            // more tokens for English prose and about 30 % more for Python; prompts here are
+            // mostly code.
+            Family::Claude => 1.30,
+            // Gemini's 256k-entry SentencePiece vocabulary counts prose about like o200k, code
+            // somewhat higher (digits are split one per token).
+            Family::Gemini => 1.10,
+            // Open models' vocabularies (Llama 3's 128k, Qwen's 151k, DeepSeek's 100k) are
+            // smaller than o200k's and split code a little finer. Ollama calls are free, so this
+            // only affects the context-use figure.
+            Family::Other => 1.15,
+        }
+    }
+}
+
 /// Counts tokens with tiktoken; implements the core's [`TokenCounter`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TiktokenCounter;
+
+/// `raw` scaled by the family's factor, never above `bytes`: every token of a byte-level BPE or
+/// byte-fallback SentencePiece vocabulary covers at least one byte, whatever the tokenizer.
+fn scale(family: Family, raw: u64, bytes: u64) -> u64 {
+    if family.factor() == 1.0 {
+        return raw;
+    }
+    let scaled = (raw as f64 * family.factor()).ceil() as u64;
+    scaled.min(bytes.max(raw))
+}
 
 impl TiktokenCounter {
     pub fn new() -> Self {
         Self
     }
 
-    /// Builds the o200k table (the one every current OpenAI model uses) on a background thread,
-    /// so the first count does not wait for it. Returns at once; calling it twice is harmless.
-    /// `None` if no thread could be started: the first count then builds the table itself.
+    /// Builds the o200k table (the one every current OpenAI model uses, and the basis of every
+    /// estimate) on a background thread, so the first count does not wait for it. Returns at
+    /// once; calling it twice is harmless. `None` if no thread could be started: the first
+    /// count then builds the table itself.
     pub fn warm_up() -> Option<std::thread::JoinHandle<()>> {
         std::thread::Builder::new()
             .name("tiktoken-warm-up".into())
@@ -95,30 +197,50 @@ impl TiktokenCounter {
             .ok()
     }
 
-    /// Tokens of a bare text (a reply), without message framing.
+    /// Tokens of a bare text (a reply), without message framing: exact for OpenAI models, an
+    /// estimate for the others.
     pub fn count_text(&self, model: &str, text: &str) -> u64 {
-        match Encoding::for_model(model).bpe() {
-            Some(bpe) => bpe.encode_ordinary(text).len() as u64,
-            // Every BPE token covers at least one byte.
-            None => text.len() as u64,
-        }
+        let family = Family::for_model(model);
+        scale(
+            family,
+            raw_count(family.encoding(), text),
+            text.len() as u64,
+        )
+    }
+}
+
+/// Tokens of `text` in `encoding`, unscaled.
+fn raw_count(encoding: Encoding, text: &str) -> u64 {
+    match encoding.bpe() {
+        Some(bpe) => bpe.encode_ordinary(text).len() as u64,
+        // Every BPE token covers at least one byte.
+        None => text.len() as u64,
     }
 }
 
 /// The chat framing of OpenAI's cookbook: per message the framing, the role (one token) and
-/// the content; then the reply primer.
-fn count_messages(model: &str, counter: &TiktokenCounter, messages: &[ChatMessage]) -> u64 {
+/// the content; then the reply primer. Other providers frame messages differently but with a
+/// similar handful of tokens, which the family's factor covers.
+fn count_messages(model: &str, messages: &[ChatMessage]) -> u64 {
+    let family = Family::for_model(model);
+    let encoding = family.encoding();
     let framing = TOKENS_PER_MESSAGE + 1;
-    messages
+    let raw = messages
         .iter()
-        .map(|m| framing + counter.count_text(model, &m.content))
+        .map(|m| framing + raw_count(encoding, &m.content))
         .sum::<u64>()
-        + REPLY_PRIMER
+        + REPLY_PRIMER;
+    let bytes = messages
+        .iter()
+        .map(|m| framing + m.content.len() as u64)
+        .sum::<u64>()
+        + REPLY_PRIMER;
+    scale(family, raw, bytes)
 }
 
 impl TokenCounter for TiktokenCounter {
     fn count(&self, model: &str, messages: &[ChatMessage]) -> u64 {
-        count_messages(model, self, messages)
+        count_messages(model, messages)
     }
 }
 
@@ -143,6 +265,28 @@ mod tests {
         }
         for m in ["openai/gpt-4", "gpt-4-turbo", "gpt-3.5-turbo"] {
             assert_eq!(Encoding::for_model(m), Encoding::Cl100kBase, "{m}");
+        }
+    }
+
+    #[test]
+    fn picks_the_family() {
+        use Family::*;
+        let cases = [
+            ("openai/gpt-4.1", OpenAi(Encoding::O200kBase)),
+            ("openai/gpt-4", OpenAi(Encoding::Cl100kBase)),
+            ("anthropic/claude-sonnet-4-5-20250929", Claude),
+            // Claude behind a LiteLLM proxy is still Claude.
+            ("openai/claude-sonnet", Claude),
+            ("gemini/gemini-2.5-pro", Gemini),
+            ("openai/gemma-3-27b", Gemini),
+            ("ollama/qwen2.5-coder:7b", Other),
+            ("ollama/gpt-oss:20b", OpenAi(Encoding::O200kBase)),
+            ("openai/Qwen/Qwen2.5-Coder-7B-Instruct", Other),
+            ("azure/prod-chat", OpenAi(Encoding::O200kBase)),
+            ("azure/gpt-35-turbo", OpenAi(Encoding::Cl100kBase)),
+        ];
+        for (model, family) in cases {
+            assert_eq!(Family::for_model(model), family, "{model}");
         }
     }
 
@@ -173,9 +317,36 @@ mod tests {
     }
 
     #[test]
+    fn estimates_other_families_from_o200k() {
+        let c = TiktokenCounter::new();
+        let code = "fn main() {\n    let total: u64 = (1..=10).map(|n| n * n).sum();\n    println!(\"{total}\");\n}\n";
+        let exact = c.count_text("openai/gpt-4o", code);
+        for (model, factor) in [
+            ("anthropic/claude-sonnet-4-5", 1.30),
+            ("gemini/gemini-2.5-flash", 1.10),
+            ("ollama/qwen2.5-coder:7b", 1.15),
+        ] {
+            let estimate = c.count_text(model, code);
+            assert_eq!(estimate, (exact as f64 * factor).ceil() as u64, "{model}");
+        }
+        let msgs = [ChatMessage::system("Fix it."), ChatMessage::user(code)];
+        let openai = c.count("openai/gpt-4.1", &msgs);
+        let claude = c.count("anthropic/claude-haiku-4-5", &msgs);
+        assert_eq!(claude, (openai as f64 * 1.30).ceil() as u64);
+        // Scaling never goes past the byte bound, which holds for any byte-level tokenizer.
+        assert_eq!(c.count_text("anthropic/claude-opus-4-1", "a"), 1);
+        let tiny = [ChatMessage::user("x")];
+        assert!(
+            c.count("anthropic/claude-opus-4-1", &tiny)
+                <= ByteBoundCounter.count("anthropic/claude-opus-4-1", &tiny)
+        );
+    }
+
+    #[test]
     fn special_token_text_is_ordinary_text() {
         // A file under repair may contain these strings; they must count, not panic.
         let c = TiktokenCounter::new();
         assert!(c.count_text("openai/gpt-4o", "<|endoftext|><|im_start|>") > 2);
+        assert!(c.count_text("anthropic/claude-sonnet-4-5", "<|endoftext|>") > 2);
     }
 }

@@ -65,14 +65,18 @@ async fn no_test_command_is_a_clear_error() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_provider_this_build_lacks_is_refused_at_start() {
+async fn a_model_without_its_key_is_refused_at_start() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
     ralph(dir.path(), &llm)
         .args(["median.py", "--models", "artisan=claude"])
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("anthropic"));
+        .code(1)
+        .stderr(
+            predicate::str::contains("anthropic")
+                .and(predicate::str::contains("ANTHROPIC_API_KEY")),
+        );
+    assert!(!dir.path().join(".ralph").exists());
 }
 
 #[test]

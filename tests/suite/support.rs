@@ -315,8 +315,16 @@ pub fn isolate(cmd: &mut assert_cmd::Command, dir: &Path) {
         "OPENAI_BASE_URL",
         "OPENAI_API_ENDPOINT",
         "MODEL",
+        "ANTHROPIC_API_KEY",
         "ANTHROPIC_KEY",
         "ANTHROPIC_MODEL",
+        "ANTHROPIC_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_BASE_URL",
+        "AZURE_OPENAI_API_KEY",
+        "AZURE_OPENAI_ENDPOINT",
+        "OLLAMA_HOST",
         "RUST_LOG",
     ] {
         cmd.env_remove(var);
