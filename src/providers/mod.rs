@@ -8,6 +8,11 @@
 //!
 //! [`build`] makes what a run talks to from an [`LlmSource`]: live, live and recorded, or replayed.
 
+pub mod limits;
+pub mod anthropic;
+pub mod gemini;
+pub(crate) mod http;
+pub mod ollama;
 pub mod openai;
 pub mod options;
 pub mod prices;

@@ -18,6 +18,7 @@ use async_openai::types::chat::{
     CreateChatCompletionRequest, FinishReason,
 };
 use async_openai::Client;
+use backon::Retryable;
 use futures::StreamExt;
 use ralph_actors::llm::{
     ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, Speaker, TokenCounter, Usage,
@@ -45,6 +46,8 @@ pub struct OpenAiClient {
     has_key: bool,
     api_key_env: String,
     timeout: Duration,
+    /// The longest a stream may go without an event before the attempt counts as stalled.
+    idle_timeout: Duration,
     policy: RetryPolicy,
     stream: bool,
     counter: TiktokenCounter,
@@ -111,6 +114,7 @@ impl OpenAiClient {
             has_key: key.is_some(),
             api_key_env: opts.api_key_env,
             timeout: opts.timeout,
+            idle_timeout: opts.idle_timeout,
             policy: RetryPolicy::default().with_max_retries(opts.max_retries),
             stream: opts.stream,
             counter: TiktokenCounter::new(),
@@ -253,11 +257,17 @@ async fn plain(
 async fn streamed(
     client: &Client<OpenAIConfig>,
     body: CreateChatCompletionRequest,
+    idle_timeout: Duration,
 ) -> Result<Raw, CallError> {
     let mut stream = client.chat().create_stream(body).await?;
     let mut raw = Raw::default();
     let mut chunks = 0usize;
-    while let Some(chunk) = stream.next().await {
+    // async-openai parses the events on a task of its own, so silence is measured between
+    // events: keep-alive comments do not count as life here.
+    while let Some(chunk) = tokio::time::timeout(idle_timeout, stream.next())
+        .await
+        .map_err(|_| CallError::Stalled)?
+    {
         let chunk = chunk?;
         chunks += 1;
         if raw.model.is_empty() {
@@ -290,6 +300,8 @@ async fn streamed(
 enum CallError {
     OpenAi(OpenAIError),
     Empty(&'static str),
+    /// The stream went silent for longer than the idle timeout.
+    Stalled,
 }
 
 impl From<OpenAIError> for CallError {
@@ -446,26 +458,52 @@ impl LlmClient for OpenAiClient {
         let model = self.model_id(&request.model)?;
         self.check()?;
         let started = Instant::now();
-        let call = Arc::new(CallState::new(Some(started + self.timeout)));
-        // A client per call is cheap (it shares the connection pool) and gives this call's
-        // retries their own attempt counter.
-        let client = Client::build(self.http.clone(), self.config.clone()).with_http_service(
-            RetryService::new(
-                self.http.clone(),
-                self.policy,
-                call.clone(),
-                !self.has_key,
-                PROVIDER,
-            ),
-        );
+        let deadline = started + self.timeout;
+        let call = Arc::new(CallState::new(Some(deadline)));
         let body = self.body(model, &request);
-        let work = async {
-            if self.stream {
-                streamed(&client, body).await
-            } else {
-                plain(&client, body).await
+        let max_attempts = self.policy.max_retries.saturating_add(1);
+        // A stalled stream is sent again as a new attempt, counted against `max_retries` with
+        // the retries of the retry service (the reply is buffered, so the caller never sees the
+        // stalled part). A client per attempt is cheap (it shares the connection pool); each
+        // gets the retries this call has left, and all share the call's attempt counter.
+        let attempt = || {
+            let left = max_attempts.saturating_sub(call.attempts().saturating_add(1));
+            let client = Client::build(self.http.clone(), self.config.clone()).with_http_service(
+                RetryService::new(
+                    self.http.clone(),
+                    self.policy.with_max_retries(left),
+                    call.clone(),
+                    !self.has_key,
+                    PROVIDER,
+                ),
+            );
+            let body = body.clone();
+            async move {
+                if self.stream {
+                    streamed(&client, body, self.idle_timeout).await
+                } else {
+                    plain(&client, body).await
+                }
             }
         };
+        let work = attempt
+            .retry(super::http::backoff(&self.policy))
+            .sleep(tokio::time::sleep)
+            .when(|e| matches!(e, CallError::Stalled) && call.attempts() < max_attempts)
+            .adjust(move |_, ours| {
+                let wait = ours?;
+                (Instant::now() + wait < deadline).then_some(wait)
+            })
+            .notify(|_, wait| {
+                tracing::warn!(
+                    provider = PROVIDER,
+                    attempt = call.attempts(),
+                    wait_ms = wait.as_millis() as u64,
+                    "{PROVIDER}: the reply stream stalled for {:.0}s; retrying in {:.1}s",
+                    self.idle_timeout.as_secs_f64(),
+                    wait.as_secs_f64()
+                );
+            });
         let raw = match tokio::time::timeout(self.timeout, work).await {
             Err(_) => {
                 return Err(LlmError::Timeout {
@@ -477,6 +515,13 @@ impl LlmClient for OpenAiClient {
                 return Err(LlmError::InvalidReply {
                     provider: PROVIDER.into(),
                     message: why.into(),
+                })
+            }
+            Ok(Err(CallError::Stalled)) => {
+                return Err(LlmError::Stalled {
+                    provider: PROVIDER.into(),
+                    seconds: self.idle_timeout.as_secs_f64().ceil() as u64,
+                    attempts: call.attempts().max(1),
                 })
             }
             Ok(Err(CallError::OpenAi(e))) => return Err(self.map_error(e, &call, &request.model)),

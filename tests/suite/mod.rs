@@ -4,3 +4,4 @@ mod cli;
 mod lifecycle;
 mod loop_runs;
 mod micro_agent;
+mod providers;

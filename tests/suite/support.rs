@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 pub const FIXED_PY: &str = "def median(values):\n    if not values:\n        raise ValueError(\"median of an empty list\")\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
@@ -56,15 +56,44 @@ struct Script {
     fallback: BTreeMap<String, Answer>,
 }
 
-/// A local OpenAI-compatible server.
+/// The wire protocol a mock server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    OpenAi,
+    Azure,
+    Anthropic,
+    Gemini,
+    Ollama,
+}
+
+/// A local server that speaks one provider's protocol, answers each role from a script, and
+/// records every request.
 pub struct MockLlm {
     pub server: MockServer,
+    pub protocol: Protocol,
     script: Arc<Mutex<Script>>,
 }
 
+/// What the mock needs to know of a request, whatever its protocol.
+struct Asked {
+    role: String,
+    model: String,
+    stream: bool,
+    max_tokens: Option<u64>,
+    prompt_chars: usize,
+}
+
+fn system_text(protocol: Protocol, body: &Value) -> String {
+    let text = match protocol {
+        Protocol::Anthropic => body["system"].as_str(),
+        Protocol::Gemini => body["systemInstruction"]["parts"][0]["text"].as_str(),
+        _ => body["messages"][0]["content"].as_str(),
+    };
+    text.unwrap_or_default().to_string()
+}
+
 /// Which role a request is from, by the system prompt of the bundled templates.
-pub fn role_of(body: &Value) -> String {
-    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+pub fn role_of_system(system: &str) -> String {
     for role in ["Librarian", "Artisan", "Critic"] {
         if system.contains(&format!("You are the {role}")) {
             return role.to_lowercase();
@@ -73,23 +102,95 @@ pub fn role_of(body: &Value) -> String {
     "unknown".into()
 }
 
-struct Responder(Arc<Mutex<Script>>);
+/// Which role an OpenAI-protocol request is from.
+pub fn role_of(body: &Value) -> String {
+    role_of_system(&system_text(Protocol::OpenAi, body))
+}
+
+/// Characters of the text fields in a request's messages, whatever their shape.
+fn text_chars(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(a) => a.iter().map(text_chars).sum(),
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| matches!(k.as_str(), "content" | "text" | "parts"))
+            .map(|(_, v)| text_chars(v))
+            .sum(),
+        _ => 0,
+    }
+}
+
+fn asked(protocol: Protocol, request: &Request, body: &Value) -> Asked {
+    let path = request.url.path().to_string();
+    let str_of = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let (model, stream, max_tokens) = match protocol {
+        Protocol::OpenAi => (
+            str_of(&body["model"]),
+            body["stream"].as_bool().unwrap_or(false),
+            body["max_completion_tokens"].as_u64(),
+        ),
+        Protocol::Azure => (
+            path.split('/').nth(3).unwrap_or("").to_string(),
+            body["stream"].as_bool().unwrap_or(false),
+            body["max_completion_tokens"]
+                .as_u64()
+                .or(body["max_tokens"].as_u64()),
+        ),
+        Protocol::Anthropic => (
+            str_of(&body["model"]),
+            body["stream"].as_bool().unwrap_or(false),
+            body["max_tokens"].as_u64(),
+        ),
+        Protocol::Gemini => {
+            let last = path.rsplit('/').next().unwrap_or("");
+            let (model, method) = last.split_once(':').unwrap_or((last, ""));
+            (
+                model.to_string(),
+                method == "streamGenerateContent",
+                body["generationConfig"]["maxOutputTokens"].as_u64(),
+            )
+        }
+        Protocol::Ollama => (
+            str_of(&body["model"]),
+            body["stream"].as_bool().unwrap_or(true),
+            body["options"]["num_predict"].as_u64(),
+        ),
+    };
+    let prompt_chars = match protocol {
+        Protocol::Anthropic => text_chars(&body["messages"]) + text_chars(&body["system"]),
+        Protocol::Gemini => text_chars(&body["contents"]) + text_chars(&body["systemInstruction"]),
+        _ => text_chars(&body["messages"]),
+    };
+    Asked {
+        role: role_of_system(&system_text(protocol, body)),
+        model,
+        stream,
+        max_tokens,
+        prompt_chars,
+    }
+}
+
+struct Responder(Protocol, Arc<Mutex<Script>>);
 
 impl Respond for Responder {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let role = role_of(&body);
+        let asked = asked(self.0, request, &body);
         let answer = {
-            let mut script = self.0.lock().unwrap();
-            let next = script.queues.get_mut(&role).and_then(|q| q.pop_front());
-            next.or_else(|| script.fallback.get(&role).cloned())
+            let mut script = self.1.lock().unwrap();
+            let next = script
+                .queues
+                .get_mut(&asked.role)
+                .and_then(|q| q.pop_front());
+            next.or_else(|| script.fallback.get(&asked.role).cloned())
         };
-        let model = body["model"].as_str().unwrap_or("mock").to_string();
-        let stream = body["stream"].as_bool().unwrap_or(false);
+        // Usage as a real server reports it: the prompt's size (about 4 characters a token) and
+        // a reply capped by the request's own limit.
+        let prompt = (asked.prompt_chars / 4) as u64;
         match answer {
-            None => {
-                ResponseTemplate::new(500).set_body_string(format!("no scripted answer for {role}"))
-            }
+            None => ResponseTemplate::new(500)
+                .set_body_string(format!("no scripted answer for {}", asked.role)),
             Some(Answer::Status {
                 status,
                 body,
@@ -105,32 +206,135 @@ impl Respond for Responder {
                 text,
                 completion_tokens,
             }) => {
-                let cap = body["max_completion_tokens"].as_u64().unwrap_or(u64::MAX);
-                completion(
-                    &model,
-                    &text,
-                    prompt_tokens(&body),
-                    completion_tokens.min(cap),
-                    stream,
-                )
+                let out = completion_tokens.min(asked.max_tokens.unwrap_or(u64::MAX));
+                reply(self.0, &asked, &text, prompt, out)
             }
             Some(Answer::Slow { text, delay }) => {
-                completion(&model, &text, prompt_tokens(&body), 200, stream).set_delay(delay)
+                reply(self.0, &asked, &text, prompt, 200).set_delay(delay)
             }
         }
     }
 }
 
-fn prompt_tokens(body: &Value) -> u64 {
-    let chars: usize = body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .map(|m| m["content"].as_str().map_or(0, |c| c.chars().count()))
-                .sum()
-        })
-        .unwrap_or(0);
-    (chars / 4) as u64
+/// The text in a few pieces, on char boundaries, as a stream would deliver it.
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(40).map(|c| c.iter().collect()).collect()
+}
+
+fn sse(events: Vec<(Option<&str>, Value)>) -> ResponseTemplate {
+    let mut body = String::new();
+    for (name, data) in events {
+        if let Some(name) = name {
+            body.push_str(&format!("event: {name}\n"));
+        }
+        body.push_str(&format!("data: {data}\n\n"));
+    }
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+fn reply(protocol: Protocol, asked: &Asked, text: &str, prompt: u64, out: u64) -> ResponseTemplate {
+    let model = asked.model.as_str();
+    match protocol {
+        Protocol::OpenAi | Protocol::Azure => completion(model, text, prompt, out, asked.stream),
+        Protocol::Anthropic => anthropic_reply(model, text, prompt, out, asked.stream),
+        Protocol::Gemini => gemini_reply(model, text, prompt, out, asked.stream),
+        Protocol::Ollama => ollama_reply(model, text, prompt, out, asked.stream),
+    }
+}
+
+fn anthropic_reply(
+    model: &str,
+    text: &str,
+    prompt: u64,
+    out: u64,
+    stream: bool,
+) -> ResponseTemplate {
+    let usage = |out: u64| {
+        json!({"input_tokens": prompt, "output_tokens": out,
+               "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+    };
+    if !stream {
+        return ResponseTemplate::new(200).set_body_json(json!({
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": null, "usage": usage(out),
+        }));
+    }
+    let mut events = vec![
+        (
+            Some("message_start"),
+            json!({"type": "message_start", "message": {
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "usage": usage(1)}}),
+        ),
+        (
+            Some("content_block_start"),
+            json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        ),
+        (Some("ping"), json!({"type": "ping"})),
+    ];
+    for p in pieces(text) {
+        events.push((
+            Some("content_block_delta"),
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": p}}),
+        ));
+    }
+    events.push((
+        Some("content_block_stop"),
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    events.push((Some("message_delta"), json!({"type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": out}})));
+    events.push((Some("message_stop"), json!({"type": "message_stop"})));
+    sse(events)
+}
+
+fn gemini_reply(model: &str, text: &str, prompt: u64, out: u64, stream: bool) -> ResponseTemplate {
+    let chunk = |t: &str, last: bool| {
+        let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}],
+                           "modelVersion": model});
+        if last {
+            c["candidates"][0]["finishReason"] = json!("STOP");
+            c["usageMetadata"] = json!({"promptTokenCount": prompt, "candidatesTokenCount": out,
+                                        "totalTokenCount": prompt + out});
+        }
+        c
+    };
+    if !stream {
+        return ResponseTemplate::new(200).set_body_json(chunk(text, true));
+    }
+    let ps = pieces(text);
+    let n = ps.len();
+    sse(ps
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (None, chunk(p, i + 1 == n)))
+        .collect())
+}
+
+fn ollama_reply(model: &str, text: &str, prompt: u64, out: u64, stream: bool) -> ResponseTemplate {
+    let line = |content: &str, done: bool| {
+        let mut l = json!({"model": model, "created_at": "2026-11-22T07:05:07Z",
+                           "message": {"role": "assistant", "content": content}, "done": done});
+        if done {
+            l["done_reason"] = json!("stop");
+            l["prompt_eval_count"] = json!(prompt);
+            l["eval_count"] = json!(out);
+        }
+        l
+    };
+    if !stream {
+        return ResponseTemplate::new(200).set_body_json(line(text, true));
+    }
+    let mut body = String::new();
+    for p in pieces(text) {
+        body.push_str(&format!("{}\n", line(&p, false)));
+    }
+    body.push_str(&format!("{}\n", line("", true)));
+    ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
 }
 
 fn completion(
@@ -177,15 +381,35 @@ fn completion(
 }
 
 impl MockLlm {
+    /// A server speaking OpenAI's chat completions.
     pub async fn start() -> Self {
+        Self::start_with(Protocol::OpenAi).await
+    }
+
+    pub async fn start_with(protocol: Protocol) -> Self {
         let server = MockServer::start().await;
         let script = Arc::new(Mutex::new(Script::default()));
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(Responder(script.clone()))
+        let route = match protocol {
+            Protocol::OpenAi => Mock::given(path("/v1/chat/completions")),
+            Protocol::Azure => {
+                Mock::given(path_regex(r"^/openai/deployments/[^/]+/chat/completions$"))
+            }
+            Protocol::Anthropic => Mock::given(path("/v1/messages")),
+            Protocol::Gemini => Mock::given(path_regex(
+                r"^/v1beta/models/[^/:]+:(generateContent|streamGenerateContent)$",
+            )),
+            Protocol::Ollama => Mock::given(path("/api/chat")),
+        };
+        route
+            .and(method("POST"))
+            .respond_with(Responder(protocol, script.clone()))
             .mount(&server)
             .await;
-        Self { server, script }
+        Self {
+            server,
+            protocol,
+            script,
+        }
     }
 
     /// Queues answers for a role (`librarian`, `artisan`, `critic`), given in order.
@@ -231,8 +455,41 @@ impl MockLlm {
             .unwrap_or_default()
             .iter()
             .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
-            .map(|b| (role_of(&b), b))
+            .map(|b| (role_of_system(&system_text(self.protocol, &b)), b))
             .collect()
+    }
+
+    /// The model each request asked for, wherever its protocol puts it.
+    pub async fn models(&self) -> Vec<String> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                let body = serde_json::from_slice::<Value>(&r.body).unwrap_or(Value::Null);
+                asked(self.protocol, r, &body).model
+            })
+            .collect()
+    }
+
+    /// One header of every request.
+    pub async fn headers(&self, name: &str) -> Vec<String> {
+        self.server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                let value = r.headers.get(name).and_then(|v| v.to_str().ok());
+                value.unwrap_or("").to_string()
+            })
+            .collect()
+    }
+
+    /// The server's root URL.
+    pub fn uri(&self) -> String {
+        self.server.uri()
     }
 
     /// The `Authorization` header of every request.

@@ -1,0 +1,905 @@
+//! Anthropic's Messages API over `reqwest`: `POST {base}/v1/messages`, streamed as server-sent
+//! events or whole.
+//!
+//! Anthropic counts cached prompt tokens apart from the others (`input_tokens` excludes them);
+//! [`Usage`] counts every prompt token in `input_tokens` and the cached ones again in
+//! `cache_read_tokens` / `cache_write_tokens`, so the three are added up here.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Response, Url};
+use serde::{Deserialize, Serialize};
+
+use super::http::{self, Failure, Outgoing, Problem, Transport};
+use super::options::ClientOptions;
+use super::retry::RetryPolicy;
+
+pub const PROVIDER: &str = "anthropic";
+pub const DEFAULT_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The API version this client speaks; Anthropic keeps old versions working.
+pub const API_VERSION: &str = "2023-06-01";
+const OFFICIAL_HOST: &str = "api.anthropic.com";
+/// Anthropic accepts temperatures from 0 to 1 (OpenAI's go to 2).
+const MAX_TEMPERATURE: f64 = 1.0;
+
+/// An [`LlmClient`] for `anthropic/<model>` names.
+pub struct AnthropicClient {
+    transport: Transport,
+    base_url: String,
+    url: Url,
+    headers: HeaderMap,
+    /// api.anthropic.com needs a key; a proxy in front of it may not.
+    official: bool,
+    has_key: bool,
+    stream: bool,
+}
+
+impl std::fmt::Debug for AnthropicClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicClient")
+            .field("base_url", &self.base_url)
+            .field("has_key", &self.has_key)
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicClient {
+    /// Resolves the endpoint and key. A missing key is not an error here: a run whose roles
+    /// never call Anthropic must not need one; the first call fails instead, before any request.
+    pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
+        let api_key_env = if opts.api_key_env.trim().is_empty() {
+            DEFAULT_API_KEY_ENV.to_string()
+        } else {
+            opts.api_key_env.clone()
+        };
+        let (base_url, parsed) = http::resolve_base_url(
+            PROVIDER,
+            opts.base_url.clone(),
+            BASE_URL_ENV,
+            DEFAULT_BASE_URL,
+        )?;
+        // The SDKs take the base without `/v1`; one written with it works too.
+        let path = if base_url.ends_with("/v1") {
+            "/messages"
+        } else {
+            "/v1/messages"
+        };
+        let url = http::join(PROVIDER, &base_url, path)?;
+        let key = http::resolve_key(opts.api_key.clone(), &api_key_env);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(API_VERSION),
+        );
+        if let Some(key) = &key {
+            headers.insert(
+                HeaderName::from_static("x-api-key"),
+                http::secret_header(PROVIDER, key)?,
+            );
+        }
+        let transport = Transport::new(PROVIDER, &opts, api_key_env, parse_error)?;
+        Ok(Self {
+            transport,
+            base_url,
+            url,
+            headers,
+            official: parsed.host_str() == Some(OFFICIAL_HOST),
+            has_key: key.is_some(),
+            stream: opts.stream,
+        })
+    }
+
+    /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.transport.policy = policy;
+        self
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Fails with the error a call would give when api.anthropic.com has no key.
+    pub fn check(&self) -> Result<(), LlmError> {
+        if self.official && !self.has_key {
+            return Err(http::missing_key(
+                PROVIDER,
+                &self.transport.api_key_env,
+                OFFICIAL_HOST,
+            ));
+        }
+        Ok(())
+    }
+
+    fn body<'a>(&self, model: &'a str, request: &ChatRequest) -> Body<'a> {
+        let (system, turns) = http::split_system(&request.messages);
+        let temperature = request.temperature.map(|t| {
+            let t = http::temperature(t);
+            if t > MAX_TEMPERATURE {
+                tracing::debug!("{PROVIDER}: temperature {t} is above 1; sending 1");
+            }
+            t.clamp(0.0, MAX_TEMPERATURE)
+        });
+        Body {
+            model,
+            system,
+            messages: turns
+                .into_iter()
+                .map(|(speaker, content)| Message {
+                    role: if speaker == Speaker::Assistant {
+                        "assistant"
+                    } else {
+                        "user"
+                    },
+                    content,
+                })
+                .collect(),
+            max_tokens: request.max_tokens,
+            temperature,
+            stream: self.stream,
+        }
+    }
+}
+
+impl super::Provider for AnthropicClient {
+    fn describe(&self) -> String {
+        format!(
+            "{PROVIDER} (Claude via {}, key in {})",
+            self.base_url, self.transport.api_key_env
+        )
+    }
+
+    fn check(&self) -> Result<(), LlmError> {
+        AnthropicClient::check(self)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<Message>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    stream: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Message {
+    role: &'static str,
+    content: String,
+}
+
+/// Anthropic's usage block; later blocks of a stream repeat or update earlier fields.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Fields the later block gives replace this one's (`message_delta` counts are cumulative).
+    fn update(&mut self, later: WireUsage) {
+        self.input_tokens = later.input_tokens.or(self.input_tokens);
+        self.output_tokens = later.output_tokens.or(self.output_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+    }
+
+    fn to_usage(self) -> Usage {
+        let written = self.cache_creation_input_tokens.unwrap_or(0);
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        Usage {
+            input_tokens: self.input_tokens.unwrap_or(0) + written + read,
+            output_tokens: self.output_tokens.unwrap_or(0),
+            cache_read_tokens: read,
+            cache_write_tokens: written,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: String,
+}
+
+/// A whole reply; `content` is required so that any other JSON is an invalid reply.
+#[derive(Debug, Deserialize)]
+struct Reply {
+    #[serde(default)]
+    model: String,
+    content: Vec<Block>,
+    stop_reason: Option<String>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ApiError {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    model: String,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    text: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct MessageDelta {
+    stop_reason: Option<String>,
+}
+
+/// The events of a streamed reply. Others (`content_block_start`, `content_block_stop`,
+/// `ping`, ones added later) carry nothing we keep.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockDelta {
+        delta: Delta,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: MessageDelta,
+        usage: Option<WireUsage>,
+    },
+    MessageStop,
+    Error {
+        #[serde(default)]
+        error: ApiError,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// What came back, before usage is settled.
+#[derive(Debug, Default)]
+struct Raw {
+    text: String,
+    model: String,
+    usage: Option<WireUsage>,
+    stop_reason: Option<String>,
+}
+
+/// The HTTP status an error type stands for, for errors that come inside a stream.
+fn status_of(kind: &str) -> u16 {
+    match kind {
+        "invalid_request_error" => 400,
+        "authentication_error" => 401,
+        "billing_error" => 402,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "request_too_large" => 413,
+        "rate_limit_error" => 429,
+        "timeout_error" => 504,
+        "overloaded_error" => 529,
+        _ => 500,
+    }
+}
+
+/// `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`
+fn parse_error(body: &[u8]) -> Option<Problem> {
+    #[derive(Deserialize)]
+    struct Wrapped {
+        error: ApiError,
+    }
+    let e = serde_json::from_slice::<Wrapped>(body).ok()?.error;
+    let message = match (e.kind.is_empty(), e.message.is_empty()) {
+        (_, true) => e.kind.clone(),
+        (true, false) => http::shorten(&e.message),
+        (false, false) => format!("{} ({})", http::shorten(&e.message), e.kind),
+    };
+    Some(Problem {
+        message,
+        auth: e.kind == "authentication_error",
+        too_long: e.kind == "request_too_large",
+        retry_delay: None,
+    })
+}
+
+async fn read_whole(response: Response) -> Result<Raw, Failure> {
+    let reply: Reply = http::read_json(response).await?;
+    Ok(Raw {
+        text: reply
+            .content
+            .iter()
+            .filter(|b| b.kind == "text")
+            .map(|b| b.text.as_str())
+            .collect(),
+        model: reply.model,
+        usage: reply.usage,
+        stop_reason: reply.stop_reason,
+    })
+}
+
+async fn read_stream(response: Response, idle: std::time::Duration) -> Result<Raw, Failure> {
+    let mut events = http::sse(response, idle);
+    let mut raw = Raw::default();
+    let (mut any, mut stopped) = (false, false);
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if event.data.trim().is_empty() {
+            continue;
+        }
+        any = true;
+        match http::parse_chunk::<StreamEvent>(&event.data)? {
+            StreamEvent::MessageStart { message } => {
+                raw.model = message.model;
+                raw.usage = message.usage;
+            }
+            StreamEvent::ContentBlockDelta { delta } if delta.kind == "text_delta" => {
+                raw.text.push_str(&delta.text);
+            }
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(later) = usage {
+                    raw.usage.get_or_insert_with(WireUsage::default).update(later);
+                }
+                if delta.stop_reason.is_some() {
+                    raw.stop_reason = delta.stop_reason;
+                }
+            }
+            StreamEvent::MessageStop => {
+                stopped = true;
+                break;
+            }
+            StreamEvent::Error { error } => {
+                let message = if error.message.is_empty() {
+                    error.kind.clone()
+                } else {
+                    format!("{} ({})", error.message, error.kind)
+                };
+                return Err(Failure::in_stream(status_of(&error.kind), message, &raw.text));
+            }
+            StreamEvent::ContentBlockDelta { .. } | StreamEvent::Other => {}
+        }
+    }
+    if !any {
+        return Err(Failure::Invalid(
+            "the reply has no server-sent events (is this the Anthropic Messages API?)".into(),
+        ));
+    }
+    if !stopped {
+        return Err(Failure::Network(
+            "the stream ended before message_stop: the reply is incomplete".into(),
+        ));
+    }
+    Ok(raw)
+}
+
+#[async_trait::async_trait]
+impl LlmClient for AnthropicClient {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        let model = http::model_id(PROVIDER, &request.model)?;
+        self.check()?;
+        let started = Instant::now();
+        let out = Outgoing::json(
+            self.url.clone(),
+            self.headers.clone(),
+            &self.body(model, &request),
+            PROVIDER,
+        )?;
+        let idle = self.transport.idle_timeout;
+        let stream = self.stream;
+        let (raw, attempts) = self
+            .transport
+            .call(&out, move |response| async move {
+                if stream {
+                    read_stream(response, idle).await
+                } else {
+                    read_whole(response).await
+                }
+            })
+            .await?;
+        match raw.stop_reason.as_deref() {
+            Some("max_tokens") => tracing::warn!(
+                "{}: the reply reached max_tokens ({}) and is cut short",
+                request.model,
+                request.max_tokens
+            ),
+            Some("refusal") => tracing::warn!("{}: the model refused to answer", request.model),
+            _ => {}
+        }
+        let usage = match raw.usage {
+            Some(u) => u.to_usage(),
+            None => http::estimate_usage(&request.model, &request.messages, &raw.text),
+        };
+        tracing::debug!(
+            model = %request.model,
+            attempts,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            input = usage.input_tokens,
+            output = usage.output_tokens,
+            cache_read = usage.cache_read_tokens,
+            cache_write = usage.cache_write_tokens,
+            "{PROVIDER} call done"
+        );
+        Ok(ChatReply {
+            text: raw.text,
+            usage,
+            model: if raw.model.is_empty() {
+                model.to_string()
+            } else {
+                raw.model
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::http::test_server;
+    use crate::providers::testkit::{fast_retries, last_body, request};
+    use serde_json::{json, Value};
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const MODEL: &str = "anthropic/claude-sonnet-4-5";
+    const SERVED: &str = "claude-sonnet-4-5-20250929";
+
+    fn options(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> ClientOptions {
+        let mut o = ClientOptions {
+            base_url: Some(base.to_string()),
+            api_key: Some("test-key".into()),
+            api_key_env: DEFAULT_API_KEY_ENV.into(),
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        };
+        tweak(&mut o);
+        o
+    }
+
+    fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
+        let o = options(base, tweak);
+        let retries = o.max_retries;
+        AnthropicClient::new(o)
+            .expect("client")
+            .with_retry_policy(fast_retries(retries))
+    }
+
+    fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
+        client_at(&server.uri(), tweak)
+    }
+
+    fn usage(input: u64, output: u64, written: u64, read: u64) -> Value {
+        json!({
+            "input_tokens": input, "output_tokens": output,
+            "cache_creation_input_tokens": written, "cache_read_input_tokens": read
+        })
+    }
+
+    fn sse_body(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("x")))
+            .collect()
+    }
+
+    fn stream_events(deltas: &[&str]) -> Vec<Value> {
+        let mut events = vec![
+            json!({"type": "message_start", "message": {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": SERVED,
+                "content": [], "stop_reason": null, "usage": usage(100, 1, 40, 2000)
+            }}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "ping"}),
+        ];
+        events.extend(deltas.iter().map(|d| {
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}})
+        }));
+        events.push(json!({"type": "content_block_stop", "index": 0}));
+        events.push(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 15}}));
+        events.push(json!({"type": "message_stop"}));
+        events
+    }
+
+    fn sse_reply(deltas: &[&str]) -> ResponseTemplate {
+        ResponseTemplate::new(200).set_body_raw(sse_body(&stream_events(deltas)), "text/event-stream")
+    }
+
+    fn error_reply(status: u16, kind: &str, message: &str) -> ResponseTemplate {
+        ResponseTemplate::new(status).set_body_json(
+            json!({"type": "error", "error": {"type": kind, "message": message}}),
+        )
+    }
+
+    const EXPECTED: Usage = Usage {
+        input_tokens: 2140,
+        output_tokens: 15,
+        cache_read_tokens: 2000,
+        cache_write_tokens: 40,
+    };
+
+    #[tokio::test]
+    async fn streams_text_and_usage_with_cache_tokens() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", "test-key"))
+            .and(header("anthropic-version", API_VERSION))
+            .and(header("content-type", "application/json"))
+            .respond_with(sse_reply(&["Hel", "lo"]))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut req = request(MODEL);
+        req.messages.insert(1, ralph_actors::llm::ChatMessage::system("Be brief."));
+        let reply = client(&server, |_| {}).complete(req).await.expect("reply");
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(reply.model, SERVED);
+        assert_eq!(reply.usage, EXPECTED);
+
+        let sent = last_body(&server).await;
+        assert_eq!(sent["model"], "claude-sonnet-4-5");
+        assert_eq!(sent["system"], "You fix code.\n\nBe brief.");
+        assert_eq!(sent["messages"], json!([{"role": "user", "content": "fix it"}]));
+        assert_eq!(sent["max_tokens"], 321);
+        assert_eq!(sent["temperature"], 0.2);
+        assert_eq!(sent["stream"], true);
+    }
+
+    #[tokio::test]
+    async fn reads_a_whole_reply() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": SERVED,
+                "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "All "}, {"type": "text", "text": "done."}],
+                "stop_reason": "end_turn", "usage": usage(100, 15, 40, 2000)
+            })))
+            .mount(&server)
+            .await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request(MODEL))
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "All done.");
+        assert_eq!(reply.usage, EXPECTED);
+        assert_eq!(last_body(&server).await["stream"], false);
+    }
+
+    #[tokio::test]
+    async fn a_base_url_with_v1_and_a_hot_temperature() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(sse_reply(&["ok"]))
+            .mount(&server)
+            .await;
+        let mut req = request(MODEL);
+        req.temperature = Some(1.5);
+        client_at(&format!("{}/v1/", server.uri()), |_| {})
+            .complete(req)
+            .await
+            .expect("reply");
+        assert_eq!(last_body(&server).await["temperature"], 1.0);
+    }
+
+    #[tokio::test]
+    async fn unauthorized_names_the_key_variable() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(401, "authentication_error", "invalid x-api-key"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.api_key_env = "ANTHROPIC_KEY".into())
+            .complete(request(MODEL))
+            .await
+            .expect_err("401");
+        let text = err.to_string();
+        assert!(matches!(err, LlmError::Auth { .. }), "{err:?}");
+        assert!(text.contains("ANTHROPIC_KEY") && text.contains("invalid x-api-key"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_official_api_needs_a_key_before_any_request() {
+        let c = AnthropicClient::new(ClientOptions {
+            base_url: Some(DEFAULT_BASE_URL.into()),
+            api_key: None,
+            api_key_env: "RALPH_TEST_SURELY_UNSET_KEY".into(),
+            ..ClientOptions::default()
+        })
+        .expect("client");
+        let err = c.complete(request(MODEL)).await.expect_err("no key");
+        assert!(
+            matches!(&err, LlmError::Auth { env_var, .. } if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
+            "{err:?}"
+        );
+        assert_eq!(super::super::Provider::check(&c), Err(err));
+    }
+
+    #[tokio::test]
+    async fn waits_for_retry_after_then_succeeds() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                error_reply(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")
+                    .insert_header("retry-after", "1"),
+            )
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse_reply(&["ok"]))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let started = Instant::now();
+        let reply = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect("reply after a retry");
+        assert_eq!(reply.text, "ok");
+        assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn rate_limited_after_the_retries_keeps_the_delay() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                error_reply(429, "rate_limit_error", "slow down").insert_header("retry-after-ms", "20"),
+            )
+            .expect(2)
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.max_retries = 1)
+            .complete(request(MODEL))
+            .await
+            .expect_err("429s");
+        assert!(
+            matches!(err, LlmError::RateLimited { attempts: 2, retry_after_ms: Some(20), .. }),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn gives_up_on_a_failing_server_after_the_retries() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(500, "api_error", "Internal server error"))
+            .expect(4)
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.max_retries = 3)
+            .complete(request(MODEL))
+            .await
+            .expect_err("500s");
+        assert!(
+            matches!(&err, LlmError::Server { status: 500, attempts: 4, message, .. } if message.contains("Internal server error")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn overloaded_529_is_retried() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(529, "overloaded_error", "Overloaded"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse_reply(&["ok"]))
+            .mount(&server)
+            .await;
+        let reply = client(&server, |_| {}).complete(request(MODEL)).await.expect("reply");
+        assert_eq!(reply.text, "ok");
+    }
+
+    #[tokio::test]
+    async fn an_error_event_before_any_text_is_retried() {
+        let server = MockServer::start().await;
+        let overloaded = sse_body(&[
+            stream_events(&[])[0].clone(),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]);
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(overloaded.clone(), "text/event-stream"))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(sse_reply(&["ok"]))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        let c = client(&server, |o| o.max_retries = 1);
+        assert_eq!(c.complete(request(MODEL)).await.expect("reply").text, "ok");
+        // Every attempt overloaded: a server error, after both.
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream"))
+            .mount(&server)
+            .await;
+        let err = c.complete(request(MODEL)).await.expect_err("overloaded");
+        assert!(
+            matches!(&err, LlmError::Server { status: 529, attempts: 2, message, .. } if message.contains("Overloaded")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_event_after_text_is_not_retried() {
+        let server = MockServer::start().await;
+        let mut events = stream_events(&["half"]);
+        events.truncate(4);
+        events.push(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}));
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(sse_body(&events), "text/event-stream"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("error");
+        assert!(matches!(err, LlmError::Server { status: 529, attempts: 1, .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn prompt_too_long_is_its_own_kind() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(
+                400,
+                "invalid_request_error",
+                "prompt is too long: 212345 tokens > 200000 maximum",
+            ))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("400");
+        assert!(
+            matches!(&err, LlmError::ContextTooLong { message, .. } if message.contains("212345")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn other_bad_requests_and_unknown_models_are_rejected() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(404, "not_found_error", "model: claude-nope"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("404");
+        assert!(
+            matches!(&err, LlmError::Request { status: 404, message, .. } if message.contains("claude-nope")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn garbage_is_an_invalid_reply() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"))
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.stream = false)
+            .complete(request(MODEL))
+            .await
+            .expect_err("garbage");
+        assert!(
+            matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
+            "{err:?}"
+        );
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("garbage");
+        assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
+        // Events that are not JSON.
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw("data: {oops\n\n", "text/event-stream"))
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("bad event");
+        assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_cut_stream_is_a_network_error() {
+        let server = MockServer::start().await;
+        let mut events = stream_events(&["half"]);
+        events.truncate(4);
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(sse_body(&events), "text/event-stream"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("cut");
+        assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_stalled_stream_is_retried_then_reported() {
+        let first = sse_body(&stream_events(&[])[..1]);
+        let (url, served) = test_server::stalling("text/event-stream", &first).await;
+        let err = client_at(&url, |o| {
+            o.idle_timeout = Duration::from_millis(200);
+            o.max_retries = 2;
+        })
+        .complete(request(MODEL))
+        .await
+        .expect_err("stalled");
+        assert!(
+            matches!(err, LlmError::Stalled { attempts: 3, seconds: 1, .. }),
+            "{err:?}"
+        );
+        assert_eq!(served.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_times_out() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(sse_reply(&["late"]).set_delay(Duration::from_secs(5)))
+            .mount(&server)
+            .await;
+        let started = Instant::now();
+        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
+            .complete(request(MODEL))
+            .await;
+        assert!(matches!(err, Err(LlmError::Timeout { seconds: 1, .. })), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn estimates_missing_usage() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "content": [{"type": "text", "text": "some text"}]
+            })))
+            .mount(&server)
+            .await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request(MODEL))
+            .await
+            .expect("reply");
+        assert_eq!(reply.model, "claude-sonnet-4-5");
+        assert!(reply.usage.input_tokens > 5 && reply.usage.output_tokens == 2, "{:?}", reply.usage);
+    }
+
+    #[test]
+    fn parses_error_bodies() {
+        let p = parse_error(br#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#)
+            .expect("parsed");
+        assert!(p.auth);
+        assert_eq!(p.message, "invalid x-api-key (authentication_error)");
+        assert!(parse_error(b"Bad Gateway").is_none());
+    }
+}

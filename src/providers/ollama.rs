@@ -1,0 +1,613 @@
+//! Ollama's native chat API over `reqwest`: `POST {host}/api/chat`, streamed as
+//! newline-delimited JSON or whole. No key: Ollama runs locally. (Its OpenAI-compatible `/v1`
+//! works through the `openai` provider too; the native API reports token counts without asking
+//! and names a missing model plainly.)
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::{Response, Url};
+use serde::{Deserialize, Serialize};
+
+use super::http::{self, Failure, Outgoing, Problem, Transport};
+use super::options::ClientOptions;
+use super::retry::RetryPolicy;
+
+pub const PROVIDER: &str = "ollama";
+pub const HOST_ENV: &str = "OLLAMA_HOST";
+pub const DEFAULT_HOST: &str = "http://localhost:11434";
+const DEFAULT_PORT: u16 = 11434;
+/// Only a remote Ollama behind a proxy (or ollama.com) wants a key; it is sent as a bearer token
+/// when set.
+pub const DEFAULT_API_KEY_ENV: &str = "OLLAMA_API_KEY";
+
+/// An [`LlmClient`] for `ollama/<model>` names.
+pub struct OllamaClient {
+    transport: Transport,
+    host: String,
+    url: Url,
+    headers: HeaderMap,
+    stream: bool,
+}
+
+impl std::fmt::Debug for OllamaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OllamaClient")
+            .field("host", &self.host)
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `OLLAMA_HOST` as Ollama itself reads it: `host`, `host:port` or a URL; without a scheme it
+/// is `http://` and without a port it is 11434.
+pub fn normalize_host(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    if host.contains("://") {
+        return host.to_string();
+    }
+    let (authority, path) = match host.find('/') {
+        Some(i) => host.split_at(i),
+        None => (host, ""),
+    };
+    // `[::1]` has colons but no port; `[::1]:8080` and `h:8080` have one.
+    let has_port = match authority.rfind(']') {
+        Some(close) => authority[close..].contains(':'),
+        None => authority.contains(':'),
+    };
+    if has_port {
+        format!("http://{authority}{path}")
+    } else {
+        format!("http://{authority}:{DEFAULT_PORT}{path}")
+    }
+}
+
+impl OllamaClient {
+    pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
+        // The options' default variable is OpenAI's: that key must never go to another host.
+        let api_key_env = match opts.api_key_env.trim() {
+            "" | "OPENAI_API_KEY" => DEFAULT_API_KEY_ENV.to_string(),
+            env => env.to_string(),
+        };
+        let given = http::non_empty(opts.base_url.clone())
+            .or_else(|| http::non_empty(std::env::var(HOST_ENV).ok()))
+            .map(|h| normalize_host(&h));
+        let (host, _) = http::resolve_base_url(PROVIDER, given, HOST_ENV, DEFAULT_HOST)?;
+        let url = http::join(PROVIDER, &host, "/api/chat")?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = http::resolve_key(opts.api_key.clone(), &api_key_env) {
+            headers.insert(
+                AUTHORIZATION,
+                http::secret_header(PROVIDER, &format!("Bearer {key}"))?,
+            );
+        }
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("application/x-ndjson, application/json"),
+        );
+        let transport = Transport::new(PROVIDER, &opts, api_key_env, parse_error)?
+            .with_network_hint(format!("is `ollama serve` running at {host}?"));
+        Ok(Self {
+            transport,
+            host,
+            url,
+            headers,
+            stream: opts.stream,
+        })
+    }
+
+    /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.transport.policy = policy;
+        self
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl super::Provider for OllamaClient {
+    fn describe(&self) -> String {
+        format!("{PROVIDER} (local models at {})", self.host)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Message<'a>>,
+    /// Ollama streams unless told not to.
+    stream: bool,
+    options: Options,
+}
+
+#[derive(Debug, Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct Options {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    num_predict: u32,
+}
+
+fn body<'a>(model: &'a str, request: &'a ChatRequest, stream: bool) -> Body<'a> {
+    Body {
+        model,
+        messages: request
+            .messages
+            .iter()
+            .map(|m| Message {
+                role: match m.speaker {
+                    Speaker::System => "system",
+                    Speaker::User => "user",
+                    Speaker::Assistant => "assistant",
+                },
+                content: &m.content,
+            })
+            .collect(),
+        stream,
+        options: Options {
+            temperature: request.temperature.map(http::temperature),
+            num_predict: request.max_tokens,
+        },
+    }
+}
+
+/// One line of a stream, or the whole reply: the same fields.
+#[derive(Debug, Default, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    model: String,
+    message: Option<ChunkMessage>,
+    #[serde(default)]
+    done: bool,
+    done_reason: Option<String>,
+    prompt_eval_count: Option<u64>,
+    eval_count: Option<u64>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChunkMessage {
+    #[serde(default)]
+    content: String,
+}
+
+#[derive(Debug, Default)]
+struct Raw {
+    text: String,
+    model: String,
+    done_reason: Option<String>,
+    prompt_eval_count: Option<u64>,
+    eval_count: Option<u64>,
+}
+
+impl Raw {
+    /// Takes one chunk; true when it is the last.
+    fn add(&mut self, chunk: Chunk) -> Result<bool, Failure> {
+        if let Some(error) = chunk.error {
+            return Err(Failure::in_stream(500, error, &self.text));
+        }
+        if self.model.is_empty() {
+            self.model = chunk.model;
+        }
+        if let Some(m) = chunk.message {
+            self.text.push_str(&m.content);
+        }
+        if chunk.done {
+            self.done_reason = chunk.done_reason;
+            self.prompt_eval_count = chunk.prompt_eval_count;
+            self.eval_count = chunk.eval_count;
+        }
+        Ok(chunk.done)
+    }
+}
+
+/// `{"error":"model 'x' not found, try pulling it first"}`
+fn parse_error(body: &[u8]) -> Option<Problem> {
+    #[derive(Deserialize)]
+    struct Wrapped {
+        error: String,
+    }
+    let e = serde_json::from_slice::<Wrapped>(body).ok()?;
+    Some(Problem::message(http::shorten(&e.error)))
+}
+
+async fn read_whole(response: Response) -> Result<Raw, Failure> {
+    let chunk: Chunk = http::read_json(response).await?;
+    let mut raw = Raw::default();
+    if !raw.add(chunk)? {
+        return Err(Failure::Invalid(
+            "the reply is not a finished Ollama chat response (no `\"done\": true`)".into(),
+        ));
+    }
+    Ok(raw)
+}
+
+async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure> {
+    let mut lines = http::ndjson(response, idle);
+    let mut raw = Raw::default();
+    let mut any = false;
+    while let Some(line) = lines.next().await {
+        let chunk: Chunk = http::parse_chunk(&line?)?;
+        any = true;
+        if raw.add(chunk)? {
+            return Ok(raw);
+        }
+    }
+    Err(if any {
+        Failure::Network("the stream ended before `\"done\": true`: the reply is incomplete".into())
+    } else {
+        Failure::Invalid("the reply is empty (is this Ollama's /api/chat?)".into())
+    })
+}
+
+#[async_trait::async_trait]
+impl LlmClient for OllamaClient {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        let model = http::model_id(PROVIDER, &request.model)?;
+        let started = Instant::now();
+        let out = Outgoing::json(
+            self.url.clone(),
+            self.headers.clone(),
+            &body(model, &request, self.stream),
+            PROVIDER,
+        )?;
+        let idle = self.transport.idle_timeout;
+        let stream = self.stream;
+        let (raw, attempts) = self
+            .transport
+            .call(&out, move |response| async move {
+                if stream {
+                    read_stream(response, idle).await
+                } else {
+                    read_whole(response).await
+                }
+            })
+            .await
+            .map_err(|e| match e {
+                LlmError::Request {
+                    provider,
+                    status: 404,
+                    message,
+                } if message.contains("not found") => LlmError::Request {
+                    provider,
+                    status: 404,
+                    message: format!("{message} (run `ollama pull {model}`)"),
+                },
+                e => e,
+            })?;
+        if raw.done_reason.as_deref() == Some("length") {
+            tracing::warn!(
+                "{}: the reply reached max_tokens ({}) and is cut short",
+                request.model,
+                request.max_tokens
+            );
+        }
+        let usage = match (raw.prompt_eval_count, raw.eval_count) {
+            (Some(input), Some(output)) => Usage {
+                input_tokens: input,
+                output_tokens: output,
+                ..Usage::default()
+            },
+            // Ollama leaves `prompt_eval_count` out when the whole prompt came from its cache.
+            (None, Some(output)) => Usage {
+                output_tokens: output,
+                ..http::estimate_usage(&request.model, &request.messages, "")
+            },
+            _ => http::estimate_usage(&request.model, &request.messages, &raw.text),
+        };
+        tracing::debug!(
+            model = %request.model,
+            attempts,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            input = usage.input_tokens,
+            output = usage.output_tokens,
+            "{PROVIDER} call done"
+        );
+        Ok(ChatReply {
+            text: raw.text,
+            usage,
+            model: if raw.model.is_empty() {
+                model.to_string()
+            } else {
+                raw.model
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::http::test_server;
+    use crate::providers::testkit::{fast_retries, last_body, request};
+    use serde_json::{json, Value};
+    use std::sync::atomic::Ordering;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const MODEL: &str = "ollama/qwen2.5-coder:7b";
+
+    fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> OllamaClient {
+        let mut o = ClientOptions {
+            base_url: Some(base.to_string()),
+            api_key: None,
+            api_key_env: String::new(),
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        };
+        tweak(&mut o);
+        let retries = o.max_retries;
+        OllamaClient::new(o)
+            .expect("client")
+            .with_retry_policy(fast_retries(retries))
+    }
+
+    fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OllamaClient {
+        client_at(&server.uri(), tweak)
+    }
+
+    fn line(content: &str) -> Value {
+        json!({"model": "qwen2.5-coder:7b", "created_at": "2025-01-01T00:00:00Z",
+               "message": {"role": "assistant", "content": content}, "done": false})
+    }
+
+    fn last() -> Value {
+        json!({"model": "qwen2.5-coder:7b", "created_at": "2025-01-01T00:00:01Z",
+               "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop",
+               "total_duration": 1_000_000, "prompt_eval_count": 42, "eval_count": 7})
+    }
+
+    fn ndjson_reply(deltas: &[&str]) -> ResponseTemplate {
+        let mut body: String = deltas.iter().map(|d| format!("{}\n", line(d))).collect();
+        body.push_str(&format!("{}\n", last()));
+        ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson")
+    }
+
+    fn error_reply(status: u16, message: &str) -> ResponseTemplate {
+        ResponseTemplate::new(status).set_body_json(json!({"error": message}))
+    }
+
+    const EXPECTED: Usage = Usage {
+        input_tokens: 42,
+        output_tokens: 7,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    };
+
+    #[tokio::test]
+    async fn streams_text_and_usage() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/api/chat"))
+            .respond_with(ndjson_reply(&["Hel", "lo"]))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let reply = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(reply.model, "qwen2.5-coder:7b");
+        assert_eq!(reply.usage, EXPECTED);
+        let sent = last_body(&server).await;
+        assert_eq!(sent["model"], "qwen2.5-coder:7b");
+        assert_eq!(sent["stream"], true);
+        assert_eq!(
+            sent["messages"],
+            json!([{"role": "system", "content": "You fix code."}, {"role": "user", "content": "fix it"}])
+        );
+        assert_eq!(sent["options"], json!({"temperature": 0.2, "num_predict": 321}));
+        let received = server.received_requests().await.expect("recorded");
+        assert!(received[0].headers.get("authorization").is_none());
+    }
+
+    #[tokio::test]
+    async fn reads_a_whole_reply() {
+        let server = MockServer::start().await;
+        let mut whole = last();
+        whole["message"]["content"] = json!("All done.");
+        Mock::given(method("POST"))
+            .and(path("/api/chat"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(whole))
+            .mount(&server)
+            .await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request(MODEL))
+            .await
+            .expect("reply");
+        assert_eq!(reply.text, "All done.");
+        assert_eq!(reply.usage, EXPECTED);
+        assert_eq!(last_body(&server).await["stream"], false);
+    }
+
+    #[tokio::test]
+    async fn a_key_is_sent_when_set_and_401_names_its_variable() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(401, "unauthorized"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.api_key = Some("k".into()))
+            .complete(request(MODEL))
+            .await
+            .expect_err("401");
+        assert!(
+            matches!(&err, LlmError::Auth { env_var, message, .. } if env_var == "OLLAMA_API_KEY" && message == "unauthorized"),
+            "{err:?}"
+        );
+        let received = server.received_requests().await.expect("recorded");
+        assert_eq!(
+            received[0].headers.get("authorization").and_then(|v| v.to_str().ok()),
+            Some("Bearer k")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_model_says_how_to_pull_it() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(404, "model \"qwen2.5-coder:7b\" not found, try pulling it first"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("404");
+        assert!(
+            matches!(&err, LlmError::Request { status: 404, message, .. } if message.contains("ollama pull qwen2.5-coder:7b")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn waits_for_retry_after_then_succeeds() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(429, "busy").insert_header("retry-after", "1"))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ndjson_reply(&["ok"]))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let started = Instant::now();
+        let reply = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect("reply after a retry");
+        assert_eq!(reply.text, "ok");
+        assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn gives_up_on_a_failing_server_after_the_retries() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(500, "llama runner process has terminated"))
+            .expect(4)
+            .mount(&server)
+            .await;
+        let err = client(&server, |o| o.max_retries = 3)
+            .complete(request(MODEL))
+            .await
+            .expect_err("500s");
+        assert!(
+            matches!(&err, LlmError::Server { status: 500, attempts: 4, message, .. } if message.contains("terminated")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn garbage_is_an_invalid_reply() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"))
+            .mount(&server)
+            .await;
+        for stream in [false, true] {
+            let err = client(&server, |o| o.stream = stream)
+                .complete(request(MODEL))
+                .await
+                .expect_err("garbage");
+            assert!(
+                matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_error_line_is_reported() {
+        let server = MockServer::start().await;
+        let body = format!("{}\n{}\n", line("par"), json!({"error": "an error was encountered while running the model"}));
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("error");
+        assert!(matches!(err, LlmError::Server { status: 500, attempts: 1, .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn prompt_too_long_is_its_own_kind() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(error_reply(400, "the input length exceeds the context length"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("400");
+        assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_stalled_stream_is_retried_then_reported() {
+        let first = format!("{}\n", line("Hel"));
+        let (url, served) = test_server::stalling("application/x-ndjson", &first).await;
+        let err = client_at(&url, |o| {
+            o.idle_timeout = Duration::from_millis(200);
+            o.max_retries = 1;
+        })
+        .complete(request(MODEL))
+        .await
+        .expect_err("stalled");
+        assert!(matches!(err, LlmError::Stalled { attempts: 2, .. }), "{err:?}");
+        assert_eq!(served.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_times_out() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ndjson_reply(&["late"]).set_delay(Duration::from_secs(5)))
+            .mount(&server)
+            .await;
+        let started = Instant::now();
+        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
+            .complete(request(MODEL))
+            .await;
+        assert!(matches!(err, Err(LlmError::Timeout { seconds: 1, .. })), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn a_stopped_server_is_a_network_error_with_a_hint() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let err = client_at(&format!("127.0.0.1:{port}"), |o| o.max_retries = 1)
+            .complete(request(MODEL))
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&err, LlmError::Network { message, .. } if message.contains("ollama serve") && message.contains(&format!("http://127.0.0.1:{port}"))),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn reads_ollama_host_like_ollama() {
+        assert_eq!(normalize_host("localhost"), "http://localhost:11434");
+        assert_eq!(normalize_host("0.0.0.0:8080"), "http://0.0.0.0:8080");
+        assert_eq!(normalize_host("[::1]"), "http://[::1]:11434");
+        assert_eq!(normalize_host("https://ollama.example.com/"), "https://ollama.example.com");
+        assert_eq!(normalize_host("box/ollama"), "http://box:11434/ollama");
+        let c = client_at("gpu-box", |_| {});
+        assert_eq!(c.host(), "http://gpu-box:11434");
+        assert!(super::super::Provider::check(&c).is_ok());
+    }
+}
