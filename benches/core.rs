@@ -2,6 +2,9 @@
 //! failing run, code extraction from a reply, prompt rendering, and token counting. Run with
 //! `cargo bench --bench core`. See `docs/performance.md`.
 
+// A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 use std::time::Instant;
 

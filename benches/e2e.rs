@@ -9,6 +9,9 @@
 //! (start-up runs, default 200), `RALPH_BENCH_MEM_RUNS` (sampled memory runs, default 5),
 //! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50).
 
+// A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[allow(dead_code)]
 #[path = "../tests/suite/support.rs"]
 mod support;

@@ -132,7 +132,11 @@ impl GeminiClient {
         } else {
             "generateContent"
         };
-        http::join(PROVIDER, &self.api_root, &format!("/models/{model}:{method}"))
+        http::join(
+            PROVIDER,
+            &self.api_root,
+            &format!("/models/{model}:{method}"),
+        )
     }
 }
 
@@ -319,7 +323,9 @@ impl Raw {
             } else {
                 ""
             };
-            return Err(format!("the reply has no text (finishReason {finish}{hint})"));
+            return Err(format!(
+                "the reply has no text (finishReason {finish}{hint})"
+            ));
         }
         Ok(())
     }
@@ -344,7 +350,11 @@ fn problem_of(error: &Value) -> Option<Problem> {
         .get("details")
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
-    let reason_is = |r: &str| details.iter().any(|d| text(d, "reason").as_deref() == Some(r));
+    let reason_is = |r: &str| {
+        details
+            .iter()
+            .any(|d| text(d, "reason").as_deref() == Some(r))
+    };
     // Google's RetryInfo: `"retryDelay": "37s"`.
     let retry_delay = details
         .iter()
@@ -529,7 +539,10 @@ mod tests {
     }
 
     fn sse(chunks: &[Value]) -> ResponseTemplate {
-        let body: String = chunks.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
+        let body: String = chunks
+            .iter()
+            .map(|c| format!("data: {c}\r\n\r\n"))
+            .collect();
         ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
     }
 
@@ -563,8 +576,10 @@ mod tests {
             .mount(&server)
             .await;
         let mut req = request(MODEL);
-        req.messages.push(ralph_actors::llm::ChatMessage::assistant("Which file?"));
-        req.messages.push(ralph_actors::llm::ChatMessage::user("app.py"));
+        req.messages
+            .push(ralph_actors::llm::ChatMessage::assistant("Which file?"));
+        req.messages
+            .push(ralph_actors::llm::ChatMessage::user("app.py"));
         let reply = client(&server, |_| {}).complete(req).await.expect("reply");
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "gemini-2.5-pro");
@@ -629,7 +644,10 @@ mod tests {
             .expect_err("400");
         let text = err.to_string();
         assert!(matches!(err, LlmError::Auth { .. }), "{err:?}");
-        assert!(text.contains("GOOGLE_API_KEY") && text.contains("API key not valid"), "{text}");
+        assert!(
+            text.contains("GOOGLE_API_KEY") && text.contains("API key not valid"),
+            "{text}"
+        );
     }
 
     #[tokio::test]
@@ -689,7 +707,11 @@ mod tests {
             .await
             .expect("reply after a retry");
         assert_eq!(reply.text, "ok");
-        assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(950),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]
@@ -708,9 +730,20 @@ mod tests {
             .complete(request(MODEL))
             .await
             .expect_err("429s");
-        assert!(started.elapsed() >= Duration::from_millis(380), "{:?}", started.elapsed());
         assert!(
-            matches!(err, LlmError::RateLimited { attempts: 2, retry_after_ms: Some(400), .. }),
+            started.elapsed() >= Duration::from_millis(380),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(
+                err,
+                LlmError::RateLimited {
+                    attempts: 2,
+                    retry_after_ms: Some(400),
+                    ..
+                }
+            ),
             "{err:?}"
         );
     }
@@ -719,7 +752,11 @@ mod tests {
     async fn gives_up_on_a_failing_server_after_the_retries() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(error_reply(500, "INTERNAL", "An internal error has occurred"))
+            .respond_with(error_reply(
+                500,
+                "INTERNAL",
+                "An internal error has occurred",
+            ))
             .expect(3)
             .mount(&server)
             .await;
@@ -737,7 +774,9 @@ mod tests {
     async fn garbage_is_an_invalid_reply() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
+            )
             .mount(&server)
             .await;
         let err = client(&server, |o| o.stream = false)
@@ -748,7 +787,10 @@ mod tests {
             matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
             "{err:?}"
         );
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("garbage");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("garbage");
         assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
     }
 
@@ -756,7 +798,10 @@ mod tests {
     async fn a_safety_stop_or_no_text_is_an_invalid_reply() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(sse(&[chunk("Sure, here", None, None), chunk("", Some("SAFETY"), Some(usage()))]))
+            .respond_with(sse(&[
+                chunk("Sure, here", None, None),
+                chunk("", Some("SAFETY"), Some(usage())),
+            ]))
             .up_to_n_times(1)
             .mount(&server)
             .await;
@@ -807,7 +852,10 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("400");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("400");
         assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
     }
 
@@ -822,7 +870,10 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("error");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("error");
         assert!(
             matches!(&err, LlmError::Server { status: 503, attempts: 1, message, .. } if message.contains("overloaded")),
             "{err:?}"
@@ -840,7 +891,10 @@ mod tests {
         .complete(request(MODEL))
         .await
         .expect_err("stalled");
-        assert!(matches!(err, LlmError::Stalled { attempts: 2, .. }), "{err:?}");
+        assert!(
+            matches!(err, LlmError::Stalled { attempts: 2, .. }),
+            "{err:?}"
+        );
         assert_eq!(served.load(Ordering::SeqCst), 2);
     }
 
@@ -855,7 +909,10 @@ mod tests {
         let err = client(&server, |o| o.timeout = Duration::from_millis(300))
             .complete(request(MODEL))
             .await;
-        assert!(matches!(err, Err(LlmError::Timeout { seconds: 1, .. })), "{err:?}");
+        assert!(
+            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
+            "{err:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 

@@ -47,8 +47,7 @@ pub(crate) fn backoff(policy: &RetryPolicy) -> ExponentialBuilder {
 
 /// The statuses worth another try.
 pub(crate) fn is_retryable_status(status: u16) -> bool {
-    status == OVERLOADED
-        || StatusCode::from_u16(status).is_ok_and(retry::is_retryable_status)
+    status == OVERLOADED || StatusCode::from_u16(status).is_ok_and(retry::is_retryable_status)
 }
 
 /// Whether an error message says the prompt does not fit the model. Providers say so in a 400
@@ -285,9 +284,7 @@ impl Transport {
                 seconds: ceil_secs(self.timeout),
             }),
             Ok(Ok(value)) => Ok((value, attempts.load(Ordering::Relaxed).max(1))),
-            Ok(Err(failure)) => {
-                Err(self.error(failure, attempts.load(Ordering::Relaxed).max(1)))
-            }
+            Ok(Err(failure)) => Err(self.error(failure, attempts.load(Ordering::Relaxed).max(1))),
         }
     }
 
@@ -341,8 +338,8 @@ impl Transport {
                 body,
                 server_delay,
             } => {
-                let problem = (self.parse_error)(&body)
-                    .unwrap_or_else(|| Problem::from_text(status, &body));
+                let problem =
+                    (self.parse_error)(&body).unwrap_or_else(|| Problem::from_text(status, &body));
                 self.status_error(status.as_u16(), problem, attempts, server_delay)
             }
             Failure::InStream {
@@ -424,29 +421,40 @@ fn ceil_secs(d: Duration) -> u64 {
 /// The body's bytes, each chunk awaited for at most `idle`: a silence that long ends the stream
 /// with [`Failure::Stalled`]. Pings and keep-alive comments count as life.
 fn idle_bytes(response: Response, idle: Duration) -> BoxStream<'static, Result<Bytes, Failure>> {
-    futures::stream::unfold(Some(response.bytes_stream().boxed()), move |state| async move {
-        let mut bytes = state?;
-        match tokio::time::timeout(idle, bytes.next()).await {
-            Err(_) => Some((Err(Failure::Stalled), None)),
-            Ok(None) => None,
-            Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
-            Ok(Some(Err(e))) => Some((
-                Err(Failure::Network(format!("the reply broke off: {}", chain(&e)))),
-                None,
-            )),
-        }
-    })
+    futures::stream::unfold(
+        Some(response.bytes_stream().boxed()),
+        move |state| async move {
+            let mut bytes = state?;
+            match tokio::time::timeout(idle, bytes.next()).await {
+                Err(_) => Some((Err(Failure::Stalled), None)),
+                Ok(None) => None,
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
+                Ok(Some(Err(e))) => Some((
+                    Err(Failure::Network(format!(
+                        "the reply broke off: {}",
+                        chain(&e)
+                    ))),
+                    None,
+                )),
+            }
+        },
+    )
     .boxed()
 }
 
 /// A server-sent-events reply, event by event, under the idle timeout.
-pub(crate) fn sse(response: Response, idle: Duration) -> BoxStream<'static, Result<Event, Failure>> {
+pub(crate) fn sse(
+    response: Response,
+    idle: Duration,
+) -> BoxStream<'static, Result<Event, Failure>> {
     idle_bytes(response, idle)
         .eventsource()
         .map(|event| {
             event.map_err(|e| match e {
                 EventStreamError::Transport(failure) => failure,
-                EventStreamError::Utf8(e) => Failure::Invalid(format!("the stream is not UTF-8: {e}")),
+                EventStreamError::Utf8(e) => {
+                    Failure::Invalid(format!("the stream is not UTF-8: {e}"))
+                }
                 EventStreamError::Parser(e) => {
                     Failure::Invalid(format!("the stream is not server-sent events: {e}"))
                 }
@@ -514,7 +522,10 @@ pub(crate) async fn read_json<T: DeserializeOwned>(response: Response) -> Result
         .await
         .map_err(|e| Failure::Network(format!("the reply broke off: {}", chain(&e))))?;
     serde_json::from_slice(&body).map_err(|e| {
-        Failure::Invalid(format!("{e} in `{}`", shorten(&String::from_utf8_lossy(&body))))
+        Failure::Invalid(format!(
+            "{e} in `{}`",
+            shorten(&String::from_utf8_lossy(&body))
+        ))
     })
 }
 
@@ -714,23 +725,43 @@ pub(crate) mod test_server {
     /// Serves every connection a 200 with `content_type`, then `first` as one chunk, then
     /// silence for a minute. Returns the base URL and the count of connections served.
     pub async fn stalling(content_type: &str, first: &str) -> (String, Arc<AtomicUsize>) {
+        stalling_then(content_type, first, usize::MAX, "").await
+    }
+
+    /// As [`stalling`] for the first `stalls` connections; the later ones get `whole` in full.
+    pub async fn stalling_then(
+        content_type: &str,
+        first: &str,
+        stalls: usize,
+        whole: &str,
+    ) -> (String, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let served = Arc::new(AtomicUsize::new(0));
         let count = served.clone();
-        let head = format!(
+        let stalled = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
             first.len()
         );
+        let complete = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{whole}",
+            whole.len()
+        );
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                let head = head.clone();
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                let (answer, stall) = if n < stalls {
+                    (stalled.clone(), true)
+                } else {
+                    (complete.clone(), false)
+                };
                 tokio::spawn(async move {
                     if read_request(&mut socket).await.is_ok() {
-                        let _ = socket.write_all(head.as_bytes()).await;
+                        let _ = socket.write_all(answer.as_bytes()).await;
                         let _ = socket.flush().await;
-                        tokio::time::sleep(Duration::from_secs(60)).await;
+                        if stall {
+                            tokio::time::sleep(Duration::from_secs(60)).await;
+                        }
                     }
                 });
             }
@@ -744,12 +775,9 @@ mod tests {
     use super::*;
 
     fn transport() -> Transport {
-        Transport::new(
-            "acme",
-            &ClientOptions::default(),
-            "ACME_KEY".into(),
-            |_| None,
-        )
+        Transport::new("acme", &ClientOptions::default(), "ACME_KEY".into(), |_| {
+            None
+        })
         .expect("transport")
     }
 
@@ -786,7 +814,12 @@ mod tests {
             }
         ));
         assert!(matches!(
-            t.status_error(400, p("prompt is too long: 210000 tokens > 200000 maximum"), 1, None),
+            t.status_error(
+                400,
+                p("prompt is too long: 210000 tokens > 200000 maximum"),
+                1,
+                None
+            ),
             LlmError::ContextTooLong { .. }
         ));
         assert!(matches!(

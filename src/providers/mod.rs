@@ -8,10 +8,11 @@
 //!
 //! [`build`] makes what a run talks to from an [`LlmSource`]: live, live and recorded, or replayed.
 
-pub mod limits;
 pub mod anthropic;
+pub mod azure;
 pub mod gemini;
 pub(crate) mod http;
+pub mod limits;
 pub mod ollama;
 pub mod openai;
 pub mod options;
@@ -33,6 +34,9 @@ use ralph_actors::settings::ModelSpec;
 
 use crate::models::ModelName;
 
+pub use anthropic::AnthropicClient;
+pub use gemini::GeminiClient;
+pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use options::ClientOptions;
 pub use prices::{bundled as bundled_prices, with_overrides as prices_with_overrides};
@@ -91,6 +95,9 @@ impl Router {
             let options = setup.options.clone();
             router = match name.as_str() {
                 openai::PROVIDER => router.with_provider(name, OpenAiClient::new(options)?),
+                anthropic::PROVIDER => router.with_provider(name, AnthropicClient::new(options)?),
+                gemini::PROVIDER => router.with_provider(name, GeminiClient::new(options)?),
+                ollama::PROVIDER => router.with_provider(name, OllamaClient::new(options)?),
                 _ => router,
             };
         }

@@ -406,7 +406,10 @@ mod tests {
             sent["messages"],
             json!([{"role": "system", "content": "You fix code."}, {"role": "user", "content": "fix it"}])
         );
-        assert_eq!(sent["options"], json!({"temperature": 0.2, "num_predict": 321}));
+        assert_eq!(
+            sent["options"],
+            json!({"temperature": 0.2, "num_predict": 321})
+        );
         let received = server.received_requests().await.expect("recorded");
         assert!(received[0].headers.get("authorization").is_none());
     }
@@ -448,7 +451,10 @@ mod tests {
         );
         let received = server.received_requests().await.expect("recorded");
         assert_eq!(
-            received[0].headers.get("authorization").and_then(|v| v.to_str().ok()),
+            received[0]
+                .headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok()),
             Some("Bearer k")
         );
     }
@@ -457,11 +463,17 @@ mod tests {
     async fn a_missing_model_says_how_to_pull_it() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(error_reply(404, "model \"qwen2.5-coder:7b\" not found, try pulling it first"))
+            .respond_with(error_reply(
+                404,
+                "model \"qwen2.5-coder:7b\" not found, try pulling it first",
+            ))
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("404");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("404");
         assert!(
             matches!(&err, LlmError::Request { status: 404, message, .. } if message.contains("ollama pull qwen2.5-coder:7b")),
             "{err:?}"
@@ -488,7 +500,11 @@ mod tests {
             .await
             .expect("reply after a retry");
         assert_eq!(reply.text, "ok");
-        assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(950),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]
@@ -513,7 +529,9 @@ mod tests {
     async fn garbage_is_an_invalid_reply() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
+            )
             .mount(&server)
             .await;
         for stream in [false, true] {
@@ -531,25 +549,48 @@ mod tests {
     #[tokio::test]
     async fn an_error_line_is_reported() {
         let server = MockServer::start().await;
-        let body = format!("{}\n{}\n", line("par"), json!({"error": "an error was encountered while running the model"}));
+        let body = format!(
+            "{}\n{}\n",
+            line("par"),
+            json!({"error": "an error was encountered while running the model"})
+        );
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(200).set_body_raw(body, "application/x-ndjson"))
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("error");
-        assert!(matches!(err, LlmError::Server { status: 500, attempts: 1, .. }), "{err:?}");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("error");
+        assert!(
+            matches!(
+                err,
+                LlmError::Server {
+                    status: 500,
+                    attempts: 1,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[tokio::test]
     async fn prompt_too_long_is_its_own_kind() {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
-            .respond_with(error_reply(400, "the input length exceeds the context length"))
+            .respond_with(error_reply(
+                400,
+                "the input length exceeds the context length",
+            ))
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {}).complete(request(MODEL)).await.expect_err("400");
+        let err = client(&server, |_| {})
+            .complete(request(MODEL))
+            .await
+            .expect_err("400");
         assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
     }
 
@@ -564,7 +605,10 @@ mod tests {
         .complete(request(MODEL))
         .await
         .expect_err("stalled");
-        assert!(matches!(err, LlmError::Stalled { attempts: 2, .. }), "{err:?}");
+        assert!(
+            matches!(err, LlmError::Stalled { attempts: 2, .. }),
+            "{err:?}"
+        );
         assert_eq!(served.load(Ordering::SeqCst), 2);
     }
 
@@ -579,7 +623,10 @@ mod tests {
         let err = client(&server, |o| o.timeout = Duration::from_millis(300))
             .complete(request(MODEL))
             .await;
-        assert!(matches!(err, Err(LlmError::Timeout { seconds: 1, .. })), "{err:?}");
+        assert!(
+            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
+            "{err:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
@@ -604,7 +651,10 @@ mod tests {
         assert_eq!(normalize_host("localhost"), "http://localhost:11434");
         assert_eq!(normalize_host("0.0.0.0:8080"), "http://0.0.0.0:8080");
         assert_eq!(normalize_host("[::1]"), "http://[::1]:11434");
-        assert_eq!(normalize_host("https://ollama.example.com/"), "https://ollama.example.com");
+        assert_eq!(
+            normalize_host("https://ollama.example.com/"),
+            "https://ollama.example.com"
+        );
         assert_eq!(normalize_host("box/ollama"), "http://box:11434/ollama");
         let c = client_at("gpu-box", |_| {});
         assert_eq!(c.host(), "http://gpu-box:11434");

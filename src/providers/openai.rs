@@ -936,6 +936,69 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_stalled_stream_is_retried_then_reported() {
+        let first = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+        let (url, served) =
+            crate::providers::http::test_server::stalling("text/event-stream", first).await;
+        let opts = ClientOptions {
+            base_url: Some(format!("{url}/v1")),
+            api_key: Some("k".into()),
+            idle_timeout: Duration::from_millis(200),
+            max_retries: 2,
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        };
+        let c = OpenAiClient::new(opts)
+            .expect("client")
+            .with_retry_policy(fast_retries(2));
+        let err = c
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect_err("stalled");
+        assert!(
+            matches!(
+                err,
+                LlmError::Stalled {
+                    attempts: 3,
+                    seconds: 1,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_stall_then_a_whole_stream_succeeds() {
+        let first = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+        let whole = format!("{first}{}data: [DONE]\n\n", first.replace("Hel", "lo"));
+        let (url, served) = crate::providers::http::test_server::stalling_then(
+            "text/event-stream",
+            first,
+            1,
+            &whole,
+        )
+        .await;
+        let opts = ClientOptions {
+            base_url: Some(format!("{url}/v1")),
+            api_key: Some("k".into()),
+            idle_timeout: Duration::from_millis(200),
+            timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        };
+        let reply = OpenAiClient::new(opts)
+            .expect("client")
+            .with_retry_policy(fast_retries(3))
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect("reply after a stall");
+        // Only the second attempt's text: the stalled one is dropped.
+        assert_eq!(reply.text, "Hello");
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
     async fn a_closed_port_is_a_network_error() {
         // Bind then release a port, so nothing listens on it.
         let port = std::net::TcpListener::bind("127.0.0.1:0")

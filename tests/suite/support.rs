@@ -102,10 +102,6 @@ pub fn role_of_system(system: &str) -> String {
     "unknown".into()
 }
 
-/// Which role an OpenAI-protocol request is from.
-pub fn role_of(body: &Value) -> String {
-    role_of_system(&system_text(Protocol::OpenAi, body))
-}
 
 /// Characters of the text fields in a request's messages, whatever their shape.
 fn text_chars(v: &Value) -> usize {

@@ -132,7 +132,7 @@ impl Caller {
             .chain(spec.fallbacks.iter().map(String::as_str))
             .filter(|m| !lock(&self.dead).contains(*m))
             .collect();
-        let Some((last, _)) = candidates.iter().enumerate().last() else {
+        let Some(last) = candidates.len().checked_sub(1) else {
             return Err(Error::RoleFailed {
                 role,
                 message: format!("every model of the {role} failed earlier in this run"),
