@@ -20,7 +20,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("4o-mini", "openai/gpt-4o-mini"),
     ("claude", "anthropic/claude-sonnet-4-5"),
     ("sonnet", "anthropic/claude-sonnet-4-5"),
-    ("opus", "anthropic/claude-opus-4-1"),
+    ("opus", "anthropic/claude-opus-4-5"),
     ("haiku", "anthropic/claude-haiku-4-5"),
     ("gemini", "gemini/gemini-2.5-pro"),
     ("flash", "gemini/gemini-2.5-flash"),

@@ -60,6 +60,10 @@ impl Prices {
         if let Some(p) = self.0.get(model) {
             return Some(*p);
         }
+        // A local Ollama model costs nothing, whatever its name.
+        if model.starts_with("ollama/") {
+            return Some(Price::FREE);
+        }
         let undated = strip_date_suffix(model)?;
         self.0.get(undated).copied()
     }

@@ -35,6 +35,8 @@ use ralph_actors::settings::ModelSpec;
 use crate::models::ModelName;
 
 pub use anthropic::AnthropicClient;
+pub use azure::AzureClient;
+pub use limits::{Limited, Limiter, RateLimits};
 pub use gemini::GeminiClient;
 pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
@@ -68,6 +70,13 @@ impl Provider for OpenAiClient {
     }
 }
 
+fn limited<P: Provider + 'static>(client: P, limiter: Option<Limiter>) -> Arc<dyn Provider> {
+    match limiter {
+        Some(l) => Arc::new(Limited::new(client, l)),
+        None => Arc::new(client),
+    }
+}
+
 /// Routes each request to the client of its model's provider.
 #[derive(Default)]
 pub struct Router {
@@ -88,18 +97,25 @@ impl Router {
         Self::default()
     }
 
-    /// Every provider this build has, each configured from its setup.
+    /// Every provider this build has, each configured from its setup and, when the setup sets
+    /// a rate limit, behind one limiter that every role of the run shares.
     pub fn live(providers: &Providers) -> Result<Self, LlmError> {
         let mut router = Self::new();
         for (name, setup) in providers {
+            let limiter = Limiter::new(&RateLimits {
+                requests_per_minute: setup.requests_per_minute,
+                tokens_per_minute: setup.tokens_per_minute,
+            });
             let options = setup.options.clone();
-            router = match name.as_str() {
-                openai::PROVIDER => router.with_provider(name, OpenAiClient::new(options)?),
-                anthropic::PROVIDER => router.with_provider(name, AnthropicClient::new(options)?),
-                gemini::PROVIDER => router.with_provider(name, GeminiClient::new(options)?),
-                ollama::PROVIDER => router.with_provider(name, OllamaClient::new(options)?),
-                _ => router,
+            let client: Arc<dyn Provider> = match name.as_str() {
+                openai::PROVIDER => limited(OpenAiClient::new(options)?, limiter),
+                anthropic::PROVIDER => limited(AnthropicClient::new(options)?, limiter),
+                gemini::PROVIDER => limited(GeminiClient::new(options)?, limiter),
+                ollama::PROVIDER => limited(OllamaClient::new(options)?, limiter),
+                azure::PROVIDER => limited(AzureClient::new(options)?, limiter),
+                _ => continue,
             };
+            router.providers.insert(name.clone(), client);
         }
         Ok(router)
     }
