@@ -237,6 +237,11 @@ impl LlmClient for Router {
         let (name, provider) = self.resolve(&request.model)?;
         // Aliases and bare names reach the client in canonical form.
         request.model = name.to_string();
+        // A cap above what the model can write would be refused by some providers (Anthropic
+        // answers 400); the budget reserved for the larger cap is settled by the real usage.
+        if let Some(info) = prices::info(&request.model) {
+            request.max_tokens = request.max_tokens.min(info.max_output);
+        }
         provider.complete(request).await
     }
 }
@@ -303,6 +308,25 @@ mod tests {
     use super::*;
     use wiremock::matchers::method;
     use wiremock::{Mock, MockServer};
+
+    #[tokio::test]
+    async fn caps_max_tokens_at_the_models_most_output() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(sse_reply(&["ok"], Some(usage_json(5, 1, 0))))
+            .mount(&server)
+            .await;
+        let router = Router::new().with_provider("openai", client(&server, |_| {}));
+        let mut asked = request("openai/gpt-4o");
+        asked.max_tokens = 100_000;
+        router.complete(asked).await.expect("reply");
+        let body: serde_json::Value = serde_json::from_slice(
+            &server.received_requests().await.expect("recorded")[0].body,
+        )
+        .expect("json");
+        // gpt-4o writes at most 16,384 tokens.
+        assert_eq!(body["max_completion_tokens"], 16_384);
+    }
 
     #[tokio::test]
     async fn routes_by_provider_and_resolves_aliases() {
