@@ -7,7 +7,8 @@
 //!
 //! Knobs (environment): `RALPH_BENCH_RUNS` (fix runs, default 15), `RALPH_BENCH_STARTS`
 //! (start-up runs, default 200), `RALPH_BENCH_MEM_RUNS` (sampled memory runs, default 5),
-//! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50).
+//! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50), and, to diagnose only,
+//! `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`, every fix runs under).
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -186,7 +187,18 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
         .expect("the test command");
     let standalone_test_ms = ms(t.elapsed());
 
-    let mut cmd = Command::new(RALPH);
+    // For a diagnosis only (the timings are then meaningless): `RALPH_BENCH_WRAPPER="strace -f
+    // -tt -o /tmp/ralph.trace"` runs every fix under that command.
+    let wrapper = std::env::var("RALPH_BENCH_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut c = Command::new(program);
+            c.args(words).arg(RALPH);
+            c
+        }
+        None => Command::new(RALPH),
+    };
     cmd.current_dir(dir.path())
         .env("HOME", dir.path())
         .env("OPENAI_BASE_URL", llm.base_url())

@@ -9,11 +9,11 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Response, Url};
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Failure, Outgoing, Problem, Transport};
+use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
 use super::retry::RetryPolicy;
 
@@ -23,29 +23,28 @@ pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version this client speaks; Anthropic keeps old versions working.
 pub const API_VERSION: &str = "2023-06-01";
-const OFFICIAL_HOST: &str = "api.anthropic.com";
+/// api.anthropic.com needs a key; a proxy in front of it may not.
+const SITE: Site = Site {
+    provider: PROVIDER,
+    base_url_env: BASE_URL_ENV,
+    default_base_url: DEFAULT_BASE_URL,
+    official_host: Some("api.anthropic.com"),
+    key_header: HeaderName::from_static("x-api-key"),
+    key_prefix: "",
+    parse_error,
+};
 /// Anthropic accepts temperatures from 0 to 1 (OpenAI's go to 2).
 const MAX_TEMPERATURE: f64 = 1.0;
 
 /// An [`LlmClient`] for `anthropic/<model>` names.
 pub struct AnthropicClient {
-    transport: Transport,
-    base_url: String,
+    endpoint: Endpoint,
     url: Url,
-    headers: HeaderMap,
-    /// api.anthropic.com needs a key; a proxy in front of it may not.
-    official: bool,
-    has_key: bool,
-    stream: bool,
 }
 
 impl std::fmt::Debug for AnthropicClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicClient")
-            .field("base_url", &self.base_url)
-            .field("has_key", &self.has_key)
-            .field("stream", &self.stream)
-            .finish_non_exhaustive()
+        self.endpoint.fmt_debug(f, "AnthropicClient")
     }
 }
 
@@ -53,68 +52,35 @@ impl AnthropicClient {
     /// Resolves the endpoint and key. A missing key is not an error here: a run whose roles
     /// never call Anthropic must not need one; the first call fails instead, before any request.
     pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
-        let api_key_env = if opts.api_key_env.trim().is_empty() {
-            DEFAULT_API_KEY_ENV.to_string()
-        } else {
-            opts.api_key_env.clone()
-        };
-        let (base_url, parsed) = http::resolve_base_url(
-            PROVIDER,
-            opts.base_url.clone(),
-            BASE_URL_ENV,
-            DEFAULT_BASE_URL,
-        )?;
+        let api_key_env = http::key_env_or(&opts.api_key_env, DEFAULT_API_KEY_ENV);
+        let mut endpoint = Endpoint::new(&SITE, &opts, opts.base_url.clone(), api_key_env)?;
         // The SDKs take the base without `/v1`; one written with it works too.
-        let path = if base_url.ends_with("/v1") {
+        let path = if endpoint.base_url.ends_with("/v1") {
             "/messages"
         } else {
             "/v1/messages"
         };
-        let url = http::join(PROVIDER, &base_url, path)?;
-        let key = http::resolve_key(opts.api_key.clone(), &api_key_env);
-        let mut headers = HeaderMap::new();
-        headers.insert(
+        let url = http::join(PROVIDER, &endpoint.base_url, path)?;
+        endpoint.headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
         );
-        if let Some(key) = &key {
-            headers.insert(
-                HeaderName::from_static("x-api-key"),
-                http::secret_header(PROVIDER, key)?,
-            );
-        }
-        let transport = Transport::new(PROVIDER, &opts, api_key_env, parse_error)?;
-        Ok(Self {
-            transport,
-            base_url,
-            url,
-            headers,
-            official: parsed.host_str() == Some(OFFICIAL_HOST),
-            has_key: key.is_some(),
-            stream: opts.stream,
-        })
+        Ok(Self { endpoint, url })
     }
 
     /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.transport.policy = policy;
+        self.endpoint.transport.policy = policy;
         self
     }
 
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.endpoint.base_url
     }
 
     /// Fails with the error a call would give when api.anthropic.com has no key.
     pub fn check(&self) -> Result<(), LlmError> {
-        if self.official && !self.has_key {
-            return Err(http::missing_key(
-                PROVIDER,
-                &self.transport.api_key_env,
-                OFFICIAL_HOST,
-            ));
-        }
-        Ok(())
+        self.endpoint.check()
     }
 
     fn body<'a>(&self, model: &'a str, request: &ChatRequest) -> Body<'a> {
@@ -142,7 +108,7 @@ impl AnthropicClient {
                 .collect(),
             max_tokens: request.max_tokens,
             temperature,
-            stream: self.stream,
+            stream: self.endpoint.stream,
         }
     }
 }
@@ -151,7 +117,7 @@ impl super::Provider for AnthropicClient {
     fn describe(&self) -> String {
         format!(
             "{PROVIDER} (Claude via {}, key in {})",
-            self.base_url, self.transport.api_key_env
+            self.endpoint.base_url, self.endpoint.transport.api_key_env
         )
     }
 
@@ -409,56 +375,23 @@ impl LlmClient for AnthropicClient {
         let model = http::model_id(PROVIDER, &request.model)?;
         self.check()?;
         let started = Instant::now();
-        let out = Outgoing::json(
-            self.url.clone(),
-            self.headers.clone(),
-            &self.body(model, &request),
-            PROVIDER,
-        )?;
-        let idle = self.transport.idle_timeout;
-        let stream = self.stream;
+        let body = self.body(model, &request);
         let (raw, attempts) = self
-            .transport
-            .call(&out, move |response| async move {
-                if stream {
-                    read_stream(response, idle).await
-                } else {
-                    read_whole(response).await
-                }
-            })
+            .endpoint
+            .send(self.url.clone(), &body, read_whole, read_stream)
             .await?;
-        match raw.stop_reason.as_deref() {
-            Some("max_tokens") => tracing::warn!(
-                "{}: the reply reached max_tokens ({}) and is cut short",
-                request.model,
-                request.max_tokens
-            ),
-            Some("refusal") => tracing::warn!("{}: the model refused to answer", request.model),
-            _ => {}
+        if raw.stop_reason.as_deref() == Some("refusal") {
+            tracing::warn!("{}: the model refused to answer", request.model);
         }
-        let usage = match raw.usage {
-            Some(u) => u.to_usage(),
-            None => http::estimate_usage(&request.model, &request.messages, &raw.text),
-        };
-        tracing::debug!(
-            model = %request.model,
-            attempts,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            input = usage.input_tokens,
-            output = usage.output_tokens,
-            cache_read = usage.cache_read_tokens,
-            cache_write = usage.cache_write_tokens,
-            "{PROVIDER} call done"
-        );
-        Ok(ChatReply {
+        let outcome = Outcome {
+            cut_short: raw.stop_reason.as_deref() == Some("max_tokens"),
+            usage: raw.usage.map(WireUsage::to_usage),
             text: raw.text,
-            usage,
-            model: if raw.model.is_empty() {
-                model.to_string()
-            } else {
-                raw.model
-            },
-        })
+            model: raw.model,
+        };
+        Ok(http::finish(
+            PROVIDER, &request, model, outcome, attempts, started,
+        ))
     }
 }
 
@@ -466,7 +399,10 @@ impl LlmClient for AnthropicClient {
 mod tests {
     use super::*;
     use crate::providers::http::test_server;
-    use crate::providers::testkit::{fast_retries, last_body, request};
+    use crate::providers::testkit::{
+        garbage, last_body, options_at, request, serving, times_out, waits_for_retry_after,
+        with_fast_retries,
+    };
     use serde_json::{json, Value};
     use std::sync::atomic::Ordering;
     use std::time::Duration;
@@ -476,24 +412,13 @@ mod tests {
     const MODEL: &str = "anthropic/claude-sonnet-4-5";
     const SERVED: &str = "claude-sonnet-4-5-20250929";
 
-    fn options(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> ClientOptions {
-        let mut o = ClientOptions {
-            base_url: Some(base.to_string()),
-            api_key: Some("test-key".into()),
-            api_key_env: DEFAULT_API_KEY_ENV.into(),
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        tweak(&mut o);
-        o
-    }
-
     fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
-        let o = options(base, tweak);
-        let retries = o.max_retries;
-        AnthropicClient::new(o)
-            .expect("client")
-            .with_retry_policy(fast_retries(retries))
+        let opts = options_at(base, DEFAULT_API_KEY_ENV, tweak);
+        with_fast_retries(
+            opts,
+            AnthropicClient::new,
+            AnthropicClient::with_retry_policy,
+        )
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
@@ -626,16 +551,11 @@ mod tests {
 
     #[tokio::test]
     async fn unauthorized_names_the_key_variable() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
-                401,
-                "authentication_error",
-                "invalid x-api-key",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(
+            error_reply(401, "authentication_error", "invalid x-api-key"),
+            1,
+        )
+        .await;
         let err = client(&server, |o| o.api_key_env = "ANTHROPIC_KEY".into())
             .complete(request(MODEL))
             .await
@@ -667,49 +587,27 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_retry_after_then_succeeds() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                error_reply(
-                    429,
-                    "rate_limit_error",
-                    "Number of request tokens has exceeded your per-minute rate limit",
-                )
-                .insert_header("retry-after", "1"),
+        waits_for_retry_after(
+            error_reply(
+                429,
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit",
             )
-            .up_to_n_times(1)
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["ok"]))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let reply = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect("reply after a retry");
-        assert_eq!(reply.text, "ok");
-        assert!(
-            started.elapsed() >= Duration::from_millis(950),
-            "{:?}",
-            started.elapsed()
-        );
+            .insert_header("retry-after", "1"),
+            sse_reply(&["ok"]),
+            |s| client(s, |_| {}),
+            MODEL,
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn rate_limited_after_the_retries_keeps_the_delay() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                error_reply(429, "rate_limit_error", "slow down")
-                    .insert_header("retry-after-ms", "20"),
-            )
-            .expect(2)
-            .mount(&server)
-            .await;
+        let server = serving(
+            error_reply(429, "rate_limit_error", "slow down").insert_header("retry-after-ms", "20"),
+            2,
+        )
+        .await;
         let err = client(&server, |o| o.max_retries = 1)
             .complete(request(MODEL))
             .await
@@ -729,12 +627,7 @@ mod tests {
 
     #[tokio::test]
     async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(500, "api_error", "Internal server error"))
-            .expect(4)
-            .mount(&server)
-            .await;
+        let server = serving(error_reply(500, "api_error", "Internal server error"), 4).await;
         let err = client(&server, |o| o.max_retries = 3)
             .complete(request(MODEL))
             .await
@@ -829,16 +722,15 @@ mod tests {
 
     #[tokio::test]
     async fn prompt_too_long_is_its_own_kind() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
+        let server = serving(
+            error_reply(
                 400,
                 "invalid_request_error",
                 "prompt is too long: 212345 tokens > 200000 maximum",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ),
+            1,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -851,12 +743,7 @@ mod tests {
 
     #[tokio::test]
     async fn other_bad_requests_and_unknown_models_are_rejected() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(404, "not_found_error", "model: claude-nope"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(error_reply(404, "not_found_error", "model: claude-nope"), 1).await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -869,13 +756,7 @@ mod tests {
 
     #[tokio::test]
     async fn garbage_is_an_invalid_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
-            )
-            .mount(&server)
-            .await;
+        let server = serving(garbage(), ..).await;
         let err = client(&server, |o| o.stream = false)
             .complete(request(MODEL))
             .await
@@ -890,13 +771,11 @@ mod tests {
             .expect_err("garbage");
         assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
         // Events that are not JSON.
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw("data: {oops\n\n", "text/event-stream"),
-            )
-            .mount(&server)
-            .await;
+        let server = serving(
+            ResponseTemplate::new(200).set_body_raw("data: {oops\n\n", "text/event-stream"),
+            ..,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -950,31 +829,23 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_server_times_out() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["late"]).set_delay(Duration::from_secs(5)))
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
-            .complete(request(MODEL))
-            .await;
-        assert!(
-            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
-            "{err:?}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        times_out(
+            sse_reply(&["late"]),
+            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
+            MODEL,
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn estimates_missing_usage() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        let server = serving(
+            ResponseTemplate::new(200).set_body_json(json!({
                 "content": [{"type": "text", "text": "some text"}]
-            })))
-            .mount(&server)
-            .await;
+            })),
+            ..,
+        )
+        .await;
         let reply = client(&server, |o| o.stream = false)
             .complete(request(MODEL))
             .await

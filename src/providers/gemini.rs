@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
-use reqwest::header::{HeaderMap, HeaderName};
+use reqwest::header::HeaderName;
 use reqwest::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::http::{self, Failure, Outgoing, Problem, Transport};
+use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
 use super::retry::RetryPolicy;
 
@@ -23,7 +23,15 @@ pub const DEFAULT_API_KEY_ENV: &str = "GEMINI_API_KEY";
 pub const ALT_API_KEY_ENV: &str = "GOOGLE_API_KEY";
 pub const BASE_URL_ENV: &str = "GEMINI_BASE_URL";
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-const OFFICIAL_HOST: &str = "generativelanguage.googleapis.com";
+const SITE: Site = Site {
+    provider: PROVIDER,
+    base_url_env: BASE_URL_ENV,
+    default_base_url: DEFAULT_BASE_URL,
+    official_host: Some("generativelanguage.googleapis.com"),
+    key_header: HeaderName::from_static("x-goog-api-key"),
+    key_prefix: "",
+    parse_error,
+};
 const API_VERSION_PATH: &str = "/v1beta";
 /// Finish reasons that mean the text was withheld: not a reply to use.
 const BLOCKED: &[&str] = &[
@@ -38,23 +46,14 @@ const BLOCKED: &[&str] = &[
 
 /// An [`LlmClient`] for `gemini/<model>` names.
 pub struct GeminiClient {
-    transport: Transport,
-    base_url: String,
+    endpoint: Endpoint,
     /// `{base}/v1beta` (or the base as written, when it ends in a version).
     api_root: String,
-    headers: HeaderMap,
-    official: bool,
-    has_key: bool,
-    stream: bool,
 }
 
 impl std::fmt::Debug for GeminiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GeminiClient")
-            .field("base_url", &self.base_url)
-            .field("has_key", &self.has_key)
-            .field("stream", &self.stream)
-            .finish_non_exhaustive()
+        self.endpoint.fmt_debug(f, "GeminiClient")
     }
 }
 
@@ -62,17 +61,9 @@ impl GeminiClient {
     /// Resolves the endpoint and key. A missing key is not an error here: the first call fails
     /// instead, before any request.
     pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
-        let api_key_env = if opts.api_key_env.trim().is_empty() {
-            DEFAULT_API_KEY_ENV.to_string()
-        } else {
-            opts.api_key_env.clone()
-        };
-        let (base_url, parsed) = http::resolve_base_url(
-            PROVIDER,
-            opts.base_url.clone(),
-            BASE_URL_ENV,
-            DEFAULT_BASE_URL,
-        )?;
+        let api_key_env = http::key_env_or(&opts.api_key_env, DEFAULT_API_KEY_ENV);
+        let endpoint = Endpoint::new(&SITE, &opts, opts.base_url.clone(), api_key_env)?;
+        let base_url = &endpoint.base_url;
         let versioned = ["/v1beta", "/v1", "/v1alpha"]
             .iter()
             .any(|v| base_url.ends_with(v));
@@ -81,53 +72,35 @@ impl GeminiClient {
         } else {
             format!("{base_url}{API_VERSION_PATH}")
         };
-        let key = http::resolve_key(opts.api_key.clone(), &api_key_env);
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &key {
-            headers.insert(
-                HeaderName::from_static("x-goog-api-key"),
-                http::secret_header(PROVIDER, key)?,
-            );
-        }
-        let transport = Transport::new(PROVIDER, &opts, api_key_env, parse_error)?;
-        Ok(Self {
-            transport,
-            base_url,
-            api_root,
-            headers,
-            official: parsed.host_str() == Some(OFFICIAL_HOST),
-            has_key: key.is_some(),
-            stream: opts.stream,
-        })
+        Ok(Self { endpoint, api_root })
     }
 
     /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.transport.policy = policy;
+        self.endpoint.transport.policy = policy;
         self
     }
 
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.endpoint.base_url
     }
 
     /// Fails with the error a call would give when Google's endpoint has no key.
     pub fn check(&self) -> Result<(), LlmError> {
-        if self.official && !self.has_key {
-            let env = &self.transport.api_key_env;
-            let mut err = http::missing_key(PROVIDER, env, OFFICIAL_HOST);
-            if env == DEFAULT_API_KEY_ENV {
-                if let LlmError::Auth { message, .. } = &mut err {
-                    message.push_str(&format!(" (nor is {ALT_API_KEY_ENV})"));
-                }
+        let mut err = self.endpoint.check();
+        if let Err(LlmError::Auth {
+            env_var, message, ..
+        }) = &mut err
+        {
+            if env_var == DEFAULT_API_KEY_ENV {
+                message.push_str(&format!(" (nor is {ALT_API_KEY_ENV})"));
             }
-            return Err(err);
         }
-        Ok(())
+        err
     }
 
     fn url(&self, model: &str) -> Result<reqwest::Url, LlmError> {
-        let method = if self.stream {
+        let method = if self.endpoint.stream {
             "streamGenerateContent?alt=sse"
         } else {
             "generateContent"
@@ -144,7 +117,7 @@ impl super::Provider for GeminiClient {
     fn describe(&self) -> String {
         format!(
             "{PROVIDER} (Gemini via {}, key in {})",
-            self.base_url, self.transport.api_key_env
+            self.endpoint.base_url, self.endpoint.transport.api_key_env
         )
     }
 
@@ -434,53 +407,23 @@ impl LlmClient for GeminiClient {
         let model = model.strip_prefix("models/").unwrap_or(model);
         self.check()?;
         let started = Instant::now();
-        let out = Outgoing::json(
-            self.url(model)?,
-            self.headers.clone(),
-            &body(&request),
-            PROVIDER,
-        )?;
-        let idle = self.transport.idle_timeout;
-        let stream = self.stream;
         let (raw, attempts) = self
-            .transport
-            .call(&out, move |response| async move {
-                if stream {
-                    read_stream(response, idle).await
-                } else {
-                    read_whole(response).await
-                }
-            })
+            .endpoint
+            .send(self.url(model)?, &body(&request), read_whole, read_stream)
             .await?;
         raw.check().map_err(|message| LlmError::InvalidReply {
             provider: PROVIDER.into(),
             message,
         })?;
-        if raw.finish.as_deref() == Some("MAX_TOKENS") {
-            tracing::warn!(
-                "{}: the reply reached max_tokens ({}) and is cut short",
-                request.model,
-                request.max_tokens
-            );
-        }
-        let usage = match raw.usage {
-            Some(u) => u.to_usage(),
-            None => http::estimate_usage(&request.model, &request.messages, &raw.text),
-        };
-        tracing::debug!(
-            model = %request.model,
-            attempts,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            input = usage.input_tokens,
-            output = usage.output_tokens,
-            cache_read = usage.cache_read_tokens,
-            "{PROVIDER} call done"
-        );
-        Ok(ChatReply {
+        let outcome = Outcome {
+            cut_short: raw.finish.as_deref() == Some("MAX_TOKENS"),
+            usage: raw.usage.map(UsageMetadata::to_usage),
             text: raw.text,
-            usage,
-            model: raw.model.unwrap_or_else(|| model.to_string()),
-        })
+            model: raw.model.unwrap_or_default(),
+        };
+        Ok(http::finish(
+            PROVIDER, &request, model, outcome, attempts, started,
+        ))
     }
 }
 
@@ -488,7 +431,10 @@ impl LlmClient for GeminiClient {
 mod tests {
     use super::*;
     use crate::providers::http::test_server;
-    use crate::providers::testkit::{fast_retries, last_body, request};
+    use crate::providers::testkit::{
+        garbage, last_body, options_at, request, serving, times_out, waits_for_retry_after,
+        with_fast_retries,
+    };
     use serde_json::json;
     use std::sync::atomic::Ordering;
     use wiremock::matchers::{header, method, path, query_param};
@@ -499,18 +445,8 @@ mod tests {
     const PLAIN_PATH: &str = "/v1beta/models/gemini-2.5-pro:generateContent";
 
     fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> GeminiClient {
-        let mut o = ClientOptions {
-            base_url: Some(base.to_string()),
-            api_key: Some("test-key".into()),
-            api_key_env: DEFAULT_API_KEY_ENV.into(),
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        tweak(&mut o);
-        let retries = o.max_retries;
-        GeminiClient::new(o)
-            .expect("client")
-            .with_retry_policy(fast_retries(retries))
+        let opts = options_at(base, DEFAULT_API_KEY_ENV, tweak);
+        with_fast_retries(opts, GeminiClient::new, GeminiClient::with_retry_policy)
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> GeminiClient {
@@ -628,16 +564,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_invalid_key_is_an_authentication_error() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(400).set_body_json(json!([{"error": {
+        let server = serving(ResponseTemplate::new(400).set_body_json(json!([{"error": {
                 "code": 400, "message": "API key not valid. Please pass a valid API key.",
                 "status": "INVALID_ARGUMENT",
                 "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]
-            }}])))
-            .expect(1)
-            .mount(&server)
-            .await;
+            }}])), 1).await;
         let err = client(&server, |o| o.api_key_env = ALT_API_KEY_ENV.into())
             .complete(request(MODEL))
             .await
@@ -653,12 +584,7 @@ mod tests {
     #[tokio::test]
     async fn unauthorized_and_forbidden_are_authentication_errors() {
         for (code, status) in [(401, "UNAUTHENTICATED"), (403, "PERMISSION_DENIED")] {
-            let server = MockServer::start().await;
-            Mock::given(method("POST"))
-                .respond_with(error_reply(code, status, "no"))
-                .expect(1)
-                .mount(&server)
-                .await;
+            let server = serving(error_reply(code, status, "no"), 1).await;
             let err = client(&server, |_| {})
                 .complete(request(MODEL))
                 .await
@@ -686,45 +612,22 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_retry_after_then_succeeds() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                error_reply(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted")
-                    .insert_header("retry-after", "1"),
-            )
-            .up_to_n_times(1)
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["ok"]))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let reply = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect("reply after a retry");
-        assert_eq!(reply.text, "ok");
-        assert!(
-            started.elapsed() >= Duration::from_millis(950),
-            "{:?}",
-            started.elapsed()
-        );
+        waits_for_retry_after(
+            error_reply(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted")
+                .insert_header("retry-after", "1"),
+            sse_reply(&["ok"]),
+            |s| client(s, |_| {}),
+            MODEL,
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn honours_the_retry_info_in_the_body() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {
+        let server = serving(ResponseTemplate::new(429).set_body_json(json!({"error": {
                 "code": 429, "message": "You exceeded your current quota", "status": "RESOURCE_EXHAUSTED",
                 "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.4s"}]
-            }})))
-            .expect(2)
-            .mount(&server)
-            .await;
+            }})), 2).await;
         let started = Instant::now();
         let err = client(&server, |o| o.max_retries = 1)
             .complete(request(MODEL))
@@ -750,16 +653,11 @@ mod tests {
 
     #[tokio::test]
     async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
-                500,
-                "INTERNAL",
-                "An internal error has occurred",
-            ))
-            .expect(3)
-            .mount(&server)
-            .await;
+        let server = serving(
+            error_reply(500, "INTERNAL", "An internal error has occurred"),
+            3,
+        )
+        .await;
         let err = client(&server, |o| o.max_retries = 2)
             .complete(request(MODEL))
             .await
@@ -772,13 +670,7 @@ mod tests {
 
     #[tokio::test]
     async fn garbage_is_an_invalid_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
-            )
-            .mount(&server)
-            .await;
+        let server = serving(garbage(), ..).await;
         let err = client(&server, |o| o.stream = false)
             .complete(request(MODEL))
             .await
@@ -842,16 +734,11 @@ mod tests {
 
     #[tokio::test]
     async fn prompt_too_long_is_its_own_kind() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
+        let server = serving(error_reply(
                 400,
                 "INVALID_ARGUMENT",
                 "The input token count (1500000) exceeds the maximum number of tokens allowed (1048576).",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ), 1).await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -861,15 +748,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_inside_the_stream_is_reported() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse(&[
+        let server = serving(sse(&[
                 chunk("part", None, None),
                 json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
-            ]))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ]), 1).await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -900,20 +782,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_server_times_out() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["late"]).set_delay(Duration::from_secs(5)))
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
-            .complete(request(MODEL))
-            .await;
-        assert!(
-            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
-            "{err:?}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        times_out(
+            sse_reply(&["late"]),
+            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
+            MODEL,
+        )
+        .await;
     }
 
     #[test]

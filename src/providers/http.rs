@@ -1,6 +1,8 @@
-//! What the clients written directly over `reqwest` (Anthropic, Gemini, Ollama) share: one
-//! connection pool per client, the retry loop, the stream readers with their idle timeout, and
-//! the one place where an HTTP failure becomes an [`LlmError`] kind.
+//! What the provider clients share. All of them: one connection pool per client ([`client`]),
+//! the end of a call ([`finish`]: usage reported or estimated, the log line, the reply), and the
+//! quoting of bodies and errors. The clients written directly over `reqwest` (Anthropic, Gemini,
+//! Ollama) share the rest: their setup ([`Endpoint`]), the retry loop, the stream readers with
+//! their idle timeout, and the one place where an HTTP failure becomes an [`LlmError`] kind.
 //!
 //! A call is a series of attempts under one deadline (`timeout`). An attempt sends the request
 //! and reads the whole reply, streamed or not. The clients buffer the reply before returning it,
@@ -19,8 +21,10 @@ use backon::{ExponentialBuilder, Retryable};
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
-use ralph_actors::llm::{ChatMessage, LlmError, Speaker, TokenCounter, Usage};
-use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use ralph_actors::llm::{
+    ChatMessage, ChatReply, ChatRequest, LlmError, Speaker, TokenCounter, Usage,
+};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode, Url};
 use serde::de::DeserializeOwned;
 
@@ -34,6 +38,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Anthropic answers 529 when it is overloaded: as transient as a 503.
 const OVERLOADED: u16 = 529;
+
+/// A connection pool for one client: quick to connect or failing, with no limit of its own on a
+/// reply (each call's deadline is that).
+pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| LlmError::Config {
+            model: format!("{provider}/*"),
+            message: format!("cannot set up HTTP: {e}"),
+        })
+}
 
 /// The exponential backoff of a [`RetryPolicy`], as the OpenAI client's retry service uses it.
 pub(crate) fn backoff(policy: &RetryPolicy) -> ExponentialBuilder {
@@ -216,16 +233,8 @@ impl Transport {
         api_key_env: String,
         parse_error: ErrorParser,
     ) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::Config {
-                model: format!("{provider}/*"),
-                message: format!("cannot set up HTTP: {e}"),
-            })?;
         Ok(Self {
-            http,
+            http: client(provider)?,
             provider,
             api_key_env,
             policy: RetryPolicy::default().with_max_retries(opts.max_retries),
@@ -414,6 +423,128 @@ impl Transport {
     }
 }
 
+/// What is fixed about a provider over `reqwest`, for [`Endpoint::new`].
+#[derive(Debug)]
+pub(crate) struct Site {
+    pub provider: &'static str,
+    /// The variable the base URL comes from when the options give none.
+    pub base_url_env: &'static str,
+    pub default_base_url: &'static str,
+    /// The provider's own host, which needs a key where a proxy in front of it may not; `None`
+    /// when no host needs one (Ollama).
+    pub official_host: Option<&'static str>,
+    /// The header the key goes in, and what stands before the key there (`Bearer `).
+    pub key_header: HeaderName,
+    pub key_prefix: &'static str,
+    pub parse_error: ErrorParser,
+}
+
+/// What the clients over `reqwest` set up alike: where to call, the key in its header, the
+/// transport, and whether a call could be sent at all.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub transport: Transport,
+    /// Without a trailing `/`.
+    pub base_url: String,
+    /// Sent with every request: the key (when there is one) and any the provider adds.
+    pub headers: HeaderMap,
+    /// The site's official host, when the base URL is on it.
+    official: Option<&'static str>,
+    pub has_key: bool,
+    pub stream: bool,
+}
+
+impl Endpoint {
+    /// Resolves the base URL (`base_url`, else the site's variable, else its default) and the key
+    /// (the options', else the one in `api_key_env`). A missing key is not an error here: a run
+    /// whose roles never call this provider must not need one; the first call (or
+    /// [`Endpoint::check`]) fails instead, before any request.
+    pub fn new(
+        site: &Site,
+        opts: &ClientOptions,
+        base_url: Option<String>,
+        api_key_env: String,
+    ) -> Result<Self, LlmError> {
+        let (base_url, parsed) = resolve_base_url(
+            site.provider,
+            base_url,
+            site.base_url_env,
+            site.default_base_url,
+        )?;
+        let key = resolve_key(opts.api_key.clone(), &api_key_env);
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &key {
+            let value = format!("{}{key}", site.key_prefix);
+            headers.insert(
+                site.key_header.clone(),
+                secret_header(site.provider, &value)?,
+            );
+        }
+        Ok(Self {
+            transport: Transport::new(site.provider, opts, api_key_env, site.parse_error)?,
+            base_url,
+            headers,
+            official: site
+                .official_host
+                .filter(|host| parsed.host_str() == Some(host)),
+            has_key: key.is_some(),
+            stream: opts.stream,
+        })
+    }
+
+    /// Fails with the error a call would give when the provider's own host has no key.
+    pub fn check(&self) -> Result<(), LlmError> {
+        match self.official {
+            Some(host) if !self.has_key => Err(missing_key(
+                self.transport.provider,
+                &self.transport.api_key_env,
+                host,
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The client's `Debug`: where it calls and whether it has a key, never the key.
+    pub fn fmt_debug(&self, f: &mut std::fmt::Formatter<'_>, name: &str) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("base_url", &self.base_url)
+            .field("has_key", &self.has_key)
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+
+    /// Sends `body` as JSON to `url` with the endpoint's headers, through the transport; each
+    /// attempt's reply is read by `streamed` (with the idle timeout) or `whole`. Returns the
+    /// reply and the attempts made.
+    pub async fn send<T, W, WF, S, SF>(
+        &self,
+        url: Url,
+        body: &impl serde::Serialize,
+        whole: W,
+        streamed: S,
+    ) -> Result<(T, u32), LlmError>
+    where
+        W: Fn(Response) -> WF + Sync,
+        WF: Future<Output = Result<T, Failure>> + Send,
+        S: Fn(Response, Duration) -> SF + Sync,
+        SF: Future<Output = Result<T, Failure>> + Send,
+        T: Send,
+    {
+        let out = Outgoing::json(url, self.headers.clone(), body, self.transport.provider)?;
+        let (idle, stream) = (self.transport.idle_timeout, self.stream);
+        let (whole, streamed) = (&whole, &streamed);
+        self.transport
+            .call(&out, move |response| async move {
+                if stream {
+                    streamed(response, idle).await
+                } else {
+                    whole(response).await
+                }
+            })
+            .await
+    }
+}
+
 fn ceil_secs(d: Duration) -> u64 {
     d.as_secs_f64().ceil() as u64
 }
@@ -564,6 +695,15 @@ pub(crate) fn non_empty(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
+/// The key variable the options name, else `default`.
+pub(crate) fn key_env_or(given: &str, default: &str) -> String {
+    if given.trim().is_empty() {
+        default.to_string()
+    } else {
+        given.to_string()
+    }
+}
+
 /// The key given in the options, else the one in the environment variable `env`.
 pub(crate) fn resolve_key(given: Option<String>, env: &str) -> Option<String> {
     non_empty(given).or_else(|| {
@@ -674,6 +814,59 @@ pub(crate) fn estimate_usage(model: &str, messages: &[ChatMessage], reply: &str)
         usage.output_tokens
     );
     usage
+}
+
+/// What a call brought back, in any provider's terms, before its usage is settled.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub text: String,
+    /// The model the server says answered; empty when it names none.
+    pub model: String,
+    /// The usage the server reported; without it, the usage is estimated.
+    pub usage: Option<Usage>,
+    /// The reply stopped at `max_tokens`.
+    pub cut_short: bool,
+}
+
+/// The reply to `request` after `attempts` attempts since `started`: the usage reported or an
+/// estimate, and `model` (the id that was asked for) when the server named none.
+pub(crate) fn finish(
+    provider: &str,
+    request: &ChatRequest,
+    model: &str,
+    outcome: Outcome,
+    attempts: u32,
+    started: Instant,
+) -> ChatReply {
+    if outcome.cut_short {
+        tracing::warn!(
+            "{}: the reply reached max_tokens ({}) and is cut short",
+            request.model,
+            request.max_tokens
+        );
+    }
+    let usage = outcome
+        .usage
+        .unwrap_or_else(|| estimate_usage(&request.model, &request.messages, &outcome.text));
+    tracing::debug!(
+        model = %request.model,
+        attempts,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        input = usage.input_tokens,
+        output = usage.output_tokens,
+        cache_read = usage.cache_read_tokens,
+        cache_write = usage.cache_write_tokens,
+        "{provider} call done"
+    );
+    ChatReply {
+        text: outcome.text,
+        usage,
+        model: if outcome.model.is_empty() {
+            model.to_string()
+        } else {
+            outcome.model
+        },
+    }
 }
 
 /// The authentication error for a missing key, before anything is sent.

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::{Response, Url};
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Failure, Outgoing, Problem, Transport};
+use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
 use super::retry::RetryPolicy;
 
@@ -22,21 +22,27 @@ const DEFAULT_PORT: u16 = 11434;
 /// Only a remote Ollama behind a proxy (or ollama.com) wants a key; it is sent as a bearer token
 /// when set.
 pub const DEFAULT_API_KEY_ENV: &str = "OLLAMA_API_KEY";
+const SITE: Site = Site {
+    provider: PROVIDER,
+    base_url_env: HOST_ENV,
+    default_base_url: DEFAULT_HOST,
+    official_host: None,
+    key_header: AUTHORIZATION,
+    key_prefix: "Bearer ",
+    parse_error,
+};
 
 /// An [`LlmClient`] for `ollama/<model>` names.
 pub struct OllamaClient {
-    transport: Transport,
-    host: String,
+    endpoint: Endpoint,
     url: Url,
-    headers: HeaderMap,
-    stream: bool,
 }
 
 impl std::fmt::Debug for OllamaClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OllamaClient")
-            .field("host", &self.host)
-            .field("stream", &self.stream)
+            .field("host", &self.endpoint.base_url)
+            .field("stream", &self.endpoint.stream)
             .finish_non_exhaustive()
     }
 }
@@ -74,44 +80,32 @@ impl OllamaClient {
         let given = http::non_empty(opts.base_url.clone())
             .or_else(|| http::non_empty(std::env::var(HOST_ENV).ok()))
             .map(|h| normalize_host(&h));
-        let (host, _) = http::resolve_base_url(PROVIDER, given, HOST_ENV, DEFAULT_HOST)?;
-        let url = http::join(PROVIDER, &host, "/api/chat")?;
-        let mut headers = HeaderMap::new();
-        if let Some(key) = http::resolve_key(opts.api_key.clone(), &api_key_env) {
-            headers.insert(
-                AUTHORIZATION,
-                http::secret_header(PROVIDER, &format!("Bearer {key}"))?,
-            );
-        }
-        headers.insert(
-            reqwest::header::ACCEPT,
+        let mut endpoint = Endpoint::new(&SITE, &opts, given, api_key_env)?;
+        let host = &endpoint.base_url;
+        let url = http::join(PROVIDER, host, "/api/chat")?;
+        let hint = format!("is `ollama serve` running at {host}?");
+        endpoint.transport = endpoint.transport.with_network_hint(hint);
+        endpoint.headers.insert(
+            ACCEPT,
             HeaderValue::from_static("application/x-ndjson, application/json"),
         );
-        let transport = Transport::new(PROVIDER, &opts, api_key_env, parse_error)?
-            .with_network_hint(format!("is `ollama serve` running at {host}?"));
-        Ok(Self {
-            transport,
-            host,
-            url,
-            headers,
-            stream: opts.stream,
-        })
+        Ok(Self { endpoint, url })
     }
 
     /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.transport.policy = policy;
+        self.endpoint.transport.policy = policy;
         self
     }
 
     pub fn host(&self) -> &str {
-        &self.host
+        &self.endpoint.base_url
     }
 }
 
 impl super::Provider for OllamaClient {
     fn describe(&self) -> String {
-        format!("{PROVIDER} (local models at {})", self.host)
+        format!("{PROVIDER} (local models at {})", self.endpoint.base_url)
     }
 }
 
@@ -254,23 +248,10 @@ impl LlmClient for OllamaClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
         let model = http::model_id(PROVIDER, &request.model)?;
         let started = Instant::now();
-        let out = Outgoing::json(
-            self.url.clone(),
-            self.headers.clone(),
-            &body(model, &request, self.stream),
-            PROVIDER,
-        )?;
-        let idle = self.transport.idle_timeout;
-        let stream = self.stream;
+        let body = body(model, &request, self.endpoint.stream);
         let (raw, attempts) = self
-            .transport
-            .call(&out, move |response| async move {
-                if stream {
-                    read_stream(response, idle).await
-                } else {
-                    read_whole(response).await
-                }
-            })
+            .endpoint
+            .send(self.url.clone(), &body, read_whole, read_stream)
             .await
             .map_err(|e| match e {
                 LlmError::Request {
@@ -284,43 +265,28 @@ impl LlmClient for OllamaClient {
                 },
                 e => e,
             })?;
-        if raw.done_reason.as_deref() == Some("length") {
-            tracing::warn!(
-                "{}: the reply reached max_tokens ({}) and is cut short",
-                request.model,
-                request.max_tokens
-            );
-        }
         let usage = match (raw.prompt_eval_count, raw.eval_count) {
-            (Some(input), Some(output)) => Usage {
+            (Some(input), Some(output)) => Some(Usage {
                 input_tokens: input,
                 output_tokens: output,
                 ..Usage::default()
-            },
+            }),
             // Ollama leaves `prompt_eval_count` out when the whole prompt came from its cache.
-            (None, Some(output)) => Usage {
+            (None, Some(output)) => Some(Usage {
                 output_tokens: output,
                 ..http::estimate_usage(&request.model, &request.messages, "")
-            },
-            _ => http::estimate_usage(&request.model, &request.messages, &raw.text),
+            }),
+            _ => None,
         };
-        tracing::debug!(
-            model = %request.model,
-            attempts,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            input = usage.input_tokens,
-            output = usage.output_tokens,
-            "{PROVIDER} call done"
-        );
-        Ok(ChatReply {
-            text: raw.text,
+        let outcome = Outcome {
+            cut_short: raw.done_reason.as_deref() == Some("length"),
             usage,
-            model: if raw.model.is_empty() {
-                model.to_string()
-            } else {
-                raw.model
-            },
-        })
+            text: raw.text,
+            model: raw.model,
+        };
+        Ok(http::finish(
+            PROVIDER, &request, model, outcome, attempts, started,
+        ))
     }
 }
 
@@ -328,7 +294,10 @@ impl LlmClient for OllamaClient {
 mod tests {
     use super::*;
     use crate::providers::http::test_server;
-    use crate::providers::testkit::{fast_retries, last_body, request};
+    use crate::providers::testkit::{
+        closed_port, garbage, last_body, options_at, request, serving, times_out,
+        waits_for_retry_after, with_fast_retries,
+    };
     use serde_json::{json, Value};
     use std::sync::atomic::Ordering;
     use wiremock::matchers::{method, path};
@@ -336,19 +305,13 @@ mod tests {
 
     const MODEL: &str = "ollama/qwen2.5-coder:7b";
 
+    /// No key: Ollama runs locally.
     fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> OllamaClient {
-        let mut o = ClientOptions {
-            base_url: Some(base.to_string()),
-            api_key: None,
-            api_key_env: String::new(),
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        tweak(&mut o);
-        let retries = o.max_retries;
-        OllamaClient::new(o)
-            .expect("client")
-            .with_retry_policy(fast_retries(retries))
+        let opts = options_at(base, "", |o| {
+            o.api_key = None;
+            tweak(o)
+        });
+        with_fast_retries(opts, OllamaClient::new, OllamaClient::with_retry_policy)
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OllamaClient {
@@ -435,12 +398,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_key_is_sent_when_set_and_401_names_its_variable() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(401, "unauthorized"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(error_reply(401, "unauthorized"), 1).await;
         let err = client(&server, |o| o.api_key = Some("k".into()))
             .complete(request(MODEL))
             .await
@@ -461,15 +419,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_model_says_how_to_pull_it() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
+        let server = serving(
+            error_reply(
                 404,
                 "model \"qwen2.5-coder:7b\" not found, try pulling it first",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ),
+            1,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -482,39 +439,18 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_retry_after_then_succeeds() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(429, "busy").insert_header("retry-after", "1"))
-            .up_to_n_times(1)
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ndjson_reply(&["ok"]))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let reply = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect("reply after a retry");
-        assert_eq!(reply.text, "ok");
-        assert!(
-            started.elapsed() >= Duration::from_millis(950),
-            "{:?}",
-            started.elapsed()
-        );
+        waits_for_retry_after(
+            error_reply(429, "busy").insert_header("retry-after", "1"),
+            ndjson_reply(&["ok"]),
+            |s| client(s, |_| {}),
+            MODEL,
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(500, "llama runner process has terminated"))
-            .expect(4)
-            .mount(&server)
-            .await;
+        let server = serving(error_reply(500, "llama runner process has terminated"), 4).await;
         let err = client(&server, |o| o.max_retries = 3)
             .complete(request(MODEL))
             .await
@@ -527,13 +463,7 @@ mod tests {
 
     #[tokio::test]
     async fn garbage_is_an_invalid_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
-            )
-            .mount(&server)
-            .await;
+        let server = serving(garbage(), ..).await;
         for stream in [false, true] {
             let err = client(&server, |o| o.stream = stream)
                 .complete(request(MODEL))
@@ -578,15 +508,11 @@ mod tests {
 
     #[tokio::test]
     async fn prompt_too_long_is_its_own_kind() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
-                400,
-                "the input length exceeds the context length",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(
+            error_reply(400, "the input length exceeds the context length"),
+            1,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request(MODEL))
             .await
@@ -614,28 +540,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_server_times_out() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ndjson_reply(&["late"]).set_delay(Duration::from_secs(5)))
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
-            .complete(request(MODEL))
-            .await;
-        assert!(
-            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
-            "{err:?}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        times_out(
+            ndjson_reply(&["late"]),
+            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
+            MODEL,
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn a_stopped_server_is_a_network_error_with_a_hint() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
+        let port = closed_port();
         let err = client_at(&format!("127.0.0.1:{port}"), |o| o.max_retries = 1)
             .complete(request(MODEL))
             .await

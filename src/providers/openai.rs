@@ -4,11 +4,14 @@
 //! One call: build the request (the output cap is always sent, since the budget relies on it),
 //! send it through [`RetryService`], read the reply streamed or whole, and take the token usage
 //! the server reports. The whole call, retries and stream included, runs under one timeout.
+//!
+//! The protocol half (`Wire`, `chat_body`, `map_error`) is generic over async-openai's `Config`,
+//! so Azure OpenAI (`azure.rs`) goes through the same code with its own config.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_openai::config::{OpenAIConfig, OPENAI_API_BASE};
+use async_openai::config::{Config, OpenAIConfig, OPENAI_API_BASE};
 use async_openai::error::{OpenAIError, StreamError, WrappedError};
 use async_openai::types::chat::{
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
@@ -20,37 +23,25 @@ use async_openai::types::chat::{
 use async_openai::Client;
 use backon::Retryable;
 use futures::StreamExt;
-use ralph_actors::llm::{
-    ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, Speaker, TokenCounter, Usage,
-};
+use ralph_actors::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
 use reqwest::StatusCode;
 
+use super::http::{self, chain, shorten, Outcome};
 use super::options::ClientOptions;
 use super::retry::{CallState, RetryPolicy, RetryService};
-use super::tokens::TiktokenCounter;
 
 pub const PROVIDER: &str = "openai";
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 const OFFICIAL_HOST: &str = "api.openai.com";
-/// Long replies from large models take minutes; a hung server should not take longer.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An [`LlmClient`] for `openai/<model>` names.
 pub struct OpenAiClient {
-    http: reqwest::Client,
-    config: OpenAIConfig,
+    wire: Wire<OpenAIConfig>,
     base_url: String,
     /// api.openai.com: a key is required, and only `max_completion_tokens` is accepted.
     official: bool,
     has_key: bool,
-    api_key_env: String,
-    timeout: Duration,
-    /// The longest a stream may go without an event before the attempt counts as stalled.
-    idle_timeout: Duration,
-    policy: RetryPolicy,
-    stream: bool,
-    counter: TiktokenCounter,
 }
 
 impl std::fmt::Debug for OpenAiClient {
@@ -58,72 +49,44 @@ impl std::fmt::Debug for OpenAiClient {
         f.debug_struct("OpenAiClient")
             .field("base_url", &self.base_url)
             .field("has_key", &self.has_key)
-            .field("stream", &self.stream)
+            .field("stream", &self.wire.stream)
             .finish_non_exhaustive()
     }
-}
-
-fn non_empty(s: Option<String>) -> Option<String> {
-    s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 impl OpenAiClient {
     /// Resolves the base URL and key. A missing key is not an error here: a run whose roles
     /// never call OpenAI must not need one; the first call fails instead, before any request.
     pub fn new(opts: ClientOptions) -> Result<Self, LlmError> {
-        let (base_url, origin) = match non_empty(opts.base_url) {
-            Some(u) => (u, "the providers.openai.base_url setting"),
-            None => match non_empty(std::env::var(BASE_URL_ENV).ok()) {
-                Some(u) => (u, BASE_URL_ENV),
-                None => (OPENAI_API_BASE.to_string(), "the default"),
-            },
-        };
         // async-openai appends `/chat/completions` to the base as written.
-        let base_url = base_url.trim_end_matches('/').to_string();
-        let url = reqwest::Url::parse(&base_url).map_err(|e| LlmError::Config {
-            model: format!("{PROVIDER}/*"),
-            message: format!("invalid base URL `{base_url}` (from {origin}): {e}"),
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(LlmError::Config {
-                model: format!("{PROVIDER}/*"),
-                message: format!(
-                    "base URL `{base_url}` (from {origin}) must start with http:// or https://"
-                ),
-            });
-        }
-        let official = url.host_str() == Some(OFFICIAL_HOST);
-        let key =
-            non_empty(opts.api_key).or_else(|| non_empty(std::env::var(&opts.api_key_env).ok()));
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::Config {
-                model: format!("{PROVIDER}/*"),
-                message: format!("cannot set up HTTP: {e}"),
-            })?;
+        let (base_url, url) = http::resolve_base_url(
+            PROVIDER,
+            opts.base_url.clone(),
+            BASE_URL_ENV,
+            OPENAI_API_BASE,
+        )?;
+        let key = http::resolve_key(opts.api_key.clone(), &opts.api_key_env);
         let config = OpenAIConfig::new()
             .with_api_base(&base_url)
             .with_api_key(key.clone().unwrap_or_default());
+        let strip_auth = key.is_none();
         Ok(Self {
-            http,
-            config,
+            wire: Wire::new(
+                PROVIDER,
+                &opts,
+                opts.api_key_env.clone(),
+                strip_auth,
+                config,
+            )?,
             base_url,
-            official,
+            official: url.host_str() == Some(OFFICIAL_HOST),
             has_key: key.is_some(),
-            api_key_env: opts.api_key_env,
-            timeout: opts.timeout,
-            idle_timeout: opts.idle_timeout,
-            policy: RetryPolicy::default().with_max_retries(opts.max_retries),
-            stream: opts.stream,
-            counter: TiktokenCounter::new(),
         })
     }
 
     /// Replaces the backoff timings (tests use short ones); keeps `max_retries` as given.
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.policy = policy;
+        self.wire.policy = policy;
         self
     }
 
@@ -135,27 +98,13 @@ impl OpenAiClient {
     /// API has no key. For a start-up check, before any work is done.
     pub fn check(&self) -> Result<(), LlmError> {
         if self.official && !self.has_key {
-            return Err(LlmError::Auth {
-                provider: PROVIDER.into(),
-                env_var: self.api_key_env.clone(),
-                message: format!(
-                    "no API key for {OFFICIAL_HOST}: {} is not set",
-                    self.api_key_env
-                ),
-            });
+            return Err(http::missing_key(
+                PROVIDER,
+                &self.wire.api_key_env,
+                OFFICIAL_HOST,
+            ));
         }
         Ok(())
-    }
-
-    fn model_id<'a>(&self, model: &'a str) -> Result<&'a str, LlmError> {
-        match model.split_once('/') {
-            Some((PROVIDER, id)) if !id.is_empty() => Ok(id),
-            None if !model.is_empty() => Ok(model),
-            _ => Err(LlmError::Config {
-                model: model.into(),
-                message: format!("the {PROVIDER} client cannot serve this model"),
-            }),
-        }
     }
 
     fn body(&self, model: &str, request: &ChatRequest) -> CreateChatCompletionRequest {
@@ -168,31 +117,15 @@ impl OpenAiClient {
         };
         // The official API rejects `max_tokens` for reasoning models; other servers may know
         // only `max_tokens`. Either way the server is told the cap the budget was reserved for.
-        #[allow(deprecated)]
-        let body = CreateChatCompletionRequest {
-            model: model.to_string(),
-            messages: request.messages.iter().map(to_openai).collect(),
-            temperature,
-            max_completion_tokens: Some(request.max_tokens),
-            max_tokens: (!self.official).then_some(request.max_tokens),
-            stream: self.stream.then_some(true),
-            stream_options: self.stream.then_some(ChatCompletionStreamOptions {
-                include_usage: Some(true),
-                include_obfuscation: None,
-            }),
-            ..Default::default()
-        };
-        body
-    }
-
-    fn map_error(&self, err: OpenAIError, call: &CallState, model: &str) -> LlmError {
-        map_error(
-            err,
-            call.attempts().max(1),
-            call.last_status(),
-            &self.api_key_env,
+        chat_body(ChatBody {
             model,
-        )
+            request,
+            temperature,
+            max_completion_tokens: true,
+            max_tokens: !self.official,
+            stream: self.wire.stream,
+            stream_usage: self.wire.stream,
+        })
     }
 }
 
@@ -205,7 +138,215 @@ pub fn accepts_temperature(model: &str) -> bool {
     !reasoning || model.starts_with("gpt-5-chat")
 }
 
-fn to_openai(m: &ChatMessage) -> ChatCompletionRequestMessage {
+#[async_trait::async_trait]
+impl LlmClient for OpenAiClient {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        let model = http::model_id(PROVIDER, &request.model)?;
+        self.check()?;
+        self.wire
+            .complete(self.body(model, &request), &request, model)
+            .await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The OpenAI chat-completions protocol, generic over async-openai's `Config` (OpenAI or Azure).
+
+/// One server's way of taking OpenAI-protocol calls: its async-openai `Config`, the connection
+/// pool and the patience.
+pub(super) struct Wire<C> {
+    http: reqwest::Client,
+    config: C,
+    /// The name errors and logs carry.
+    provider: &'static str,
+    /// The variable an authentication error tells the user to check.
+    pub api_key_env: String,
+    /// No key: send no `Authorization` header (an empty one upsets some proxies).
+    strip_auth: bool,
+    pub policy: RetryPolicy,
+    timeout: Duration,
+    /// The longest a stream may go without an event before the attempt counts as stalled.
+    idle_timeout: Duration,
+    pub stream: bool,
+}
+
+impl<C> Wire<C> {
+    pub fn new(
+        provider: &'static str,
+        opts: &ClientOptions,
+        api_key_env: String,
+        strip_auth: bool,
+        config: C,
+    ) -> Result<Self, LlmError> {
+        Ok(Self {
+            http: http::client(provider)?,
+            config,
+            provider,
+            api_key_env,
+            strip_auth,
+            policy: RetryPolicy::default().with_max_retries(opts.max_retries),
+            timeout: opts.timeout,
+            idle_timeout: opts.idle_timeout,
+            stream: opts.stream,
+        })
+    }
+
+    /// This wire with another config (Azure's, made per deployment), on the same pool.
+    pub fn with_config<D>(&self, config: D) -> Wire<D> {
+        Wire {
+            http: self.http.clone(),
+            config,
+            provider: self.provider,
+            api_key_env: self.api_key_env.clone(),
+            strip_auth: self.strip_auth,
+            policy: self.policy,
+            timeout: self.timeout,
+            idle_timeout: self.idle_timeout,
+            stream: self.stream,
+        }
+    }
+}
+
+impl<C: Config + Clone> Wire<C> {
+    /// Sends `body` and reads the reply, all within the timeout. Statuses and connections are
+    /// retried below, by the [`RetryService`]; a stalled stream is sent again here, as a new
+    /// attempt counted against the same `max_retries` (the reply is buffered, so the caller
+    /// never sees the stalled part). `served` names the model when the reply does not.
+    pub async fn complete(
+        &self,
+        body: CreateChatCompletionRequest,
+        request: &ChatRequest,
+        served: &str,
+    ) -> Result<ChatReply, LlmError> {
+        let provider = self.provider;
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let call = Arc::new(CallState::new(Some(deadline)));
+        let max_attempts = self.policy.max_retries.saturating_add(1);
+        // A client per attempt is cheap (it shares the connection pool); each gets the retries
+        // this call has left, and all share the call's attempt counter.
+        let attempt = || {
+            let left = max_attempts.saturating_sub(call.attempts().saturating_add(1));
+            let client = Client::build(self.http.clone(), self.config.clone()).with_http_service(
+                RetryService::new(
+                    self.http.clone(),
+                    self.policy.with_max_retries(left),
+                    call.clone(),
+                    self.strip_auth,
+                    provider,
+                ),
+            );
+            let body = body.clone();
+            async move {
+                if self.stream {
+                    streamed(&client, body, self.idle_timeout).await
+                } else {
+                    plain(&client, body).await
+                }
+            }
+        };
+        let work = attempt
+            .retry(http::backoff(&self.policy))
+            .sleep(tokio::time::sleep)
+            .when(|e| matches!(e, CallError::Stalled) && call.attempts() < max_attempts)
+            .adjust(move |_, ours| {
+                let wait = ours?;
+                (Instant::now() + wait < deadline).then_some(wait)
+            })
+            .notify(|_, wait| {
+                tracing::warn!(
+                    provider,
+                    attempt = call.attempts(),
+                    wait_ms = wait.as_millis() as u64,
+                    "{provider}: the reply stream stalled for {:.0}s; retrying in {:.1}s",
+                    self.idle_timeout.as_secs_f64(),
+                    wait.as_secs_f64()
+                );
+            });
+        let raw = match tokio::time::timeout(self.timeout, work).await {
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    provider: provider.into(),
+                    seconds: self.timeout.as_secs_f64().ceil() as u64,
+                })
+            }
+            Ok(Err(CallError::Empty(why))) => {
+                return Err(LlmError::InvalidReply {
+                    provider: provider.into(),
+                    message: why.into(),
+                })
+            }
+            Ok(Err(CallError::Stalled)) => {
+                return Err(LlmError::Stalled {
+                    provider: provider.into(),
+                    seconds: self.idle_timeout.as_secs_f64().ceil() as u64,
+                    attempts: call.attempts().max(1),
+                })
+            }
+            Ok(Err(CallError::OpenAi(e))) => {
+                return Err(map_error(
+                    e,
+                    provider,
+                    call.attempts().max(1),
+                    call.last_status(),
+                    &self.api_key_env,
+                    &request.model,
+                ))
+            }
+            Ok(Ok(raw)) => raw,
+        };
+        let outcome = Outcome {
+            cut_short: raw.finish == Some(FinishReason::Length),
+            usage: raw.usage.as_ref().map(usage_of),
+            text: raw.text,
+            model: raw.model,
+        };
+        Ok(http::finish(
+            provider,
+            request,
+            served,
+            outcome,
+            call.attempts(),
+            started,
+        ))
+    }
+}
+
+/// What differs between servers in a request body.
+pub(super) struct ChatBody<'a> {
+    pub model: &'a str,
+    pub request: &'a ChatRequest,
+    pub temperature: Option<f32>,
+    /// Send the cap as `max_completion_tokens` (what reasoning models require).
+    pub max_completion_tokens: bool,
+    /// Send the cap as `max_tokens` too (servers that know only the older name).
+    pub max_tokens: bool,
+    pub stream: bool,
+    /// Ask for the usage at the end of the stream (`stream_options.include_usage`).
+    pub stream_usage: bool,
+}
+
+/// The request: the output cap is always sent, under the name(s) the server knows, since the
+/// budget reserved for exactly that many output tokens.
+pub(super) fn chat_body(b: ChatBody<'_>) -> CreateChatCompletionRequest {
+    #[allow(deprecated)]
+    let body = CreateChatCompletionRequest {
+        model: b.model.to_string(),
+        messages: b.request.messages.iter().map(to_message).collect(),
+        temperature: b.temperature,
+        max_completion_tokens: b.max_completion_tokens.then_some(b.request.max_tokens),
+        max_tokens: b.max_tokens.then_some(b.request.max_tokens),
+        stream: b.stream.then_some(true),
+        stream_options: b.stream_usage.then_some(ChatCompletionStreamOptions {
+            include_usage: Some(true),
+            include_obfuscation: None,
+        }),
+        ..Default::default()
+    };
+    body
+}
+
+fn to_message(m: &ChatMessage) -> ChatCompletionRequestMessage {
     let text = m.content.clone();
     match m.speaker {
         Speaker::System => ChatCompletionRequestSystemMessage {
@@ -235,8 +376,23 @@ struct Raw {
     finish: Option<FinishReason>,
 }
 
-async fn plain(
-    client: &Client<OpenAIConfig>,
+/// A failure inside one call, before it becomes an [`LlmError`].
+#[derive(Debug)]
+enum CallError {
+    OpenAi(OpenAIError),
+    Empty(&'static str),
+    /// The stream went silent for longer than the idle timeout.
+    Stalled,
+}
+
+impl From<OpenAIError> for CallError {
+    fn from(e: OpenAIError) -> Self {
+        CallError::OpenAi(e)
+    }
+}
+
+async fn plain<C: Config>(
+    client: &Client<C>,
     body: CreateChatCompletionRequest,
 ) -> Result<Raw, CallError> {
     let response = client.chat().create(body).await?;
@@ -254,22 +410,24 @@ async fn plain(
     })
 }
 
-async fn streamed(
-    client: &Client<OpenAIConfig>,
+async fn streamed<C: Config>(
+    client: &Client<C>,
     body: CreateChatCompletionRequest,
-    idle_timeout: Duration,
+    idle: Duration,
 ) -> Result<Raw, CallError> {
     let mut stream = client.chat().create_stream(body).await?;
     let mut raw = Raw::default();
     let mut chunks = 0usize;
     // async-openai parses the events on a task of its own, so silence is measured between
     // events: keep-alive comments do not count as life here.
-    while let Some(chunk) = tokio::time::timeout(idle_timeout, stream.next())
+    while let Some(chunk) = tokio::time::timeout(idle, stream.next())
         .await
         .map_err(|_| CallError::Stalled)?
     {
         let chunk = chunk?;
         chunks += 1;
+        // Azure's first chunk carries only the prompt's content-filter results, with an empty
+        // model and no choices.
         if raw.model.is_empty() {
             raw.model = chunk.model;
         }
@@ -295,54 +453,30 @@ async fn streamed(
     Ok(raw)
 }
 
-/// A failure inside one call, before it becomes an [`LlmError`].
-#[derive(Debug)]
-enum CallError {
-    OpenAi(OpenAIError),
-    Empty(&'static str),
-    /// The stream went silent for longer than the idle timeout.
-    Stalled,
-}
-
-impl From<OpenAIError> for CallError {
-    fn from(e: OpenAIError) -> Self {
-        CallError::OpenAi(e)
+/// `prompt_tokens` counts every prompt token, the cached ones among them, as [`Usage`] wants.
+fn usage_of(u: &CompletionUsage) -> Usage {
+    let cached = u
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens)
+        .unwrap_or(0);
+    Usage {
+        input_tokens: u.prompt_tokens.into(),
+        output_tokens: u.completion_tokens.into(),
+        cache_read_tokens: cached.into(),
+        cache_write_tokens: 0,
     }
-}
-
-fn shorten(text: &str) -> String {
-    const MAX: usize = 300;
-    let text = text.trim();
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
-/// The error and its causes on one line: reqwest's own message alone says little
-/// ("error sending request").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 fn by_status(
+    provider: &str,
     status: StatusCode,
     attempts: u32,
     env_var: &str,
     message: String,
     code: Option<&str>,
 ) -> LlmError {
-    let provider = PROVIDER.to_string();
+    let provider = provider.to_string();
     match status.as_u16() {
         401 | 403 => LlmError::Auth {
             provider,
@@ -374,15 +508,16 @@ fn by_status(
     }
 }
 
-/// Maps async-openai's errors to the kinds a user can act on.
+/// Maps async-openai's errors to the kinds a user can act on, named for `provider`.
 pub(crate) fn map_error(
     err: OpenAIError,
+    provider: &str,
     attempts: u32,
     last_status: Option<StatusCode>,
     env_var: &str,
     model: &str,
 ) -> LlmError {
-    let provider = PROVIDER.to_string();
+    let provider = provider.to_string();
     match err {
         OpenAIError::ApiError(e) => {
             let message = if e.api_error.message.is_empty() {
@@ -394,6 +529,7 @@ pub(crate) fn map_error(
                 shorten(&e.api_error.message)
             };
             by_status(
+                &provider,
                 e.status_code,
                 attempts,
                 env_var,
@@ -409,7 +545,7 @@ pub(crate) fn map_error(
             } else {
                 shorten(&body)
             };
-            by_status(status, attempts, env_var, message, None)
+            by_status(&provider, status, attempts, env_var, message, None)
         }
         OpenAIError::JSONDeserialize(e, body) => {
             // A stream may end with an error object instead of a chunk.
@@ -452,146 +588,12 @@ pub(crate) fn map_error(
     }
 }
 
-#[async_trait::async_trait]
-impl LlmClient for OpenAiClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
-        let model = self.model_id(&request.model)?;
-        self.check()?;
-        let started = Instant::now();
-        let deadline = started + self.timeout;
-        let call = Arc::new(CallState::new(Some(deadline)));
-        let body = self.body(model, &request);
-        let max_attempts = self.policy.max_retries.saturating_add(1);
-        // A stalled stream is sent again as a new attempt, counted against `max_retries` with
-        // the retries of the retry service (the reply is buffered, so the caller never sees the
-        // stalled part). A client per attempt is cheap (it shares the connection pool); each
-        // gets the retries this call has left, and all share the call's attempt counter.
-        let attempt = || {
-            let left = max_attempts.saturating_sub(call.attempts().saturating_add(1));
-            let client = Client::build(self.http.clone(), self.config.clone()).with_http_service(
-                RetryService::new(
-                    self.http.clone(),
-                    self.policy.with_max_retries(left),
-                    call.clone(),
-                    !self.has_key,
-                    PROVIDER,
-                ),
-            );
-            let body = body.clone();
-            async move {
-                if self.stream {
-                    streamed(&client, body, self.idle_timeout).await
-                } else {
-                    plain(&client, body).await
-                }
-            }
-        };
-        let work = attempt
-            .retry(super::http::backoff(&self.policy))
-            .sleep(tokio::time::sleep)
-            .when(|e| matches!(e, CallError::Stalled) && call.attempts() < max_attempts)
-            .adjust(move |_, ours| {
-                let wait = ours?;
-                (Instant::now() + wait < deadline).then_some(wait)
-            })
-            .notify(|_, wait| {
-                tracing::warn!(
-                    provider = PROVIDER,
-                    attempt = call.attempts(),
-                    wait_ms = wait.as_millis() as u64,
-                    "{PROVIDER}: the reply stream stalled for {:.0}s; retrying in {:.1}s",
-                    self.idle_timeout.as_secs_f64(),
-                    wait.as_secs_f64()
-                );
-            });
-        let raw = match tokio::time::timeout(self.timeout, work).await {
-            Err(_) => {
-                return Err(LlmError::Timeout {
-                    provider: PROVIDER.into(),
-                    seconds: self.timeout.as_secs_f64().ceil() as u64,
-                })
-            }
-            Ok(Err(CallError::Empty(why))) => {
-                return Err(LlmError::InvalidReply {
-                    provider: PROVIDER.into(),
-                    message: why.into(),
-                })
-            }
-            Ok(Err(CallError::Stalled)) => {
-                return Err(LlmError::Stalled {
-                    provider: PROVIDER.into(),
-                    seconds: self.idle_timeout.as_secs_f64().ceil() as u64,
-                    attempts: call.attempts().max(1),
-                })
-            }
-            Ok(Err(CallError::OpenAi(e))) => return Err(self.map_error(e, &call, &request.model)),
-            Ok(Ok(raw)) => raw,
-        };
-        if raw.finish == Some(FinishReason::Length) {
-            tracing::warn!(
-                "{}: the reply reached max_tokens ({}) and is cut short",
-                request.model,
-                request.max_tokens
-            );
-        }
-        let usage = match &raw.usage {
-            Some(u) => usage_of(u),
-            None => {
-                let estimate = Usage {
-                    input_tokens: self.counter.count(&request.model, &request.messages),
-                    output_tokens: self.counter.count_text(&request.model, &raw.text),
-                    ..Usage::default()
-                };
-                tracing::warn!(
-                    "{}: the server reported no token usage; counting {} in and {} out by estimate",
-                    request.model,
-                    estimate.input_tokens,
-                    estimate.output_tokens
-                );
-                estimate
-            }
-        };
-        tracing::debug!(
-            model = %request.model,
-            attempts = call.attempts(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            input = usage.input_tokens,
-            output = usage.output_tokens,
-            cached = usage.cache_read_tokens,
-            "{PROVIDER} call done"
-        );
-        let model = if raw.model.is_empty() {
-            model.to_string()
-        } else {
-            raw.model
-        };
-        Ok(ChatReply {
-            text: raw.text,
-            usage,
-            model,
-        })
-    }
-}
-
-/// `prompt_tokens` counts every prompt token, the cached ones among them, as [`Usage`] wants.
-fn usage_of(u: &CompletionUsage) -> Usage {
-    let cached = u
-        .prompt_tokens_details
-        .as_ref()
-        .and_then(|d| d.cached_tokens)
-        .unwrap_or(0);
-    Usage {
-        input_tokens: u.prompt_tokens.into(),
-        output_tokens: u.completion_tokens.into(),
-        cache_read_tokens: cached.into(),
-        cache_write_tokens: 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::http::test_server::{stalling, stalling_then};
     use crate::providers::testkit::*;
+    use std::sync::atomic::Ordering;
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -671,11 +673,7 @@ mod tests {
 
     #[tokio::test]
     async fn estimates_missing_usage() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["some ", "text"], None))
-            .mount(&server)
-            .await;
+        let server = serving(sse_reply(&["some ", "text"], None), ..).await;
         let reply = client(&server, |_| {})
             .complete(request("openai/gpt-4.1"))
             .await
@@ -690,16 +688,15 @@ mod tests {
 
     #[tokio::test]
     async fn unauthorized_names_the_key_variable() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
+        let server = serving(
+            error_reply(
                 401,
                 "Incorrect API key provided: sk-te***ey.",
                 "invalid_api_key",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ),
+            1,
+        )
+        .await;
         let err = client(&server, |o| o.api_key_env = "OPENAI_KEY".into())
             .complete(request("openai/gpt-4o"))
             .await;
@@ -717,11 +714,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_proxy_text_page_keeps_its_status() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(403).set_body_string("Forbidden by proxy"))
-            .mount(&server)
-            .await;
+        let server = serving(
+            ResponseTemplate::new(403).set_body_string("Forbidden by proxy"),
+            ..,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request("openai/gpt-4o"))
             .await
@@ -734,16 +731,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_request_is_not_retried() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
+        let server = serving(
+            error_reply(
                 400,
                 "maximum context length is 128000 tokens",
                 "context_length_exceeded",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ),
+            1,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request("openai/gpt-4o"))
             .await
@@ -756,32 +752,14 @@ mod tests {
 
     #[tokio::test]
     async fn waits_for_retry_after_then_succeeds() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                error_reply(429, "Rate limit reached", "rate_limit_exceeded")
-                    .insert_header("retry-after", "1"),
-            )
-            .up_to_n_times(1)
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["ok"], Some(usage_json(10, 1, 0))))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let reply = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply after a retry");
-        assert_eq!(reply.text, "ok");
-        assert!(
-            started.elapsed() >= Duration::from_millis(950),
-            "waited only {:?}",
-            started.elapsed()
-        );
+        waits_for_retry_after(
+            error_reply(429, "Rate limit reached", "rate_limit_exceeded")
+                .insert_header("retry-after", "1"),
+            sse_reply(&["ok"], Some(usage_json(10, 1, 0))),
+            |s| client(s, |_| {}),
+            "openai/gpt-4o",
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -816,12 +794,11 @@ mod tests {
 
     #[tokio::test]
     async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
-            .expect(4)
-            .mount(&server)
-            .await;
+        let server = serving(
+            ResponseTemplate::new(500).set_body_string("upstream exploded"),
+            4,
+        )
+        .await;
         let err = client(&server, |o| o.max_retries = 3)
             .complete(request("openai/gpt-4o"))
             .await
@@ -839,12 +816,7 @@ mod tests {
 
     #[tokio::test]
     async fn rate_limited_after_the_retries() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(429, "slow down", "rate_limit_exceeded"))
-            .expect(3)
-            .mount(&server)
-            .await;
+        let server = serving(error_reply(429, "slow down", "rate_limit_exceeded"), 3).await;
         let err = client(&server, |o| o.max_retries = 2)
             .complete(request("openai/gpt-4o"))
             .await
@@ -857,16 +829,11 @@ mod tests {
 
     #[tokio::test]
     async fn exhausted_quota_is_not_retried() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(error_reply(
-                429,
-                "You exceeded your current quota",
-                "insufficient_quota",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(
+            error_reply(429, "You exceeded your current quota", "insufficient_quota"),
+            1,
+        )
+        .await;
         let err = client(&server, |_| {})
             .complete(request("openai/gpt-4o"))
             .await
@@ -879,13 +846,7 @@ mod tests {
 
     #[tokio::test]
     async fn garbage_is_an_invalid_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html"),
-            )
-            .mount(&server)
-            .await;
+        let server = serving(garbage(), ..).await;
         let err = client(&server, |o| o.stream = false)
             .complete(request("openai/gpt-4o"))
             .await
@@ -919,38 +880,21 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_server_times_out() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["late"], None).set_delay(Duration::from_secs(5)))
-            .mount(&server)
-            .await;
-        let started = Instant::now();
-        let err = client(&server, |o| o.timeout = Duration::from_millis(300))
-            .complete(request("openai/gpt-4o"))
-            .await;
-        assert!(
-            matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
-            "{err:?}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        times_out(
+            sse_reply(&["late"], None),
+            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
+            "openai/gpt-4o",
+        )
+        .await;
     }
 
     #[tokio::test]
     async fn a_stalled_stream_is_retried_then_reported() {
-        let first = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
-        let (url, served) =
-            crate::providers::http::test_server::stalling("text/event-stream", first).await;
-        let opts = ClientOptions {
-            base_url: Some(format!("{url}/v1")),
-            api_key: Some("k".into()),
-            idle_timeout: Duration::from_millis(200),
-            max_retries: 2,
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        let c = OpenAiClient::new(opts)
-            .expect("client")
-            .with_retry_policy(fast_retries(2));
+        let (url, served) = stalling("text/event-stream", FIRST_CHUNK).await;
+        let c = client_at(&format!("{url}/v1"), |o| {
+            o.idle_timeout = Duration::from_millis(200);
+            o.max_retries = 2;
+        });
         let err = c
             .complete(request("openai/gpt-4o"))
             .await
@@ -966,53 +910,30 @@ mod tests {
             ),
             "{err:?}"
         );
-        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(served.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
     async fn a_stall_then_a_whole_stream_succeeds() {
-        let first = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
-        let whole = format!("{first}{}data: [DONE]\n\n", first.replace("Hel", "lo"));
-        let (url, served) = crate::providers::http::test_server::stalling_then(
-            "text/event-stream",
-            first,
-            1,
-            &whole,
-        )
-        .await;
-        let opts = ClientOptions {
-            base_url: Some(format!("{url}/v1")),
-            api_key: Some("k".into()),
-            idle_timeout: Duration::from_millis(200),
-            timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        };
-        let reply = OpenAiClient::new(opts)
-            .expect("client")
-            .with_retry_policy(fast_retries(3))
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply after a stall");
+        let (url, served) =
+            stalling_then("text/event-stream", FIRST_CHUNK, 1, &whole_stream()).await;
+        let reply = client_at(&format!("{url}/v1"), |o| {
+            o.idle_timeout = Duration::from_millis(200)
+        })
+        .complete(request("openai/gpt-4o"))
+        .await
+        .expect("reply after a stall");
         // Only the second attempt's text: the stalled one is dropped.
         assert_eq!(reply.text, "Hello");
-        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(served.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
     async fn a_closed_port_is_a_network_error() {
-        // Bind then release a port, so nothing listens on it.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
-        let opts = ClientOptions {
-            base_url: Some(format!("http://127.0.0.1:{port}/v1")),
-            api_key: Some("k".into()),
-            ..ClientOptions::default()
-        };
-        let c = OpenAiClient::new(opts)
-            .expect("client")
-            .with_retry_policy(fast_retries(1));
+        let port = closed_port();
+        let c = client_at(&format!("http://127.0.0.1:{port}/v1"), |o| {
+            o.max_retries = 1
+        });
         let err = c
             .complete(request("openai/gpt-4o"))
             .await
@@ -1042,11 +963,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_local_server_needs_no_key() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["hi"], Some(usage_json(1, 1, 0))))
-            .mount(&server)
-            .await;
+        let server = serving(sse_reply(&["hi"], Some(usage_json(1, 1, 0))), ..).await;
         let c = client(&server, |o| {
             o.api_key = None;
             o.api_key_env = "RALPH_TEST_SURELY_UNSET_KEY".into();

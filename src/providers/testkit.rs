@@ -1,11 +1,13 @@
-//! Test helpers: OpenAI-protocol replies for `wiremock`, and clients pointed at it.
+//! Test helpers: servers and clients every provider's tests use, OpenAI-protocol replies for
+//! `wiremock`, and OpenAI clients pointed at it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ralph_actors::llm::{ChatMessage, ChatRequest};
+use ralph_actors::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use ralph_actors::roles::Role;
 use serde_json::{json, Value};
-use wiremock::{MockServer, ResponseTemplate};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate, Times};
 
 use super::openai::OpenAiClient;
 use super::options::ClientOptions;
@@ -23,19 +25,118 @@ pub fn fast_retries(max_retries: u32) -> RetryPolicy {
     }
 }
 
-/// A client for `server` with key `test-key`; `tweak` adjusts the options first.
-pub fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiClient {
+/// Options for a client of `base`: key `test-key`, read from `key_env`, and a 10 s timeout;
+/// `tweak` adjusts them.
+pub fn options_at(
+    base: &str,
+    key_env: &str,
+    tweak: impl FnOnce(&mut ClientOptions),
+) -> ClientOptions {
     let mut opts = ClientOptions {
-        base_url: Some(format!("{}/v1", server.uri())),
+        base_url: Some(base.to_string()),
         api_key: Some("test-key".into()),
+        api_key_env: key_env.into(),
         timeout: Duration::from_secs(10),
         ..ClientOptions::default()
     };
     tweak(&mut opts);
+    opts
+}
+
+/// The client `new` makes of `opts`, with [`fast_retries`] (as many as the options allow).
+pub fn with_fast_retries<C>(
+    opts: ClientOptions,
+    new: impl FnOnce(ClientOptions) -> Result<C, LlmError>,
+    with_retry_policy: impl FnOnce(C, RetryPolicy) -> C,
+) -> C {
     let retries = opts.max_retries;
-    OpenAiClient::new(opts)
-        .expect("client")
-        .with_retry_policy(fast_retries(retries))
+    with_retry_policy(new(opts).expect("client"), fast_retries(retries))
+}
+
+/// An OpenAI client for `server` with key `test-key`; `tweak` adjusts the options first.
+pub fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiClient {
+    client_at(&format!("{}/v1", server.uri()), tweak)
+}
+
+/// An OpenAI client for the base URL `base`, as [`client`].
+pub fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiClient {
+    let opts = options_at(base, super::openai::DEFAULT_API_KEY_ENV, tweak);
+    with_fast_retries(opts, OpenAiClient::new, OpenAiClient::with_retry_policy)
+}
+
+/// A server that answers every POST with `reply`, and checks when it is dropped that it was
+/// asked `times` times (`..`: any number).
+pub async fn serving(reply: ResponseTemplate, times: impl Into<Times>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(reply)
+        .expect(times)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A call of `model` through `client` that first meets `busy` (which asks for a wait of a
+/// second) waits it out, then gets `ok`'s text, "ok".
+pub async fn waits_for_retry_after<C: LlmClient>(
+    busy: ResponseTemplate,
+    ok: ResponseTemplate,
+    client: impl FnOnce(&MockServer) -> C,
+    model: &str,
+) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(busy)
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ok)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let reply = client(&server)
+        .complete(request(model))
+        .await
+        .expect("reply after a retry");
+    assert_eq!(reply.text, "ok");
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "waited only {:?}",
+        started.elapsed()
+    );
+}
+
+/// A call of `model` through `client` (whose timeout is under a second) to a server that sends
+/// `late` after 5 s ends as a timeout, without waiting for the server.
+pub async fn times_out<C: LlmClient>(
+    late: ResponseTemplate,
+    client: impl FnOnce(&MockServer) -> C,
+    model: &str,
+) {
+    let server = serving(late.set_delay(Duration::from_secs(5)), ..).await;
+    let started = Instant::now();
+    let err = client(&server).complete(request(model)).await;
+    assert!(
+        matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+/// A 200 whose body is no provider's JSON.
+pub fn garbage() -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw("<html>not json</html>", "text/html")
+}
+
+/// A local port nothing listens on: bound, then released.
+pub fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
 }
 
 pub fn request(model: &str) -> ChatRequest {
@@ -111,6 +212,15 @@ pub fn error_reply(status: u16, message: &str, code: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_json(json!({
         "error": { "message": message, "type": "error", "param": null, "code": code }
     }))
+}
+
+/// A stream's first chunk, `Hel`, for a server that then stalls.
+pub const FIRST_CHUNK: &str = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+
+/// The whole stream [`FIRST_CHUNK`] begins: `Hel`, `lo`, then `[DONE]`.
+pub fn whole_stream() -> String {
+    let rest = FIRST_CHUNK.replace("Hel", "lo");
+    format!("{FIRST_CHUNK}{rest}data: [DONE]\n\n")
 }
 
 /// The JSON body of the last request the server received.

@@ -102,7 +102,6 @@ pub fn role_of_system(system: &str) -> String {
     "unknown".into()
 }
 
-
 /// Characters of the text fields in a request's messages, whatever their shape.
 fn text_chars(v: &Value) -> usize {
     match v {
