@@ -494,6 +494,10 @@ fn by_status(
             retry_after_ms: None,
             message,
         },
+        413 => LlmError::ContextTooLong { provider, message },
+        400 if code == Some("context_length_exceeded") || http::says_too_long(&message) => {
+            LlmError::ContextTooLong { provider, message }
+        }
         s if status.is_server_error() => LlmError::Server {
             provider,
             status: s,
@@ -732,6 +736,23 @@ mod tests {
     #[tokio::test]
     async fn a_bad_request_is_not_retried() {
         let server = serving(
+            error_reply(400, "The model `gpt-9` does not exist", "model_not_found"),
+            1,
+        )
+        .await;
+        let err = client(&server, |_| {})
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect_err("400");
+        assert!(
+            matches!(&err, LlmError::Request { status: 400, message, .. } if message.contains("gpt-9")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_prompt_too_long_is_its_own_kind() {
+        let server = serving(
             error_reply(
                 400,
                 "maximum context length is 128000 tokens",
@@ -745,7 +766,7 @@ mod tests {
             .await
             .expect_err("400");
         assert!(
-            matches!(&err, LlmError::Request { status: 400, message, .. } if message.contains("context length")),
+            matches!(&err, LlmError::ContextTooLong { message, .. } if message.contains("context length")),
             "{err:?}"
         );
     }
