@@ -28,7 +28,9 @@ use crate::messages::{
     GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun,
 };
 use crate::report::{Report, Status, TestsSnapshot, Timings};
-use crate::roles::{panic_message, Artisan, Caller, Critic, FallbackRecord, Librarian, Role, Tester};
+use crate::roles::{
+    panic_message, Artisan, Caller, Critic, FallbackRecord, Librarian, Role, Tester,
+};
 use crate::runner::{TestRun, TestRunner};
 use crate::settings::RunSettings;
 use crate::workspace::{IterationRecord, SessionStore, Workspace};
@@ -178,7 +180,8 @@ impl Run {
             d.state.ledger.clone(),
         ));
         let caller = Arc::new(
-            Caller::new(d.llm, d.counter, ledger, d.events.clone()).with_fallbacks(d.state.fallbacks.clone()),
+            Caller::new(d.llm, d.counter, ledger, d.events.clone())
+                .with_fallbacks(d.state.fallbacks.clone()),
         );
         let librarian = Librarian::new(
             d.workspace.clone(),

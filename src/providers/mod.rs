@@ -36,8 +36,8 @@ use crate::models::ModelName;
 
 pub use anthropic::AnthropicClient;
 pub use azure::AzureClient;
-pub use limits::{Limited, Limiter, RateLimits};
 pub use gemini::GeminiClient;
+pub use limits::{Limited, Limiter, RateLimits};
 pub use ollama::OllamaClient;
 pub use openai::OpenAiClient;
 pub use options::ClientOptions;
@@ -320,10 +320,9 @@ mod tests {
         let mut asked = request("openai/gpt-4o");
         asked.max_tokens = 100_000;
         router.complete(asked).await.expect("reply");
-        let body: serde_json::Value = serde_json::from_slice(
-            &server.received_requests().await.expect("recorded")[0].body,
-        )
-        .expect("json");
+        let body: serde_json::Value =
+            serde_json::from_slice(&server.received_requests().await.expect("recorded")[0].body)
+                .expect("json");
         // gpt-4o writes at most 16,384 tokens.
         assert_eq!(body["max_completion_tokens"], 16_384);
     }

@@ -479,7 +479,10 @@ mod tests {
             assert_eq!(p.get(name), Some(Price::FREE), "{name}");
         }
         // An unlisted tag is local too: free, silently, with its family's limits.
-        assert_eq!(p.get("ollama/qwen2.5-coder:7b-instruct-q8_0"), Some(Price::FREE));
+        assert_eq!(
+            p.get("ollama/qwen2.5-coder:7b-instruct-q8_0"),
+            Some(Price::FREE)
+        );
         assert_eq!(
             info("ollama/qwen2.5-coder:7b-instruct-q8_0").map(|i| i.context_window),
             Some(32_768)

@@ -6,19 +6,33 @@ use predicates::prelude::*;
 use super::support::*;
 
 /// Fixes the Python fixture with every role on `model`, served by `llm`; returns the report.
-async fn fix_on(llm: &MockLlm, model: &str, env: &[(&str, String)], config: Option<&str>) -> serde_json::Value {
+async fn fix_on(
+    llm: &MockLlm,
+    model: &str,
+    env: &[(&str, String)],
+    config: Option<&str>,
+) -> serde_json::Value {
     let dir = fixture("py-median");
     if let Some(config) = config {
         write(dir.path(), "ralph.config.yaml", config);
     }
-    llm.helpful().script("artisan", [text(code("python", HALF_FIXED_PY)), text(code("python", FIXED_PY))]);
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", FIXED_PY)),
+        ],
+    );
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir.path());
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.args(["median.py", "--models", model]).assert().code(0);
-    assert_eq!(std::fs::read_to_string(dir.path().join("median.py")).unwrap(), FIXED_PY);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
     let report = report(dir.path());
     assert_eq!(report["iterations"], 2);
     report
@@ -27,7 +41,10 @@ async fn fix_on(llm: &MockLlm, model: &str, env: &[(&str, String)], config: Opti
 /// The report's cost is the reported tokens at `input`/`output` dollars per million, exactly.
 fn assert_priced(report: &serde_json::Value, model: &str, input: f64, output: f64) {
     let tokens = &report["tokens"];
-    let (i, o) = (tokens["input_tokens"].as_f64().unwrap(), tokens["output_tokens"].as_f64().unwrap());
+    let (i, o) = (
+        tokens["input_tokens"].as_f64().unwrap(),
+        tokens["output_tokens"].as_f64().unwrap(),
+    );
     assert!(i > 0.0 && o > 0.0, "{report}");
     let expected = (i * input + o * output) / 1_000_000.0;
     let cost = report["cost_usd"].as_f64().unwrap();
@@ -39,29 +56,55 @@ fn assert_priced(report: &serde_json::Value, model: &str, input: f64, output: f6
 #[tokio::test(flavor = "multi_thread")]
 async fn fixes_on_anthropic() {
     let llm = MockLlm::start_with(Protocol::Anthropic).await;
-    let env = [("ANTHROPIC_BASE_URL", llm.uri()), ("ANTHROPIC_API_KEY", "sk-ant-test".into())];
+    let env = [
+        ("ANTHROPIC_BASE_URL", llm.uri()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+    ];
     let report = fix_on(&llm, "claude", &env, None).await;
     assert_priced(&report, "anthropic/claude-sonnet-4-5", 3.0, 15.0);
     assert!(llm.models().await.iter().all(|m| m == "claude-sonnet-4-5"));
-    assert!(llm.headers("x-api-key").await.iter().all(|k| k == "sk-ant-test"));
-    assert!(llm.requests().await.iter().all(|(_, r)| r["stream"] == true && r["max_tokens"].as_u64().is_some()));
+    assert!(llm
+        .headers("x-api-key")
+        .await
+        .iter()
+        .all(|k| k == "sk-ant-test"));
+    assert!(llm
+        .requests()
+        .await
+        .iter()
+        .all(|(_, r)| r["stream"] == true && r["max_tokens"].as_u64().is_some()));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fixes_on_gemini_without_streaming() {
     let llm = MockLlm::start_with(Protocol::Gemini).await;
-    let env = [("GEMINI_BASE_URL", llm.uri()), ("GOOGLE_API_KEY", "g-test".into())];
+    let env = [
+        ("GEMINI_BASE_URL", llm.uri()),
+        ("GOOGLE_API_KEY", "g-test".into()),
+    ];
     let config = "providers:\n  gemini:\n    stream: false\n";
     let report = fix_on(&llm, "flash", &env, Some(config)).await;
     assert_priced(&report, "gemini/gemini-2.5-flash", 0.30, 2.50);
     assert!(llm.models().await.iter().all(|m| m == "gemini-2.5-flash"));
-    assert!(llm.headers("x-goog-api-key").await.iter().all(|k| k == "g-test"), "GOOGLE_API_KEY stands in for GEMINI_API_KEY");
+    assert!(
+        llm.headers("x-goog-api-key")
+            .await
+            .iter()
+            .all(|k| k == "g-test"),
+        "GOOGLE_API_KEY stands in for GEMINI_API_KEY"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn fixes_on_ollama() {
     let llm = MockLlm::start_with(Protocol::Ollama).await;
-    let report = fix_on(&llm, "ollama/qwen2.5-coder:7b", &[("OLLAMA_HOST", llm.uri())], None).await;
+    let report = fix_on(
+        &llm,
+        "ollama/qwen2.5-coder:7b",
+        &[("OLLAMA_HOST", llm.uri())],
+        None,
+    )
+    .await;
     assert_priced(&report, "ollama/qwen2.5-coder:7b", 0.0, 0.0);
     assert!(llm.models().await.iter().all(|m| m == "qwen2.5-coder:7b"));
 }
@@ -69,7 +112,10 @@ async fn fixes_on_ollama() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fixes_on_azure() {
     let llm = MockLlm::start_with(Protocol::Azure).await;
-    let env = [("AZURE_OPENAI_ENDPOINT", llm.uri()), ("AZURE_OPENAI_API_KEY", "az-test".into())];
+    let env = [
+        ("AZURE_OPENAI_ENDPOINT", llm.uri()),
+        ("AZURE_OPENAI_API_KEY", "az-test".into()),
+    ];
     // Azure deployments are named by their owner: their price comes from the config.
     let config = "prices:\n  azure/code-fixer: { input: 2.0, output: 8.0 }\n";
     let report = fix_on(&llm, "azure/code-fixer", &env, Some(config)).await;
@@ -81,7 +127,10 @@ async fn fixes_on_azure() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fixes_on_openai_priced_to_the_cent() {
     let llm = MockLlm::start().await;
-    let env = [("OPENAI_BASE_URL", llm.base_url()), ("OPENAI_API_KEY", "sk-test".into())];
+    let env = [
+        ("OPENAI_BASE_URL", llm.base_url()),
+        ("OPENAI_API_KEY", "sk-test".into()),
+    ];
     let report = fix_on(&llm, "openai/gpt-4.1-mini", &env, None).await;
     assert_priced(&report, "openai/gpt-4.1-mini", 0.40, 1.60);
 }
@@ -95,7 +144,8 @@ async fn a_dead_provider_falls_back_to_a_live_one() {
         "models:\n  artisan:\n    model: anthropic/claude-sonnet-4-5\n    fallbacks: [openai/gpt-4.1]\nproviders:\n  anthropic:\n    max_retries: 1\n",
     );
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
     ralph(dir.path(), &llm)
         .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -110,7 +160,12 @@ async fn a_dead_provider_falls_back_to_a_live_one() {
     assert_eq!(fallbacks[0]["to"], "openai/gpt-4.1");
     assert_eq!(fallbacks[0]["role"], "artisan");
     assert!(report["cost_by_model"].get("openai/gpt-4.1").is_some());
-    assert!(report["cost_by_model"].get("anthropic/claude-sonnet-4-5").is_none(), "the dead provider cost nothing");
+    assert!(
+        report["cost_by_model"]
+            .get("anthropic/claude-sonnet-4-5")
+            .is_none(),
+        "the dead provider cost nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -119,12 +174,19 @@ async fn defaults_need_only_one_providers_key() {
     // OpenAI key each role runs on its OpenAI fallback, and says so.
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", text(code("python", FIXED_PY)));
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
     ralph(dir.path(), &llm)
         .args(["median.py"])
         .assert()
         .code(0)
-        .stderr(predicate::str::contains("the artisan runs on openai/gpt-4.1").and(predicate::str::contains("ANTHROPIC_API_KEY")));
+        .stderr(
+            predicate::str::contains("the artisan runs on openai/gpt-4.1")
+                .and(predicate::str::contains("ANTHROPIC_API_KEY")),
+        );
     let models = llm.models().await;
-    assert!(models.iter().all(|m| m == "gpt-4.1" || m == "gpt-4.1-mini"), "{models:?}");
+    assert!(
+        models.iter().all(|m| m == "gpt-4.1" || m == "gpt-4.1-mini"),
+        "{models:?}"
+    );
 }

@@ -54,10 +54,10 @@ impl std::str::FromStr for Role {
     }
 }
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -95,7 +95,12 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn new(llm: Arc<dyn LlmClient>, counter: Arc<dyn TokenCounter>, ledger: Arc<Ledger>, events: EventSink) -> Self {
+    pub fn new(
+        llm: Arc<dyn LlmClient>,
+        counter: Arc<dyn TokenCounter>,
+        ledger: Arc<Ledger>,
+        events: EventSink,
+    ) -> Self {
         Self {
             llm,
             counter,
@@ -139,7 +144,10 @@ impl Caller {
             });
         };
         for (i, model) in candidates.iter().enumerate() {
-            match self.call_one(iteration, role, model, spec, messages.clone(), cancel).await {
+            match self
+                .call_one(iteration, role, model, spec, messages.clone(), cancel)
+                .await
+            {
                 Err(Error::Llm(e)) if e.falls_back() && i < last => {
                     if e.is_permanent() {
                         lock(&self.dead).insert(model.to_string());
@@ -151,14 +159,22 @@ impl Caller {
                         to: candidates[i + 1].to_string(),
                         reason: e.to_string(),
                     };
-                    tracing::warn!("{role}: {} failed ({}); falling back to {}", record.from, record.reason, record.to);
+                    tracing::warn!(
+                        "{role}: {} failed ({}); falling back to {}",
+                        record.from,
+                        record.reason,
+                        record.to
+                    );
                     self.events.emit(Event::Fallback(record.clone()));
                     lock(&self.fallbacks).push(record);
                 }
                 other => return other,
             }
         }
-        Err(Error::RoleFailed { role, message: "no model left to try".into() })
+        Err(Error::RoleFailed {
+            role,
+            message: "no model left to try".into(),
+        })
     }
 
     /// One metered call: budget check, the call (abandoned on `cancel`), settlement, an event.

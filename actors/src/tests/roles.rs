@@ -634,7 +634,11 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
     let caller = Arc::new(Caller::new(
         Arc::new(mock),
         Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(100.0, prices(INPUT_PRICE, OUTPUT_PRICE), EventSink::discard())),
+        Arc::new(Ledger::new(
+            100.0,
+            prices(INPUT_PRICE, OUTPUT_PRICE),
+            EventSink::discard(),
+        )),
         events,
     ));
     let artisan = Artisan::new(caller.clone(), Arc::new(with_fallback("test/backup"))).start();
@@ -642,13 +646,23 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
         let proposal = propose(&artisan, None).await.expect("proposal");
         assert_eq!(proposal.code.as_deref(), Some(FIXED));
     }
-    let models: Vec<String> = requests(&log, Role::Artisan).into_iter().map(|r| r.model).collect();
+    let models: Vec<String> = requests(&log, Role::Artisan)
+        .into_iter()
+        .map(|r| r.model)
+        .collect();
     // The refused key is not tried again on the second call.
     assert_eq!(models, [MODEL, "test/backup", "test/backup"]);
     let records = caller.fallbacks();
     assert_eq!(records.len(), 1);
-    assert_eq!((records[0].from.as_str(), records[0].to.as_str()), (MODEL, "test/backup"));
-    assert!(records[0].reason.contains("TEST_API_KEY"), "{}", records[0].reason);
+    assert_eq!(
+        (records[0].from.as_str(), records[0].to.as_str()),
+        (MODEL, "test/backup")
+    );
+    assert!(
+        records[0].reason.contains("TEST_API_KEY"),
+        "{}",
+        records[0].reason
+    );
     let mut saw_event = false;
     while let Ok(e) = rx.try_recv() {
         saw_event |= matches!(e, crate::events::Event::Fallback(_));
@@ -665,9 +679,13 @@ async fn a_rejected_request_does_not_fall_back() {
             message: "too long".into(),
         })
     });
-    let artisan = Artisan::new(default_caller(mock), Arc::new(with_fallback("test/backup"))).start();
+    let artisan =
+        Artisan::new(default_caller(mock), Arc::new(with_fallback("test/backup"))).start();
     let err = propose(&artisan, None).await.expect_err("fails");
-    assert!(matches!(err, Error::Llm(LlmError::ContextTooLong { .. })), "{err:?}");
+    assert!(
+        matches!(err, Error::Llm(LlmError::ContextTooLong { .. })),
+        "{err:?}"
+    );
     assert_eq!(requests(&log, Role::Artisan).len(), 1);
 }
 
@@ -701,5 +719,9 @@ async fn a_fallback_never_bypasses_the_budget() {
     let artisan = Artisan::new(caller, Arc::new(with_fallback("test/backup"))).start();
     let err = propose(&artisan, None).await.expect_err("refused");
     assert!(matches!(err, Error::Budget(_)), "{err:?}");
-    assert_eq!(requests(&log, Role::Artisan).len(), 1, "the backup was never called");
+    assert_eq!(
+        requests(&log, Role::Artisan).len(),
+        1,
+        "the backup was never called"
+    );
 }
