@@ -39,17 +39,24 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Anthropic answers 529 when it is overloaded: as transient as a 503.
 const OVERLOADED: u16 = 529;
 
-/// A connection pool for one client: quick to connect or failing, with no limit of its own on a
-/// reply (each call's deadline is that).
+/// The connection pool every client shares: quick to connect or failing, with no limit of its
+/// own on a reply (each call's deadline is that). Built once per process, because setting up TLS
+/// reads and parses the system's root certificates, which costs more than everything else
+/// ralph-loop does before its first call.
 pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| LlmError::Config {
-            model: format!("{provider}/*"),
-            message: format!("cannot set up HTTP: {e}"),
-        })
+    static SHARED: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    let shared = SHARED.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    shared.clone().map_err(|e| LlmError::Config {
+        model: format!("{provider}/*"),
+        message: format!("cannot set up HTTP: {e}"),
+    })
 }
 
 /// The exponential backoff of a [`RetryPolicy`], as the OpenAI client's retry service uses it.
