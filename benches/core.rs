@@ -134,6 +134,19 @@ fn prompt_20k() -> Vec<ChatMessage> {
     ]
 }
 
+/// A line of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in KiB; 0 where there is none.
+fn rss_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 fn bench_fingerprint(c: &mut Criterion) {
     let run = failing_run();
     let mut g = c.benchmark_group("entropy");
@@ -170,13 +183,26 @@ fn bench_render(c: &mut Criterion) {
 fn bench_tokens(c: &mut Criterion) {
     // The one-off cost of building the o200k table, outside criterion's loop. Only the first
     // call in the process builds it; later ones find it ready.
+    let (rss_before, hwm_before) = (rss_kib("VmRSS:"), rss_kib("VmHWM:"));
     let t = Instant::now();
     if let Some(h) = TiktokenCounter::warm_up() {
         h.join().expect("warm-up thread");
     }
+    let build = t.elapsed();
+    let rss_after = rss_kib("VmRSS:");
+    let hwm_after = rss_kib("VmHWM:");
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!(
+        "tokens/o200k_table_memory: resident {:.1} -> {:.1} MiB (+{:.1} MiB), peak {:.1} -> {:.1} MiB",
+        mib(rss_before),
+        mib(rss_after),
+        mib(rss_after.saturating_sub(rss_before)),
+        mib(hwm_before),
+        mib(hwm_after)
+    );
     println!(
         "tokens/o200k_table_build (one-off, warm_up joined): {:.1} ms",
-        t.elapsed().as_secs_f64() * 1000.0
+        build.as_secs_f64() * 1000.0
     );
 
     let counter = TiktokenCounter::new();

@@ -1,5 +1,6 @@
 //! Whole-process benchmarks of the release `ralph-loop` binary: orchestration overhead of a
-//! two-iteration fix, start-up, and peak memory. Run with `cargo bench --bench e2e`; it prints a
+//! two-iteration fix, start-up, and peak memory (of that fix, and of the same fix near its budget,
+//! where exact token counting builds the tokenizer's table). Run with `cargo bench --bench e2e`; it prints a
 //! table and writes `target/bench-e2e.json`. See `docs/performance.md`.
 //!
 //! Speed is measured here, never asserted: the numbers go into the docs, not into a pass/fail.
@@ -7,8 +8,11 @@
 //!
 //! Knobs (environment): `RALPH_BENCH_RUNS` (fix runs, default 15), `RALPH_BENCH_STARTS`
 //! (start-up runs, default 200), `RALPH_BENCH_MEM_RUNS` (sampled memory runs, default 5),
-//! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50), and, to diagnose only,
-//! `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`, every fix runs under).
+//! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50). To diagnose:
+//! `RALPH_BENCH_VARIANT_ENV="K=V ..."` runs every fix a second time, interleaved, with those
+//! variables set, and reports that variant's overhead beside the plain one (an A/B in one run);
+//! `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`) runs every fix under it,
+//! which makes the timings meaningless.
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -54,9 +58,21 @@ fn main() {
     eprintln!(
         "e2e: two-iteration fix of js-median, {runs} runs, model latency {latency:?} per call"
     );
+    let variant_env: Vec<(String, String)> = std::env::var("RALPH_BENCH_VARIANT_ENV")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     // One untimed run first: page cache, node's own start-up caches.
-    let _ = fix_run(&rt, latency, false);
-    let fixes: Vec<FixRun> = (0..runs).map(|_| fix_run(&rt, latency, false)).collect();
+    let _ = fix_run(&rt, latency, false, &[], None);
+    let (mut fixes, mut variants) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        fixes.push(fix_run(&rt, latency, false, &[], None));
+        if !variant_env.is_empty() {
+            variants.push(fix_run(&rt, latency, false, &variant_env, None));
+        }
+    }
 
     eprintln!(
         "e2e: the mock's own round trip, {} requests from an in-process client",
@@ -68,9 +84,45 @@ fn main() {
     let (version, truth) = startup(starts);
 
     eprintln!("e2e: peak memory, {mem_runs} runs sampling /proc/<pid>/status");
-    let mems: Vec<FixRun> = (0..mem_runs).map(|_| fix_run(&rt, latency, true)).collect();
+    let mems: Vec<FixRun> = (0..mem_runs)
+        .map(|_| fix_run(&rt, latency, true, &[], None))
+        .collect();
 
-    let results = summarise(&fixes, &round_trips, &version, &truth, &mems, latency);
+    // A run near its budget counts prompts exactly, so it builds the tokenizer's table: the
+    // budget is set just above what the plain run spends, at $10 per million input tokens.
+    let spent_tokens = fixes[0].report["tokens"]["input_tokens"]
+        .as_u64()
+        .unwrap_or(6000);
+    let tight_budget = (spent_tokens + 1500) as f64 * 10.0 / 1e6;
+    eprintln!("e2e: peak memory near the budget (${tight_budget:.4}), {mem_runs} runs");
+    let tight: Vec<FixRun> = (0..mem_runs)
+        .map(|_| fix_run(&rt, latency, true, &[], Some(tight_budget)))
+        .collect();
+
+    let mut results = summarise(&fixes, &round_trips, &version, &truth, &mems, latency);
+    let own = |runs: &[FixRun]| {
+        stats(
+            &runs
+                .iter()
+                .filter_map(|r| r.hwm_kib)
+                .map(|k| k as f64 / 1024.0)
+                .collect::<Vec<_>>(),
+        )
+    };
+    results["memory"]["near_budget"] = json!({
+        "budget_usd": tight_budget,
+        "statuses": tight.iter().map(|r| r.report["status"].clone()).collect::<Vec<_>>(),
+        "own_peak_mib": own(&tight),
+        "external_overhead_ms": stats(&tight.iter().map(|r| r.overhead_ms(latency)).collect::<Vec<_>>()),
+    });
+    if !variants.is_empty() {
+        let env: Vec<String> = variant_env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        results["variant"] = overhead_of(&variants, latency);
+        results["variant"]["env"] = json!(env.join(" "));
+    }
     print_table(&results);
     let out = target_dir().join("bench-e2e.json");
     match std::fs::write(&out, serde_json::to_string_pretty(&results).expect("json")) {
@@ -162,7 +214,13 @@ fn slow(text: impl Into<String>, delay: Duration) -> Answer {
     }
 }
 
-fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool) -> FixRun {
+fn fix_run(
+    rt: &tokio::runtime::Runtime,
+    latency: Duration,
+    sample_memory: bool,
+    extra_env: &[(String, String)],
+    budget: Option<f64>,
+) -> FixRun {
     let dir = support::fixture("js-median");
     let llm = rt.block_on(MockLlm::start());
     llm.always("librarian", slow("`median` sorts as strings and mutates its argument; copy, sort numerically, average the middle pair.", latency))
@@ -176,9 +234,19 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
             .mount(&llm.server),
     );
 
+    if budget.is_some() {
+        let price = "{ input: 10, output: 0 }";
+        support::write(
+            dir.path(),
+            "ralph.config.yaml",
+            &format!("prices:\n  openai/gpt-4.1: {price}\n  openai/gpt-4.1-mini: {price}\n"),
+        );
+    }
+
     let t = Instant::now();
     let _ = Command::new("sh")
         .args(["-c", TEST_COMMAND])
+        .env_remove("LD_LIBRARY_PATH")
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -207,6 +275,10 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    cmd.envs(extra_env.iter().map(|(k, v)| (k, v)));
+    if let Some(usd) = budget {
+        cmd.args(["--budget", &format!("{usd:.6}")]);
+    }
     for var in [
         "OPENAI_KEY",
         "OPENAI_API_ENDPOINT",
@@ -214,6 +286,9 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
         "ANTHROPIC_KEY",
         "ANTHROPIC_MODEL",
         "RUST_LOG",
+        // Cargo points this at target/ for benches; a user's shell does not have it, and the
+        // loader would search those directories for every shared library.
+        "LD_LIBRARY_PATH",
     ] {
         cmd.env_remove(var);
     }
@@ -232,7 +307,10 @@ fn fix_run(rt: &tokio::runtime::Runtime, latency: Duration, sample_memory: bool)
     let session = support::session_dir(dir.path());
     let report = support::read_json(&session.join("report.json"));
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 && report["iterations"] == 2,
+        budget.is_some()
+            || (libc::WIFEXITED(status)
+                && libc::WEXITSTATUS(status) == 0
+                && report["iterations"] == 2),
         "the benchmark run must be a two-iteration success: {report}"
     );
     let tests_ms: Vec<f64> = (0..)
@@ -379,6 +457,7 @@ fn startup(n: usize) -> (Vec<f64>, Vec<f64>) {
         let t = Instant::now();
         let status = Command::new(program)
             .args(args)
+            .env_remove("LD_LIBRARY_PATH")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -410,6 +489,9 @@ fn stats(values: &[f64]) -> Value {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
+    if n == 0 {
+        return Value::Null;
+    }
     let median = if n % 2 == 1 {
         v[n / 2]
     } else {
@@ -423,6 +505,32 @@ fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// The overhead figures of a set of fix runs.
+fn overhead_of(fixes: &[FixRun], latency: Duration) -> Value {
+    let of = |f: &dyn Fn(&FixRun) -> Option<f64>| -> Value {
+        stats(&fixes.iter().filter_map(f).collect::<Vec<_>>())
+    };
+    let timing = |key: &'static str| move |r: &FixRun| r.report["timings"][key].as_f64();
+    json!({
+        "target_ms": 50,
+        "scenario": format!("js-median, `{TEST_COMMAND}`, 2 iterations, mock model latency {} ms per call", latency.as_millis()),
+        "model_calls": fixes.first().map_or(0, |r| r.calls),
+        "external_ms": of(&|r| Some(r.overhead_ms(latency))),
+        "in_process_ms": of(&timing("overhead_ms")),
+        "wall_ms": of(&|r| Some(r.wall_ms)),
+        "test_ms": of(&|r| Some(r.test_ms)),
+        "report_llm_ms": of(&timing("llm_ms")),
+        "report_duration_ms": of(&|r| r.report["duration_ms"].as_f64()),
+        "phases_ms": {
+            "before_first_call": of(&|r| r.phases_ms(latency).map(|p| p[0])),
+            "between_calls": of(&|r| r.phases_ms(latency).map(|p| p[1])),
+            "after_last_call": of(&|r| r.phases_ms(latency).map(|p| p[2])),
+        },
+        "test_ms_by_iteration": (0..3).map(|n| of(&|r| r.tests_ms.get(n).copied())).collect::<Vec<_>>(),
+        "standalone_test_ms": of(&|r| Some(r.standalone_test_ms)),
+    })
+}
+
 fn summarise(
     fixes: &[FixRun],
     round_trips: &[f64],
@@ -431,19 +539,6 @@ fn summarise(
     mems: &[FixRun],
     latency: Duration,
 ) -> Value {
-    let timing = |key: &str| -> Vec<f64> {
-        fixes
-            .iter()
-            .map(|r| r.report["timings"][key].as_f64().unwrap_or(f64::NAN))
-            .collect()
-    };
-    let phase = |i: usize| -> Vec<f64> {
-        fixes
-            .iter()
-            .filter_map(|r| r.phases_ms(latency))
-            .map(|p| p[i])
-            .collect()
-    };
     let diff: Vec<f64> = version.iter().zip(truth).map(|(v, t)| v - t).collect();
     let own: Vec<f64> = mems
         .iter()
@@ -455,29 +550,13 @@ fn summarise(
         .chain(mems)
         .map(|r| r.rusage_maxrss_kib as f64 / 1024.0)
         .collect();
+    let mut overhead = overhead_of(fixes, latency);
+    overhead["mock_round_trip_excess_ms_per_call"] = stats(round_trips);
     json!({
         "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "machine": machine(),
         "binary": RALPH,
-        "overhead": {
-            "target_ms": 50,
-            "scenario": format!("js-median, `{TEST_COMMAND}`, 2 iterations, mock model latency {} ms per call", latency.as_millis()),
-            "model_calls": fixes.first().map_or(0, |r| r.calls),
-            "external_ms": stats(&fixes.iter().map(|r| r.overhead_ms(latency)).collect::<Vec<_>>()),
-            "in_process_ms": stats(&timing("overhead_ms")),
-            "wall_ms": stats(&fixes.iter().map(|r| r.wall_ms).collect::<Vec<_>>()),
-            "test_ms": stats(&fixes.iter().map(|r| r.test_ms).collect::<Vec<_>>()),
-            "report_llm_ms": stats(&timing("llm_ms")),
-            "report_duration_ms": stats(&fixes.iter().map(|r| r.report["duration_ms"].as_f64().unwrap_or(f64::NAN)).collect::<Vec<_>>()),
-            "phases_ms": {
-                "before_first_call": stats(&phase(0)),
-                "between_calls": stats(&phase(1)),
-                "after_last_call": stats(&phase(2)),
-            },
-            "mock_round_trip_excess_ms_per_call": stats(round_trips),
-            "test_ms_by_iteration": (0..3).map(|n| stats(&fixes.iter().filter_map(|r| r.tests_ms.get(n).copied()).collect::<Vec<_>>())).collect::<Vec<_>>(),
-            "standalone_test_ms": stats(&fixes.iter().map(|r| r.standalone_test_ms).collect::<Vec<_>>()),
-        },
+        "overhead": overhead,
         "startup": {
             "target_ms": 10,
             "version_ms": stats(version),
@@ -616,12 +695,56 @@ fn print_table(r: &Value) {
             "< 80",
         );
     }
+    let near = &m["near_budget"];
+    if !near["own_peak_mib"].is_null() {
+        row(
+            "peak RSS near the budget (tokenizer built)",
+            &near["own_peak_mib"],
+            "MiB",
+            "< 80",
+        );
+    }
     row(
         "peak RSS incl. reaped tests (wait4 maxrss)",
         &m["with_test_children_mib"],
         "MiB",
         "",
     );
+    if !near["own_peak_mib"].is_null() {
+        println!(
+            "near-budget runs: budget ${:.4}, statuses {}, overhead median {} ms (memory sampled)",
+            near["budget_usd"].as_f64().unwrap_or(f64::NAN),
+            near["statuses"],
+            near["external_overhead_ms"]["median"]
+        );
+    }
+    let v = &r["variant"];
+    if !v.is_null() {
+        println!(
+            "variant, interleaved with the runs above: {}",
+            v["env"].as_str().unwrap_or("")
+        );
+        row("overhead, external", &v["external_ms"], "ms", "");
+        row("overhead, in-process", &v["in_process_ms"], "ms", "");
+        row(
+            "  overhead before the first model call",
+            &v["phases_ms"]["before_first_call"],
+            "ms",
+            "",
+        );
+        row(
+            "  overhead from first to last model call",
+            &v["phases_ms"]["between_calls"],
+            "ms",
+            "",
+        );
+        row(
+            "  overhead after the last model call",
+            &v["phases_ms"]["after_last_call"],
+            "ms",
+            "",
+        );
+    }
     println!(
         "model calls per run: {}; {}",
         o["model_calls"],
