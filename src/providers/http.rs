@@ -610,39 +610,52 @@ pub(crate) fn ndjson(
     struct Lines {
         bytes: BoxStream<'static, Result<Bytes, Failure>>,
         buffer: Vec<u8>,
+        /// Where the unread part of `buffer` starts: lines are read off by moving it, and the
+        /// read part is dropped once per chunk, so a long reply arriving at once is not moved
+        /// again for every line.
+        read: usize,
         ended: bool,
     }
-    fn line(bytes: Vec<u8>) -> Result<String, Failure> {
-        String::from_utf8(bytes)
+    fn line(bytes: &[u8]) -> Result<String, Failure> {
+        std::str::from_utf8(bytes)
             .map(|s| s.trim().to_string())
             .map_err(|e| Failure::Invalid(format!("the stream is not UTF-8: {e}")))
     }
     let start = Lines {
         bytes: idle_bytes(response, idle),
         buffer: Vec::new(),
+        read: 0,
         ended: false,
     };
     futures::stream::unfold(start, |mut s| async move {
         loop {
-            if let Some(end) = s.buffer.iter().position(|&b| b == b'\n') {
-                let bytes: Vec<u8> = s.buffer.drain(..=end).collect();
-                match line(bytes) {
+            let unread = &s.buffer[s.read..];
+            if let Some(end) = unread.iter().position(|&b| b == b'\n') {
+                let result = line(&unread[..end]);
+                s.read += end + 1;
+                match result {
                     Ok(text) if text.is_empty() => continue,
                     other => return Some((other, s)),
                 }
             }
             if s.ended {
                 // A last line without its newline still counts.
-                let rest = std::mem::take(&mut s.buffer);
+                let rest = std::mem::take(&mut s.buffer).split_off(s.read);
+                s.read = 0;
                 if rest.iter().all(u8::is_ascii_whitespace) {
                     return None;
                 }
-                return Some((line(rest), s));
+                return Some((line(&rest), s));
             }
             match s.bytes.next().await {
-                Some(Ok(chunk)) => s.buffer.extend_from_slice(&chunk),
+                Some(Ok(chunk)) => {
+                    s.buffer.drain(..s.read);
+                    s.read = 0;
+                    s.buffer.extend_from_slice(&chunk);
+                }
                 Some(Err(failure)) => {
                     s.buffer.clear();
+                    s.read = 0;
                     s.ended = true;
                     return Some((Err(failure), s));
                 }
