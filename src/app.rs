@@ -233,7 +233,7 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
 
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
-    let settings = config.run_settings()?;
+    let mut settings = config.run_settings()?;
     settings.validate().map_err(Error::Usage)?;
 
     let detected = detect::detect_test_command(&target);
@@ -292,7 +292,6 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         config.testing.max_output_bytes,
     );
 
-    let mut settings = settings;
     let source = match (&args.replay, &args.record) {
         (Some(file), _) => LlmSource::Replay(cwd.join(file)),
         (None, record) => {
