@@ -87,14 +87,17 @@ pub fn exit_code(result: Result<i32>) -> ExitCode {
     }
 }
 
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))
+}
+
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.is_empty())
 }
 
 /// `ralph-loop [run] FILE ...`
 pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd = current_dir()?;
     let plan = plan(&args, &cwd, &overrides)?;
     let session = SessionDir::create(&plan.root)?;
     session.write_json(
@@ -121,8 +124,7 @@ fn new_state(session: &SessionDir, plan: &Plan) -> SessionState {
 
 /// `ralph-loop resume [SESSION]`
 pub fn resume(args: ResumeArgs) -> Result<i32> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd = current_dir()?;
     let root = detect::project_root(&cwd);
     let resumable = |s: &SessionDir| {
         s.read_json::<SessionState>("state.json")
@@ -178,8 +180,7 @@ fn is_resumable(status: &str) -> bool {
 
 /// `ralph-loop status [SESSION]`
 pub fn status(args: StatusArgs) -> Result<i32> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd = current_dir()?;
     let root = detect::project_root(&cwd);
     let session = SessionDir::find(&root, args.session.as_deref(), |_| true)?;
     match session.read_json::<Report>("report.json")? {

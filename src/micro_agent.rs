@@ -84,17 +84,22 @@ fn config_path() -> Result<PathBuf> {
         .ok_or_else(|| Error::Usage("HOME is not set, so ~/.micro-agent cannot be found".into()))
 }
 
+/// `~/.micro-agent`, empty when it does not exist.
+fn load_ini(path: &std::path::Path) -> Result<ini::Ini> {
+    if !path.exists() {
+        return Ok(ini::Ini::new());
+    }
+    ini::Ini::load_from_file(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+}
+
 /// The values of micro-agent's keys: the INI file, then the environment over it.
 pub fn settings(env: impl Fn(&str) -> Option<String>) -> Result<BTreeMap<String, String>> {
-    let mut values = BTreeMap::new();
-    let path = config_path()?;
-    if path.exists() {
-        let ini = ini::Ini::load_from_file(&path)
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-        for (k, v) in ini.general_section().iter() {
-            values.insert(k.to_string(), v.to_string());
-        }
-    }
+    let ini = load_ini(&config_path()?)?;
+    let mut values: BTreeMap<String, String> = ini
+        .general_section()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     for key in KEYS {
         if let Some(v) = env(key).filter(|v| !v.is_empty()) {
             values.insert((*key).to_string(), v);
@@ -192,12 +197,7 @@ fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, O
 
 fn config_command(action: ConfigAction) -> Result<i32> {
     let path = config_path()?;
-    let mut ini = if path.exists() {
-        ini::Ini::load_from_file(&path)
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?
-    } else {
-        ini::Ini::new()
-    };
+    let mut ini = load_ini(&path)?;
     match action {
         ConfigAction::Set { pairs } => {
             for pair in pairs {

@@ -59,8 +59,10 @@ pub const ANTHROPIC_SOURCE: &str = "https://docs.claude.com/en/docs/about-claude
 pub const GEMINI_SOURCE: &str = "https://ai.google.dev/gemini-api/docs/pricing";
 pub const OLLAMA_SOURCE: &str = "https://ollama.com/library";
 
-/// OpenAI: input, cached input, output; context window, max output.
-const fn openai(
+/// A provider that bills cached input but no cache writes (OpenAI, Gemini).
+#[allow(clippy::too_many_arguments)]
+const fn cached_input(
+    source: &'static str,
     model: &'static str,
     input: f64,
     cache_read: f64,
@@ -77,10 +79,32 @@ const fn openai(
         cache_write: None,
         context_window,
         max_output,
-        source: OPENAI_SOURCE,
+        source,
         as_of,
         tags: &[],
     }
+}
+
+/// OpenAI: input, cached input, output; context window, max output.
+const fn openai(
+    model: &'static str,
+    input: f64,
+    cache_read: f64,
+    output: f64,
+    context_window: u32,
+    max_output: u32,
+    as_of: &'static str,
+) -> PriceRow {
+    cached_input(
+        OPENAI_SOURCE,
+        model,
+        input,
+        cache_read,
+        output,
+        context_window,
+        max_output,
+        as_of,
+    )
 }
 
 /// Anthropic: input, output, 5-minute cache write, cache read; context window, max output.
@@ -119,18 +143,16 @@ const fn gemini(
     max_output: u32,
     as_of: &'static str,
 ) -> PriceRow {
-    PriceRow {
+    cached_input(
+        GEMINI_SOURCE,
         model,
         input,
+        cache_read,
         output,
-        cache_read: Some(cache_read),
-        cache_write: None,
         context_window,
         max_output,
-        source: GEMINI_SOURCE,
         as_of,
-        tags: &[],
-    }
+    )
 }
 
 /// Ollama: free; the model's own context window, which is also the most it can write (Ollama
