@@ -149,25 +149,21 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{CaseStatus, RunStatus, TestCase, Totals};
+    use crate::runner::{CaseStatus, ResultSource, RunStatus, TestCase, Totals};
 
     fn run(output: &str) -> TestRun {
         TestRun {
-            schema_version: 1,
-            command: "pytest".into(),
-            status: RunStatus::Failed,
             exit_code: Some(1),
             duration_ms: 10,
-            parsed: true,
-            framework: None,
+            source: ResultSource::Text,
             totals: Totals::default(),
             tests: vec![TestCase {
                 id: "tests/test_a.py::test_x".into(),
                 status: CaseStatus::Fail,
-                message: None,
+                ..TestCase::default()
             }],
             output: output.into(),
-            output_truncated: false,
+            ..TestRun::new("pytest", RunStatus::Failed)
         }
     }
 

@@ -2,7 +2,10 @@
 //! its environment; its output parsed into the unified result schema
 //! ([`ralph_actors::runner::TestRun`], documented in `docs/test-runners.md`).
 
+pub mod language;
 mod parse;
+pub mod plan;
+pub mod report;
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use ralph_actors::runner::{RunStatus, TestRun, TestRunner, Totals, SCHEMA_VERSION};
+use ralph_actors::runner::{ResultSource, RunStatus, TestRun, TestRunner, Totals, SCHEMA_VERSION};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
@@ -232,12 +235,18 @@ impl ProcessRunner {
             status,
             exit_code,
             duration_ms,
-            parsed: parsed.is_some(),
+            source: if parsed.is_some() {
+                ResultSource::Text
+            } else {
+                ResultSource::Raw
+            },
             framework: parsed.as_ref().map(|p| p.framework.to_string()),
+            format: parsed.as_ref().map(|p| p.framework.to_string()),
             totals: parsed.as_ref().map_or_else(Totals::default, |p| p.totals),
             tests: parsed.map(|p| p.tests).unwrap_or_default(),
             output,
             output_truncated,
+            ..TestRun::new(self.command.clone(), status)
         }
     }
 
@@ -248,12 +257,13 @@ impl ProcessRunner {
             status: RunStatus::Error,
             exit_code: None,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            parsed: false,
+            source: ResultSource::Raw,
             framework: None,
             totals: Totals::default(),
             tests: Vec::new(),
             output: format!("[ralph-loop] {why}\n"),
             output_truncated: false,
+            ..TestRun::new(self.command.clone(), RunStatus::Error)
         }
     }
 }
@@ -527,7 +537,7 @@ mod tests {
             "{}",
             r.output
         );
-        assert!(!r.parsed && !r.output_truncated);
+        assert!(!r.parsed() && !r.output_truncated);
         assert_eq!(r.schema_version, SCHEMA_VERSION);
         assert!(r.duration_ms < 2000, "{}", r.duration_ms);
     }
@@ -543,14 +553,14 @@ mod tests {
     async fn output_is_parsed() {
         let out = "test a::b ... FAILED\\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured\\n";
         let r = run(&runner(&format!("printf '{out}'; exit 101"))).await;
-        assert!(r.parsed);
+        assert!(r.parsed());
         assert_eq!(r.framework.as_deref(), Some("cargo"));
         assert_eq!(
             r.totals,
             Totals {
                 passed: 1,
                 failed: 1,
-                skipped: 0
+                ..Totals::default()
             }
         );
         assert_eq!(r.failing_ids(), ["a::b"]);

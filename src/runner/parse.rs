@@ -27,7 +27,7 @@ const MESSAGE_MAX_LINES: usize = 40;
 const MESSAGE_MAX_BYTES: usize = 4000;
 
 /// What a parser recognised in a run's output.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     pub framework: &'static str,
     pub totals: Totals,
@@ -90,6 +90,7 @@ impl Cases {
             id,
             status,
             message,
+            ..TestCase::default()
         });
     }
 
@@ -821,6 +822,7 @@ mod tests {
             passed,
             failed,
             skipped,
+            ..Totals::default()
         }
     }
 

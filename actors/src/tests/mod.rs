@@ -24,7 +24,9 @@ use crate::llm::{
 };
 use crate::report::Report;
 use crate::roles::{Caller, Role};
-use crate::runner::{CaseStatus, MockTestRunner, RunStatus, TestCase, TestRun, TestRunner, Totals};
+use crate::runner::{
+    CaseStatus, MockTestRunner, ResultSource, RunStatus, TestCase, TestRun, TestRunner, Totals,
+};
 use crate::settings::RunSettings;
 use crate::supervisor::SessionState;
 use crate::workspace::{IterationRecord, MockWorkspace, SessionStore, SourceFile};
@@ -91,21 +93,16 @@ fn code_reply(code: &str) -> String {
 
 fn passing() -> TestRun {
     TestRun {
-        schema_version: 1,
-        command: "pytest".into(),
-        status: RunStatus::Passed,
         exit_code: Some(0),
         duration_ms: 7,
-        parsed: true,
+        source: ResultSource::Text,
         framework: Some("pytest".into()),
         totals: Totals {
             passed: 2,
-            failed: 0,
-            skipped: 0,
+            ..Totals::default()
         },
-        tests: Vec::new(),
         output: "2 passed in 0.01s\n".into(),
-        output_truncated: false,
+        ..TestRun::new("pytest", RunStatus::Passed)
     }
 }
 
@@ -117,12 +114,13 @@ fn failing(message: &str) -> TestRun {
         totals: Totals {
             passed: 1,
             failed: 1,
-            skipped: 0,
+            ..Totals::default()
         },
         tests: vec![TestCase {
             id: FAILING_ID.into(),
             status: CaseStatus::Fail,
             message: Some(message.into()),
+            ..TestCase::default()
         }],
         output: format!("FAILED {FAILING_ID}\nE   {message}\n1 failed, 1 passed\n"),
         ..passing()
