@@ -10,22 +10,27 @@ use std::time::Duration;
 use actix::Actor;
 use ralph_actors::budget::Prices;
 use ralph_actors::events::EventSink;
+use ralph_actors::integrity;
 use ralph_actors::llm::{LlmClient, TokenCounter};
 use ralph_actors::messages::{Interrupt, StartRun};
 use ralph_actors::report::Report;
 use ralph_actors::roles::Role;
+use ralph_actors::runner::TestRunner;
 use ralph_actors::settings::RunSettings;
 use ralph_actors::supervisor::{SessionState, Supervisor, SupervisorDeps};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{OutputFormat, ResumeArgs, RunArgs, StatusArgs};
-use crate::config::{self, Config};
+use crate::config::{self, Config, SandboxType};
 use crate::detect;
 use crate::error::{Error, Result};
 use crate::models::ModelName;
 use crate::printers;
 use crate::providers::{self, ClientOptions, LlmSource};
-use crate::runner::ProcessRunner;
+use crate::runner::language::Language;
+use crate::runner::plan::{Limits, SandboxKind, TestingOptions};
+use crate::runner::project::ProjectRunner;
+use crate::runner::sandbox;
 use crate::session::SessionDir;
 use crate::workspace::FsWorkspace;
 
@@ -58,7 +63,10 @@ struct Plan {
     root: PathBuf,
     workspace: FsWorkspace,
     test_command: String,
-    runner: ProcessRunner,
+    runner: ProjectRunner,
+    /// Where the test tools write their reports; removed when the run ends (the results are
+    /// saved in the session).
+    report_dir: PathBuf,
     settings: RunSettings,
     prices: Prices,
     output: OutputFormat,
@@ -237,19 +245,24 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
     let mut settings = config.run_settings()?;
     settings.validate().map_err(Error::Usage)?;
 
-    let detected = detect::detect_test_command(&target);
-    let (test_command, test_cwd) = match (&args.test_command, &config.testing.command, &detected) {
-        (Some(t), _, _) => (t.clone(), cwd.to_path_buf()),
-        (None, Some(t), _) => (t.clone(), config.base_dir.clone().unwrap_or_else(|| cwd.to_path_buf())),
-        (None, None, Some(d)) => (d.command.clone(), d.cwd.clone()),
-        (None, None, None) => {
+    if !config.testing.allow_test_edits {
+        let relative = target.strip_prefix(&root).unwrap_or(&target);
+        if integrity::is_test_path(&relative.to_string_lossy()) {
             return Err(Error::Usage(format!(
-                "no test command for {}: pass -t \"<command>\", set testing.command in ralph.config.yaml, \
-                 or add a manifest (package.json with a test script, pyproject.toml, Cargo.toml)",
+                "{} is a test file, and the Artisan may not edit tests: pass --allow-test-edits \
+                 (or set testing.allow_test_edits: true) to let it",
                 file.display()
-            )))
+            )));
         }
-    };
+    }
+    let options = testing_options(&config, args, cwd, &root)?;
+    if matches!(options.limits.sandbox, SandboxKind::Docker { .. }) {
+        sandbox::check_docker().map_err(|e| Error::Usage(e.to_string()))?;
+    }
+    let runner =
+        ProjectRunner::build(&target, &root, &options).map_err(|e| Error::Usage(format!("{e}")))?;
+    let test_command = runner.command();
+    let report_dir = options.report_dir.clone();
     let existing = |p: PathBuf, what: &str| -> Result<PathBuf> {
         if p.is_file() {
             Ok(p)
@@ -286,12 +299,6 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         test_file,
         prompt_file,
     };
-    let runner = ProcessRunner::new(
-        test_command.clone(),
-        test_cwd,
-        Duration::from_secs(config.testing.timeout_seconds),
-        config.testing.max_output_bytes,
-    );
 
     let source = match (&args.replay, &args.record) {
         (Some(file), _) => LlmSource::Replay(cwd.join(file)),
@@ -319,6 +326,7 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         workspace,
         test_command,
         runner,
+        report_dir,
         prices: providers::prices::with_overrides(config.prices.clone()),
         settings,
         output,
@@ -403,7 +411,66 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
         }
         config.budgets.max_duration_minutes = Some(d);
     }
+    if let Some(l) = &args.language {
+        let language: Language = l
+            .parse()
+            .map_err(|e| Error::Usage(format!("--language: {e}")))?;
+        config.testing.language = Some(language.as_str().to_string());
+    }
+    if args.allow_test_edits {
+        config.testing.allow_test_edits = true;
+    }
     Ok(())
+}
+
+/// How the tests run, from the flags and the config's `testing`, `sandbox`, `success_criteria`
+/// and `linting` sections.
+fn testing_options(
+    config: &Config,
+    args: &RunArgs,
+    cwd: &Path,
+    root: &Path,
+) -> Result<TestingOptions> {
+    let language = config
+        .testing
+        .language
+        .as_deref()
+        .map(str::parse::<Language>)
+        .transpose()
+        .map_err(Error::Usage)?;
+    let (command, command_cwd) = match (&args.test_command, &config.testing.command) {
+        (Some(t), _) => (Some(t.clone()), Some(cwd.to_path_buf())),
+        (None, Some(t)) => (
+            Some(t.clone()),
+            Some(config.base_dir.clone().unwrap_or_else(|| cwd.to_path_buf())),
+        ),
+        (None, None) => (None, None),
+    };
+    Ok(TestingOptions {
+        command,
+        command_cwd,
+        language,
+        limits: Limits {
+            timeout: Duration::from_secs(config.testing.timeout_seconds),
+            max_output_bytes: config.testing.max_output_bytes,
+            memory_limit_mb: config.sandbox.memory_limit_mb,
+            sandbox: match config.sandbox.kind {
+                SandboxType::Process => SandboxKind::Process,
+                SandboxType::Docker => SandboxKind::Docker {
+                    image: config.sandbox.image.clone(),
+                },
+            },
+        },
+        coverage: config.success_criteria.coverage_threshold.is_some(),
+        lint: config.success_criteria.linter_errors.is_some(),
+        lint_command: config.linting.command.clone(),
+        // Inside the project, so a container running the tests sees them too; one directory
+        // per process, so concurrent runs never read each other's reports.
+        report_dir: root
+            .join(crate::session::RALPH_DIR)
+            .join("reports")
+            .join(uuid::Uuid::new_v4().to_string()),
+    })
 }
 
 /// `librarian=gpt-mini,artisan=openai/gpt-4.1` or one model for every role.
@@ -439,6 +506,7 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
     // Built lazily: the ledger needs exact counts only near the end of the budget.
     let counter = providers::tokens::TiktokenCounter::new();
     let output = plan.output;
+    let report_dir = plan.report_dir.clone();
     let settings = Arc::new(plan.settings);
     let system = actix::System::new();
     let report = system.block_on(async move {
@@ -474,6 +542,7 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
             .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
         let _ = printer.await;
         Ok::<Report, Error>(report)
-    })?;
-    Ok(report.exit_code)
+    });
+    let _ = std::fs::remove_dir_all(&report_dir);
+    Ok(report?.exit_code)
 }

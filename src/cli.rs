@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Fix FILE until its tests pass (the default command).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Continue an interrupted session from where it stopped.
     Resume(ResumeArgs),
     /// Print the report of the last session (or of SESSION).
@@ -69,6 +69,13 @@ pub struct RunArgs {
     /// Time cap in minutes.
     #[arg(long, value_name = "MINUTES")]
     pub max_duration: Option<f64>,
+    /// Only this language's tests (typescript, javascript, python, rust); default: every language
+    /// whose manifest is found, in turn.
+    #[arg(long, value_name = "LANGUAGE")]
+    pub language: Option<String>,
+    /// Let the Artisan edit, delete or skip tests (otherwise such a proposal is rejected).
+    #[arg(long)]
+    pub allow_test_edits: bool,
     /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git root).
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -7,7 +7,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     ralph_loop::app::init_tracing();
     let result = match cli.command {
-        Some(Command::Run(args)) => ralph_loop::app::run(args, Default::default()),
+        Some(Command::Run(args)) => ralph_loop::app::run(*args, Default::default()),
         Some(Command::Resume(args)) => ralph_loop::app::resume(args),
         Some(Command::Status(args)) => ralph_loop::app::status(args),
         None => ralph_loop::app::run(cli.run, Default::default()),

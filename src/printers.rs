@@ -168,6 +168,12 @@ impl Human {
             Event::TestsFinished { tests, .. } => {
                 writeln!(out, "{} ·   tests {}", self.prefix(), tests.summary)?
             }
+            Event::TestIntegrity { violations, .. } => writeln!(
+                out,
+                "{} ·   proposal sent back: it {}",
+                self.prefix(),
+                violations.join(", ")
+            )?,
             Event::ContextReset { .. } => writeln!(out, "{} ·   context reset", self.prefix())?,
             Event::Fallback(r) => writeln!(
                 out,

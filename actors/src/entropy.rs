@@ -1,9 +1,11 @@
 //! The entropy circuit breaker: a run that ends iterations on the same failure again and again is
 //! stuck, and more money will not unstick it.
 //!
-//! A failure's fingerprint is a hash of the failing test ids and the failure text with what
-//! changes from run to run taken out: timestamps, durations, memory addresses, absolute paths and
-//! line:column numbers.
+//! Each failing test gets a fingerprint: a hash of its id, its category and its failure message
+//! with what changes from run to run taken out (timestamps, durations, memory addresses, absolute
+//! paths, line:column numbers). A run's fingerprint combines those of its failing tests; FLAKY
+//! tests (failed, then passed on a re-run) have passed and take no part. A run that named no test
+//! is fingerprinted from its output instead.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -12,7 +14,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::runner::TestRun;
+use crate::runner::{CaseStatus, TestCase, TestRun};
 
 /// The failure text fingerprinted is at most this many bytes from the end of the output, where
 /// test tools put their summaries.
@@ -66,33 +68,89 @@ pub fn normalise(text: &str) -> String {
         .join("\n")
 }
 
-/// The fingerprint of a failed run: 16 hex digits.
-pub fn fingerprint(run: &TestRun) -> String {
-    let mut ids = run.failing_ids();
-    ids.sort_unstable();
-    let mut text = failure_text(run);
-    if text.len() > TEXT_TAIL {
-        let mut cut = text.len() - TEXT_TAIL;
-        while !text.is_char_boundary(cut) {
-            cut += 1;
+/// How much of a test's message its fingerprint reads: the assertion and its values, not a long
+/// diff whose tail may hold run-specific noise.
+const CASE_MESSAGE_LINES: usize = 12;
+
+/// The fingerprint of one failing test: 16 hex digits.
+pub fn case_fingerprint(case: &TestCase) -> String {
+    let message = case
+        .message
+        .as_deref()
+        .or(case.stack.as_deref())
+        .unwrap_or("");
+    let head: Vec<&str> = message.lines().take(CASE_MESSAGE_LINES).collect();
+    let mut h = Sha256::new();
+    h.update(case.id.as_bytes());
+    h.update(b"\n");
+    h.update(case.category.map_or("", |c| c.as_str()).as_bytes());
+    h.update(b"\n");
+    h.update(format!("{:?}\n", case.status).as_bytes());
+    h.update(normalise(&head.join("\n")).as_bytes());
+    hex16(&h.finalize())
+}
+
+/// Sets the fingerprint of every failing and timed-out test of `run`.
+pub fn mark_fingerprints(run: &mut TestRun) {
+    for case in run.tests.iter_mut() {
+        if matches!(case.status, CaseStatus::Fail | CaseStatus::Timeout) {
+            case.fingerprint = Some(case_fingerprint(case));
         }
-        text = text[cut..].to_string();
     }
+}
+
+fn hex16(digest: &[u8]) -> String {
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The fingerprint of a failed run: 16 hex digits. From its failing tests' fingerprints when it
+/// named any, else from the end of its output.
+pub fn fingerprint(run: &TestRun) -> String {
+    let mut cases: Vec<String> = run
+        .failures()
+        .map(|c| c.fingerprint.clone().unwrap_or_else(|| case_fingerprint(c)))
+        .collect();
     let mut h = Sha256::new();
     h.update(format!("{:?}\n", run.status));
-    for id in ids {
-        h.update(id.as_bytes());
+    if !cases.is_empty() {
+        cases.sort_unstable();
+        for c in cases {
+            h.update(c.as_bytes());
+            h.update(b"\n");
+        }
+        // A test without a message (some text outputs name failures only) says too little on
+        // its own: the output tells its failures apart.
+        if run
+            .failures()
+            .all(|c| c.message.is_some() || c.stack.is_some())
+        {
+            return hex16(&h.finalize());
+        }
+        h.update(normalise(&tail(&run.output)).as_bytes());
+        return hex16(&h.finalize());
+    }
+    let text = tail(&failure_text(run));
+    // Unmet criteria (coverage, lint) of a run whose tests passed.
+    for c in run.criteria.iter().filter(|c| !c.met) {
+        h.update(c.name.as_bytes());
         h.update(b"\n");
     }
     h.update(normalise(&text).as_bytes());
-    let digest = h.finalize();
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex16(&h.finalize())
+}
+
+/// The last [`TEXT_TAIL`] bytes of `text`, where test tools put their summaries.
+fn tail(text: &str) -> String {
+    let mut cut = text.len().saturating_sub(TEXT_TAIL);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    text[cut..].to_string()
 }
 
 fn failure_text(run: &TestRun) -> String {
     let messages: Vec<&str> = run
-        .tests
-        .iter()
+        .failures()
         .filter_map(|t| t.message.as_deref())
         .collect();
     if messages.is_empty() {
@@ -149,7 +207,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{CaseStatus, ResultSource, RunStatus, TestCase, Totals};
+    use crate::runner::{Category, ResultSource, RunStatus, Totals};
 
     fn run(output: &str) -> TestRun {
         TestRun {
@@ -186,6 +244,35 @@ mod tests {
         let mut c = run("AssertionError: assert 2 == 3");
         c.tests[0].id = "tests/test_a.py::test_y".into();
         assert_ne!(fingerprint(&a), fingerprint(&c));
+    }
+
+    #[test]
+    fn flaky_tests_take_no_part() {
+        let a = run("AssertionError: assert 2 == 3");
+        let mut b = a.clone();
+        b.tests.push(TestCase {
+            id: "tests/test_a.py::test_sometimes".into(),
+            status: CaseStatus::Pass,
+            category: Some(Category::Flaky),
+            message: Some("ConnectionResetError".into()),
+            ..TestCase::default()
+        });
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+    }
+
+    #[test]
+    fn a_test_keeps_its_fingerprint_across_runs() {
+        let mut a = run("x");
+        a.tests[0].message = Some("AssertionError at /tmp/a1/m.py:3:1 after 12ms".into());
+        a.tests[0].category = Some(Category::Logic);
+        let mut b = a.clone();
+        b.tests[0].message = Some("AssertionError at /home/u/m.py:9:4 after 40ms".into());
+        mark_fingerprints(&mut a);
+        mark_fingerprints(&mut b);
+        assert!(a.tests[0].fingerprint.is_some());
+        assert_eq!(a.tests[0].fingerprint, b.tests[0].fingerprint);
+        b.tests[0].category = Some(Category::Syntax);
+        assert_ne!(case_fingerprint(&a.tests[0]), case_fingerprint(&b.tests[0]));
     }
 
     #[test]

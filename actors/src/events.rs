@@ -73,6 +73,11 @@ pub enum Event {
         iteration: u32,
         tests: TestsSnapshot,
     },
+    /// The Artisan's proposal edited, deleted or skipped tests and was sent back.
+    TestIntegrity {
+        iteration: u32,
+        violations: Vec<String>,
+    },
     ContextReset {
         iteration: u32,
     },

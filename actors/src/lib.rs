@@ -12,11 +12,16 @@
 //!   that stops a run stuck on the same failure.
 //! - [`events`], [`report`]: the one event stream every printer renders, and the final report.
 //! - [`prompt`], [`reply`]: prompt templates and the parsing of the roles' replies.
+//! - [`criteria`], [`flaky`], [`integrity`]: the success criteria judged on a test run, flaky-test
+//!   re-runs, and the check that a proposal leaves the tests alone.
 
 pub mod budget;
+pub mod criteria;
 pub mod entropy;
 pub mod error;
 pub mod events;
+pub mod flaky;
+pub mod integrity;
 pub mod llm;
 pub mod messages;
 pub mod prompt;

@@ -55,7 +55,23 @@ pub struct TestsSnapshot {
     pub passed: u32,
     pub failed: u32,
     pub skipped: u32,
+    /// Tests that failed and then passed on a re-run (counted in `passed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flaky: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<crate::runner::Category>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint_errors: Option<u32>,
+    /// Every success criterion judged is met.
+    #[serde(default)]
+    pub criteria_met: bool,
     pub summary: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl From<&crate::runner::TestRun> for TestsSnapshot {
@@ -65,7 +81,15 @@ impl From<&crate::runner::TestRun> for TestsSnapshot {
             passed: r.totals.passed,
             failed: r.totals.failed,
             skipped: r.totals.skipped,
-            summary: r.summary(),
+            flaky: r.totals.flaky,
+            category: r.category,
+            coverage_pct: r.coverage.as_ref().map(|c| c.lines_pct),
+            lint_errors: r.lint.as_ref().map(|l| l.errors),
+            criteria_met: r.criteria_met(),
+            summary: match crate::criteria::unmet(r) {
+                Some(unmet) if r.passed() => format!("{}; unmet: {unmet}", r.summary()),
+                _ => r.summary(),
+            },
         }
     }
 }
@@ -103,6 +127,9 @@ pub struct Report {
     pub stuck_on: Option<String>,
     pub context_resets: u32,
     pub critic_rejections: u32,
+    /// Proposals sent back for editing, deleting or skipping tests.
+    #[serde(default)]
+    pub test_integrity_rejections: u32,
     pub timings: Timings,
     pub warnings: Vec<String>,
     /// Each move from a role's model to a fallback.

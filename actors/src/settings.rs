@@ -34,8 +34,16 @@ pub struct RunSettings {
     pub critic_max_rejections: u32,
     /// The Librarian asks its model for a short analysis of the last failure.
     pub librarian_analyze: bool,
-    /// The most bytes of test output shown to a model.
+    /// The most bytes of test failures and output shown to a model.
     pub max_test_output_bytes: usize,
+    /// Re-runs of a failed test run; a test that fails and then passes is FLAKY.
+    pub flaky_retries: u32,
+    /// The Artisan may edit, delete or skip tests; otherwise such a proposal is rejected.
+    pub allow_test_edits: bool,
+    /// Success also needs this percent of lines covered.
+    pub coverage_threshold: Option<f64>,
+    /// Success also needs at most this many linter errors.
+    pub linter_errors: Option<u32>,
     pub models: BTreeMap<Role, ModelSpec>,
     pub templates: Templates,
 }
@@ -85,6 +93,10 @@ impl RunSettings {
             critic_max_rejections: 2,
             librarian_analyze: true,
             max_test_output_bytes: 12 * 1024,
+            flaky_retries: 0,
+            allow_test_edits: false,
+            coverage_threshold: None,
+            linter_errors: None,
             models,
             templates: Templates::default(),
         }

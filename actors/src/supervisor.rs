@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{Ledger, LedgerSnapshot, Prices};
+use crate::criteria;
 use crate::entropy::{fingerprint, headline, Breaker};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink, Phase};
+use crate::integrity;
 use crate::llm::{LlmClient, TokenCounter};
 use crate::messages::{
     GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun,
@@ -31,7 +33,7 @@ use crate::report::{Report, Status, TestsSnapshot, Timings};
 use crate::roles::{
     panic_message, Artisan, Caller, Critic, FallbackRecord, Librarian, Role, Tester,
 };
-use crate::runner::{TestRun, TestRunner};
+use crate::runner::{Category, TestRun, TestRunner};
 use crate::settings::RunSettings;
 use crate::workspace::{IterationRecord, SessionStore, Workspace};
 
@@ -50,6 +52,8 @@ pub struct SessionState {
     pub tests_before: Option<TestsSnapshot>,
     pub tests_after: Option<TestsSnapshot>,
     pub critic_rejections: u32,
+    #[serde(default)]
+    pub test_integrity_rejections: u32,
     pub context_resets: u32,
     /// Wall time of the session's earlier runs (before a resume).
     pub elapsed_ms: u64,
@@ -73,6 +77,7 @@ impl SessionState {
             tests_before: None,
             tests_after: None,
             critic_rejections: 0,
+            test_integrity_rejections: 0,
             context_resets: 0,
             elapsed_ms: 0,
             timings: Timings::default(),
@@ -193,7 +198,7 @@ impl Run {
         .start();
         let artisan = Artisan::new(caller.clone(), d.settings.clone()).start();
         let critic = Critic::new(caller.clone(), d.settings.clone()).start();
-        let tester = Tester::new(d.runner).start();
+        let tester = Tester::new(d.runner, d.settings.flaky_retries).start();
 
         let steps = CancellationToken::new();
         let time_up = CancellationToken::new();
@@ -283,7 +288,7 @@ impl Run {
             self.save_results(0, &run).await?;
             self.state.tests_before = Some(TestsSnapshot::from(&run));
             self.state.tests_after = Some(TestsSnapshot::from(&run));
-            if run.passed() {
+            if run.criteria_met() {
                 return Err(Stop(
                     Status::Success,
                     "the tests already pass; nothing to fix".into(),
@@ -374,6 +379,31 @@ impl Run {
                 );
                 continue;
             };
+            if !s.allow_test_edits {
+                let violations =
+                    integrity::check(&context.target.path, &context.target.content, &code);
+                if !violations.is_empty() {
+                    self.state.test_integrity_rejections += 1;
+                    self.events.emit(Event::TestIntegrity {
+                        iteration: n,
+                        violations: violations.clone(),
+                    });
+                    if rejections + retries >= s.critic_max_rejections {
+                        self.warn(format!(
+                            "iteration {n}: the proposal {}; not written (testing.allow_test_edits is false)",
+                            violations.join(", ")
+                        ));
+                        break None;
+                    }
+                    retries += 1;
+                    critique = Some(format!(
+                        "Your proposal was rejected by the test-integrity check: it {}. The tests define \
+                         correct behaviour: do not edit, delete or skip them. Fix the code under test instead.",
+                        violations.join(", ")
+                    ));
+                    continue;
+                }
+            }
             if !s.critic_enabled {
                 break Some(code);
             }
@@ -422,6 +452,7 @@ impl Run {
                 .write_target(code)
                 .await
                 .map_err(|e| self.fail(Error::Workspace(e)))?,
+            None if self.state.test_integrity_rejections > 0 && !s.allow_test_edits => {}
             None => self.warn(format!(
                 "iteration {n}: the Artisan gave no code block; the file is unchanged"
             )),
@@ -432,7 +463,20 @@ impl Run {
         self.phase(n, Phase::Decide);
         self.state.iteration = n;
         self.state.tests_after = Some(TestsSnapshot::from(&run));
-        let passed = run.passed();
+        let passed = run.criteria_met();
+        if run.totals.flaky > 0 {
+            let flaky: Vec<&str> = run
+                .tests
+                .iter()
+                .filter(|t| t.category == Some(Category::Flaky))
+                .map(|t| t.id.as_str())
+                .collect();
+            self.warn(format!(
+                "iteration {n}: flaky test{} (failed, then passed on a re-run): {}",
+                if flaky.len() == 1 { "" } else { "s" },
+                flaky.join(", ")
+            ));
+        }
         let fp = (!passed).then(|| fingerprint(&run));
         let tripped = fp
             .as_deref()
@@ -459,9 +503,14 @@ impl Run {
         self.checkpoint().await?;
         if passed {
             let plural = if n == 1 { "" } else { "s" };
+            let extra = if run.criteria.len() > 1 {
+                " and every success criterion is met"
+            } else {
+                ""
+            };
             return Err(Stop(
                 Status::Success,
-                format!("all tests pass after {n} iteration{plural}"),
+                format!("all tests pass{extra} after {n} iteration{plural}"),
             ));
         }
         if tripped {
@@ -530,6 +579,8 @@ impl Run {
                 ))
             }
         };
+        let mut run = run;
+        criteria::judge(&mut run, &self.settings);
         self.test_ms.fetch_add(run.duration_ms, Ordering::Relaxed);
         self.events.emit(Event::TestsFinished {
             iteration: n,
@@ -632,6 +683,7 @@ impl Run {
             },
             context_resets: st.context_resets,
             critic_rejections: st.critic_rejections,
+            test_integrity_rejections: st.test_integrity_rejections,
             timings: st.timings,
             warnings: st.warnings.clone(),
             fallbacks: st.fallbacks.clone(),
@@ -680,6 +732,7 @@ fn error_report(reason: &str) -> Report {
         stuck_on: None,
         context_resets: 0,
         critic_rejections: 0,
+        test_integrity_rejections: 0,
         timings: Timings::default(),
         warnings: Vec::new(),
         fallbacks: Vec::new(),

@@ -18,8 +18,9 @@ use ralph_actors::settings::{ModelSpec, RunSettings};
 
 pub use error::ConfigError;
 pub use schema::{
-    default_max_tokens, Budgets, CircuitBreaker, Config, CriticConfig, LibrarianConfig, Memory,
-    ModelEntry, Models, Output, Prompts, ProviderConfig, Testing,
+    default_max_tokens, Budgets, CircuitBreaker, Config, CriticConfig, LibrarianConfig, Linting,
+    Memory, ModelEntry, Models, Output, Prompts, ProviderConfig, SandboxConfig, SandboxType,
+    SuccessCriteria, Testing,
 };
 
 /// The file name looked for in the current directory and its parents.
@@ -186,6 +187,10 @@ impl Config {
             critic_max_rejections: self.critic.max_rejections,
             librarian_analyze: self.librarian.analyze,
             max_test_output_bytes: self.testing.prompt_output_bytes,
+            flaky_retries: self.testing.flaky_retries,
+            allow_test_edits: self.testing.allow_test_edits,
+            coverage_threshold: self.success_criteria.coverage_threshold,
+            linter_errors: self.success_criteria.linter_errors,
             models,
             templates,
         })

@@ -31,6 +31,9 @@ pub struct Config {
     pub critic: CriticConfig,
     pub librarian: LibrarianConfig,
     pub testing: Testing,
+    pub success_criteria: SuccessCriteria,
+    pub linting: Linting,
+    pub sandbox: SandboxConfig,
     /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
     #[serde(deserialize_with = "price_map")]
     pub prices: BTreeMap<String, Price>,
@@ -56,6 +59,9 @@ impl Default for Config {
             critic: CriticConfig::default(),
             librarian: LibrarianConfig::default(),
             testing: Testing::default(),
+            success_criteria: SuccessCriteria::default(),
+            linting: Linting::default(),
+            sandbox: SandboxConfig::default(),
             prices: BTreeMap::new(),
             prompts: Prompts::default(),
             output: Output::default(),
@@ -356,6 +362,14 @@ pub struct Testing {
     pub max_output_bytes: usize,
     #[serde(deserialize_with = "at_least_one")]
     pub prompt_output_bytes: usize,
+    /// `typescript`, `javascript`, `python` or `rust`: only that language's tests run. `None`:
+    /// every language found in the project's manifests, in turn.
+    #[serde(deserialize_with = "opt_language")]
+    pub language: Option<String>,
+    /// Re-runs of a failed test run; a test that fails and then passes is FLAKY.
+    pub flaky_retries: u32,
+    /// Let the Artisan edit, delete or skip tests.
+    pub allow_test_edits: bool,
 }
 
 impl Default for Testing {
@@ -367,6 +381,74 @@ impl Default for Testing {
             timeout_seconds: 300,
             max_output_bytes: 1024 * 1024,
             prompt_output_bytes: 12 * 1024,
+            language: None,
+            flaky_retries: 0,
+            allow_test_edits: false,
+        }
+    }
+}
+
+/// When a run has succeeded. Every criterion set must be met.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SuccessCriteria {
+    /// Always required; the key exists so a config may say so.
+    #[serde(deserialize_with = "must_be_true")]
+    pub tests_pass: bool,
+    /// Percent of lines covered, 0 to 100; `None`: coverage is not measured.
+    #[serde(deserialize_with = "opt_percent")]
+    pub coverage_threshold: Option<f64>,
+    /// The most linter errors allowed; `None`: the linter does not run.
+    pub linter_errors: Option<u32>,
+}
+
+impl Default for SuccessCriteria {
+    fn default() -> Self {
+        Self {
+            tests_pass: true,
+            coverage_threshold: None,
+            linter_errors: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Linting {
+    /// The linter command; `None`: eslint, ruff or clippy by the target's language.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxType {
+    /// A process group on this machine.
+    #[default]
+    Process,
+    /// A Docker container (needs a running Docker engine).
+    Docker,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    #[serde(rename = "type")]
+    pub kind: SandboxType,
+    /// `None`: no memory limit.
+    #[serde(deserialize_with = "opt_at_least_one_u64")]
+    pub memory_limit_mb: Option<u64>,
+    /// The container image for `type: docker`; `None` picks one for the language.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub image: Option<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            kind: SandboxType::Process,
+            memory_limit_mb: Some(2048),
+            image: None,
         }
     }
 }
@@ -550,6 +632,54 @@ fn at_least_one<'de, D: Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D
 
 fn opt_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+fn opt_at_least_one_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+fn opt_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_option(Optional(Number {
+        expecting: "a percentage between 0 and 100",
+        check: |v| {
+            if (0.0..=100.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(format!("must be between 0 and 100, got {v}"))
+            }
+        },
+    }))
+}
+
+fn opt_language<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    d.deserialize_option(Optional(Text {
+        expecting: "typescript, javascript, python or rust",
+        check: |s| {
+            s.parse::<crate::runner::language::Language>()
+                .map(|l| l.as_str().to_string())
+        },
+    }))
+}
+
+/// `tests_pass` cannot be turned off: a run that ignores its tests has nothing to aim at.
+fn must_be_true<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    struct True;
+    impl Visitor<'_> for True {
+        type Value = bool;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("true")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+            if v {
+                Ok(true)
+            } else {
+                Err(E::custom(
+                    "tests_pass cannot be false: the tests passing is always required",
+                ))
+            }
+        }
+    }
+    d.deserialize_bool(True)
 }
 
 const POSITIVE: Number = Number {

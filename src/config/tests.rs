@@ -146,6 +146,11 @@ fn bad_value_names_line_and_key() {
         ("circuit_breaker:\n  entropy_threshold: 0", "2:22: circuit_breaker.entropy_threshold: must be at"),
         ("testing:\n  timeout_seconds: 0", "2:20: testing.timeout_seconds: must be at least 1"),
         ("testing:\n  command: ''", "2:12: testing.command: must not be empty"),
+        ("testing:\n  language: cobol", "2:13: testing.language: unknown language `cobol`"),
+        ("success_criteria:\n  tests_pass: false", "2:15: success_criteria.tests_pass: tests_pass cannot be false"),
+        ("success_criteria:\n  coverage_threshold: 120", "2:23: success_criteria.coverage_threshold: must be between 0 and 100, got 120"),
+        ("sandbox:\n  type: vm", "2:9: sandbox.type: unknown variant `vm`"),
+        ("sandbox:\n  memory_limit_mb: 0", "2:20: sandbox.memory_limit_mb: must be at least 1"),
         ("models:\n  critic:\n    model: gpt\n    temperature: 3", "4:18: models.critic.temperature: must be between"),
         ("models:\n  critic: { model: gpt, max_tokens: 0 }", "2:37: models.critic.max_tokens: must be at least 1"),
         ("output: xml", "1:9: output: unknown output `xml` (expected human, json or jsonl)"),
@@ -310,7 +315,9 @@ fn run_settings_follow_the_file() {
     let config = parse_str(
         "budgets: { max_iterations: 5, max_cost_usd: 0.5, max_duration_minutes: 1.5 }\n\
          memory: { context_reset_frequency: 2 }\ncritic: { enabled: false, max_rejections: 0 }\n\
-         librarian: { analyze: false }\ncircuit_breaker: { entropy_threshold: 4 }\ntesting: { prompt_output_bytes: 100 }\n",
+         librarian: { analyze: false }\ncircuit_breaker: { entropy_threshold: 4 }\n\
+         testing: { prompt_output_bytes: 100, flaky_retries: 2, allow_test_edits: true, language: TS }\n\
+         success_criteria: { coverage_threshold: 85, linter_errors: 0 }\n",
     )
     .expect("parses");
     let s = config.run_settings().expect("settings");
@@ -328,6 +335,12 @@ fn run_settings_follow_the_file() {
         (false, 0, false)
     );
     assert_eq!(s.max_test_output_bytes, 100);
+    assert_eq!((s.flaky_retries, s.allow_test_edits), (2, true));
+    assert_eq!(
+        (s.coverage_threshold, s.linter_errors),
+        (Some(85.0), Some(0))
+    );
+    assert_eq!(config.testing.language.as_deref(), Some("typescript"));
 }
 
 #[test]

@@ -1,11 +1,19 @@
-//! The test command, run as a process group with a timeout, a capped output and no secrets in
-//! its environment; its output parsed into the unified result schema
-//! ([`ralph_actors::runner::TestRun`], documented in `docs/test-runners.md`).
+//! The test command, run as a process group with a timeout, a memory limit, a capped output and
+//! no secrets in its environment, on this machine or in a Docker container (`docs/sandbox.md`);
+//! its output parsed into the unified result schema ([`ralph_actors::runner::TestRun`],
+//! documented in `docs/test-runners.md`).
 
+pub mod classify;
+pub mod coverage;
 pub mod language;
+pub mod lint;
 mod parse;
 pub mod plan;
+pub mod project;
 pub mod report;
+pub mod sandbox;
+#[cfg(test)]
+mod testkit;
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -18,13 +26,18 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use ralph_actors::runner::{ResultSource, RunStatus, TestRun, TestRunner, Totals, SCHEMA_VERSION};
+use ralph_actors::runner::{
+    ResultSource, RunStatus, Sandbox, TestRun, TestRunner, Totals, SCHEMA_VERSION,
+};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use language::Language;
 pub use parse::{parse, strip_ansi, Parsed};
+use plan::{Limits, SandboxKind};
+pub use sandbox::{check_docker, default_image, SandboxError, DEFAULT_MEMORY_LIMIT_MB};
 
 /// Defaults, as in `ralph.config.yaml` (`testing.timeout_seconds`, `testing.max_output_bytes`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -69,7 +82,7 @@ pub fn is_secret_var(name: &str) -> bool {
     SECRET_NAMES.contains(&upper.as_str()) || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
 }
 
-/// Runs `sh -c <command>` in `cwd`; see [`ProcessRunner::run_once`].
+/// Runs `sh -c <command>` in `cwd`, here or in a container; see [`ProcessRunner::run_once`].
 #[derive(Debug, Clone)]
 pub struct ProcessRunner {
     pub command: String,
@@ -78,10 +91,20 @@ pub struct ProcessRunner {
     pub max_output_bytes: usize,
     /// Variables added to the inherited environment. They pass the same secret filter.
     pub extra_env: Vec<(String, String)>,
+    /// Resident memory the command's processes may use together; `None`: no limit.
+    pub memory_limit_mb: Option<u64>,
+    pub sandbox: SandboxKind,
+    /// Picks the Docker image when [`SandboxKind::Docker`] names none.
+    pub language: Option<Language>,
+    /// The directory a container gets mounted (with `cwd`, should it lie outside); `None`: `cwd`.
+    pub project_dir: Option<PathBuf>,
+    /// The Docker client to call; tests put a fake in its place.
+    pub docker_bin: PathBuf,
 }
 
 impl ProcessRunner {
-    /// A runner for `command` in `cwd`; see [`DEFAULT_TIMEOUT`] and [`DEFAULT_MAX_OUTPUT_BYTES`].
+    /// A runner for `command` in `cwd` as a local process group, with the default memory limit;
+    /// see [`DEFAULT_TIMEOUT`], [`DEFAULT_MAX_OUTPUT_BYTES`] and [`DEFAULT_MEMORY_LIMIT_MB`].
     pub fn new(
         command: impl Into<String>,
         cwd: impl Into<PathBuf>,
@@ -94,7 +117,40 @@ impl ProcessRunner {
             timeout,
             max_output_bytes,
             extra_env: Vec::new(),
+            memory_limit_mb: Some(DEFAULT_MEMORY_LIMIT_MB),
+            sandbox: SandboxKind::Process,
+            language: None,
+            project_dir: None,
+            docker_bin: PathBuf::from("docker"),
         }
+    }
+
+    /// Applies every limit of `limits`: timeout, output cap, memory limit and sandbox kind.
+    pub fn with_limits(mut self, limits: &Limits) -> Self {
+        self.timeout = limits.timeout;
+        self.max_output_bytes = limits.max_output_bytes;
+        self.memory_limit_mb = limits.memory_limit_mb;
+        self.sandbox = limits.sandbox.clone();
+        self
+    }
+
+    /// The project's language, which picks the default Docker image.
+    pub fn with_language(mut self, language: Option<Language>) -> Self {
+        self.language = language;
+        self
+    }
+
+    /// The directory mounted into a container, so that files the tests read or write outside
+    /// `cwd` (a workspace root, `.ralph/` reports) are there too.
+    pub fn with_project_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project_dir = Some(dir.into());
+        self
+    }
+
+    /// The Docker client to run instead of `docker` from `PATH`.
+    pub fn with_docker_bin(mut self, bin: impl Into<PathBuf>) -> Self {
+        self.docker_bin = bin.into();
+        self
     }
 
     /// Adds a variable to the command's environment (secrets are still removed).
@@ -127,28 +183,56 @@ impl ProcessRunner {
     ///
     /// The command runs in its own process group with stdin closed. On timeout or `cancel`, the
     /// whole group gets SIGTERM, then SIGKILL after a second; processes the command leaves
-    /// behind after exiting are stopped the same way.
+    /// behind after exiting are stopped the same way. When the group's resident memory passes
+    /// `memory_limit_mb`, it gets SIGKILL at once and the run ends as `MemoryLimit`.
+    ///
+    /// In a Docker sandbox the group is the local `docker run` client; the container is killed
+    /// with `docker kill` on timeout or cancel, its memory limit is the engine's, and it is
+    /// removed after the run.
     pub async fn run_once(&self, cancel: CancellationToken) -> TestRun {
         let started = Instant::now();
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(&self.command)
-            .current_dir(&self.cwd)
+        let env = self.child_env();
+        let container = match &self.sandbox {
+            SandboxKind::Process => None,
+            SandboxKind::Docker { image } => match self.container(image.as_deref(), &env).await {
+                Ok(container) => Some(container),
+                Err(why) => return self.error_run(started, why),
+            },
+        };
+        let mut cmd = match &container {
+            None => {
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c").arg(&self.command);
+                cmd
+            }
+            Some(c) => {
+                let mut cmd = Command::new(&self.docker_bin);
+                cmd.args(&c.args);
+                cmd
+            }
+        };
+        cmd.current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env_clear()
-            .envs(self.child_env())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .kill_on_drop(true);
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
-                let why = format!(
-                    "could not start `{}` in {}: {e}",
-                    self.command,
-                    self.cwd.display()
-                );
+                let why = match &container {
+                    None => format!(
+                        "could not start `{}` in {}: {e}",
+                        self.command,
+                        self.cwd.display()
+                    ),
+                    Some(_) => format!(
+                        "could not start `{}` for the container: {e}",
+                        self.docker_bin.display()
+                    ),
+                };
                 return self.error_run(started, why);
             }
         };
@@ -164,7 +248,12 @@ impl ProcessRunner {
         };
         // Kills the group should this future be dropped mid-run; `kill_on_drop` reaches only
         // the shell, not what it started.
-        let mut guard = GroupGuard::new(pgid);
+        let mut guard = GroupGuard::new(
+            pgid,
+            container
+                .as_ref()
+                .map(|c| (self.docker_bin.clone(), c.name.clone())),
+        );
 
         let capture = Arc::new(Mutex::new(Capture::new(self.max_output_bytes)));
         let mut pumps = JoinSet::new();
@@ -175,11 +264,24 @@ impl ProcessRunner {
             pumps.spawn(pump(err, capture.clone()));
         }
 
+        // In a container the local group is only the docker client; the engine enforces the
+        // limit there.
+        let watched_limit = match container {
+            None => self.memory_limit_mb,
+            Some(_) => None,
+        };
+        let mut peak_bytes = None;
         let ending = tokio::select! {
             status = child.wait() => Ending::Exited(status.ok()),
             () = tokio::time::sleep(self.timeout) => Ending::TimedOut,
             () = cancel.cancelled() => Ending::Cancelled,
+            used = sandbox::watch_memory(pgid, watched_limit, &mut peak_bytes) => {
+                Ending::OverMemory(used)
+            }
         };
+        if let (Some(c), Ending::TimedOut | Ending::Cancelled) = (&container, &ending) {
+            sandbox::docker_kill(&self.docker_bin, &env, &c.name).await;
+        }
         if matches!(ending, Ending::Exited(_)) {
             // Usually the pipes are already closed; a background process may still write.
             drain(&mut pumps, DRAIN_AFTER_EXIT).await;
@@ -187,6 +289,17 @@ impl ProcessRunner {
         let stopped_leftovers = terminate_group(pgid, &mut child).await;
         drain(&mut pumps, DRAIN_AFTER_KILL).await;
         pumps.abort_all();
+        let mut oom_killed = false;
+        if let Some(c) = &container {
+            // Asked on any failure, not only exit 137: a test runner whose worker the OOM
+            // killer stopped may exit with its own code.
+            if let Ending::Exited(Some(st)) = &ending {
+                if !st.success() {
+                    oom_killed = sandbox::docker_oom_killed(&self.docker_bin, &env, &c.name).await;
+                }
+            }
+            sandbox::docker_remove(&self.docker_bin, &env, &c.name).await;
+        }
         guard.armed = false;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
@@ -194,8 +307,29 @@ impl ProcessRunner {
         let mut output = strip_ansi(&raw).into_owned();
         let parsed = parse(&output, &self.cwd);
 
+        let limit_text = self
+            .memory_limit_mb
+            .map(|m| format!(" of {m} MB"))
+            .unwrap_or_default();
         let (status, exit_code) = match &ending {
             Ending::Exited(Some(st)) if st.success() => (RunStatus::Passed, Some(0)),
+            Ending::Exited(Some(st)) if oom_killed => {
+                note(
+                    &mut output,
+                    &format!(
+                        "killed: the container ran out of memory (Docker's memory limit{limit_text})"
+                    ),
+                );
+                (RunStatus::MemoryLimit, st.code())
+            }
+            // `docker run` itself failed (no such image, a bad option): the tests never ran.
+            Ending::Exited(Some(st)) if container.is_some() && st.code() == Some(125) => {
+                note(
+                    &mut output,
+                    "docker could not start the container (exit 125): see docker's message above",
+                );
+                (RunStatus::Error, st.code())
+            }
             Ending::Exited(Some(st)) => {
                 if let Some(sig) = st.signal() {
                     note(
@@ -221,6 +355,17 @@ impl ProcessRunner {
                 );
                 (RunStatus::Error, None)
             }
+            Ending::OverMemory(used) => {
+                note(
+                    &mut output,
+                    &format!(
+                        "killed: the test command's processes used {} MB, over the memory \
+                         limit{limit_text}",
+                        sandbox::mib_ceil(*used)
+                    ),
+                );
+                (RunStatus::MemoryLimit, None)
+            }
         };
         if stopped_leftovers && matches!(ending, Ending::Exited(_)) {
             note(
@@ -244,6 +389,7 @@ impl ProcessRunner {
             format: parsed.as_ref().map(|p| p.framework.to_string()),
             totals: parsed.as_ref().map_or_else(Totals::default, |p| p.totals),
             tests: parsed.map(|p| p.tests).unwrap_or_default(),
+            sandbox: Some(self.sandbox_info(peak_bytes)),
             output,
             output_truncated,
             ..TestRun::new(self.command.clone(), status)
@@ -263,9 +409,84 @@ impl ProcessRunner {
             tests: Vec::new(),
             output: format!("[ralph-loop] {why}\n"),
             output_truncated: false,
+            sandbox: Some(self.sandbox_info(None)),
             ..TestRun::new(self.command.clone(), RunStatus::Error)
         }
     }
+
+    /// The limits a run had, for its result.
+    fn sandbox_info(&self, peak_bytes: Option<u64>) -> Sandbox {
+        Sandbox {
+            kind: match self.sandbox {
+                SandboxKind::Process => "process",
+                SandboxKind::Docker { .. } => "docker",
+            }
+            .into(),
+            timeout_ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
+            memory_limit_mb: self.memory_limit_mb,
+            peak_memory_mb: peak_bytes.map(sandbox::mib_ceil),
+        }
+    }
+
+    /// Probes the engine (once per process) and prepares a container for this run.
+    async fn container(
+        &self,
+        image: Option<&str>,
+        env: &[(OsString, OsString)],
+    ) -> Result<Container, String> {
+        let bin = self.docker_bin.clone();
+        tokio::task::spawn_blocking(move || sandbox::ensure_docker(&bin))
+            .await
+            .map_err(|e| format!("could not check the Docker engine: {e}"))?
+            .map_err(|e| e.to_string())?;
+        let image = image
+            .or_else(|| default_image(self.language))
+            .ok_or_else(|| SandboxError::NoImage.to_string())?;
+        // Absolute but not canonical: the container sees the very paths the host uses, so paths
+        // in reports and output read the same on both sides.
+        let absolute = |dir: &PathBuf| {
+            std::path::absolute(dir)
+                .ok()
+                .filter(|d| d.is_dir())
+                .ok_or_else(|| {
+                    format!(
+                        "could not start `{}` in {}: no such directory",
+                        self.command,
+                        dir.display()
+                    )
+                })
+        };
+        let workdir = absolute(&self.cwd)?;
+        let mut mounts = vec![absolute(self.project_dir.as_ref().unwrap_or(&self.cwd))?];
+        if !workdir.starts_with(&mounts[0]) {
+            mounts.push(workdir.clone());
+        }
+        let set: Vec<&str> = FORCED_ENV
+            .iter()
+            .map(|(k, _)| *k)
+            .chain(self.extra_env.iter().map(|(k, _)| k.as_str()))
+            .collect();
+        let env_names = sandbox::container_env_names(env, &set);
+        let name = sandbox::container_name();
+        let args = sandbox::docker_run_args(&sandbox::ContainerSpec {
+            name: &name,
+            image,
+            mounts: &mounts,
+            workdir: &workdir,
+            memory_limit_mb: self.memory_limit_mb,
+            env_names: &env_names,
+            user: sandbox::caller_ids(),
+            command: &self.command,
+        });
+        Ok(Container { name, args })
+    }
+}
+
+/// A container prepared for one run.
+struct Container {
+    name: String,
+    /// `docker` arguments, from `run` on.
+    args: Vec<OsString>,
 }
 
 #[async_trait::async_trait]
@@ -283,10 +504,12 @@ enum Ending {
     Exited(Option<std::process::ExitStatus>),
     TimedOut,
     Cancelled,
+    /// The watchdog killed the group; the bytes it saw in use.
+    OverMemory(u64),
 }
 
 /// A line ralph-loop adds to the output, marked as its own.
-fn note(output: &mut String, text: &str) {
+pub(crate) fn note(output: &mut String, text: &str) {
     if !output.is_empty() && !output.ends_with('\n') {
         output.push('\n');
     }
@@ -326,30 +549,10 @@ fn group_alive(pgid: Pid, child: &mut Child) -> bool {
 }
 
 /// `killpg(0)` also succeeds for a group of zombies, which an init that does not reap (as in
-/// some containers) leaves behind; on Linux, look at the members' states.
-#[cfg(target_os = "linux")]
+/// some containers) leaves behind; on Linux, look at the members' states. Without `/proc`, a
+/// group that answers `killpg` counts as alive.
 fn group_has_live_member(pgid: Pid) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    dir.flatten().any(|entry| {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            return false;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("Z");
-        let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
-        pgrp == Some(pgid.as_raw()) && state != "Z" && state != "X"
-    })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn group_has_live_member(_pgid: Pid) -> bool {
-    true
+    sandbox::scan_group(pgid).is_none_or(|scan| scan.live > 0)
 }
 
 /// The process groups of the runs under way, for [`kill_running`].
@@ -361,31 +564,49 @@ fn running() -> MutexGuard<'static, Vec<Pid>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Kills (SIGKILL) the process group of every test run under way. For a hard exit, such as a
-/// second Ctrl+C before `std::process::exit`, where no destructor runs to stop them.
+/// Kills (SIGKILL) the process group of every test run under way, and starts removing their
+/// containers. For a hard exit, such as a second Ctrl+C before `std::process::exit`, where no
+/// destructor runs to stop them.
 pub fn kill_running() {
     for pgid in running().iter() {
         let _ = killpg(*pgid, Signal::SIGKILL);
     }
+    sandbox::remove_running_containers();
 }
 
-/// Registers a run's process group for [`kill_running`], and kills the group when dropped while
-/// armed (the run's future was dropped mid-run).
+/// Registers a run's process group (and container) for [`kill_running`], and kills the group
+/// and removes the container when dropped while armed (the run's future was dropped mid-run).
 struct GroupGuard {
     pgid: Pid,
+    /// The docker client and the container's name.
+    container: Option<(PathBuf, String)>,
     armed: bool,
 }
 
 impl GroupGuard {
-    fn new(pgid: Pid) -> Self {
+    fn new(pgid: Pid, container: Option<(PathBuf, String)>) -> Self {
         running().push(pgid);
-        Self { pgid, armed: true }
+        if let Some((bin, name)) = &container {
+            sandbox::register_container(bin, name);
+        }
+        Self {
+            pgid,
+            container,
+            armed: true,
+        }
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         running().retain(|p| *p != self.pgid);
+        if let Some((bin, name)) = &self.container {
+            sandbox::unregister_container(name);
+            if self.armed {
+                // Killing the local client leaves the container running.
+                sandbox::remove_detached(bin, name);
+            }
+        }
         if self.armed {
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
@@ -415,6 +636,16 @@ fn lock(capture: &Mutex<Capture>) -> MutexGuard<'_, Capture> {
     capture
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `text` capped as a run's output is (see [`Capture`]), and whether anything was cut.
+pub(crate) fn cap_output(text: &str, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text.to_string(), false);
+    }
+    let mut capture = Capture::new(max);
+    capture.push(text.as_bytes());
+    capture.render()
 }
 
 /// The output, capped: the first quarter and the last three quarters of `max` bytes are kept,
@@ -499,7 +730,7 @@ mod tests {
 
     /// Whether `pid` still runs. A process that died but was not reaped (the container's init
     /// may not reap orphans) is a zombie: dead for our purposes.
-    fn alive(pid: i32) -> bool {
+    pub(crate) fn alive(pid: i32) -> bool {
         match nix::sys::signal::kill(Pid::from_raw(pid), None) {
             Err(Errno::ESRCH) => false,
             _ => std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -817,6 +1048,41 @@ mod tests {
     async fn ansi_colours_are_removed() {
         let r = run(&runner("printf '\\033[31mred\\033[0m\\n'")).await;
         assert_eq!(r.output, "red\n");
+    }
+
+    #[tokio::test]
+    async fn limits_apply_and_every_run_reports_them() {
+        let limits = Limits {
+            timeout: Duration::from_secs(7),
+            max_output_bytes: 64,
+            memory_limit_mb: Some(512),
+            sandbox: SandboxKind::Process,
+        };
+        let r = runner("seq 1 1000").with_limits(&limits);
+        assert_eq!(
+            (r.timeout, r.max_output_bytes, r.memory_limit_mb),
+            (Duration::from_secs(7), 64, Some(512))
+        );
+        let run = run(&r).await;
+        assert!(run.output_truncated);
+        assert_eq!(
+            run.sandbox,
+            Some(Sandbox {
+                kind: "process".into(),
+                timeout_ms: 7000,
+                memory_limit_mb: Some(512),
+                peak_memory_mb: None,
+            })
+        );
+        // `new` keeps the default limit on; a run that cannot start still says what it had.
+        let failed = ProcessRunner::new("true", "/no/such/dir", DEFAULT_TIMEOUT, 4096)
+            .run_once(CancellationToken::new())
+            .await;
+        let sandbox = failed.sandbox.unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(
+            (sandbox.memory_limit_mb, sandbox.timeout_ms),
+            (Some(DEFAULT_MEMORY_LIMIT_MB), 300_000)
+        );
     }
 
     #[tokio::test]

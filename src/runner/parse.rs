@@ -1,17 +1,23 @@
 //! Recognises the plain-text output of common test tools and pulls out the totals and the failing
-//! tests: pytest, cargo test (libtest), vitest, jest, node's built-in runner (TAP and spec
-//! reporters) and mocha's spec reporter.
+//! tests: pytest, `python -m unittest`, cargo test (libtest), vitest, jest, node's built-in
+//! runner (TAP and spec reporters) and mocha's spec reporter. This is the fallback when a tool
+//! gave no machine-readable report (see [`super::report`]).
 //!
 //! Each parser first looks for the tool's own summary line; without it the output is not that
 //! tool's, and the next parser is tried. Only failing (and timed-out) tests are listed: passing
-//! tests are counted in the totals, which keeps a 10,000-test run small.
+//! tests are counted in the totals, which keeps a 10,000-test run small. Ids follow the report
+//! readers' (`file::suite > test`, pytest's node ids), so a run read either way gives the same
+//! ids.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
-use ralph_actors::runner::{CaseStatus, TestCase, Totals};
+use ralph_actors::runner::{CaseStatus, Location, TestCase, Totals};
 use regex::Regex;
+
+use super::report::junit::python_node_id;
+use super::report::trace;
 
 /// A compiled static regex. A pattern that does not compile (a bug the unit tests catch) yields
 /// `None`, and the parser using it then declines the output instead of panicking.
@@ -26,12 +32,19 @@ macro_rules! regex {
 const MESSAGE_MAX_LINES: usize = 40;
 const MESSAGE_MAX_BYTES: usize = 4000;
 
-/// What a parser recognised in a run's output.
+/// What a parser or report reader recognised.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
+    /// `jest`, `vitest`, `mocha`, `node`, `tap`, `pytest`, `unittest`, `junit`, `cargo`,
+    /// `nextest`.
     pub framework: &'static str,
+    /// What was read: a report format (`jest-json`, `junit-xml`, ...; see
+    /// [`super::report::ReportFormat::as_str`]) or a text parser (`pytest-text`, ...).
+    pub format: &'static str,
+    /// `failed` does not include `timed_out`: a tool's "3 failed" with one timeout is 2 + 1.
     pub totals: Totals,
-    /// The failing and timed-out tests, in output order, without duplicates.
+    /// From a text parser, the failing and timed-out tests, in output order, without
+    /// duplicates; from a report, every test.
     pub tests: Vec<TestCase>,
 }
 
@@ -40,13 +53,46 @@ pub struct Parsed {
 pub fn parse(output: &str, cwd: &Path) -> Option<Parsed> {
     // The summary lines are distinct enough that the order only matters for tools that print
     // several summaries (e.g. `npm test` running two tools): the first recognised wins.
-    pytest(output)
+    let mut parsed = pytest(output, cwd)
+        .or_else(|| unittest(output, cwd))
         .or_else(|| cargo(output))
-        .or_else(|| vitest(output))
-        .or_else(|| jest(output))
+        .or_else(|| vitest(output, cwd))
+        .or_else(|| jest(output, cwd))
         .or_else(|| node_tap(output, cwd))
-        .or_else(|| node_spec(output))
-        .or_else(|| mocha(output))
+        .or_else(|| node_spec(output, cwd))
+        .or_else(|| mocha(output, cwd))?;
+    finish(&mut parsed, cwd);
+    Some(parsed)
+}
+
+/// What every parser leaves to the end: the error type and place where the message shows
+/// them, and timed-out tests counted apart from failed ones.
+fn finish(parsed: &mut Parsed, cwd: &Path) {
+    let python = matches!(parsed.framework, "pytest" | "unittest");
+    let mut timed_out = 0;
+    for t in &mut parsed.tests {
+        if t.status == CaseStatus::Timeout {
+            timed_out += 1;
+        }
+        let Some(message) = t.message.as_deref() else {
+            continue;
+        };
+        if t.error_type.is_none() {
+            t.error_type = if message.starts_with("panicked at ") {
+                Some("panic".into())
+            } else if python {
+                trace::python_error_type(message)
+            } else {
+                trace::js_error_type(message)
+            };
+        }
+        if t.location.is_none() {
+            t.location = trace::location(message, Some(cwd));
+        }
+    }
+    // The tools count a timed-out test as failed; the schema counts it apart.
+    parsed.totals.failed = parsed.totals.failed.saturating_sub(timed_out);
+    parsed.totals.timed_out += timed_out;
 }
 
 /// Removes ANSI colour and cursor sequences (some tools colour their output even with `NO_COLOR`).
@@ -69,29 +115,41 @@ struct Cases {
 }
 
 impl Cases {
-    fn add(&mut self, id: String, message: Option<String>) {
+    /// Adds a failure (a timeout when the message says so); returns its index.
+    fn add(&mut self, id: String, message: Option<String>) -> usize {
         let status = if message.as_deref().is_some_and(is_timeout_message) {
             CaseStatus::Timeout
         } else {
             CaseStatus::Fail
         };
-        self.add_with(id, status, message);
+        self.add_with(id, status, message)
     }
 
-    fn add_with(&mut self, id: String, status: CaseStatus, message: Option<String>) {
+    fn add_with(&mut self, id: String, status: CaseStatus, message: Option<String>) -> usize {
         if let Some(&i) = self.index.get(&id) {
             if self.tests[i].message.is_none() {
                 self.tests[i].message = message;
             }
-            return;
+            return i;
         }
-        self.index.insert(id.clone(), self.tests.len());
+        let i = self.tests.len();
+        self.index.insert(id.clone(), i);
         self.tests.push(TestCase {
             id,
             status,
             message,
             ..TestCase::default()
         });
+        i
+    }
+
+    /// Sets where the failure was raised, unless already known.
+    fn locate(&mut self, i: usize, location: Option<Location>) {
+        if let Some(t) = self.tests.get_mut(i) {
+            if t.location.is_none() {
+                t.location = location;
+            }
+        }
     }
 
     fn len(&self) -> u32 {
@@ -100,7 +158,7 @@ impl Cases {
 }
 
 /// The tools' own words for a test that ran out of time.
-fn is_timeout_message(message: &str) -> bool {
+pub(crate) fn is_timeout_message(message: &str) -> bool {
     let first = message.lines().next().unwrap_or("").to_ascii_lowercase();
     first.contains("timed out")
         || first.contains("timeout of")
@@ -110,7 +168,7 @@ fn is_timeout_message(message: &str) -> bool {
 
 /// Joins message lines: blank lines at both ends dropped, the common indentation removed, and
 /// the result capped.
-fn clip<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub(crate) fn clip<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let lines: Vec<&str> = lines.into_iter().map(str::trim_end).collect();
     let start = lines.iter().position(|l| !l.is_empty())?;
     let end = lines.iter().rposition(|l| !l.is_empty())? + 1;
@@ -177,7 +235,7 @@ fn join_id(file: Option<&str>, name: &str) -> String {
 
 /// pytest's final line, with or without `-q`:
 /// `=== 3 failed, 3 passed, 1 skipped, 1 error in 0.07s ===`, `no tests ran in 0.00s`.
-fn pytest(out: &str) -> Option<Parsed> {
+fn pytest(out: &str, cwd: &Path) -> Option<Parsed> {
     let summary = regex!(
         r"^=*\s*(no tests ran|\d+ [a-z]+(?:, \d+ [a-z]+)*) in \d+(?:\.\d+)?s(?: \([\d:.]+\))?\s*=*$"
     )?;
@@ -197,16 +255,26 @@ fn pytest(out: &str) -> Option<Parsed> {
     }
 
     // The `E   ` lines of each FAILURES/ERRORS section, for entries whose summary line has no
-    // message (a module that failed to import: `ERROR tests/test_x.py`).
+    // message (a module that failed to import: `ERROR tests/test_x.py`), and the section's
+    // text, for where the error was raised.
     let mut sections: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut bodies: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut current: Option<&str> = None;
-    for line in &lines[..last] {
+    for (i, line) in lines[..last].iter().enumerate() {
         if let Some(c) = section.captures(line) {
             current = c.get(1).map(|m| m.as_str());
+            if let Some(title) = current {
+                bodies.insert(title, (i + 1, i + 1));
+            }
         } else if line.starts_with("====") {
             current = None;
-        } else if let (Some(title), Some(e)) = (current, line.strip_prefix("E ")) {
-            sections.entry(title).or_default().push(e);
+        } else if let Some(title) = current {
+            if let Some(b) = bodies.get_mut(title) {
+                b.1 = i + 1;
+            }
+            if let Some(e) = line.strip_prefix("E ") {
+                sections.entry(title).or_default().push(e);
+            }
         }
     }
 
@@ -237,10 +305,125 @@ fn pytest(out: &str) -> Option<Parsed> {
                 msg = e.clone();
             }
         }
-        cases.add(id, clip(msg));
+        // The section of `tests/t.py::TestCls::test_x` is headed `TestCls.test_x` (or `ERROR
+        // at setup of ...`, `ERROR collecting tests/t.py`).
+        let head = id.split_once("::").map(|(_, h)| h.replace("::", "."));
+        let body = [
+            head.clone(),
+            head.as_ref().map(|h| format!("ERROR at setup of {h}")),
+            head.as_ref().map(|h| format!("ERROR at teardown of {h}")),
+            Some(format!("ERROR collecting {id}")),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|title| bodies.get(title.as_str()).copied());
+        let n = cases.add(id, clip(msg));
+        if let Some((from, to)) = body {
+            let text = lines[from..to].join("\n");
+            cases.locate(n, trace::location(&text, Some(cwd)));
+            if let Some(t) = cases.tests.get_mut(n) {
+                t.error_type = t
+                    .error_type
+                    .take()
+                    .or_else(|| trace::python_error_type(&text));
+            }
+        }
     }
     Some(Parsed {
         framework: "pytest",
+        format: "pytest-text",
+        totals,
+        tests: cases.tests,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// python -m unittest
+
+/// `Ran 7 tests in 0.006s`, then `OK` or `FAILED (failures=1, errors=2, skipped=1)`; each
+/// failure is a block headed `FAIL: test_x (module.Class.test_x)` between `====` rules.
+fn unittest(out: &str, cwd: &Path) -> Option<Parsed> {
+    let ran = regex!(r"^Ran (\d+) tests? in [\d.]+s$")?;
+    let outcome = regex!(r"^(OK|FAILED)(?: \((.*)\))?$")?;
+    let head = regex!(r"^(FAIL|ERROR): (\S+) \(([^)]*)\)(.*)$")?;
+    let count = regex!(r"([a-z ]+)=(\d+)")?;
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines.iter().rposition(|l| ran.is_match(l))?;
+    let end = lines[at + 1..]
+        .iter()
+        .position(|l| outcome.is_match(l))
+        .map(|p| at + 1 + p)?;
+
+    let total: u32 = ran.captures(lines[at]).and_then(|c| c[1].parse().ok())?;
+    let mut totals = Totals::default();
+    if let Some(counts) = outcome.captures(lines[end]).and_then(|c| c.get(2)) {
+        for c in count.captures_iter(counts.as_str()) {
+            let n: u32 = c[2].parse().unwrap_or(0);
+            match c[1].trim() {
+                "failures" | "errors" => totals.failed += n,
+                "skipped" | "expected failures" => totals.skipped += n,
+                // Unexpected successes ran and passed.
+                _ => {}
+            }
+        }
+    }
+    totals.passed = total.saturating_sub(totals.failed + totals.skipped);
+
+    let mut cases = Cases::default();
+    let mut i = 0;
+    while i < at {
+        let Some(c) = head.captures(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let (method, path) = (&c[2], &c[3]);
+        // 3.11+ print `module.Class.method`, older ones `module.Class`; a module that failed
+        // to import is `unittest.loader._FailedTest.module`.
+        let id = if let Some(module) = path.strip_prefix("unittest.loader._FailedTest.") {
+            python_node_id("", module, None, cwd).0
+        } else {
+            let class = path
+                .strip_suffix(method)
+                .and_then(|p| p.strip_suffix('.'))
+                .unwrap_or(path);
+            let id = python_node_id(class, method, None, cwd).0;
+            // A subtest: `test_x (m.C.test_x) (i=1)`.
+            match c[4].trim() {
+                "" => id,
+                sub => format!("{id} {sub}"),
+            }
+        };
+        i += 1;
+        // The body runs from the `----` rule to the next `====` rule or the closing rule.
+        let from = lines[i..at]
+            .iter()
+            .position(|l| l.starts_with("----"))
+            .map_or(i, |p| i + p + 1);
+        let to = lines[from..at]
+            .iter()
+            .position(|l| l.starts_with("====") || l.starts_with("----"))
+            .map_or(at, |p| from + p);
+        let body = &lines[from..to];
+        // The message: what follows the last frame and its source lines.
+        let last_frame = body.iter().rposition(|l| l.starts_with("  File \""));
+        let message_from = match last_frame {
+            Some(f) => body[f + 1..]
+                .iter()
+                .position(|l| !l.starts_with("    "))
+                .map_or(body.len(), |p| f + 1 + p),
+            None => 0,
+        };
+        let n = cases.add(id, clip(body[message_from..].iter().copied()));
+        let text = body.join("\n");
+        cases.locate(n, trace::location(&text, Some(cwd)));
+        if let Some(t) = cases.tests.get_mut(n) {
+            t.stack = Some(trace::cap(text.trim(), trace::STACK_MAX_BYTES));
+        }
+        i = to;
+    }
+    Some(Parsed {
+        framework: "unittest",
+        format: "unittest-text",
         totals,
         tests: cases.tests,
     })
@@ -310,6 +493,7 @@ fn cargo(out: &str) -> Option<Parsed> {
     }
     Some(Parsed {
         framework: "cargo",
+        format: "cargo-text",
         totals,
         tests: cases.tests,
     })
@@ -321,7 +505,7 @@ fn cargo(out: &str) -> Option<Parsed> {
 /// `      Tests  2 failed | 2 passed | 1 skipped (5)`; each failure is a block headed
 /// ` FAIL  src/a.test.ts > suite > name` (or ` FAIL  src/a.test.ts [ src/a.test.ts ]` for a file
 /// that did not load).
-fn vitest(out: &str) -> Option<Parsed> {
+fn vitest(out: &str, cwd: &Path) -> Option<Parsed> {
     let summary = regex!(r"^\s*Tests\s{2,}(.*\d+ [a-z]+.*?)\s*\(\d+\)\s*$")?;
     let fail = regex!(r"^\s*FAIL\s+(?:\|[^|]+\|\s+)?(.+?)\s*$")?;
     let lines: Vec<&str> = out.lines().collect();
@@ -360,12 +544,19 @@ fn vitest(out: &str) -> Option<Parsed> {
         if suite && !cases.index.contains_key(&id) {
             suites_failed += 1;
         }
-        cases.add(id, clip(body));
+        let n = cases.add(id, clip(body));
+        // The block's frames (`❯ src/a.test.ts:9:34`) run to the next failure or rule.
+        let end = lines[i + 1..last]
+            .iter()
+            .position(|l| fail.is_match(l) || l.trim_start().starts_with('⎯'))
+            .map_or(last, |p| i + 1 + p);
+        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
     }
     // A file that failed to load counts no tests; count it so a failed run never shows 0 failed.
     totals.failed += suites_failed;
     Some(Parsed {
         framework: "vitest",
+        format: "vitest-text",
         totals,
         tests: cases.tests,
     })
@@ -383,7 +574,7 @@ fn is_code_frame(trimmed: &str, bar: char) -> bool {
 
 /// `Tests:       2 failed, 1 skipped, 2 passed, 5 total`; failures are blocks headed
 /// `  ● Suite › name` under a `FAIL path/to/file.test.js` line.
-fn jest(out: &str) -> Option<Parsed> {
+fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
     let summary = regex!(r"^Tests:\s+(.*\d+ total)\s*$")?;
     let file_line = regex!(r"^\s*(?:FAIL|PASS)\s+(.+?)(?:\s+\(\d+(?:\.\d+)?\s*m?s\))?\s*$")?;
     let lines: Vec<&str> = out.lines().collect();
@@ -414,25 +605,49 @@ fn jest(out: &str) -> Option<Parsed> {
         if name.starts_with("Console") {
             continue;
         }
-        let id = join_id(file, name.trim_end());
-        let body = lines[i + 1..last].iter().copied().take_while(|l| {
-            let t = l.trim_start();
-            !(l.starts_with("  ● ")
+        let name = name.trim_end();
+        let suite = name == "Test suite failed to run";
+        // As in jest's JSON report: a file that did not run is its own id, and blocks are
+        // joined by ` > ` rather than jest's ` › `.
+        let id = if suite {
+            file.unwrap_or(name).to_string()
+        } else {
+            join_id(file, &name.replace(" › ", " > "))
+        };
+        let ends = |l: &str| {
+            l.starts_with("  ● ")
                 || file_line.is_match(l)
                 || l.starts_with("Test Suites:")
                 || l.starts_with("Summary of all failing tests")
-                || t.starts_with("at ")
-                || is_code_frame(t, '|'))
-        });
-        if name.trim_end() == "Test suite failed to run" && !cases.index.contains_key(&id) {
+        };
+        let body: Vec<&str> = lines[i + 1..last]
+            .iter()
+            .copied()
+            .take_while(|l| {
+                let t = l.trim_start();
+                !(ends(l) || t.starts_with("at ") || is_code_frame(t, '|'))
+            })
+            .collect();
+        // A parse error comes after a long explanation of jest's configuration.
+        let body = match body.iter().position(|l| l.trim() == "Details:") {
+            Some(d) => &body[d + 1..],
+            None => &body[..],
+        };
+        if suite && !cases.index.contains_key(&id) {
             suites_failed += 1;
         }
-        cases.add(id, clip(body));
+        let n = cases.add(id, clip(body.iter().copied()));
+        let end = lines[i + 1..last]
+            .iter()
+            .position(|l| ends(l))
+            .map_or(last, |p| i + 1 + p);
+        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
     }
     // A suite that failed to run counts no tests; count it so a failed run never shows 0 failed.
     totals.failed += suites_failed;
     Some(Parsed {
         framework: "jest",
+        format: "jest-text",
         totals,
         tests: cases.tests,
     })
@@ -574,9 +789,14 @@ fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
     if !have_counts && totals.failed < cases.len() {
         totals.failed = cases.len();
     }
-    let framework = if node { "node" } else { "tap" };
+    let (framework, format) = if node {
+        ("node", "node-tap")
+    } else {
+        ("tap", "tap")
+    };
     Some(Parsed {
         framework,
+        format,
         totals,
         tests: cases.tests,
     })
@@ -650,7 +870,7 @@ fn relative(path: &str, cwd: &Path) -> String {
 
 /// `ℹ pass 2` ... totals; the `✖ failing tests:` section lists each failure as
 /// `test at file:line:col`, `✖ name (1.2ms)` and the indented error.
-fn node_spec(out: &str) -> Option<Parsed> {
+fn node_spec(out: &str, cwd: &Path) -> Option<Parsed> {
     let count = regex!(r"^ℹ (tests|pass|fail|cancelled|skipped|todo) (\d+)$")?;
     let location = regex!(r"^test at (.+?):\d+:\d+$")?;
     let failure = regex!(r"^✖ (.+?)(?: \(\d+(?:\.\d+)?m?s\))?(?: # .*)?$")?;
@@ -695,11 +915,17 @@ fn node_spec(out: &str) -> Option<Parsed> {
                     _ => m,
                 },
             );
-        cases.add(join_id(file, &c[1]), message);
+        let n = cases.add(join_id(file, &c[1]), message);
+        let end = lines[i + 1..]
+            .iter()
+            .position(|l| location.is_match(l) || failure.is_match(l))
+            .map_or(lines.len(), |p| i + 1 + p);
+        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
         file = None;
     }
     Some(Parsed {
         framework: "node",
+        format: "node-spec",
         totals,
         tests: cases.tests,
     })
@@ -710,7 +936,7 @@ fn node_spec(out: &str) -> Option<Parsed> {
 
 /// `  2 passing (9ms)`, `  1 pending`, `  2 failing`, then each failure as `  1) suite` with the
 /// title continued on indented lines up to one ending in `:`, and the error below it.
-fn mocha(out: &str) -> Option<Parsed> {
+fn mocha(out: &str, cwd: &Path) -> Option<Parsed> {
     let passing = regex!(r"^\s+(\d+) passing(?: \(.*\))?\s*$")?;
     let other = regex!(r"^\s+(\d+) (failing|pending)\s*$")?;
     let entry = regex!(r"^  (\d+)\) (.*)$")?;
@@ -772,10 +998,17 @@ fn mocha(out: &str) -> Option<Parsed> {
                 .filter(|l| !l.trim().is_empty())
                 .map(str::trim),
         );
-        cases.add(parts.join(" > "), message);
+        let n = cases.add(parts.join(" > "), message);
+        let frames: Vec<&str> = lines[i..]
+            .iter()
+            .copied()
+            .take_while(|l| l.trim_start().starts_with("at "))
+            .collect();
+        cases.locate(n, trace::location(&frames.join("\n"), Some(cwd)));
     }
     Some(Parsed {
         framework: "mocha",
+        format: "mocha-text",
         totals,
         tests: cases.tests,
     })
@@ -805,6 +1038,9 @@ mod tests {
             "mocha" => include_str!("testdata/mocha.txt"),
             "mocha_pass" => include_str!("testdata/mocha_pass.txt"),
             "mocha_syn" => include_str!("testdata/mocha_syn.txt"),
+            "unittest" => include_str!("testdata/unittest.txt"),
+            "unittest_v" => include_str!("testdata/unittest_v.txt"),
+            "unittest_ok" => include_str!("testdata/unittest_ok.txt"),
             _ => "",
         };
         strip_ansi(text).into_owned()
@@ -865,6 +1101,103 @@ mod tests {
     }
 
     #[test]
+    fn pytest_places_and_error_types_come_from_the_sections() {
+        let p = parsed("pytest", "/tmp/samp/py");
+        let place = |id: &str| {
+            p.tests
+                .iter()
+                .find(|t| t.id == id)
+                .and_then(|t| t.location.as_ref())
+                .map(|l| (l.file.clone(), l.line))
+        };
+        let kind = |id: &str| {
+            p.tests
+                .iter()
+                .find(|t| t.id == id)
+                .and_then(|t| t.error_type.clone())
+        };
+        assert_eq!(
+            place("tests/test_m.py::test_bad"),
+            Some(("tests/test_m.py".into(), Some(5)))
+        );
+        assert_eq!(
+            place("tests/test_m.py::TestCls::test_in_class"),
+            Some(("tests/test_m.py".into(), Some(13)))
+        );
+        // An error in a fixture: the `ERROR at setup of` section.
+        assert_eq!(
+            place("tests/test_m.py::test_err"),
+            Some(("tests/test_m.py".into(), Some(9)))
+        );
+        assert_eq!(
+            kind("tests/test_m.py::test_err").as_deref(),
+            Some("RuntimeError")
+        );
+        assert_eq!(
+            kind("tests/test_m.py::test_param[2]").as_deref(),
+            Some("AssertionError")
+        );
+    }
+
+    #[test]
+    fn unittest_failures_errors_and_totals() {
+        for name in ["unittest", "unittest_v"] {
+            let p = parsed(name, "/tmp/rls/ut");
+            assert_eq!((p.framework, p.format), ("unittest", "unittest-text"));
+            // `Ran 7 tests`, `FAILED (failures=1, errors=2, skipped=1, expected failures=1)`.
+            assert_eq!(p.totals, totals(2, 3, 2), "{name}");
+            // pytest's node ids, so that a switch of runner keeps them.
+            assert_eq!(
+                ids(&p),
+                [
+                    "tests/test_calc.py::TestMedian::test_empty",
+                    "tests/test_imp.py",
+                    "tests/test_calc.py::TestMedian::test_even",
+                ],
+                "{name}"
+            );
+            let t = &p.tests[0];
+            assert_eq!(
+                t.message.as_deref(),
+                Some("IndexError: list index out of range")
+            );
+            assert_eq!(t.error_type.as_deref(), Some("IndexError"));
+            // Raised in `median`, below the test.
+            assert_eq!(
+                t.location.as_ref().map(|l| (l.file.as_str(), l.line)),
+                Some(("tests/test_calc.py", Some(6)))
+            );
+            assert!(t.stack.as_deref().unwrap_or("").starts_with("Traceback"));
+            assert_eq!(
+                message(&p, "tests/test_imp.py"),
+                "ModuleNotFoundError: No module named 'nosuchmod'"
+            );
+            assert_eq!(
+                message(&p, "tests/test_calc.py::TestMedian::test_even"),
+                "AssertionError: 3 != 2.5"
+            );
+        }
+        let p = parsed("unittest_ok", "/");
+        assert_eq!((p.totals, p.tests.len()), (totals(1, 0, 0), 0));
+    }
+
+    #[test]
+    fn every_parser_names_its_format() {
+        for (name, format) in [
+            ("pytest", "pytest-text"),
+            ("cargo", "cargo-text"),
+            ("jest", "jest-text"),
+            ("vitest", "vitest-text"),
+            ("node_tap", "node-tap"),
+            ("node_spec", "node-spec"),
+            ("mocha", "mocha-text"),
+            ("unittest", "unittest-text"),
+        ] {
+            assert_eq!(parsed(name, "/").format, format, "{name}");
+        }
+    }
+
+    #[test]
     fn pytest_quiet_mode() {
         let p = parsed("pytest_q", "/");
         assert_eq!(p.totals, totals(3, 4, 1));
@@ -913,6 +1246,19 @@ mod tests {
     }
 
     #[test]
+    fn cargo_panics_give_type_and_place() {
+        let p = parsed("cargo", "/tmp/ct");
+        let t = &p.tests[0];
+        assert_eq!(t.error_type.as_deref(), Some("panic"));
+        assert_eq!(
+            t.location
+                .as_ref()
+                .map(|l| (l.file.as_str(), l.line, l.column)),
+            Some(("src/lib.rs", Some(6), Some(24)))
+        );
+    }
+
+    #[test]
     fn cargo_messages_stop_at_the_backtrace() {
         let p = parsed("cargo_bt", "/tmp/ct");
         assert_eq!(p.totals, totals(2, 2, 1));
@@ -932,20 +1278,27 @@ mod tests {
         let p = parsed("jest", "/tmp/jsamp");
         assert_eq!(p.framework, "jest");
         assert_eq!(p.totals, totals(2, 2, 1));
+        // Blocks joined by ` > `, as in jest's JSON report.
         assert_eq!(
             ids(&p),
             [
-                "src/sum.test.js::Suite › name",
-                "src/sum.test.js::Suite › inner › deep fails"
+                "src/sum.test.js::Suite > name",
+                "src/sum.test.js::Suite > inner > deep fails"
             ]
         );
         assert_eq!(
-            message(&p, "src/sum.test.js::Suite › name"),
+            message(&p, "src/sum.test.js::Suite > name"),
             "expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2"
         );
         assert_eq!(
-            message(&p, "src/sum.test.js::Suite › inner › deep fails"),
+            message(&p, "src/sum.test.js::Suite > inner > deep fails"),
             "deep boom"
+        );
+        // The frame after the message: where it failed.
+        let t = &p.tests[0];
+        assert_eq!(
+            t.location.as_ref().map(|l| (l.file.as_str(), l.line)),
+            Some(("src/sum.test.js", Some(3)))
         );
     }
 
@@ -953,19 +1306,25 @@ mod tests {
     fn jest_suites_that_fail_to_run_count_as_failures() {
         let p = parsed("jest_bad", "/tmp/jsamp");
         assert_eq!(p.totals, totals(0, 2, 0));
+        // As in jest's JSON report: a file that did not run is its own id, and a parse
+        // error's message is the error after jest's long explanation.
+        assert_eq!(ids(&p), ["bad/imp.test.js", "bad/syn.test.js"]);
         assert_eq!(
-            ids(&p),
-            [
-                "bad/imp.test.js::Test suite failed to run",
-                "bad/syn.test.js::Test suite failed to run"
-            ]
-        );
-        assert_eq!(
-            message(&p, "bad/imp.test.js::Test suite failed to run"),
+            message(&p, "bad/imp.test.js"),
             "Cannot find module 'nosuch' from 'bad/imp.test.js'"
         );
-        assert!(message(&p, "bad/syn.test.js::Test suite failed to run")
-            .starts_with("Jest encountered an unexpected token"));
+        assert_eq!(
+            message(&p, "bad/syn.test.js"),
+            "SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"
+        );
+        assert_eq!(p.tests[1].error_type.as_deref(), Some("SyntaxError"));
+        assert_eq!(
+            p.tests[1]
+                .location
+                .as_ref()
+                .map(|l| (l.file.as_str(), l.line, l.column)),
+            Some(("bad/syn.test.js", Some(1), Some(26)))
+        );
     }
 
     #[test]
@@ -1018,7 +1377,14 @@ mod tests {
     #[test]
     fn node_tap_timeouts_and_files_that_fail_to_load() {
         let p = parsed("node_tap2", "/tmp/samp/node2");
-        assert_eq!(p.totals, totals(1, 2, 0));
+        // node counts the timeout as failed; the schema apart.
+        assert_eq!(
+            p.totals,
+            Totals {
+                timed_out: 1,
+                ..totals(1, 1, 0)
+            }
+        );
         assert_eq!(ids(&p), ["test/slow.test.js::slow", "test/syn.test.js"]);
         assert_eq!(p.tests[0].status, CaseStatus::Timeout);
         assert_eq!(
@@ -1045,7 +1411,13 @@ mod tests {
         assert!(message(&p, "test/m.test.js::subtracts wrong")
             .starts_with("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"));
         let p = parsed("node_spec2", "/");
-        assert_eq!(p.totals, totals(1, 2, 0));
+        assert_eq!(
+            p.totals,
+            Totals {
+                timed_out: 1,
+                ..totals(1, 1, 0)
+            }
+        );
         assert_eq!(p.tests[0].id, "test/slow.test.js::slow");
         assert_eq!(p.tests[0].status, CaseStatus::Timeout);
         assert_eq!(

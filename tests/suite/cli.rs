@@ -61,7 +61,7 @@ async fn no_test_command_is_a_clear_error() {
         .args(["lonely.py"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("no test command").and(predicate::str::contains("-t")));
+        .stderr(predicate::str::contains("no tests found").and(predicate::str::contains("-t")));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -140,4 +140,37 @@ fn a_missing_key_is_named_before_any_work() {
         !dir.path().join(".ralph").exists(),
         "no session for a run that could not call its models"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_or_absent_language_is_a_usage_error() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--language", "cobol"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--language: unknown language `cobol`",
+        ));
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--language", "rust"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("rust"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_test_file_target_needs_allow_test_edits() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    ralph(dir.path(), &llm)
+        .args(["test_median.py"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("is a test file")
+                .and(predicate::str::contains("--allow-test-edits")),
+        );
+    assert!(llm.requests().await.is_empty());
 }

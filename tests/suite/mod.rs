@@ -1,7 +1,9 @@
 mod support;
 
 mod cli;
+mod criteria;
 mod lifecycle;
 mod loop_runs;
 mod micro_agent;
 mod providers;
+mod runners;

@@ -614,3 +614,12 @@ pub fn read_json(path: &Path) -> Value {
 pub fn write(dir: &Path, name: &str, content: &str) {
     std::fs::write(dir.join(name), content).unwrap();
 }
+
+/// The last (user) message of a chat request.
+pub fn user_prompt(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}

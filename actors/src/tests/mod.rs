@@ -25,7 +25,8 @@ use crate::llm::{
 use crate::report::Report;
 use crate::roles::{Caller, Role};
 use crate::runner::{
-    CaseStatus, MockTestRunner, ResultSource, RunStatus, TestCase, TestRun, TestRunner, Totals,
+    CaseStatus, Category, Coverage, MockTestRunner, ResultSource, RunStatus, TestCase, TestRun,
+    TestRunner, Totals,
 };
 use crate::settings::RunSettings;
 use crate::supervisor::SessionState;

@@ -12,7 +12,7 @@ use crate::llm::{ChatMessage, MockTokenCounter};
 use crate::messages::{GatherContext, Generate, Proposal, ResetContext, Review, RunTests};
 use crate::reply::Verdict;
 use crate::roles::{Artisan, ContextBundle, Critic, Librarian, Tester};
-use crate::runner::TestRun;
+use crate::runner::{CaseStatus, Category, Location, TestCase, TestRun};
 use crate::settings::{ModelSpec, RunSettings};
 use crate::workspace::MockSessionStore;
 
@@ -187,6 +187,8 @@ async fn librarian_cuts_the_test_output_to_its_tail() {
     s.librarian_analyze = false;
     s.max_test_output_bytes = 100;
     let mut run = failing("AssertionError");
+    // A run the tool's output named no test in: the output is all the Artisan gets.
+    run.tests.clear();
     run.output = (0..50).map(|i| format!("output line {i:02}\n")).collect();
     let full = run.output.len();
     let bundle = gather(
@@ -217,6 +219,70 @@ async fn librarian_cuts_the_test_output_to_its_tail() {
         "the tail is kept: {tail:?}"
     );
     assert!(!tail.contains("output line 00"));
+}
+
+#[actix_rt::test]
+async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    s.max_test_output_bytes = 900;
+    let mut run = failing("AssertionError");
+    let case = |id: &str, category, file: &str, message: &str| TestCase {
+        id: id.into(),
+        status: CaseStatus::Fail,
+        category: Some(category),
+        location: Some(Location {
+            file: file.into(),
+            line: Some(3),
+            column: None,
+        }),
+        message: Some(message.into()),
+        ..TestCase::default()
+    };
+    run.tests = vec![
+        case(
+            "t::elsewhere",
+            Category::Logic,
+            "lib/other.py",
+            "assert 1 == 2",
+        ),
+        case(
+            "t::in_target",
+            Category::Logic,
+            "src/stats.py",
+            "assert 2 == 3",
+        ),
+        case(
+            "t::import",
+            Category::Syntax,
+            "src/stats.py",
+            "SyntaxError: invalid syntax",
+        ),
+        case("t::huge", Category::Performance, "x.py", &"x".repeat(1900)),
+    ];
+    run.output = "tool output\n".repeat(200);
+    let bundle = gather(
+        s,
+        workspace_read_once(),
+        store_with(Some(run)),
+        silent_llm(),
+    )
+    .await
+    .expect("context");
+    let results = bundle.last_results.expect("the last results");
+    let ids: Vec<&str> = results.failures.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, vec!["t::import", "t::in_target", "t::elsewhere"]);
+    assert_eq!(results.omitted, 1, "the huge one did not fit");
+    assert_eq!(
+        results.failures[0].location.as_deref(),
+        Some("src/stats.py:3")
+    );
+    assert_eq!(results.failures[0].category.as_deref(), Some("SYNTAX"));
+    assert!(
+        results.output.len() <= 900 / 4 + 64,
+        "{}",
+        results.output.len()
+    );
 }
 
 #[actix_rt::test]
@@ -555,7 +621,7 @@ async fn critic_without_a_verdict_line_approves_implicitly() {
 // Tester
 
 async fn run_tests(runner: MockTestRunner, cancel: CancellationToken) -> crate::Result<TestRun> {
-    let tester = Tester::new(Arc::new(runner)).start();
+    let tester = Tester::new(Arc::new(runner), 0).start();
     timeout(NO_HANG, tester.send(RunTests { cancel }))
         .await
         .expect("no hang")

@@ -533,3 +533,146 @@ async fn an_artisan_reply_without_code_is_asked_again() {
     );
     assert_eq!(session.file(), FIXED);
 }
+
+#[actix_rt::test]
+async fn a_proposal_that_skips_a_test_is_sent_back_and_never_written() {
+    let log = Log::default();
+    let llm = llm(&log, move |request, n| {
+        Ok(match (request.role, n) {
+            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
+            (Role::Artisan, 0) => reply(
+                &code_reply(&format!("import pytest\n\n@pytest.mark.skip\n{FIXED}")),
+                ARTISAN_USAGE,
+            ),
+            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    });
+    let session = Session::new(
+        settings(),
+        llm,
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.test_integrity_rejections, 1);
+    assert_eq!(report.critic_rejections, 0);
+    let artisan = requests(&log, Role::Artisan);
+    assert_eq!(artisan.len(), 2);
+    let second = user_prompt(&artisan[1]);
+    assert!(second.contains("test-integrity check"), "{second}");
+    assert!(second.contains("@pytest.mark.skip"), "{second}");
+    assert_eq!(
+        requests(&log, Role::Critic).len(),
+        1,
+        "the Critic never saw the skip"
+    );
+    assert_eq!(session.file(), FIXED);
+}
+
+#[actix_rt::test]
+async fn allow_test_edits_lets_a_skip_through() {
+    let log = Log::default();
+    let skipped = format!("import pytest\n\n@pytest.mark.skip\n{FIXED}");
+    let answer = skipped.clone();
+    let llm = llm(&log, move |request, _| {
+        Ok(match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply(&answer), ARTISAN_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    });
+    let mut s = settings();
+    s.allow_test_edits = true;
+    let session = Session::new(s, llm, runner(vec![failing("AssertionError"), passing()]));
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.test_integrity_rejections, 0);
+    assert_eq!(session.file(), skipped);
+}
+
+#[actix_rt::test]
+async fn a_test_that_passes_on_the_retry_is_flaky_and_not_counted_as_stuck() {
+    let log = Log::default();
+    let mut s = settings();
+    s.flaky_retries = 1;
+    // Baseline: fails twice (a real failure); iteration 1: fails, then passes on the re-run.
+    let runs = vec![
+        failing("AssertionError: 3 != 2.5"),
+        failing("AssertionError: 3 != 2.5"),
+        failing("ConnectionResetError"),
+        passing(),
+    ];
+    let session = Session::new(s, team(&log), runner(runs));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 1);
+    let after = report.tests_after.as_ref().expect("tests after");
+    assert_eq!(after.flaky, 1);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("flaky test") && w.contains(FAILING_ID)),
+        "{:?}",
+        report.warnings
+    );
+    let saved = session.store.saved();
+    let (_, last) = saved.results.last().expect("results");
+    assert_eq!(last.retries, 1);
+    let flaky = last
+        .tests
+        .iter()
+        .find(|t| t.id == FAILING_ID)
+        .expect("the flaky test");
+    assert_eq!(flaky.category, Some(Category::Flaky));
+    let (_, baseline) = &saved.results[0];
+    assert_eq!(
+        baseline.retries, 1,
+        "the baseline's real failure was re-run once"
+    );
+    assert!(baseline.tests[0].fingerprint.is_some());
+}
+
+#[actix_rt::test]
+async fn passing_tests_below_the_coverage_threshold_keep_the_run_going() {
+    let log = Log::default();
+    let mut s = settings();
+    s.coverage_threshold = Some(80.0);
+    let covered = |pct: f64| {
+        let mut run = passing();
+        run.coverage = Some(Coverage {
+            tool: "coverage.py".into(),
+            lines_pct: pct,
+            branches_pct: None,
+            functions_pct: None,
+        });
+        run
+    };
+    let runs = vec![failing("AssertionError"), covered(50.0), covered(90.0)];
+    let session = Session::new(s, team(&log), runner(runs));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report.reason.contains("every success criterion is met"),
+        "{}",
+        report.reason
+    );
+    let artisan = requests(&log, Role::Artisan);
+    let second = user_prompt(&artisan[1]);
+    assert!(
+        second.contains("coverage_threshold: line coverage 50.0% < 80% (coverage.py)"),
+        "{second}"
+    );
+    let saved = session.store.saved();
+    let (_, first) = &saved.results[1];
+    assert!(first.passed() && !first.criteria_met());
+    assert_eq!(
+        report.tests_after.as_ref().map(|t| t.coverage_pct),
+        Some(Some(90.0))
+    );
+}

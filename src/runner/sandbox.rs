@@ -1,0 +1,1329 @@
+//! The limits a test run gets besides its timeout and output cap (`docs/sandbox.md`): a memory
+//! watchdog over the command's process group, and `docker run` for `sandbox.type: docker`.
+//!
+//! The watchdog samples the resident memory of every process in the group from `/proc`. A cgroup
+//! would be a hard limit, but ralph-loop cannot count on one: cgroup v1 hosts (and hybrid ones
+//! whose memory controller is on v1) have no `memory.max`, and on cgroup v2 an unprivileged user
+//! may only write below a subtree systemd delegated to it, which a shell session usually lacks.
+//! Docker mode is the hard limit: the engine puts the container in its own memory cgroup.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use super::language::Language;
+
+/// `sandbox.memory_limit_mb` when the config does not set it.
+pub const DEFAULT_MEMORY_LIMIT_MB: u64 = 2048;
+/// How often the watchdog samples the group's memory. A process allocating fast can pass the
+/// limit by what it allocates in one interval before it is killed (about 100 MB at 4 GB/s).
+pub const MEMORY_SAMPLE_INTERVAL: Duration = Duration::from_millis(25);
+/// `docker run --pids-limit`: a fork bomb in a test stops here instead of at the host's limit.
+pub const DOCKER_PIDS_LIMIT: u32 = 4096;
+/// Containers ralph-loop starts carry this label, so leftovers can be found
+/// (`docker ps -a --filter label=ralph-loop`).
+pub const DOCKER_LABEL: &str = "ralph-loop";
+
+/// How long `docker info` may take to answer before the engine counts as absent.
+const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `docker kill`, `inspect` and `rm` may take; an engine that stops answering must not
+/// hang the loop.
+const DOCKER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const MIB: u64 = 1024 * 1024;
+
+/// Why tests cannot run in the configured sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "sandbox.type is docker but no Docker engine is running (docker info: {detail}): \
+         start Docker or set sandbox.type: process"
+    )]
+    NoEngine { detail: String },
+    #[error(
+        "sandbox.type is docker but `{bin}` could not be run ({detail}): install Docker or set \
+         sandbox.type: process"
+    )]
+    NoClient { bin: String, detail: String },
+    #[error(
+        "sandbox.type is docker but sandbox.image is not set and the project's language is \
+         unknown: set sandbox.image"
+    )]
+    NoImage,
+}
+
+/// Checks that a Docker engine answers, so that `sandbox.type: docker` fails at startup rather
+/// than at the first test run. The answer is remembered for the rest of the process.
+pub fn check_docker() -> Result<(), SandboxError> {
+    ensure_docker(Path::new("docker"))
+}
+
+/// [`check_docker`] for a given client binary; each binary is probed once per process. Blocks
+/// for up to [`DOCKER_PROBE_TIMEOUT`].
+pub(crate) fn ensure_docker(bin: &Path) -> Result<(), SandboxError> {
+    static PROBES: Mutex<Vec<(PathBuf, Result<(), SandboxError>)>> = Mutex::new(Vec::new());
+    if let Some((_, known)) = lock(&PROBES).iter().find(|(b, _)| b == bin) {
+        return known.clone();
+    }
+    // Probed without holding the lock: two runs starting together may both probe, which is
+    // harmless, whereas holding it would stall every other run for the probe's duration.
+    let result = probe_docker(bin, DOCKER_PROBE_TIMEOUT);
+    lock(&PROBES).push((bin.to_path_buf(), result.clone()));
+    result
+}
+
+/// Runs `docker info` once.
+fn probe_docker(bin: &Path, timeout: Duration) -> Result<(), SandboxError> {
+    let mut child = std::process::Command::new(bin)
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_clear()
+        .envs(client_env())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| SandboxError::NoClient {
+            bin: bin.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                // The client may have started helpers (credential or context plugins).
+                if let Ok(pgid) = i32::try_from(child.id()) {
+                    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+                }
+                let _ = child.wait();
+                return Err(SandboxError::NoEngine {
+                    detail: format!("no answer within {} s", timeout.as_secs_f64()),
+                });
+            }
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let detail = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map_or_else(|| format!("exited with {status}"), str::to_owned);
+    Err(SandboxError::NoEngine { detail })
+}
+
+/// The image used when `sandbox.image` is not set.
+pub fn default_image(language: Option<Language>) -> Option<&'static str> {
+    match language? {
+        Language::TypeScript | Language::JavaScript => Some("node:20-bookworm-slim"),
+        Language::Python => Some("python:3.11-slim"),
+        Language::Rust => Some("rust:1-slim"),
+    }
+}
+
+/// What one process-group scan of `/proc` found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GroupScan {
+    /// Members that are neither zombies nor dead.
+    pub live: usize,
+    /// Resident memory summed over the live members.
+    pub rss_bytes: u64,
+}
+
+/// Scans `/proc` for the members of process group `pgid`. `None` when `/proc` cannot be read.
+pub(crate) fn scan_group(pgid: Pid) -> Option<GroupScan> {
+    ProcReader::default().scan_all(pgid, None)
+}
+
+/// Reads `/proc` with buffers kept from one read to the next.
+#[derive(Debug, Default)]
+struct ProcReader {
+    path: String,
+    text: String,
+}
+
+impl ProcReader {
+    /// `/proc/<pid>/<file>` as text; `None` when it cannot be read (the process has gone).
+    fn read(&mut self, pid: impl std::fmt::Display, file: &str) -> Option<&str> {
+        self.path.clear();
+        let _ = write!(self.path, "/proc/{pid}/{file}");
+        self.text.clear();
+        let mut f = std::fs::File::open(&self.path).ok()?;
+        f.read_to_string(&mut self.text).ok()?;
+        Some(&self.text)
+    }
+
+    /// A process's group, whether it is live (neither a zombie nor dead) and its resident bytes.
+    fn stat(&mut self, pid: impl std::fmt::Display) -> Option<(i32, bool, u64)> {
+        let (pgrp, state, pages) = parse_stat(self.read(pid, "stat")?)?;
+        let live = state != "Z" && state != "X";
+        Some((pgrp, live, pages.saturating_mul(page_size())))
+    }
+
+    /// Every process in `/proc`, one stat read each; the live members' pids go to `members`.
+    fn scan_all(&mut self, pgid: Pid, mut members: Option<&mut Vec<i32>>) -> Option<GroupScan> {
+        let dir = std::fs::read_dir("/proc").ok()?;
+        let mut scan = GroupScan::default();
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            if let Some((pgrp, true, bytes)) = self.stat(pid) {
+                if pgrp == pgid.as_raw() {
+                    scan.live += 1;
+                    scan.rss_bytes = scan.rss_bytes.saturating_add(bytes);
+                    if let Some(members) = members.as_deref_mut() {
+                        members.push(pid);
+                    }
+                }
+            }
+        }
+        Some(scan)
+    }
+
+    /// The children a process's main thread started, from `/proc/<pid>/task/<pid>/children`.
+    fn children(&mut self, pid: i32, into: &mut Vec<i32>) {
+        if let Some(text) = self.read(format_args!("{pid}/task/{pid}"), "children") {
+            into.extend(
+                text.split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            );
+        }
+    }
+}
+
+/// How often (in samples) the watchdog reads all of `/proc` rather than only the group's tree.
+/// The tree misses a process whose parent exited before it was seen (`(hog &)`) and children
+/// started by threads other than the main one; a full scan finds them within this many samples.
+const FULL_SCAN_EVERY: u32 = 20;
+
+/// The watchdog's view of one process group.
+///
+/// A full scan of `/proc` costs one read per process on the machine (about 20 µs each on a
+/// virtual machine, a few on bare metal), so between full scans only the known members and
+/// their children are read: two reads per member.
+#[derive(Debug)]
+struct GroupSampler {
+    pgid: Pid,
+    reader: ProcReader,
+    /// The live members found by the last sample.
+    members: Vec<i32>,
+    samples: u32,
+}
+
+impl GroupSampler {
+    fn new(pgid: Pid) -> Self {
+        Self {
+            pgid,
+            reader: ProcReader::default(),
+            members: Vec::new(),
+            samples: 0,
+        }
+    }
+
+    /// The resident bytes of the group now; `None` when `/proc` cannot be read.
+    fn sample(&mut self) -> Option<u64> {
+        let full = self.samples % FULL_SCAN_EVERY == 0 || !children_files();
+        self.samples = self.samples.wrapping_add(1);
+        let mut queue = std::mem::take(&mut self.members);
+        if full {
+            queue.clear();
+            return self
+                .reader
+                .scan_all(self.pgid, Some(&mut self.members))
+                .map(|scan| scan.rss_bytes);
+        }
+        // Breadth first from the known members: whoever is still in the group counts, and so
+        // may the children it started since.
+        let mut seen: std::collections::HashSet<i32> = queue.iter().copied().collect();
+        let mut rss: u64 = 0;
+        let mut children = Vec::new();
+        let mut next = 0;
+        while let Some(&pid) = queue.get(next) {
+            next += 1;
+            let Some((pgrp, true, bytes)) = self.reader.stat(pid) else {
+                continue;
+            };
+            if pgrp != self.pgid.as_raw() {
+                continue;
+            }
+            rss = rss.saturating_add(bytes);
+            self.members.push(pid);
+            children.clear();
+            self.reader.children(pid, &mut children);
+            for &child in &children {
+                if seen.insert(child) {
+                    queue.push(child);
+                }
+            }
+        }
+        Some(rss)
+    }
+}
+
+/// Whether this kernel has `/proc/<pid>/task/<tid>/children` (`CONFIG_PROC_CHILDREN`); without
+/// it every sample is a full scan.
+fn children_files() -> bool {
+    static KNOWN: OnceLock<bool> = OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let me = std::process::id();
+        Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    })
+}
+
+/// The group, state and resident pages from a `/proc/<pid>/stat` line:
+/// `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+/// cutime cstime priority nice threads itrealvalue starttime vsize rss ...`. `comm` may hold
+/// spaces and parentheses, so fields are counted from the last `)`.
+fn parse_stat(stat: &str) -> Option<(i32, &str, u64)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    let rss = fields.nth(18)?.parse::<i64>().ok()?;
+    Some((pgrp, state, u64::try_from(rss).unwrap_or(0)))
+}
+
+fn page_size() -> u64 {
+    static PAGE: OnceLock<u64> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf only reads a system constant; it takes no pointers.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(size).ok().filter(|s| *s > 0).unwrap_or(4096)
+    })
+}
+
+/// Bytes as whole MiB, rounded up so that any use shows as at least 1 and a use just over a
+/// limit never prints as equal to it.
+pub(crate) fn mib_ceil(bytes: u64) -> u64 {
+    bytes.div_ceil(MIB)
+}
+
+/// Samples the group's resident memory every [`MEMORY_SAMPLE_INTERVAL`], keeping the most seen
+/// in `peak`. When the sum passes `limit_mb`, kills the whole group at once (SIGKILL: a process
+/// flooding memory gets no grace period in which to take more) and returns the bytes seen.
+/// Never returns when `limit_mb` is `None`.
+///
+/// The first sample is one interval in: a command that ends sooner is never sampled, so a short
+/// run costs nothing, and its `peak` stays `None`.
+pub(crate) async fn watch_memory(pgid: Pid, limit_mb: Option<u64>, peak: &mut Option<u64>) -> u64 {
+    let Some(limit_mb) = limit_mb else {
+        return std::future::pending().await;
+    };
+    let limit = limit_mb.saturating_mul(MIB);
+    let start = tokio::time::Instant::now() + MEMORY_SAMPLE_INTERVAL;
+    let mut ticks = tokio::time::interval_at(start, MEMORY_SAMPLE_INTERVAL);
+    // After a stall, sample once and go on; a burst of catch-up samples would tell nothing new.
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sampler = GroupSampler::new(pgid);
+    loop {
+        ticks.tick().await;
+        // Read inline rather than on a blocking thread: a sample reads a few small files, less
+        // work than handing it to another thread would be.
+        let Some(used) = sampler.sample() else {
+            // No /proc (not Linux): nothing to measure, so no limit to enforce.
+            return std::future::pending().await;
+        };
+        *peak = Some(peak.unwrap_or(0).max(used));
+        if used > limit {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            return used;
+        }
+    }
+}
+
+/// Variables of ralph-loop's environment that mean the same inside a container. Everything else
+/// describes this machine (`PATH`, `HOME`, `TMPDIR`, `CARGO_HOME`, `VIRTUAL_ENV`, ...) and would
+/// break the image's own setup.
+const PORTABLE_VARS: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+];
+
+/// The names passed into the container with `-e NAME` (their values come from the docker
+/// client's environment, so none shows in the process list): the portable variables present in
+/// `env`, and the ones the runner sets (`forced`, e.g. `CI`, and the plan's, e.g.
+/// `RUSTC_BOOTSTRAP`). `env` has had its secrets removed already; a name not in it is not passed.
+pub(crate) fn container_env_names(env: &[(OsString, OsString)], set: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (name, _) in env {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let portable = PORTABLE_VARS.contains(&name) || name.starts_with("LC_");
+        if (portable || set.contains(&name)) && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// One container run's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContainerSpec<'a> {
+    pub name: &'a str,
+    pub image: &'a str,
+    /// Bind-mounted at the same path inside, so paths in reports and output match the host's.
+    pub mounts: &'a [PathBuf],
+    pub workdir: &'a Path,
+    pub memory_limit_mb: Option<u64>,
+    pub env_names: &'a [String],
+    /// `uid:gid` to run as, so files the tests write stay the user's.
+    pub user: (u32, u32),
+    pub command: &'a str,
+}
+
+/// The arguments of `docker run` for `spec`. No `--rm`: the container must outlive its exit for
+/// `docker inspect` to tell an OOM kill; ralph-loop removes it afterwards.
+pub(crate) fn docker_run_args(spec: &ContainerSpec<'_>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["run".into(), "--name".into(), spec.name.into()];
+    args.extend(["--label".into(), DOCKER_LABEL.into(), "--init".into()]);
+    args.extend([
+        "--user".into(),
+        format!("{}:{}", spec.user.0, spec.user.1).into(),
+    ]);
+    for dir in spec.mounts {
+        let mut bind = dir.as_os_str().to_owned();
+        bind.push(":");
+        bind.push(dir);
+        args.extend(["-v".into(), bind]);
+    }
+    args.extend(["-w".into(), spec.workdir.as_os_str().to_owned()]);
+    if let Some(mb) = spec.memory_limit_mb {
+        // The same value for memory and memory+swap: no swap, so the limit is the limit.
+        args.extend(["--memory".into(), format!("{mb}m").into()]);
+        args.extend(["--memory-swap".into(), format!("{mb}m").into()]);
+    }
+    args.extend(["--pids-limit".into(), DOCKER_PIDS_LIMIT.to_string().into()]);
+    // The user may have no home in the image (no passwd entry for the uid); tools that write
+    // caches there (npm, pip, cargo) need one that is writable.
+    args.extend(["-e".into(), "HOME=/tmp".into()]);
+    for name in spec.env_names {
+        args.extend(["-e".into(), name.into()]);
+    }
+    args.extend([
+        spec.image.into(),
+        "sh".into(),
+        "-c".into(),
+        spec.command.into(),
+    ]);
+    args
+}
+
+/// A fresh container name.
+pub(crate) fn container_name() -> String {
+    format!("ralph-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The caller's uid and gid.
+pub(crate) fn caller_ids() -> (u32, u32) {
+    // SAFETY: getuid and getgid cannot fail and take no pointers.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+/// Runs `docker <args>` under [`DOCKER_CALL_TIMEOUT`]; `None` when it could not run or did not
+/// finish in time.
+async fn docker(
+    bin: &Path,
+    env: &[(OsString, OsString)],
+    args: &[&str],
+) -> Option<std::process::Output> {
+    let run = tokio::process::Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .process_group(0)
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(DOCKER_CALL_TIMEOUT, run)
+        .await
+        .ok()?
+        .ok()
+}
+
+/// Stops a container: killing the local `docker run` client would leave it running.
+pub(crate) async fn docker_kill(bin: &Path, env: &[(OsString, OsString)], name: &str) {
+    let _ = docker(bin, env, &["kill", name]).await;
+}
+
+/// Whether the kernel's OOM killer stopped a process of the container (its memory limit).
+pub(crate) async fn docker_oom_killed(
+    bin: &Path,
+    env: &[(OsString, OsString)],
+    name: &str,
+) -> bool {
+    docker(
+        bin,
+        env,
+        &["inspect", "--format", "{{.State.OOMKilled}}", name],
+    )
+    .await
+    .is_some_and(|out| {
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "true"
+    })
+}
+
+/// Removes a container, killing it first if it still runs.
+pub(crate) async fn docker_remove(bin: &Path, env: &[(OsString, OsString)], name: &str) {
+    let _ = docker(bin, env, &["rm", "-f", name]).await;
+}
+
+/// Containers of the runs under way, for [`remove_running_containers`].
+static CONTAINERS: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+
+pub(crate) fn register_container(bin: &Path, name: &str) {
+    lock(&CONTAINERS).push((bin.to_path_buf(), name.to_owned()));
+}
+
+pub(crate) fn unregister_container(name: &str) {
+    lock(&CONTAINERS).retain(|(_, n)| n != name);
+}
+
+/// Starts `docker rm -f` for every container under way without waiting, for a hard exit.
+pub(crate) fn remove_running_containers() {
+    for (bin, name) in lock(&CONTAINERS).iter() {
+        let _ = spawn_remove(bin, name);
+    }
+}
+
+/// Starts `docker rm -f <name>` and reaps it on a thread, for where no one can wait (a drop).
+pub(crate) fn remove_detached(bin: &Path, name: &str) {
+    if let Ok(mut child) = spawn_remove(bin, name) {
+        std::thread::spawn(move || child.wait());
+    }
+}
+
+fn spawn_remove(bin: &Path, name: &str) -> std::io::Result<std::process::Child> {
+    std::process::Command::new(bin)
+        .args(["rm", "-f", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_clear()
+        .envs(client_env())
+        // Out of the terminal's group, so the Ctrl+C that caused a hard exit does not stop it.
+        .process_group(0)
+        .spawn()
+}
+
+/// ralph-loop's environment without secrets: the docker client needs `PATH`, `HOME` (its
+/// config) and `DOCKER_*`, never an API key.
+fn client_env() -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(k, _)| !super::is_secret_var(&k.to_string_lossy()))
+        .collect()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; recover the data regardless.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ralph_actors::runner::RunStatus;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::runner::plan::{Limits, SandboxKind};
+    use crate::runner::tests::alive;
+    use crate::runner::{ProcessRunner, DEFAULT_MAX_OUTPUT_BYTES};
+
+    fn limits(timeout: Duration, memory_limit_mb: Option<u64>, sandbox: SandboxKind) -> Limits {
+        Limits {
+            timeout,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            memory_limit_mb,
+            sandbox,
+        }
+    }
+
+    fn local(command: &str, memory_limit_mb: Option<u64>) -> ProcessRunner {
+        ProcessRunner::new(
+            command,
+            std::env::temp_dir(),
+            DEFAULT_TIMEOUT_FOR_TESTS,
+            4096,
+        )
+        .with_limits(&limits(
+            DEFAULT_TIMEOUT_FOR_TESTS,
+            memory_limit_mb,
+            SandboxKind::Process,
+        ))
+    }
+
+    const DEFAULT_TIMEOUT_FOR_TESTS: Duration = Duration::from_secs(20);
+
+    /// The pids printed one per line at the start of `output`.
+    fn pids(output: &str) -> Vec<i32> {
+        output
+            .lines()
+            .map_while(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// Python that prints its pid, then allocates (and touches) 1 MB after 1 MB for ever.
+    const HOG: &str = r#"python3 -c "import os; print(os.getpid(), flush=True); b=[bytearray(10**6) for _ in range(100000)]""#;
+
+    #[tokio::test]
+    async fn a_memory_hog_is_killed_at_the_limit_with_its_group() {
+        let started = Instant::now();
+        let run = local(HOG, Some(200))
+            .run_once(CancellationToken::new())
+            .await;
+        let took = started.elapsed();
+        assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
+        assert_eq!(run.exit_code, None);
+        assert!(took < Duration::from_secs(3), "took {took:?}");
+        assert!(
+            run.output
+                .contains("[ralph-loop] killed: the test command's processes used ")
+                && run
+                    .output
+                    .contains(" MB, over the memory limit of 200 MB\n"),
+            "{}",
+            run.output
+        );
+        let sandbox = run.sandbox.clone().unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(sandbox.kind, "process");
+        assert_eq!(sandbox.memory_limit_mb, Some(200));
+        let peak = sandbox.peak_memory_mb.unwrap_or(0);
+        // Over the limit, by no more than a few intervals of allocation.
+        assert!((201..1024).contains(&peak), "peak {peak}");
+        assert!(run.summary().contains("over the memory limit of 200 MB"));
+        let pids = pids(&run.output);
+        assert_eq!(pids.len(), 1, "{}", run.output);
+        assert!(!alive(pids[0]), "{} survived", pids[0]);
+    }
+
+    #[tokio::test]
+    async fn a_child_of_the_shell_hogging_memory_is_caught() {
+        // The shell stays (a command follows), so the hog is its child, not the shell itself.
+        let run = local(&format!("echo $$; {HOG}; echo after"), Some(200))
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
+        assert!(!run.output.contains("after"), "{}", run.output);
+        let pids = pids(&run.output);
+        assert_eq!(pids.len(), 2, "{}", run.output);
+        for pid in pids {
+            assert!(!alive(pid), "{pid} survived");
+        }
+    }
+
+    #[tokio::test]
+    async fn memory_is_summed_over_the_group() {
+        // Three processes of about 100 MB each: none passes 200 MB, together they do.
+        let one = r#"python3 -c "import os, time; print(os.getpid(), flush=True); time.sleep(0.2); b=bytearray(90*10**6); time.sleep(30)""#;
+        let command = format!("{one} & {one} & {one} & wait");
+        let started = Instant::now();
+        let run = local(&command, Some(200))
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let peak = run
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.peak_memory_mb)
+            .unwrap_or(0);
+        assert!(peak > 200, "peak {peak}");
+        // Each prints its pid before it allocates.
+        let pids = pids(&run.output);
+        assert_eq!(pids.len(), 3, "{}", run.output);
+        for pid in pids {
+            assert!(!alive(pid), "{pid} survived");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_command_under_the_limit_passes_and_reports_its_peak() {
+        let run = local(
+            r#"python3 -c "import time; b=bytearray(50*10**6); time.sleep(0.3)""#,
+            Some(200),
+        )
+        .run_once(CancellationToken::new())
+        .await;
+        assert_eq!(run.status, RunStatus::Passed, "{}", run.output);
+        let sandbox = run.sandbox.unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(sandbox.kind, "process");
+        assert_eq!(sandbox.timeout_ms, 20_000);
+        assert_eq!(sandbox.memory_limit_mb, Some(200));
+        let peak = sandbox.peak_memory_mb.unwrap_or(0);
+        assert!((48..200).contains(&peak), "peak {peak}");
+    }
+
+    #[tokio::test]
+    async fn a_run_shorter_than_one_sample_reports_no_peak() {
+        let run = local("true", Some(200))
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Passed);
+        let sandbox = run.sandbox.unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(
+            (sandbox.memory_limit_mb, sandbox.peak_memory_mb),
+            (Some(200), None)
+        );
+    }
+
+    #[tokio::test]
+    async fn no_limit_turns_the_watchdog_off() {
+        let run = local(
+            r#"python3 -c "import time; b=bytearray(300*10**6); time.sleep(0.2)""#,
+            None,
+        )
+        .run_once(CancellationToken::new())
+        .await;
+        assert_eq!(run.status, RunStatus::Passed, "{}", run.output);
+        let sandbox = run.sandbox.unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(
+            (sandbox.memory_limit_mb, sandbox.peak_memory_mb),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn scan_finds_a_groups_live_members_and_their_memory() {
+        let mut child = match std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+        let scan = scan_group(pgid).unwrap_or_default();
+        assert_eq!(scan.live, 1);
+        assert!(scan.rss_bytes > 0 && scan.rss_bytes < 64 * MIB, "{scan:?}");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(scan_group(pgid), Some(GroupScan::default()));
+    }
+
+    #[test]
+    fn the_sampler_follows_new_children_and_finds_orphans_by_full_scans() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let go = dir.path().join("go");
+        // A child of the shell and an orphan (its parent subshell exits at once), each holding
+        // about 48 MiB, started only once `go` exists.
+        let ready = dir.path().join("ready");
+        // Each appends a byte to `ready` once its memory is in use.
+        let one = format!(
+            "python3 -c 'import time; b=bytearray(50*10**6); open(\"{}\", \"a\").write(\"x\"); \
+             time.sleep(30)'",
+            ready.display()
+        );
+        let script = format!(
+            "while [ ! -e {go} ]; do sleep 0.01; done; {one} & ({one} &); sleep 30",
+            go = go.display()
+        );
+        let mut child = match std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .process_group(0)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+        let mut sampler = GroupSampler::new(pgid);
+        // Full scan: the shell (and perhaps one of its `sleep 0.01`).
+        let before = sampler.sample().unwrap_or(0);
+        assert!(
+            sampler.members.contains(&pgid.as_raw()),
+            "{:?}",
+            sampler.members
+        );
+        if let Err(e) = std::fs::write(&go, "") {
+            panic!("{e}");
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read(&ready).map_or(0, |r| r.len()) < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // From the tree: the shell's child (and the sleeps), not the orphan.
+        let tree = sampler.sample().unwrap_or(0);
+        // A full scan: both.
+        let mut full = tree;
+        while sampler.samples % FULL_SCAN_EVERY != 0 {
+            full = sampler.sample().unwrap_or(0);
+        }
+        full = full.max(sampler.sample().unwrap_or(0));
+        let _ = killpg(pgid, Signal::SIGKILL);
+        let _ = child.wait();
+        assert!(
+            (before + 40 * MIB..before + 80 * MIB).contains(&tree),
+            "tree {} MiB, shell alone {} MiB",
+            tree / MIB,
+            before / MIB
+        );
+        assert!(
+            full >= tree + 40 * MIB,
+            "full {} MiB, tree {} MiB",
+            full / MIB,
+            tree / MIB
+        );
+    }
+
+    #[test]
+    fn stat_lines_are_read_after_the_last_parenthesis() {
+        let line = "4242 (we (ird) name) S 1 4240 4240 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    123 10000000 2560 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0";
+        assert_eq!(parse_stat(line), Some((4240, "S", 2560)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn images_by_language() {
+        assert_eq!(
+            default_image(Some(Language::TypeScript)),
+            Some("node:20-bookworm-slim")
+        );
+        assert_eq!(
+            default_image(Some(Language::JavaScript)),
+            Some("node:20-bookworm-slim")
+        );
+        assert_eq!(
+            default_image(Some(Language::Python)),
+            Some("python:3.11-slim")
+        );
+        assert_eq!(default_image(Some(Language::Rust)), Some("rust:1-slim"));
+        assert_eq!(default_image(None), None);
+    }
+
+    #[test]
+    fn only_portable_and_runner_set_variables_enter_the_container() {
+        let env: Vec<(OsString, OsString)> = [
+            ("PATH", "/root/.cargo/bin:/usr/bin"),
+            ("HOME", "/root"),
+            ("TMPDIR", "/var/folders/x"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C.UTF-8"),
+            ("CARGO_HOME", "/root/.cargo"),
+            ("https_proxy", "http://proxy:3128"),
+            ("CI", "true"),
+            ("RUSTC_BOOTSTRAP", "1"),
+        ]
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        assert_eq!(
+            container_env_names(&env, &["CI", "RUSTC_BOOTSTRAP", "NOT_SET"]),
+            ["LANG", "LC_ALL", "https_proxy", "CI", "RUSTC_BOOTSTRAP"]
+        );
+    }
+
+    /// How the fake engine answers `docker info`.
+    enum Engine {
+        Up,
+        Down,
+        Hanging,
+    }
+
+    /// A `docker` executable that records each call (arguments separated by 0x1f, calls by
+    /// 0x1e) and runs `docker run`'s command locally, in the `-w` directory, with only the `-e`
+    /// variables, as a container would.
+    struct FakeDocker {
+        dir: tempfile::TempDir,
+        bin: PathBuf,
+    }
+
+    impl FakeDocker {
+        fn new(engine: Engine, oom_killed: bool) -> Self {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let bin = dir.path().join("docker");
+            let log = dir.path().join("calls");
+            let info = match engine {
+                Engine::Up => "exit 0",
+                Engine::Down => {
+                    "echo 'Cannot connect to the Docker daemon at unix:///fake.sock. Is the \
+                     docker daemon running?' >&2; echo 'second line' >&2; exit 1"
+                }
+                Engine::Hanging => "sleep 30",
+            };
+            let script = format!(
+                r#"#!/bin/sh
+[ "$1" = ready ] && exit 0
+for a in "$@"; do printf '%s\037' "$a" >> '{log}'; done
+printf '\036' >> '{log}'
+case "$1" in
+info) {info};;
+inspect) echo {oom_killed};;
+kill|rm) exit 0;;
+run)
+  shift
+  vars=
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --init) shift;;
+      -e) case "$2" in
+            *=*) vars="$vars $2";;
+            *) if v=$(printenv "$2"); then vars="$vars $2=$v"; fi;;
+          esac
+          shift 2;;
+      -w) wd=$2; shift 2;;
+      -*) shift 2;;
+      *) break;;
+    esac
+  done
+  shift
+  cd "$wd" || exit 125
+  exec env -i $vars "$@";;
+*) echo "fake docker: unknown command $1" >&2; exit 1;;
+esac
+"#,
+                log = log.display()
+            );
+            if let Err(e) = std::fs::write(&bin, script) {
+                panic!("{e}");
+            }
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            if let Err(e) = std::fs::set_permissions(&bin, mode) {
+                panic!("{e}");
+            }
+            // Another test thread forking while the file was open for writing leaves a copy of
+            // the descriptor open until its exec, during which running the file fails with
+            // ETXTBSY ("Text file busy"); wait that out so the probe does not fail for it.
+            for _ in 0..100 {
+                match std::process::Command::new(&bin).arg("ready").status() {
+                    Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    _ => break,
+                }
+            }
+            Self { dir, bin }
+        }
+
+        fn calls(&self) -> Vec<Vec<String>> {
+            let log = std::fs::read_to_string(self.dir.path().join("calls")).unwrap_or_default();
+            log.split('\u{1e}')
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    c.split('\u{1f}')
+                        .filter(|a| !a.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .collect()
+        }
+
+        /// The calls whose first argument is `command`.
+        fn calls_of(&self, command: &str) -> Vec<Vec<String>> {
+            self.calls()
+                .into_iter()
+                .filter(|c| c.first().map(String::as_str) == Some(command))
+                .collect()
+        }
+
+        fn runner(&self, command: &str, cwd: &Path, timeout: Duration) -> ProcessRunner {
+            ProcessRunner::new(command, cwd, timeout, DEFAULT_MAX_OUTPUT_BYTES)
+                .with_limits(&limits(
+                    timeout,
+                    Some(300),
+                    SandboxKind::Docker { image: None },
+                ))
+                .with_language(Some(Language::Python))
+                .with_docker_bin(&self.bin)
+        }
+    }
+
+    /// The value following `flag` in `args`, each time it appears.
+    fn values<'a>(args: &'a [String], flag: &str) -> Vec<&'a str> {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn docker_runs_the_command_in_a_container_of_the_project() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let project = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pkg = project.path().join("pkg");
+        if let Err(e) = std::fs::create_dir(&pkg) {
+            panic!("{e}");
+        }
+        let run = fake
+            .runner(
+                "env | sort; echo written > out.txt",
+                &pkg,
+                DEFAULT_TIMEOUT_FOR_TESTS,
+            )
+            .with_project_dir(project.path())
+            .with_env("OPENAI_API_KEY", "sk-live-123")
+            .with_env("GH_TOKEN", "ghp_456")
+            .with_env("RUSTC_BOOTSTRAP", "1")
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Passed, "{}", run.output);
+
+        let runs = fake.calls_of("run");
+        assert_eq!(runs.len(), 1, "{:?}", fake.calls());
+        let args = &runs[0];
+        let name = values(args, "--name");
+        assert!(
+            name.len() == 1 && name[0].starts_with("ralph-") && name[0].len() == 38,
+            "{name:?}"
+        );
+        let root = project.path().display().to_string();
+        assert_eq!(values(args, "-v"), [format!("{root}:{root}")]);
+        assert_eq!(values(args, "-w"), [pkg.display().to_string()]);
+        assert_eq!(values(args, "--memory"), ["300m"]);
+        assert_eq!(values(args, "--memory-swap"), ["300m"]);
+        assert_eq!(values(args, "--pids-limit"), ["4096"]);
+        assert_eq!(values(args, "--label"), ["ralph-loop"]);
+        let (uid, gid) = caller_ids();
+        assert_eq!(values(args, "--user"), [format!("{uid}:{gid}")]);
+        assert!(args.contains(&"--init".to_owned()));
+        assert!(!args.iter().any(|a| a == "--rm"));
+        let env = values(args, "-e");
+        for name in [
+            "HOME=/tmp",
+            "CI",
+            "NO_COLOR",
+            "FORCE_COLOR",
+            "RUSTC_BOOTSTRAP",
+        ] {
+            assert!(env.contains(&name), "{name} not in {env:?}");
+        }
+        for name in ["PATH", "HOME", "OPENAI_API_KEY", "GH_TOKEN"] {
+            assert!(!env.contains(&name), "{name} in {env:?}");
+        }
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.contains("sk-live") || a.contains("ghp_")),
+            "{args:?}"
+        );
+        assert_eq!(
+            args[args.len() - 4..],
+            [
+                "python:3.11-slim",
+                "sh",
+                "-c",
+                "env | sort; echo written > out.txt"
+            ]
+        );
+
+        // Inside: only what was passed, secrets absent.
+        for line in [
+            "CI=true\n",
+            "HOME=/tmp\n",
+            "RUSTC_BOOTSTRAP=1\n",
+            "NO_COLOR=1\n",
+        ] {
+            assert!(run.output.contains(line), "{line} not in {}", run.output);
+        }
+        for secret in ["OPENAI_API_KEY", "sk-live", "GH_TOKEN", "ghp_", "PATH="] {
+            assert!(!run.output.contains(secret), "{secret} in {}", run.output);
+        }
+        assert!(pkg.join("out.txt").is_file(), "not run in the workdir");
+
+        // Removed after its exit; inspected only on a failure.
+        assert_eq!(fake.calls_of("rm"), [vec!["rm", "-f", name[0]]]);
+        assert!(fake.calls_of("inspect").is_empty());
+        let sandbox = run.sandbox.unwrap_or_else(|| panic!("no sandbox"));
+        assert_eq!(sandbox.kind, "docker");
+        assert_eq!(sandbox.memory_limit_mb, Some(300));
+        assert_eq!(sandbox.peak_memory_mb, None);
+    }
+
+    #[tokio::test]
+    async fn a_directory_outside_the_project_is_mounted_too() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let project = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let elsewhere = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = fake
+            .runner("true", elsewhere.path(), DEFAULT_TIMEOUT_FOR_TESTS)
+            .with_project_dir(project.path())
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Passed, "{}", run.output);
+        let runs = fake.calls_of("run");
+        let mounts: Vec<String> = values(&runs[0], "-v")
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let p = project.path().display().to_string();
+        let e = elsewhere.path().display().to_string();
+        assert_eq!(mounts, [format!("{p}:{p}"), format!("{e}:{e}")]);
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_the_container_with_docker_kill() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let started = Instant::now();
+        let run = fake
+            .runner(
+                "echo started; sleep 30",
+                dir.path(),
+                Duration::from_millis(500),
+            )
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Timeout, "{}", run.output);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(run.output.starts_with("started\n"), "{}", run.output);
+        let runs = fake.calls_of("run");
+        let name = values(&runs[0], "--name")[0].to_owned();
+        assert_eq!(
+            fake.calls_of("kill"),
+            [vec!["kill".to_owned(), name.clone()]]
+        );
+        // Killed, then removed.
+        let commands: Vec<String> = fake.calls().into_iter().map(|c| c[0].clone()).collect();
+        assert_eq!(commands, ["info", "run", "kill", "rm"]);
+        assert_eq!(
+            fake.calls_of("rm"),
+            [vec!["rm".to_owned(), "-f".into(), name]]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oom_killed_container_is_a_memory_limit_run() {
+        let fake = FakeDocker::new(Engine::Up, true);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = fake
+            .runner("exit 137", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(
+            (run.status, run.exit_code),
+            (RunStatus::MemoryLimit, Some(137)),
+            "{}",
+            run.output
+        );
+        assert!(
+            run.output.contains(
+                "[ralph-loop] killed: the container ran out of memory (Docker's memory limit of \
+                 300 MB)"
+            ),
+            "{}",
+            run.output
+        );
+        let name = values(&fake.calls_of("run")[0], "--name")[0].to_owned();
+        assert_eq!(
+            fake.calls_of("inspect"),
+            [vec![
+                "inspect".to_owned(),
+                "--format".into(),
+                "{{.State.OOMKilled}}".into(),
+                name.clone()
+            ]]
+        );
+        // Inspected before removal.
+        let commands: Vec<String> = fake.calls().into_iter().map(|c| c[0].clone()).collect();
+        assert_eq!(commands, ["info", "run", "inspect", "rm"]);
+    }
+
+    #[tokio::test]
+    async fn exit_137_without_an_oom_kill_is_a_failure() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = fake
+            .runner("exit 137", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!((run.status, run.exit_code), (RunStatus::Failed, Some(137)));
+        assert_eq!(fake.calls_of("inspect").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn docker_run_failing_to_start_is_an_error_run() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = fake
+            .runner(
+                "echo 'Unable to find image' >&2; exit 125",
+                dir.path(),
+                DEFAULT_TIMEOUT_FOR_TESTS,
+            )
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!((run.status, run.exit_code), (RunStatus::Error, Some(125)));
+        assert!(run.output.contains("docker could not start the container"));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_run_removes_its_container() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let runner = fake.runner("sleep 30", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS);
+        let task = tokio::spawn(async move { runner.run_once(CancellationToken::new()).await });
+        let mut name = None;
+        for _ in 0..250 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            name = fake
+                .calls_of("run")
+                .first()
+                .and_then(|args| values(args, "--name").first().map(|n| n.to_string()));
+            if name.is_some() {
+                break;
+            }
+        }
+        let name = name.unwrap_or_else(|| panic!("never ran: {:?}", fake.calls()));
+        task.abort();
+        let _ = task.await;
+        let mut removed = false;
+        for _ in 0..100 {
+            if fake.calls_of("rm") == [vec!["rm".to_owned(), "-f".into(), name.clone()]] {
+                removed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(removed, "{:?}", fake.calls());
+    }
+
+    #[tokio::test]
+    async fn no_engine_is_a_clear_error_and_probed_once() {
+        let fake = FakeDocker::new(Engine::Down, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let runner = fake.runner("true", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS);
+        for _ in 0..2 {
+            let run = runner.run_once(CancellationToken::new()).await;
+            assert_eq!(run.status, RunStatus::Error);
+            assert_eq!(
+                run.output,
+                "[ralph-loop] sandbox.type is docker but no Docker engine is running (docker \
+                 info: Cannot connect to the Docker daemon at unix:///fake.sock. Is the docker \
+                 daemon running?): start Docker or set sandbox.type: process\n"
+            );
+            assert_eq!(run.sandbox.map(|s| s.kind).as_deref(), Some("docker"));
+        }
+        assert_eq!(fake.calls_of("info").len(), 1, "{:?}", fake.calls());
+        assert!(fake.calls_of("run").is_empty());
+    }
+
+    #[test]
+    fn an_engine_that_does_not_answer_counts_as_absent() {
+        let fake = FakeDocker::new(Engine::Hanging, false);
+        let started = Instant::now();
+        let probe = probe_docker(&fake.bin, Duration::from_millis(300));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(
+            probe,
+            Err(SandboxError::NoEngine {
+                detail: "no answer within 0.3 s".into()
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn no_image_and_no_language_is_a_clear_error() {
+        let fake = FakeDocker::new(Engine::Up, false);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = fake
+            .runner("true", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
+            .with_language(None)
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Error);
+        assert!(run.output.contains("set sandbox.image"), "{}", run.output);
+        assert!(fake.calls_of("run").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_missing_client_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run = ProcessRunner::new("true", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS, 4096)
+            .with_limits(&limits(
+                DEFAULT_TIMEOUT_FOR_TESTS,
+                None,
+                SandboxKind::Docker {
+                    image: Some("alpine".into()),
+                },
+            ))
+            .with_docker_bin(dir.path().join("no-docker"))
+            .run_once(CancellationToken::new())
+            .await;
+        assert_eq!(run.status, RunStatus::Error);
+        assert!(
+            run.output.contains("sandbox.type is docker but `")
+                && run.output.contains("no-docker` could not be run"),
+            "{}",
+            run.output
+        );
+    }
+
+    /// Against this machine's real `docker`: whatever `docker info` says decides what
+    /// `check_docker` must say. Where the client is installed but no engine runs (as where this
+    /// was written), that is the error asked for.
+    #[tokio::test]
+    async fn check_docker_tells_the_real_engines_state() {
+        let direct = std::process::Command::new("docker")
+            .args(["info", "--format", "{{.ServerVersion}}"])
+            .stdin(Stdio::null())
+            .output();
+        let checked = check_docker();
+        match direct {
+            Err(_) => assert!(
+                matches!(checked, Err(SandboxError::NoClient { .. })),
+                "{checked:?}"
+            ),
+            Ok(out) if out.status.success() => assert_eq!(checked, Ok(())),
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let message = checked.map_err(|e| e.to_string());
+                assert_eq!(
+                    message,
+                    Err(format!(
+                        "sandbox.type is docker but no Docker engine is running (docker info: \
+                         {}): start Docker or set sandbox.type: process",
+                        first.trim()
+                    ))
+                );
+                // A docker-mode run says the same, without trying to start a container.
+                let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+                let run = ProcessRunner::new("true", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS, 4096)
+                    .with_limits(&limits(
+                        DEFAULT_TIMEOUT_FOR_TESTS,
+                        Some(512),
+                        SandboxKind::Docker { image: None },
+                    ))
+                    .with_language(Some(Language::Rust))
+                    .run_once(CancellationToken::new())
+                    .await;
+                assert_eq!(run.status, RunStatus::Error);
+                assert!(
+                    run.output
+                        .contains("no Docker engine is running (docker info: "),
+                    "{}",
+                    run.output
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Helpers for the runner tests that run real tools on small projects in temp directories.
+#![allow(clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+/// The JavaScript tools the suite installs (`scripts/setup-deps`); projects link to them.
+pub(crate) fn node_tools() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-tools/node_modules")
+}
+
+/// A temp directory holding `files` (path, content), directories made as needed.
+pub(crate) fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    }
+    dir
+}
+
+/// [`project`] with `node_modules` linked to [`node_tools`].
+pub(crate) fn node_project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = project(files);
+    std::os::unix::fs::symlink(node_tools(), dir.path().join("node_modules"))
+        .expect("link node_modules");
+    dir
+}
