@@ -249,7 +249,16 @@ fn probe(stack: &Stack) -> Probe {
 /// Detects `stack`'s project in `dir` as the app does and checks the plan found.
 fn detect(stack: &Stack, dir: &Path, options: &TestingOptions) -> Vec<TestPlan> {
     let target = dir.join(stack.module);
-    let plans = detect_plans_with(&target, options, &probe(stack)).unwrap();
+    let mut plans = detect_plans_with(&target, options, &probe(stack)).unwrap();
+    // Each project builds into its own target directory: one inherited from the environment
+    // (CI sets CARGO_TARGET_DIR) would be shared by variants building at the same time, each
+    // overwriting the others' test binaries.
+    for plan in &mut plans {
+        if plan.language == Some(Language::Rust) {
+            let own = dir.join("target").display().to_string();
+            plan.env.push(("CARGO_TARGET_DIR".into(), own));
+        }
+    }
     assert_eq!(plans.len(), 1, "{plans:?}");
     let plan = &plans[0];
     assert_eq!(plan.framework, stack.framework, "{plan:?}");

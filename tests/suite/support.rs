@@ -578,6 +578,8 @@ pub fn isolate(cmd: &mut assert_cmd::Command, dir: &Path) {
         "AZURE_OPENAI_ENDPOINT",
         "OLLAMA_HOST",
         "RUST_LOG",
+        // A fixture crate builds in its own `target/`, never in the suite's shared one.
+        "CARGO_TARGET_DIR",
     ] {
         cmd.env_remove(var);
     }
