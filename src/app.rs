@@ -316,6 +316,13 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
     for note in notes {
         eprintln!("note: {note}");
     }
+    settings.context_windows = settings
+        .models
+        .iter()
+        .filter_map(|(role, spec)| {
+            Some((*role, providers::prices::info(&spec.model)?.context_window))
+        })
+        .collect();
     let output = args.output.unwrap_or(match config.output {
         config::Output::Human => OutputFormat::Human,
         config::Output::Json => OutputFormat::Json,

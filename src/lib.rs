@@ -13,6 +13,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod detect;
 pub mod error;
 pub mod fsutil;

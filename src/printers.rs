@@ -133,18 +133,29 @@ impl Human {
                 cost_usd,
                 total_cost_usd,
                 duration_ms,
+                context_used,
                 ..
             } => {
                 self.cost = *total_cost_usd;
+                let context = context_used
+                    .map(|u| format!(", context {:.0}%", u * 100.0))
+                    .unwrap_or_default();
                 writeln!(
                     out,
-                    "{} ·   {role} {model}: {} in / {} out tokens, ${cost_usd:.4}, {:.1}s",
+                    "{} ·   {role} {model}: {} in / {} out tokens{context}, ${cost_usd:.4}, {:.1}s",
                     self.prefix(),
                     usage.input_tokens,
                     usage.output_tokens,
                     *duration_ms as f64 / 1000.0
                 )?;
             }
+            Event::ContextHigh {
+                role, model, used, ..
+            } => writeln!(
+                out,
+                "warning: the {role}'s prompt used {:.0}% of {model}'s context window (limit 40%); its history is dropped",
+                used * 100.0
+            )?,
             Event::CriticVerdict {
                 approved, reasons, ..
             } => {
@@ -184,6 +195,23 @@ impl Human {
                 r.reason,
                 r.to
             )?,
+            Event::ContextGathered {
+                included,
+                excluded,
+                tokens,
+                budget,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   context: {} ({tokens} of {budget} tokens{})",
+                self.prefix(),
+                context_files(included),
+                if *excluded > 0 {
+                    format!(", {excluded} nearby left out")
+                } else {
+                    String::new()
+                }
+            )?,
             Event::Warning { message } => writeln!(out, "warning: {message}")?,
             Event::SessionFinished { report } => {
                 let mark = if report.exit_code == 0 { "✔" } else { "✘" };
@@ -210,6 +238,19 @@ impl Human {
                 if let (Some(b), Some(a)) = (&report.tests_before, &report.tests_after) {
                     writeln!(out, "  tests before: {} · after: {}", b.summary, a.summary)?;
                 }
+                if !report.context_use.is_empty() {
+                    let uses: Vec<String> = report
+                        .context_use
+                        .iter()
+                        .map(|(r, u)| format!("{r} {:.1}%", u * 100.0))
+                        .collect();
+                    writeln!(
+                        out,
+                        "  peak context use: {} · context resets: {}",
+                        uses.join(", "),
+                        report.context_resets
+                    )?;
+                }
                 writeln!(
                     out,
                     "  report: .ralph/session-{}/report.json",
@@ -218,5 +259,78 @@ impl Human {
             }
         }
         out.flush()
+    }
+}
+
+/// The files a context adds beside the target, for one line: the first few by name.
+fn context_files(included: &[ralph_actors::workspace::ContextChoice]) -> String {
+    // The target is always there; naming it again would only push the others off the line.
+    let names: Vec<&str> = included
+        .iter()
+        .filter(|c| c.distance > 0)
+        .map(|c| c.path.as_str())
+        .collect();
+    const SHOWN: usize = 4;
+    match names.len() {
+        0 => "the target alone".to_string(),
+        n if n <= SHOWN => format!("target + {}", names.join(", ")),
+        n => format!(
+            "target + {} and {} more",
+            names[..SHOWN].join(", "),
+            n - SHOWN
+        ),
+    }
+}
+
+#[cfg(test)]
+mod context_line_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use ralph_actors::workspace::{ContextChoice, ContextRelation};
+
+    use super::*;
+
+    fn choice(path: &str, distance: u32) -> ContextChoice {
+        ContextChoice {
+            path: path.into(),
+            distance,
+            relation: ContextRelation::Imported,
+            reason: "imported by target".into(),
+        }
+    }
+
+    fn line(included: Vec<ContextChoice>, excluded: u32) -> String {
+        let mut out = Vec::new();
+        Human::new()
+            .render(
+                &Event::ContextGathered {
+                    iteration: 1,
+                    included,
+                    excluded,
+                    tokens: 900,
+                    budget: 8000,
+                },
+                &mut out,
+            )
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_context_line_names_the_related_files_and_the_budget() {
+        let text = line(vec![choice("src/a.ts", 0), choice("src/b.ts", 1)], 2);
+        assert!(
+            text.ends_with("context: target + src/b.ts (900 of 8000 tokens, 2 nearby left out)\n"),
+            "{text}"
+        );
+        let many = (1..=6).map(|i| choice(&format!("f{i}.py"), 1)).collect();
+        let text = line(many, 0);
+        assert!(
+            text.ends_with(
+                "context: target + f1.py, f2.py, f3.py, f4.py and 2 more (900 of 8000 tokens)\n"
+            ),
+            "{text}"
+        );
+        assert!(line(vec![choice("t.py", 0)], 0).contains("context: the target alone"));
     }
 }

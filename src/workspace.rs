@@ -2,7 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_actors::workspace::{SourceFile, Workspace};
+use ralph_actors::workspace::{ContextPack, SourceFile, Workspace};
+
+use crate::context::pack::{pack, PackRequest};
+use crate::context::ImportGraph;
+use crate::providers::tokens::TiktokenCounter;
 
 use crate::fsutil::write_atomic;
 
@@ -67,5 +71,114 @@ impl Workspace for FsWorkspace {
 
     async fn manifest(&self) -> Result<Option<SourceFile>, String> {
         self.read_opt(self.manifest.as_ref()).await
+    }
+
+    async fn related(&self, model: &str, budget_tokens: u32) -> Result<ContextPack, String> {
+        let (root, target, test_file) = (
+            self.root.clone(),
+            self.target.clone(),
+            self.test_file.clone(),
+        );
+        let model = model.to_string();
+        // Parsing, reading and counting are blocking work; the graph's cache under
+        // `.ralph/` keeps a later iteration to the files that changed (usually the target).
+        tokio::task::spawn_blocking(move || {
+            let graph = ImportGraph::build(&root).map_err(|e| e.to_string())?;
+            let counter = TiktokenCounter::new();
+            let request = PackRequest {
+                target: &target,
+                test_file: test_file.as_deref(),
+                budget: budget_tokens,
+            };
+            Ok(pack(&graph, &request, &|text| {
+                counter.count_text(&model, text)
+            }))
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::context::cache::cache_path;
+    use crate::context::pack::block;
+    use crate::context::{BuildOptions, ImportGraph};
+
+    const MODEL: &str = "openai/gpt-4.1";
+
+    /// A Python package: `stats.py` imports `helpers.py`; the test imports `stats`.
+    fn project() -> (tempfile::TempDir, FsWorkspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "stats.py",
+                "from helpers import mean\n\ndef median(xs):\n    return mean(sorted(xs))\n",
+            ),
+            (
+                "helpers.py",
+                "def mean(xs):\n    return sum(xs) / len(xs)\n",
+            ),
+            (
+                "test_stats.py",
+                "from stats import median\n\ndef test_one():\n    assert median([1]) == 1\n",
+            ),
+        ];
+        for (name, content) in files {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
+        let root = dir.path().to_path_buf();
+        let ws = FsWorkspace {
+            target: root.join("stats.py"),
+            test_file: Some(root.join("test_stats.py")),
+            prompt_file: None,
+            manifest: None,
+            root,
+        };
+        (dir, ws)
+    }
+
+    #[tokio::test]
+    async fn related_context_is_counted_with_tiktoken_and_cached() {
+        let (dir, ws) = project();
+        let pack = ws.related(MODEL, 10_000).await.expect("a pack");
+        assert_eq!(pack.related.len(), 1);
+        let helper = &pack.related[0];
+        assert_eq!(helper.choice.path, "helpers.py");
+        assert_eq!(helper.choice.reason, "imported by target");
+        assert_eq!(
+            helper.content,
+            "def mean(xs):\n    return sum(xs) / len(xs)\n"
+        );
+
+        // Exactly what the model's tokenizer says of the blocks as the prompt shows them.
+        let counter = TiktokenCounter::new();
+        let count = |path: &str, reason: &str| {
+            let content = std::fs::read_to_string(dir.path().join(path)).unwrap();
+            counter.count_text(MODEL, &block(path, reason, "python", &content)) as u32
+        };
+        assert_eq!(helper.tokens, count("helpers.py", "imported by target"));
+        assert_eq!(
+            pack.tokens,
+            count("stats.py", "target") + count("test_stats.py", "test file") + helper.tokens
+        );
+
+        // The graph was saved under `.ralph/`: the next iteration parses nothing.
+        assert!(cache_path(dir.path()).is_file());
+        let again =
+            ImportGraph::build_with(dir.path(), &BuildOptions { use_cache: true }).expect("graph");
+        assert_eq!(again.parsed_files(), 0);
+        assert_eq!(ws.related(MODEL, 10_000).await.expect("a pack"), pack);
+    }
+
+    #[tokio::test]
+    async fn related_context_is_an_error_without_a_project() {
+        let (dir, mut ws) = project();
+        ws.root = dir.path().join("gone");
+        let err = ws.related(MODEL, 10_000).await.expect_err("no root");
+        assert!(err.contains("gone"), "{err}");
     }
 }

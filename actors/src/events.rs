@@ -81,8 +81,26 @@ pub enum Event {
     ContextReset {
         iteration: u32,
     },
+    /// A role's prompt used at least 40% of its model's context window: its history is dropped
+    /// before its next call.
+    ContextHigh {
+        iteration: u32,
+        role: Role,
+        model: String,
+        /// The share of the window the prompt used, 0 to 1.
+        used: f64,
+    },
     /// A role's model failed and the next of its fallbacks takes over.
     Fallback(crate::roles::FallbackRecord),
+    /// The project files the Librarian put in the iteration's prompt, nearest first.
+    ContextGathered {
+        iteration: u32,
+        included: Vec<crate::workspace::ContextChoice>,
+        /// Files near the target left out for the budget.
+        excluded: u32,
+        tokens: u32,
+        budget: u32,
+    },
     Warning {
         message: String,
     },

@@ -135,6 +135,10 @@ pub struct Report {
     /// Each move from a role's model to a fallback.
     #[serde(default)]
     pub fallbacks: Vec<crate::roles::FallbackRecord>,
+    /// Per role, the largest share of its model's context window a prompt used (0 to 1); roles
+    /// whose model's window is unknown are absent.
+    #[serde(default)]
+    pub context_use: BTreeMap<String, f64>,
     pub started_at: String,
     pub finished_at: String,
 }

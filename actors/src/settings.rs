@@ -45,6 +45,11 @@ pub struct RunSettings {
     /// Success also needs at most this many linter errors.
     pub linter_errors: Option<u32>,
     pub models: BTreeMap<Role, ModelSpec>,
+    /// The context window (prompt and reply, in tokens) of each role's model, where known.
+    pub context_windows: BTreeMap<Role, u32>,
+    /// The share of the Artisan's context window the Librarian may fill with the project's
+    /// files (the target and its nearest imports).
+    pub context_share: f64,
     pub templates: Templates,
 }
 
@@ -98,6 +103,8 @@ impl RunSettings {
             coverage_threshold: None,
             linter_errors: None,
             models,
+            context_windows: BTreeMap::new(),
+            context_share: 0.25,
             templates: Templates::default(),
         }
     }

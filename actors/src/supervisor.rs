@@ -61,6 +61,9 @@ pub struct SessionState {
     pub warnings: Vec<String>,
     #[serde(default)]
     pub fallbacks: Vec<FallbackRecord>,
+    /// The largest share of its model's context window each role's prompt has used.
+    #[serde(default)]
+    pub context_use: BTreeMap<Role, f64>,
     pub started_at: String,
 }
 
@@ -83,6 +86,7 @@ impl SessionState {
             timings: Timings::default(),
             warnings: Vec::new(),
             fallbacks: Vec::new(),
+            context_use: BTreeMap::new(),
             started_at: now(),
         }
     }
@@ -186,7 +190,9 @@ impl Run {
         ));
         let caller = Arc::new(
             Caller::new(d.llm, d.counter, ledger, d.events.clone())
-                .with_fallbacks(d.state.fallbacks.clone()),
+                .with_fallbacks(d.state.fallbacks.clone())
+                .with_windows(d.settings.context_windows.clone())
+                .with_context_peaks(d.state.context_use.clone()),
         );
         let librarian = Librarian::new(
             d.workspace.clone(),
@@ -356,6 +362,7 @@ impl Run {
         let mut retries = 0;
         let mut approved = !s.critic_enabled;
         let code = loop {
+            self.reset_over_limit(n);
             self.phase(n, Phase::Generate);
             let proposal = self
                 .ask(
@@ -407,6 +414,7 @@ impl Run {
             if !s.critic_enabled {
                 break Some(code);
             }
+            self.reset_over_limit(n);
             self.phase(n, Phase::Review);
             let verdict = self
                 .ask(
@@ -495,6 +503,7 @@ impl Run {
             fingerprint: fp.clone(),
             cost_usd: self.caller.ledger.spent() - cost_before,
             outcome: None,
+            context: Some(context.context.clone()),
         };
         self.store
             .append_iteration(&record)
@@ -607,6 +616,27 @@ impl Run {
     fn sync_state(&mut self) {
         self.state.ledger = self.caller.ledger.snapshot();
         self.state.fallbacks = self.caller.fallbacks();
+        self.state.context_use = self.caller.context_peaks();
+    }
+
+    /// Drops the history of every role whose last prompt reached the context limit, whatever
+    /// `context_reset_frequency` says: the role's next call starts afresh. Actix delivers the
+    /// reset before any later message to the same actor.
+    fn reset_over_limit(&mut self, n: u32) {
+        for role in self.caller.take_over_limit() {
+            match role {
+                Role::Artisan => self.artisan.do_send(ResetContext),
+                Role::Critic => self.critic.do_send(ResetContext),
+                // The Librarian keeps no history: each of its prompts is built afresh.
+                _ => continue,
+            }
+            self.state.context_resets += 1;
+            self.events.emit(Event::ContextReset { iteration: n });
+            self.warn(format!(
+                "iteration {n}: the {role}'s prompt used over {:.0}% of its context window; its history was dropped",
+                crate::roles::CONTEXT_LIMIT * 100.0
+            ));
+        }
     }
 
     fn cancelled(&self) -> Stop {
@@ -687,6 +717,11 @@ impl Run {
             timings: st.timings,
             warnings: st.warnings.clone(),
             fallbacks: st.fallbacks.clone(),
+            context_use: st
+                .context_use
+                .iter()
+                .map(|(r, u)| (r.to_string(), *u))
+                .collect(),
             started_at: st.started_at.clone(),
             finished_at: now(),
         };
@@ -736,6 +771,7 @@ fn error_report(reason: &str) -> Report {
         timings: Timings::default(),
         warnings: Vec::new(),
         fallbacks: Vec::new(),
+        context_use: BTreeMap::new(),
         started_at: now(),
         finished_at: now(),
     }

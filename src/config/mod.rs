@@ -192,6 +192,8 @@ impl Config {
             coverage_threshold: self.success_criteria.coverage_threshold,
             linter_errors: self.success_criteria.linter_errors,
             models,
+            context_windows: std::collections::BTreeMap::new(),
+            context_share: self.librarian.context_share,
             templates,
         })
     }

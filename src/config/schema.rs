@@ -340,11 +340,17 @@ impl Default for CriticConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LibrarianConfig {
     pub analyze: bool,
+    /// The share of the Artisan's context window the project's files may fill.
+    #[serde(deserialize_with = "context_share")]
+    pub context_share: f64,
 }
 
 impl Default for LibrarianConfig {
     fn default() -> Self {
-        Self { analyze: true }
+        Self {
+            analyze: true,
+            context_share: 0.25,
+        }
     }
 }
 
@@ -636,6 +642,20 @@ fn opt_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
 
 fn opt_at_least_one_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+/// Above 0.40 the prompt alone would leave the "smart zone" every agent is kept in.
+fn context_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    d.deserialize_f64(Number {
+        expecting: "a share of the context window, above 0 and at most 0.4",
+        check: |v| {
+            if v > 0.0 && v <= 0.4 {
+                Ok(v)
+            } else {
+                Err(format!("must be above 0 and at most 0.4, got {v}"))
+            }
+        },
+    })
 }
 
 fn opt_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {

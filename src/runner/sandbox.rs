@@ -648,7 +648,8 @@ mod tests {
             .run_once(CancellationToken::new())
             .await;
         assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
-        assert!(started.elapsed() < Duration::from_secs(5));
+        // Long before the 30 s sleeps end; generous, as a loaded machine starts python slowly.
+        assert!(started.elapsed() < Duration::from_secs(15));
         let peak = run
             .sandbox
             .as_ref()

@@ -48,6 +48,9 @@ async fn python_fixed_in_two_iterations() {
     let roles = report["cost_by_role"].as_object().unwrap();
     assert_eq!(roles.len(), 3, "{roles:?}");
     assert_eq!(report["tokens"]["output_tokens"], 1200);
+    // Each role's prompt measured against its model's context window (gpt-4.1: 1M tokens).
+    let artisan_use = report["context_use"]["artisan"].as_f64().unwrap();
+    assert!(artisan_use > 0.0 && artisan_use < 0.4, "{report:#}");
 
     let session = session_dir(dir.path());
     let log = std::fs::read_to_string(session.join("iterations.log")).unwrap();

@@ -1,6 +1,7 @@
 mod support;
 
 mod cli;
+mod context;
 mod criteria;
 mod lifecycle;
 mod loop_runs;

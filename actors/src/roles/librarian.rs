@@ -8,10 +8,18 @@ use serde::{Deserialize, Serialize};
 
 use super::{guarded, Caller, Role};
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::messages::GatherContext;
 use crate::runner::{Category, TestCase, TestRun};
 use crate::settings::RunSettings;
-use crate::workspace::{SessionStore, SourceFile, Workspace};
+use crate::workspace::{
+    ContextChoice, ContextPack, ContextRelation, ContextSummary, ExcludedFile, RelatedFile,
+    SessionStore, SourceFile, Workspace,
+};
+
+/// The Artisan's context window assumed when the price table does not know its model: small
+/// enough for any current code model, so the packed files fit wherever the run goes.
+pub const FALLBACK_WINDOW: u32 = 32_000;
 
 /// The target as the prompts show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +71,29 @@ pub struct ContextBundle {
     pub test_command: String,
     pub last_results: Option<ResultsView>,
     pub analysis: Option<String>,
+    /// Project files near the target in its import graph, nearest first.
+    #[serde(default)]
+    pub related: Vec<RelatedFile>,
+    /// Nearby files that did not fit, with their exported signatures where those fitted.
+    #[serde(default)]
+    pub excluded: Vec<ExcludedFile>,
+    /// Nearby files left out beyond those listed in `excluded`.
+    #[serde(default)]
+    pub unlisted: u32,
+    /// What was included and why, for the event and `iterations.log`.
+    #[serde(default)]
+    pub context: ContextSummary,
+}
+
+/// Tokens the project's files may take in the Artisan's prompt: the configured share of its
+/// model's context window.
+pub fn context_budget(settings: &RunSettings) -> u32 {
+    let window = settings
+        .context_windows
+        .get(&Role::Artisan)
+        .copied()
+        .unwrap_or(FALLBACK_WINDOW);
+    (f64::from(window) * settings.context_share).floor() as u32
 }
 
 pub struct Librarian {
@@ -113,6 +144,44 @@ impl Handler<GatherContext> for Librarian {
             let test_file = ws.test_file().await.map_err(ws_err)?;
             let test_file_path = test_file.as_ref().map(|f| f.path.clone());
             let target_path = target.path.clone();
+            let budget = context_budget(&settings);
+            // The neighbourhood is an aid: without it the Artisan still has the target and its
+            // tests, so a graph that cannot be built is a warning, not a failed run.
+            let pack = match ws
+                .related(&settings.model(Role::Artisan).model, budget)
+                .await
+            {
+                Ok(pack) => pack,
+                Err(e) => {
+                    caller.events.emit(Event::Warning {
+                        message: format!(
+                            "iteration {}: the import graph is unavailable ({e}); the prompt has only the target and its tests",
+                            msg.iteration
+                        ),
+                    });
+                    ContextPack {
+                        placed: vec![ContextChoice {
+                            path: target_path.clone(),
+                            distance: 0,
+                            relation: ContextRelation::Target,
+                            reason: "target".into(),
+                        }],
+                        budget,
+                        ..ContextPack::default()
+                    }
+                }
+            };
+            let summary = pack.summary();
+            caller.events.emit(Event::ContextGathered {
+                iteration: msg.iteration,
+                included: summary.included.clone(),
+                excluded: summary.excluded,
+                tokens: summary.tokens,
+                budget: summary.budget,
+            });
+            let unlisted = pack
+                .excluded_count
+                .saturating_sub(pack.excluded.len() as u32);
             let mut bundle = ContextBundle {
                 iteration: msg.iteration,
                 target: TargetView {
@@ -132,6 +201,10 @@ impl Handler<GatherContext> for Librarian {
                     )
                 }),
                 analysis: None,
+                related: pack.related,
+                excluded: pack.excluded,
+                unlisted,
+                context: summary,
             };
             let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
             if settings.librarian_analyze && failed {

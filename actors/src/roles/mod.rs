@@ -54,7 +54,7 @@ impl std::str::FromStr for Role {
     }
 }
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,7 +92,17 @@ pub struct Caller {
     fallbacks: Mutex<Vec<FallbackRecord>>,
     /// Models that failed for good this run (a refused key, a missing provider): skipped.
     dead: Mutex<BTreeSet<String>>,
+    /// Each role's context window, where known: prompts are measured against it.
+    windows: BTreeMap<Role, u32>,
+    /// The largest share of its window each role's prompt has used.
+    context_peak: Mutex<BTreeMap<Role, f64>>,
+    /// Roles whose last prompt reached [`CONTEXT_LIMIT`]: their history is to be dropped.
+    over_limit: Mutex<BTreeSet<Role>>,
 }
+
+/// The share of a context window past which a model leaves its "smart zone": a prompt this
+/// large is warned about, and the role starts its next call afresh.
+pub const CONTEXT_LIMIT: f64 = 0.40;
 
 impl Caller {
     pub fn new(
@@ -109,7 +119,56 @@ impl Caller {
             llm_ms: AtomicU64::new(0),
             fallbacks: Mutex::new(Vec::new()),
             dead: Mutex::new(BTreeSet::new()),
+            windows: BTreeMap::new(),
+            context_peak: Mutex::new(BTreeMap::new()),
+            over_limit: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// Measures every prompt against its role's context window.
+    pub fn with_windows(mut self, windows: BTreeMap<Role, u32>) -> Self {
+        self.windows = windows;
+        self
+    }
+
+    /// Continues the context-use peaks of a resumed session.
+    pub fn with_context_peaks(self, earlier: BTreeMap<Role, f64>) -> Self {
+        *lock(&self.context_peak) = earlier;
+        self
+    }
+
+    /// The largest share of its context window each role's prompt has used.
+    pub fn context_peaks(&self) -> BTreeMap<Role, f64> {
+        lock(&self.context_peak).clone()
+    }
+
+    /// The roles whose prompt reached [`CONTEXT_LIMIT`] since the last call of this, emptied.
+    pub fn take_over_limit(&self) -> BTreeSet<Role> {
+        std::mem::take(&mut *lock(&self.over_limit))
+    }
+
+    /// Records the share of `role`'s window a prompt of `prompt_tokens` used; warns at
+    /// [`CONTEXT_LIMIT`].
+    fn measure(&self, iteration: u32, role: Role, model: &str, prompt_tokens: u64) -> Option<f64> {
+        let window = *self.windows.get(&role)?;
+        if window == 0 {
+            return None;
+        }
+        let used = prompt_tokens as f64 / f64::from(window);
+        let mut peaks = lock(&self.context_peak);
+        let peak = peaks.entry(role).or_insert(0.0);
+        *peak = peak.max(used);
+        drop(peaks);
+        if used >= CONTEXT_LIMIT {
+            lock(&self.over_limit).insert(role);
+            self.events.emit(Event::ContextHigh {
+                iteration,
+                role,
+                model: model.to_string(),
+                used,
+            });
+        }
+        Some(used)
     }
 
     /// Continues the fallback log of a resumed session.
@@ -217,6 +276,9 @@ impl Caller {
         match result {
             Ok(reply) => {
                 let cost = self.ledger.settle(grant, &reply.usage);
+                // The provider's own count of the whole prompt (`input_tokens` includes the
+                // cached tokens).
+                let context_used = self.measure(iteration, role, model, reply.usage.input_tokens);
                 self.events.emit(Event::LlmCallFinished {
                     iteration,
                     role,
@@ -225,7 +287,7 @@ impl Caller {
                     cost_usd: cost,
                     total_cost_usd: self.ledger.spent(),
                     duration_ms,
-                    context_used: None,
+                    context_used,
                 });
                 Ok(reply)
             }

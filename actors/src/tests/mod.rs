@@ -30,7 +30,7 @@ use crate::runner::{
 };
 use crate::settings::RunSettings;
 use crate::supervisor::SessionState;
-use crate::workspace::{IterationRecord, MockWorkspace, SessionStore, SourceFile};
+use crate::workspace::{ContextPack, IterationRecord, MockWorkspace, SessionStore, SourceFile};
 
 /// The one model every role runs on unless a test says otherwise.
 const MODEL: &str = "test/model";
@@ -212,6 +212,12 @@ fn workspace(file: &Arc<Mutex<String>>) -> MockWorkspace {
     ws.expect_test_file()
         .returning(|| Ok(Some(source("tests/test_stats.py", TESTS))));
     ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_related().returning(|_, budget| {
+        Ok(ContextPack {
+            budget,
+            ..ContextPack::default()
+        })
+    });
     ws.expect_manifest().returning(|| {
         Ok(Some(source(
             "pyproject.toml",

@@ -8,13 +8,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::error::Error;
+use crate::events::Event;
 use crate::llm::{ChatMessage, MockTokenCounter};
 use crate::messages::{GatherContext, Generate, Proposal, ResetContext, Review, RunTests};
 use crate::reply::Verdict;
 use crate::roles::{Artisan, ContextBundle, Critic, Librarian, Tester};
 use crate::runner::{CaseStatus, Category, Location, TestCase, TestRun};
 use crate::settings::{ModelSpec, RunSettings};
-use crate::workspace::MockSessionStore;
+use crate::workspace::{
+    ContextChoice, ContextRelation, ExcludedFile, MockSessionStore, RelatedFile,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Librarian
@@ -39,6 +42,12 @@ fn workspace_read_once() -> MockWorkspace {
             "pyproject.toml",
             "[project]\nname = \"stats\"\n",
         )))
+    });
+    ws.expect_related().times(1).returning(|_, budget| {
+        Ok(ContextPack {
+            budget,
+            ..ContextPack::default()
+        })
     });
     ws.expect_write_target().never();
     ws
@@ -179,6 +188,192 @@ async fn librarian_does_not_analyse_without_earlier_results() {
     .expect("context");
     assert_eq!(bundle.last_results, None);
     assert_eq!(bundle.analysis, None);
+}
+
+fn choice(path: &str, distance: u32, relation: ContextRelation, reason: &str) -> ContextChoice {
+    ContextChoice {
+        path: path.into(),
+        distance,
+        relation,
+        reason: reason.into(),
+    }
+}
+
+/// A pack as the file-system workspace would build it: the target, one helper it imports, and
+/// a farther file left out with its signatures.
+fn helper_pack(budget: u32) -> ContextPack {
+    ContextPack {
+        placed: vec![choice(TARGET_PATH, 0, ContextRelation::Target, "target")],
+        related: vec![RelatedFile {
+            choice: choice(
+                "src/helpers.py",
+                1,
+                ContextRelation::Imported,
+                "imported by target",
+            ),
+            content: "def mean(xs):\n    return sum(xs) / len(xs)\n".into(),
+            language: "python".into(),
+            tokens: 21,
+        }],
+        excluded: vec![ExcludedFile {
+            path: "src/far.py".into(),
+            distance: 2,
+            signatures: vec!["def far(x)".into(), "class Far".into()],
+        }],
+        excluded_count: 3,
+        tokens: 120,
+        budget,
+    }
+}
+
+#[actix_rt::test]
+async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    s.context_windows.insert(Role::Artisan, 100_000);
+    s.context_share = 0.2;
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    ws.expect_test_file().returning(|| Ok(None));
+    ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_manifest().returning(|| Ok(None));
+    // The budget is the share of the Artisan's window, counted for the Artisan's model.
+    ws.expect_related()
+        .withf(|model, budget| model == MODEL && *budget == 20_000)
+        .times(1)
+        .returning(|_, budget| Ok(helper_pack(budget)));
+    let (events, mut rx) = EventSink::channel();
+    let caller = Arc::new(Caller::new(
+        Arc::new(silent_llm()),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(
+            100.0,
+            prices(INPUT_PRICE, OUTPUT_PRICE),
+            EventSink::discard(),
+        )),
+        events,
+    ));
+    let settings = Arc::new(s);
+    let librarian = Librarian::new(
+        Arc::new(ws),
+        Arc::new(store_with(None)),
+        caller,
+        settings.clone(),
+        "pytest".into(),
+    )
+    .start();
+    let msg = GatherContext {
+        iteration: 2,
+        cancel: CancellationToken::new(),
+    };
+    let bundle = timeout(NO_HANG, librarian.send(msg))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+        .expect("context");
+
+    let event = rx.try_recv().expect("an event");
+    assert_eq!(
+        event,
+        Event::ContextGathered {
+            iteration: 2,
+            included: vec![
+                choice(TARGET_PATH, 0, ContextRelation::Target, "target"),
+                choice(
+                    "src/helpers.py",
+                    1,
+                    ContextRelation::Imported,
+                    "imported by target"
+                ),
+            ],
+            excluded: 3,
+            tokens: 120,
+            budget: 20_000,
+        }
+    );
+    assert_eq!(bundle.context.included.len(), 2);
+    assert_eq!(bundle.unlisted, 2, "3 left out, 1 of them listed");
+
+    let [_, user] = settings
+        .templates
+        .render(Role::Artisan, &bundle)
+        .expect("renders");
+    let prompt = user.content;
+    assert!(
+        prompt.contains(
+            "# Related files, nearest first\n\n## `src/helpers.py` (imported by target)\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n\n```"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- `src/far.py`: def far(x); class Far\n- and 2 more\n"),
+        "{prompt}"
+    );
+    // The target is shown once, in its own section.
+    assert_eq!(prompt.matches(TARGET).count(), 1, "{prompt}");
+    let [_, brief] = settings
+        .templates
+        .render(Role::Librarian, &bundle)
+        .expect("renders");
+    assert!(brief
+        .content
+        .contains("## `src/helpers.py` (imported by target)"));
+}
+
+#[actix_rt::test]
+async fn librarian_goes_on_without_the_graph_and_warns() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    ws.expect_test_file().returning(|| Ok(None));
+    ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_manifest().returning(|| Ok(None));
+    // No window known: the documented fallback, times the default share.
+    ws.expect_related()
+        .withf(|_, budget| *budget == 8_000)
+        .returning(|_, _| Err("cannot parse the graph".into()));
+    let (events, mut rx) = EventSink::channel();
+    let caller = Arc::new(Caller::new(
+        Arc::new(silent_llm()),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(
+            100.0,
+            prices(INPUT_PRICE, OUTPUT_PRICE),
+            EventSink::discard(),
+        )),
+        events,
+    ));
+    let librarian = Librarian::new(
+        Arc::new(ws),
+        Arc::new(store_with(None)),
+        caller,
+        Arc::new(s),
+        "pytest".into(),
+    )
+    .start();
+    let msg = GatherContext {
+        iteration: 1,
+        cancel: CancellationToken::new(),
+    };
+    let bundle = timeout(NO_HANG, librarian.send(msg))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+        .expect("the run goes on");
+    assert!(bundle.related.is_empty());
+    match rx.try_recv().expect("a warning") {
+        Event::Warning { message } => {
+            assert!(message.contains("cannot parse the graph"), "{message}")
+        }
+        other => panic!("expected a warning, got {other:?}"),
+    }
+    assert!(matches!(
+        rx.try_recv(),
+        Ok(Event::ContextGathered { budget: 8_000, ref included, .. }) if included == &[choice(TARGET_PATH, 0, ContextRelation::Target, "target")]
+    ));
 }
 
 #[actix_rt::test]

@@ -676,3 +676,59 @@ async fn passing_tests_below_the_coverage_threshold_keep_the_run_going() {
         Some(Some(90.0))
     );
 }
+
+/// The Critic rejects the first proposal, so the Artisan revises with its history.
+fn reject_once(log: &Log) -> MockLlmClient {
+    llm(log, move |request, n| {
+        Ok(match (request.role, n) {
+            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
+            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            (_, 0) => reply("VERDICT: REJECT\n- handle even lengths", CRITIC_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    })
+}
+
+#[actix_rt::test]
+async fn a_prompt_past_40_percent_of_the_window_drops_the_history() {
+    // Within the limit: the revision carries the first exchange.
+    let log = Log::default();
+    let mut s = settings();
+    // The Artisan keeps its conversation (for 3 iterations) unless told to drop it.
+    s.context_reset_frequency = 3;
+    s.context_windows = BTreeMap::from([(Role::Artisan, 10_000), (Role::Critic, 10_000)]);
+    let runs = vec![failing("AssertionError"), passing()];
+    let report = Session::new(s.clone(), reject_once(&log), runner(runs.clone()))
+        .run()
+        .await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    let artisan = requests(&log, Role::Artisan);
+    assert_eq!(artisan[1].messages.len(), 4, "history kept under the limit");
+    assert_eq!(report.context_use.get("artisan"), Some(&0.15));
+    assert_eq!(report.context_resets, 0);
+
+    // The Artisan's 1,500-token prompt is half of a 3,000-token window: warned, and its next
+    // call starts afresh although context_reset_frequency would keep the history.
+    let log = Log::default();
+    s.context_windows.insert(Role::Artisan, 3_000);
+    let report = Session::new(s, reject_once(&log), runner(runs)).run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    let artisan = requests(&log, Role::Artisan);
+    assert_eq!(
+        artisan[1].messages.len(),
+        2,
+        "history dropped: {:?}",
+        artisan[1].messages
+    );
+    assert_eq!(report.context_use.get("artisan"), Some(&0.5));
+    // Both of the Artisan's prompts were over the limit: each dropped the history it left.
+    assert_eq!(report.context_resets, 2);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("artisan's prompt used over 40%")),
+        "{:?}",
+        report.warnings
+    );
+}
