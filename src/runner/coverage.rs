@@ -720,7 +720,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::runner::testkit::{node_project, node_tools, project};
+    use crate::runner::testkit::{bare_python, node_project, node_tools, project};
     use crate::runner::ProcessRunner;
 
     fn plan(framework: Framework, command: &str, cwd: &Path) -> TestPlan {
@@ -1041,14 +1041,7 @@ mod tests {
     fn pytest_without_coverage_py() {
         // A virtual environment without pip has neither pytest nor coverage.
         let dir = project(&[]);
-        let venv = dir.path().join("venv");
-        let made = Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv");
-        assert!(made.success());
-        let python = venv.join("bin/python");
+        let python = bare_python(dir.path());
         let p = plan(
             Framework::Pytest,
             &format!("{} -m pytest -rfE", python.display()),

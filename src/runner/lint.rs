@@ -594,12 +594,11 @@ fn finding(
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;
-    use std::process::Command;
     use std::time::Duration;
 
     use super::*;
     use crate::runner::plan::SandboxKind;
-    use crate::runner::testkit::{node_project, project};
+    use crate::runner::testkit::{bare_python, node_project, project};
 
     fn limits(timeout: Duration) -> Limits {
         Limits {
@@ -771,14 +770,7 @@ mod tests {
     #[test]
     fn ruff_missing() {
         let dir = project(&[]);
-        let venv = dir.path().join("venv");
-        let made = Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv");
-        assert!(made.success());
-        let python = venv.join("bin/python").display().to_string();
+        let python = bare_python(dir.path()).display().to_string();
         let tools = Tools {
             env: nowhere(),
             python: python.clone(),

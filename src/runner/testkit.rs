@@ -28,3 +28,16 @@ pub(crate) fn node_project(files: &[(&str, &str)]) -> tempfile::TempDir {
         .expect("link node_modules");
     dir
 }
+
+/// A Python virtual environment without pip (so without pytest, coverage or ruff) in `dir`;
+/// returns its interpreter.
+pub(crate) fn bare_python(dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .expect("python3 -m venv");
+    assert!(made.success());
+    venv.join("bin/python")
+}
