@@ -90,6 +90,9 @@ pub struct ContextPack {
     /// Tokens of the target, its test file and the related files.
     pub tokens: u32,
     pub budget: u32,
+    /// What the graph could not read or warns about (an over-long file), for the user.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// What the Librarian put in an iteration's prompt, for `iterations.log` and the event.

@@ -1,6 +1,7 @@
 //! [`ImportGraph`]: the project's source files and which imports which.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,10 +11,11 @@ use ignore::{WalkBuilder, WalkState};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
 use rayon::prelude::*;
+use xxhash_rust::xxh3::Xxh3;
 
-use super::cache::{cache_path, mtime_ns, CacheFile, Entry, EntryKind};
+use super::cache::{cache_path, mtime_ns, CacheFile, Entry, EntryKind, Resolved};
 use super::imports::{extract_imports, Language};
-use super::resolve::Resolver;
+use super::resolve::{Layout, Resolver};
 
 /// Directories never walked, whatever the ignore files say: dependencies, build output, caches
 /// and ralph-loop's own store.
@@ -60,7 +62,7 @@ pub enum GraphError {
 /// How to build.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
-    /// Read and write `<root>/.ralph/graph-cache.json`. Off, every file is parsed and nothing
+    /// Read and write `<root>/.ralph/graph-cache.bin`. Off, every file is parsed and nothing
     /// is written.
     pub use_cache: bool,
 }
@@ -107,6 +109,10 @@ pub struct ImportGraph {
     root: PathBuf,
     graph: DiGraph<Node, ()>,
     index: HashMap<PathBuf, NodeIndex>,
+    /// The fingerprint of the resolution inputs (see [`super::cache`]).
+    key: u64,
+    /// Whether the edges came from the cache instead of being resolved.
+    edges_cached: bool,
     warnings: Vec<String>,
     parsed: usize,
 }
@@ -150,57 +156,65 @@ impl ImportGraph {
         let mut walked = walk(&root);
         let mut warnings = std::mem::take(&mut walked.warnings);
         let cache_file = cache_path(&root);
-        let old = if options.use_cache {
+        let mut old = if options.use_cache {
             CacheFile::load(&cache_file)
         } else {
             None
         };
 
+        // Only files whose size or time changed are read; the rest keep their entries, moved
+        // out of the old cache rather than cloned.
         let parsed = AtomicUsize::new(0);
-        let changed = AtomicUsize::new(0);
-        let results: Vec<(String, Result<Entry, String>)> = walked
-            .sources
+        let (fresh, stale): (Vec<&Found>, Vec<&Found>) = walked.sources.iter().partition(|f| {
+            old.as_ref()
+                .and_then(|c| c.fresh(&f.rel, f.size, f.mtime_ns))
+                .is_some()
+        });
+        let analysed: Vec<(&str, Result<Entry, String>)> = stale
             .par_iter()
             .map(|found| {
                 let cached = old.as_ref().and_then(|c| c.entries.get(&found.rel));
-                if let Some(entry) = old
-                    .as_ref()
-                    .and_then(|c| c.fresh(&found.rel, found.size, found.mtime_ns))
-                {
-                    return (found.rel.clone(), Ok(entry.clone()));
-                }
-                changed.fetch_add(1, Ordering::Relaxed);
-                let entry = analyse(found, cached, &parsed);
-                (found.rel.clone(), entry)
+                (found.rel.as_str(), analyse(found, cached, &parsed))
             })
             .collect();
-
-        let mut entries = HashMap::with_capacity(results.len());
-        for (rel, result) in results {
+        let mut changed = false;
+        let mut entries = HashMap::with_capacity(walked.sources.len());
+        for (rel, result) in analysed {
             match result {
                 Ok(entry) => {
-                    entries.insert(rel, entry);
+                    let same = old
+                        .as_ref()
+                        .and_then(|c| c.entries.get(rel))
+                        .is_some_and(|e| *e == entry);
+                    changed |= !same;
+                    entries.insert(rel.to_string(), entry);
                 }
                 Err(warning) => warnings.push(warning),
             }
         }
-
-        let graph = ImportGraph::assemble(root.clone(), &entries, &walked, &mut warnings);
-
-        if options.use_cache {
-            let dropped = old.as_ref().map_or(0, |c| {
-                c.entries
-                    .keys()
-                    .filter(|k| !entries.contains_key(*k))
-                    .count()
-            });
-            if old.is_none() || changed.load(Ordering::Relaxed) > 0 || dropped > 0 {
-                if let Err(e) = CacheFile::new(entries).save(&cache_file) {
-                    warnings.push(format!(
-                        "could not save the graph cache {}: {e}",
-                        cache_file.display()
-                    ));
+        let mut previous = None;
+        if let Some(old) = old.as_mut() {
+            for found in fresh {
+                if let Some(entry) = old.entries.remove(&found.rel) {
+                    entries.insert(found.rel.clone(), entry);
                 }
+            }
+            // What is left was deleted, or is now unreadable or ignored.
+            changed |= old.entries.keys().any(|k| !entries.contains_key(k));
+            previous = old.resolved.take();
+        }
+
+        let layout = Layout::load(&root, &walked.tsconfigs, &walked.manifests);
+        let (graph, resolved) =
+            ImportGraph::assemble(root.clone(), &entries, &layout, previous, &mut warnings);
+
+        if options.use_cache && (old.is_none() || changed || resolved.is_some()) {
+            let previous = resolved.unwrap_or_else(|| graph.resolved_snapshot());
+            if let Err(e) = CacheFile::new(entries, Some(previous)).save(&cache_file) {
+                warnings.push(format!(
+                    "could not save the graph cache {}: {e}",
+                    cache_file.display()
+                ));
             }
         }
         Ok(ImportGraph {
@@ -210,12 +224,16 @@ impl ImportGraph {
         })
     }
 
+    /// Builds the petgraph from the entries. The edges come from `previous` when its key matches
+    /// this build's inputs; otherwise every specifier is resolved and the new edges are returned
+    /// for the cache (`None` when `previous` was used as is).
     fn assemble(
         root: PathBuf,
         entries: &HashMap<String, Entry>,
-        walked: &Walked,
+        layout: &Layout,
+        previous: Option<Resolved>,
         warnings: &mut Vec<String>,
-    ) -> ImportGraph {
+    ) -> (ImportGraph, Option<Resolved>) {
         let mut sources: Vec<(&String, &Entry, Language, &Vec<String>)> = entries
             .iter()
             .filter_map(|(rel, entry)| match &entry.kind {
@@ -225,8 +243,13 @@ impl ImportGraph {
             .collect();
         sources.sort_by(|a, b| a.0.cmp(b.0));
 
-        let files: HashSet<PathBuf> = sources.iter().map(|s| PathBuf::from(s.0)).collect();
-        let resolver = Resolver::new(&root, &files, &walked.tsconfigs, &walked.manifests);
+        let mut state = Xxh3::new();
+        for (rel, entry, ..) in &sources {
+            rel.hash(&mut state);
+            entry.hash.hash(&mut state);
+        }
+        layout.fingerprint(&mut state);
+        let key = state.finish();
 
         let mut graph = DiGraph::with_capacity(sources.len(), sources.len() * 3);
         let mut index = HashMap::with_capacity(sources.len());
@@ -244,39 +267,98 @@ impl ImportGraph {
             });
             index.insert(path, node);
         }
-        // Resolution is the warm build's largest cost after the walk (every specifier probes
-        // several candidate paths), and each file's is independent: resolve in parallel, then
-        // add the edges in file order so the graph is the same on every run.
-        let resolved: Vec<Vec<PathBuf>> = sources
-            .par_iter()
-            .map(|(rel, _, language, imports)| {
-                let path = Path::new(rel.as_str());
-                imports
+
+        // A damaged cache that still decodes must not panic petgraph with a bad index.
+        let reused = previous.filter(|p| {
+            let n = sources.len();
+            p.key == key
+                && p.nodes.len() == n
+                && p.edges
                     .iter()
-                    .filter_map(|spec| resolver.resolve(path, *language, spec))
-                    .collect()
-            })
-            .collect();
-        for ((rel, ..), targets) in sources.iter().zip(resolved) {
-            let Some(&from) = index.get(Path::new(rel.as_str())) else {
-                continue;
-            };
-            let mut seen = HashSet::new();
-            for target in targets {
-                if let Some(&to) = index.get(&target) {
-                    if seen.insert(to) {
-                        graph.add_edge(from, to, ());
+                    .all(|&(a, b)| (a as usize) < n && (b as usize) < n)
+        });
+        let fresh = match reused {
+            Some(previous) => {
+                // Nodes were added in the same sorted order the snapshot was taken in.
+                for &(from, to) in &previous.edges {
+                    graph.add_edge(
+                        NodeIndex::new(from as usize),
+                        NodeIndex::new(to as usize),
+                        (),
+                    );
+                }
+                None
+            }
+            None => {
+                let files: HashSet<PathBuf> = sources.iter().map(|s| PathBuf::from(s.0)).collect();
+                let resolver = Resolver::new(&files, layout);
+                // Each file's resolution is independent: resolve in parallel, then add the
+                // edges in file order so the graph is the same on every run.
+                let resolved: Vec<Vec<PathBuf>> = sources
+                    .par_iter()
+                    .map(|(rel, _, language, imports)| {
+                        let path = Path::new(rel.as_str());
+                        imports
+                            .iter()
+                            .filter_map(|spec| resolver.resolve(path, *language, spec))
+                            .collect()
+                    })
+                    .collect();
+                let mut edges = Vec::new();
+                for (from, targets) in resolved.into_iter().enumerate() {
+                    let from = NodeIndex::new(from);
+                    let mut seen = HashSet::new();
+                    for target in targets {
+                        if let Some(&to) = index.get(&target) {
+                            if seen.insert(to) {
+                                graph.add_edge(from, to, ());
+                                edges.push((from.index() as u32, to.index() as u32));
+                            }
+                        }
                     }
                 }
+                Some(Resolved {
+                    key,
+                    nodes: sources.iter().map(|s| s.0.clone()).collect(),
+                    edges,
+                })
             }
-        }
-        ImportGraph {
+        };
+        let graph = ImportGraph {
             root,
             graph,
             index,
+            key,
+            edges_cached: fresh.is_none(),
             warnings: Vec::new(),
             parsed: 0,
+        };
+        (graph, fresh)
+    }
+
+    /// The graph's edges in the cache's form, for a cache rewritten when only per-file data
+    /// changed (a touched file with the same content).
+    fn resolved_snapshot(&self) -> Resolved {
+        Resolved {
+            key: self.key,
+            nodes: self
+                .graph
+                .node_weights()
+                .map(|n| n.path.to_string_lossy().into_owned())
+                .collect(),
+            edges: self
+                .graph
+                .raw_edges()
+                .iter()
+                .map(|e| (e.source().index() as u32, e.target().index() as u32))
+                .collect(),
         }
+    }
+
+    /// Whether this build took its edges from the cache (nothing that resolution reads had
+    /// changed) instead of resolving every specifier.
+    pub fn edges_cached(&self) -> bool {
+        self.edges_cached
     }
 
     /// The project root (canonical).
@@ -767,6 +849,20 @@ mod tests {
             "{:?}",
             graph.warnings()
         );
+
+        // A warm build warns again (the Librarian shows it once per run), and the pack carries
+        // it to the Librarian.
+        ImportGraph::build(dir.path()).unwrap();
+        let warm = ImportGraph::build(dir.path()).unwrap();
+        assert!(warm.edges_cached());
+        assert_eq!(warm.warnings(), graph.warnings());
+        let request = crate::context::pack::PackRequest {
+            target: &dir.path().join("small.py"),
+            test_file: None,
+            budget: 100_000,
+        };
+        let pack = crate::context::pack::pack(&warm, &request, &|t| t.len() as u64);
+        assert_eq!(pack.warnings, graph.warnings());
     }
 
     #[test]
@@ -787,16 +883,19 @@ mod tests {
 
         let cold = ImportGraph::build(root).unwrap();
         assert_eq!(cold.parsed_files(), 3);
-        assert!(root.join(".ralph/graph-cache.json").is_file());
+        assert!(root.join(".ralph/graph-cache.bin").is_file());
 
         let warm = ImportGraph::build(root).unwrap();
         assert_eq!(warm.parsed_files(), 0);
+        assert!(!cold.edges_cached());
+        assert!(warm.edges_cached());
         assert_eq!(edges(&warm), edges(&cold));
 
         // One edited file is the only one parsed again.
         write(root, "b.ts", "import './d';\nexport const b = 2;\n");
         let edited = ImportGraph::build(root).unwrap();
         assert_eq!(edited.parsed_files(), 1);
+        assert!(!edited.edges_cached());
         assert!(edited.imports_of(Path::new("b.ts")).is_empty());
 
         // A new file is parsed alone, and an existing specifier now resolves to it.
@@ -813,11 +912,54 @@ mod tests {
         assert_eq!(deleted.imports_of(Path::new("a.ts")), paths(&["b.ts"]));
 
         // A corrupt cache is rebuilt without an error.
-        std::fs::write(root.join(".ralph/graph-cache.json"), "{ truncated").unwrap();
+        std::fs::write(root.join(".ralph/graph-cache.bin"), "{ truncated").unwrap();
         let rebuilt = ImportGraph::build(root).unwrap();
         assert_eq!(rebuilt.parsed_files(), 3);
         assert!(rebuilt.warnings().is_empty(), "{:?}", rebuilt.warnings());
         assert_eq!(ImportGraph::build(root).unwrap().parsed_files(), 0);
+    }
+
+    #[test]
+    fn a_tsconfig_edit_alone_resolves_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(
+            root,
+            "tsconfig.base.json",
+            r#"{ "compilerOptions": { "baseUrl": ".", "paths": { "@/*": ["src/*"] } } }"#,
+        );
+        write(
+            root,
+            "tsconfig.json",
+            r#"{ "extends": "./tsconfig.base.json" }"#,
+        );
+        write(root, "src/a.ts", "import { b } from '@/b';\n");
+        write(root, "src/b.ts", "export const b = 1;\n");
+        write(root, "lib/b.ts", "export const b = 2;\n");
+
+        let first = ImportGraph::build(root).unwrap();
+        assert_eq!(
+            first.imports_of(Path::new("src/a.ts")),
+            paths(&["src/b.ts"])
+        );
+        assert!(ImportGraph::build(root).unwrap().edges_cached());
+
+        // Only the extended config changes: no source is parsed, yet the alias moves.
+        write(
+            root,
+            "tsconfig.base.json",
+            r#"{ "compilerOptions": { "baseUrl": ".", "paths": { "@/*": ["lib/*"] } } }"#,
+        );
+        let moved = ImportGraph::build(root).unwrap();
+        assert_eq!(moved.parsed_files(), 0);
+        assert!(!moved.edges_cached());
+        assert_eq!(
+            moved.imports_of(Path::new("src/a.ts")),
+            paths(&["lib/b.ts"])
+        );
+        let again = ImportGraph::build(root).unwrap();
+        assert!(again.edges_cached());
+        assert_eq!(edges(&again), edges(&moved));
     }
 
     #[test]

@@ -210,6 +210,7 @@ pub fn pack(
         excluded_count,
         tokens: used,
         budget: request.budget,
+        warnings: graph.warnings().to_vec(),
     }
 }
 

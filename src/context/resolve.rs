@@ -2,11 +2,13 @@
 //!
 //! Every path here is relative to the project root, and existence is checked against the set of
 //! files the walk found, never the disk: resolution is then a pure function of the file set and
-//! the `tsconfig`s, cheap enough to redo on every build (a new file can change what a specifier
-//! resolves to, so cached resolutions would need the same invalidation anyway).
+//! the `tsconfig`s and crate roots (the [`Layout`]). The graph cache keeps the resolved edges
+//! under a fingerprint of exactly those inputs, so an unchanged tree skips resolution and any
+//! change to them (a new file, an edited tsconfig) redoes it whole.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::hash::{Hash, Hasher};
 use std::path::{Component, Path, PathBuf};
 
 use super::imports::Language;
@@ -19,7 +21,7 @@ const JS_PROBE: &[&str] = &["ts", "tsx", "d.ts", "mts", "cts", "js", "jsx", "mjs
 const MAX_EXTENDS: usize = 8;
 
 /// The path-mapping part of one `tsconfig.json` (or `jsconfig.json`), with `extends` applied.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 struct TsConfig {
     /// `compilerOptions.baseUrl`, relative to the project root.
     base_url: Option<PathBuf>,
@@ -29,26 +31,22 @@ struct TsConfig {
     paths_base: PathBuf,
 }
 
-/// Resolves specifiers against one snapshot of the project's files.
-pub struct Resolver<'a> {
-    files: &'a HashSet<PathBuf>,
+/// What resolution needs besides the file set: the path mappings of every `tsconfig.json` (with
+/// `extends` applied) and the Rust crate roots. Loaded once per build; its fingerprint, with the
+/// file set's, keys the resolved edges the cache keeps.
+#[derive(Debug, Default)]
+pub struct Layout {
     /// tsconfig by the directory holding it.
     tsconfigs: HashMap<PathBuf, TsConfig>,
     /// Directories holding a `Cargo.toml`.
     crates: HashSet<PathBuf>,
 }
 
-impl<'a> Resolver<'a> {
-    /// `files` is the set of project files (root-relative); `tsconfigs` and `manifests` are the
-    /// root-relative paths of the `tsconfig.json` /
+impl Layout {
+    /// `tsconfigs` and `manifests` are the root-relative paths of the `tsconfig.json` /
     /// `jsconfig.json` and `Cargo.toml` files the walk found. A tsconfig that cannot be read or
     /// parsed is ignored: its aliases then resolve to nothing, as a bare package would.
-    pub fn new(
-        root: &Path,
-        files: &'a HashSet<PathBuf>,
-        tsconfigs: &[PathBuf],
-        manifests: &[PathBuf],
-    ) -> Resolver<'a> {
+    pub fn load(root: &Path, tsconfigs: &[PathBuf], manifests: &[PathBuf]) -> Layout {
         let mut configs = HashMap::new();
         // A directory may hold both; tsconfig.json wins as TypeScript itself prefers it.
         let mut sorted: Vec<&PathBuf> = tsconfigs.iter().collect();
@@ -63,11 +61,35 @@ impl<'a> Resolver<'a> {
             .iter()
             .map(|m| m.parent().unwrap_or(Path::new("")).to_path_buf())
             .collect();
-        Resolver {
-            files,
+        Layout {
             tsconfigs: configs,
             crates,
         }
+    }
+
+    /// Feeds everything resolution depends on here into `state`, in a fixed order. The
+    /// effective (merged) mappings are hashed rather than the files, so an edit to a config
+    /// that a tsconfig `extends` is seen, and a reformatted tsconfig is not a change.
+    pub fn fingerprint(&self, state: &mut impl Hasher) {
+        let mut configs: Vec<_> = self.tsconfigs.iter().collect();
+        configs.sort_by(|a, b| a.0.cmp(b.0));
+        configs.hash(state);
+        let mut crates: Vec<_> = self.crates.iter().collect();
+        crates.sort();
+        crates.hash(state);
+    }
+}
+
+/// Resolves specifiers against one snapshot of the project's files.
+pub struct Resolver<'a> {
+    files: &'a HashSet<PathBuf>,
+    layout: &'a Layout,
+}
+
+impl<'a> Resolver<'a> {
+    /// `files` is the set of project files (root-relative).
+    pub fn new(files: &'a HashSet<PathBuf>, layout: &'a Layout) -> Resolver<'a> {
+        Resolver { files, layout }
     }
 
     /// The project file `spec` (as extracted from `file`) names, or `None` for an external
@@ -105,7 +127,7 @@ impl<'a> Resolver<'a> {
 
     fn nearest_tsconfig(&self, mut dir: &Path) -> Option<&TsConfig> {
         loop {
-            if let Some(config) = self.tsconfigs.get(dir) {
+            if let Some(config) = self.layout.tsconfigs.get(dir) {
                 return Some(config);
             }
             dir = dir.parent()?;
@@ -286,7 +308,7 @@ impl<'a> Resolver<'a> {
         };
         let mut dir = file.parent();
         while let Some(d) = dir {
-            if self.crates.contains(d) {
+            if self.layout.crates.contains(d) {
                 let src = d.join("src");
                 if !file.starts_with(&src) || file.starts_with(src.join("bin")) {
                     return own_root();
@@ -537,7 +559,8 @@ mod tests {
             "src/c.ts",
             "src/x.service.ts",
         ]);
-        let r = Resolver::new(Path::new("/nonexistent"), &files, &[], &[]);
+        let layout = Layout::load(Path::new("/nonexistent"), &[], &[]);
+        let r = Resolver::new(&files, &layout);
         let from = Path::new("src/main.ts");
         let js = Language::TypeScript;
         assert_eq!(r.resolve(from, js, "./a"), Some(PathBuf::from("src/a.ts")));
@@ -566,7 +589,8 @@ mod tests {
             "pkg/sub/deep.py",
             "src/lib/core.py",
         ]);
-        let r = Resolver::new(Path::new("/nonexistent"), &files, &[], &[]);
+        let layout = Layout::load(Path::new("/nonexistent"), &[], &[]);
+        let r = Resolver::new(&files, &layout);
         let py = Language::Python;
         let deep = Path::new("pkg/sub/deep.py");
         assert_eq!(
@@ -605,7 +629,8 @@ mod tests {
             "tests/common/mod.rs",
         ]);
         let manifests = [PathBuf::from("Cargo.toml")];
-        let r = Resolver::new(Path::new("/nonexistent"), &files, &[], &manifests);
+        let layout = Layout::load(Path::new("/nonexistent"), &[], &manifests);
+        let r = Resolver::new(&files, &layout);
         let rs = Language::Rust;
         let b = Path::new("src/a/b.rs");
         assert_eq!(

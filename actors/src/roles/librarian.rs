@@ -1,7 +1,8 @@
 //! The Librarian: reads the project fresh from disk for each iteration and, when the last test
 //! run failed, asks its model for a short analysis for the Artisan.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use actix::{Actor, Context, Handler, ResponseFuture};
 use serde::{Deserialize, Serialize};
@@ -85,15 +86,49 @@ pub struct ContextBundle {
     pub context: ContextSummary,
 }
 
-/// Tokens the project's files may take in the Artisan's prompt: the configured share of its
-/// model's context window.
+/// Tokens the project's files may take in a prompt: the configured share of the Artisan's
+/// context window, or of the Librarian's when it analyses the failures (it then reads the same
+/// files) and its window is the smaller.
 pub fn context_budget(settings: &RunSettings) -> u32 {
-    let window = settings
-        .context_windows
-        .get(&Role::Artisan)
-        .copied()
-        .unwrap_or(FALLBACK_WINDOW);
+    let window_of = |role| {
+        settings
+            .context_windows
+            .get(&role)
+            .copied()
+            .unwrap_or(FALLBACK_WINDOW)
+    };
+    let mut window = window_of(Role::Artisan);
+    if settings.librarian_analyze {
+        window = window.min(window_of(Role::Librarian));
+    }
     (f64::from(window) * settings.context_share).floor() as u32
+}
+
+/// At most this many of the graph's own warnings (unreadable or over-long files) are shown in a
+/// run; each is shown once, not every iteration.
+const GRAPH_WARNINGS_SHOWN: usize = 10;
+
+/// The warnings of `warnings` not shown before in this run, recorded as shown; at most
+/// [`GRAPH_WARNINGS_SHOWN`] in all, the last one saying that more were held back.
+fn first_seen(warned: &Mutex<HashSet<String>>, warnings: &[String]) -> Vec<String> {
+    let mut warned = warned.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::new();
+    for warning in warnings {
+        if warned.len() > GRAPH_WARNINGS_SHOWN {
+            break;
+        }
+        if !warned.insert(warning.clone()) {
+            continue;
+        }
+        if warned.len() > GRAPH_WARNINGS_SHOWN {
+            out.push(format!(
+                "import graph: more warnings held back (the first {GRAPH_WARNINGS_SHOWN} are shown)"
+            ));
+        } else {
+            out.push(format!("import graph: {warning}"));
+        }
+    }
+    out
 }
 
 pub struct Librarian {
@@ -102,6 +137,8 @@ pub struct Librarian {
     caller: Arc<Caller>,
     settings: Arc<RunSettings>,
     test_command: String,
+    /// Graph warnings already shown in this run.
+    warned: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Librarian {
@@ -118,6 +155,7 @@ impl Librarian {
             caller,
             settings,
             test_command,
+            warned: Arc::default(),
         }
     }
 }
@@ -137,6 +175,7 @@ impl Handler<GatherContext> for Librarian {
             self.settings.clone(),
         );
         let test_command = self.test_command.clone();
+        let warned = self.warned.clone();
         Box::pin(guarded(Role::Librarian, async move {
             let ws_err = Error::Workspace;
             let target = ws.target().await.map_err(ws_err)?;
@@ -171,6 +210,9 @@ impl Handler<GatherContext> for Librarian {
                     }
                 }
             };
+            for message in first_seen(&warned, &pack.warnings) {
+                caller.events.emit(Event::Warning { message });
+            }
             let summary = pack.summary();
             caller.events.emit(Event::ContextGathered {
                 iteration: msg.iteration,

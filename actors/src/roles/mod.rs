@@ -7,7 +7,9 @@ mod tester;
 
 pub use artisan::Artisan;
 pub use critic::Critic;
-pub use librarian::{language_of, ContextBundle, Librarian, ResultsView, TargetView};
+pub use librarian::{
+    context_budget, language_of, ContextBundle, Librarian, ResultsView, TargetView,
+};
 pub use tester::Tester;
 
 use serde::{Deserialize, Serialize};

@@ -12,7 +12,7 @@ use crate::events::Event;
 use crate::llm::{ChatMessage, MockTokenCounter};
 use crate::messages::{GatherContext, Generate, Proposal, ResetContext, Review, RunTests};
 use crate::reply::Verdict;
-use crate::roles::{Artisan, ContextBundle, Critic, Librarian, Tester};
+use crate::roles::{context_budget, Artisan, ContextBundle, Critic, Librarian, Tester};
 use crate::runner::{CaseStatus, Category, Location, TestCase, TestRun};
 use crate::settings::{ModelSpec, RunSettings};
 use crate::workspace::{
@@ -223,6 +223,7 @@ fn helper_pack(budget: u32) -> ContextPack {
         excluded_count: 3,
         tokens: 120,
         budget,
+        warnings: Vec::new(),
     }
 }
 
@@ -374,6 +375,98 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
         rx.try_recv(),
         Ok(Event::ContextGathered { budget: 8_000, ref included, .. }) if included == &[choice(TARGET_PATH, 0, ContextRelation::Target, "target")]
     ));
+}
+
+#[actix_rt::test]
+async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
+    let mut s = settings();
+    s.librarian_analyze = false;
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    ws.expect_test_file().returning(|| Ok(None));
+    ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_manifest().returning(|| Ok(None));
+    // Every build reports the same long file; the second iteration's build adds 14 more.
+    let builds = std::sync::atomic::AtomicUsize::new(0);
+    ws.expect_related().times(2).returning(move |_, budget| {
+        let n = builds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut warnings = vec!["src/big.py has 12000 lines (over 10000)".to_string()];
+        if n == 1 {
+            warnings.extend((0..14).map(|i| format!("src/f{i}.py: permission denied")));
+        }
+        Ok(ContextPack {
+            budget,
+            warnings,
+            ..ContextPack::default()
+        })
+    });
+    let mut store = MockSessionStore::new();
+    store.expect_last_test_results().returning(|| Ok(None));
+    let (events, mut rx) = EventSink::channel();
+    let caller = Arc::new(Caller::new(
+        Arc::new(silent_llm()),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(
+            100.0,
+            prices(INPUT_PRICE, OUTPUT_PRICE),
+            EventSink::discard(),
+        )),
+        events,
+    ));
+    let librarian = Librarian::new(
+        Arc::new(ws),
+        Arc::new(store),
+        caller,
+        Arc::new(s),
+        "pytest".into(),
+    )
+    .start();
+    let mut warnings = Vec::new();
+    for iteration in 1..=2 {
+        let msg = GatherContext {
+            iteration,
+            cancel: CancellationToken::new(),
+        };
+        timeout(NO_HANG, librarian.send(msg))
+            .await
+            .expect("no hang")
+            .expect("mailbox")
+            .expect("the run goes on");
+        while let Ok(event) = rx.try_recv() {
+            if let Event::Warning { message } = event {
+                warnings.push((iteration, message));
+            }
+        }
+    }
+    assert_eq!(
+        warnings[0],
+        (
+            1,
+            "import graph: src/big.py has 12000 lines (over 10000)".to_string()
+        )
+    );
+    assert!(warnings[1..].iter().all(|(i, _)| *i == 2), "{warnings:?}");
+    assert_eq!(warnings.len(), 11, "{warnings:?}");
+    assert_eq!(warnings[9].1, "import graph: src/f8.py: permission denied");
+    assert!(
+        warnings[10].1.contains("more warnings held back"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn the_context_budget_fits_the_smaller_window_of_the_roles_that_read_it() {
+    let mut s = settings();
+    s.context_share = 0.25;
+    s.context_windows.insert(Role::Artisan, 200_000);
+    s.context_windows.insert(Role::Librarian, 100_000);
+    s.librarian_analyze = false;
+    assert_eq!(context_budget(&s), 50_000);
+    s.librarian_analyze = true;
+    assert_eq!(context_budget(&s), 25_000);
+    s.context_windows.insert(Role::Librarian, 1_000_000);
+    assert_eq!(context_budget(&s), 50_000);
 }
 
 #[actix_rt::test]
