@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use actix::Actor;
 use ralph_actors::budget::Prices;
-use ralph_actors::events::EventSink;
+use ralph_actors::events::{Event, EventSink};
 use ralph_actors::integrity;
 use ralph_actors::llm::{LlmClient, TokenCounter};
 use ralph_actors::messages::{Interrupt, StartRun};
-use ralph_actors::report::Report;
+use ralph_actors::report::{MemoryStatus, Report};
 use ralph_actors::roles::Role;
 use ralph_actors::runner::TestRunner;
 use ralph_actors::settings::RunSettings;
@@ -32,6 +32,7 @@ use crate::runner::plan::{Limits, SandboxKind, TestingOptions};
 use crate::runner::project::ProjectRunner;
 use crate::runner::sandbox;
 use crate::session::SessionDir;
+use crate::vault;
 use crate::workspace::FsWorkspace;
 
 /// Provider settings that come from somewhere other than flags and config: micro-agent's
@@ -71,6 +72,8 @@ struct Plan {
     prices: Prices,
     output: OutputFormat,
     llm: Arc<dyn LlmClient>,
+    /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
+    memory: Option<Config>,
 }
 
 pub fn init_tracing() {
@@ -338,6 +341,7 @@ fn plan(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Plan> {
         settings,
         output,
         llm,
+        memory: config.memory.enabled.then(|| config.clone()),
     })
 }
 
@@ -509,6 +513,37 @@ pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
         .collect()
 }
 
+/// Opens the MemoryVault for a run. A vault that cannot be opened (corrupt, unwritable, an
+/// embedder without its key) is a warning: the run goes on without memory, and the report says
+/// why.
+async fn open_memory(
+    root: &Path,
+    config: Option<&Config>,
+    events: &EventSink,
+    state: &mut SessionState,
+) -> (
+    Option<ralph_actors::supervisor::MemoryDeps>,
+    Option<Arc<vault::LanceStore>>,
+) {
+    let Some(config) = config else {
+        state.memory.status = MemoryStatus::Off;
+        return (None, None);
+    };
+    match vault::open(root, config).await {
+        Ok((deps, store)) => (Some(deps), Some(store)),
+        Err(e) => {
+            let message = format!("{e}; the run goes on without memory");
+            state.memory.status = MemoryStatus::Unavailable;
+            state.memory.reason = Some(e.to_string());
+            events.emit(Event::Warning {
+                message: message.clone(),
+            });
+            state.warnings.push(message);
+            (None, None)
+        }
+    }
+}
+
 fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> {
     // Built lazily: the ledger needs exact counts only near the end of the budget.
     let counter = providers::tokens::TiktokenCounter::new();
@@ -520,6 +555,8 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
         let (events, rx) = EventSink::channel();
         let printer = actix::spawn(printers::print(output, rx));
         let counter: Arc<dyn TokenCounter> = Arc::new(counter);
+        let mut state = state;
+        let (memory, vault_store) = open_memory(&plan.root, plan.memory.as_ref(), &events, &mut state).await;
         let supervisor = Supervisor::new(SupervisorDeps {
             settings,
             workspace: Arc::new(plan.workspace),
@@ -530,6 +567,7 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
             prices: plan.prices,
             events,
             state,
+            memory,
         })
         .start();
         let on_signal = supervisor.clone();
@@ -548,6 +586,12 @@ fn execute(plan: Plan, session: SessionDir, state: SessionState) -> Result<i32> 
             .await
             .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
         let _ = printer.await;
+        if let (Some(store), Some(config)) = (vault_store, plan.memory.as_ref()) {
+            // Best effort: a vault that cannot be pruned now is pruned after the next run.
+            if let Err(e) = vault::housekeep(&store, config.memory.max_patterns).await {
+                eprintln!("ralph-loop: memory vault housekeeping failed: {e}");
+            }
+        }
         Ok::<Report, Error>(report)
     });
     let _ = std::fs::remove_dir_all(&report_dir);

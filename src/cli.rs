@@ -28,6 +28,8 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Print the report of the last session (or of SESSION).
     Status(StatusArgs),
+    /// Inspect and maintain the MemoryVault (`.ralph/memory.db`) of the project here.
+    Vault(VaultArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -108,4 +110,39 @@ pub struct StatusArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VaultArgs {
+    #[command(subcommand)]
+    pub action: VaultAction,
+    /// The config file (default: ./ralph.config.yaml or the nearest one above); it names the
+    /// embedder and `memory.max_patterns`.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of text (stats, search).
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VaultAction {
+    /// Attempts, success rate, signatures, languages, models, size on disk.
+    Stats,
+    /// The recorded attempts whose failure reads most like TEXT.
+    Search {
+        text: String,
+        /// How many to show.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Write every attempt to FILE, one JSON object per line (without vectors).
+    Export { file: PathBuf },
+    /// Add the attempts of FILE (an export) not already in the vault, embedded anew.
+    Import { file: PathBuf },
+    /// Delete the least useful attempts down to `memory.max_patterns` (or --max), then compact.
+    Prune {
+        #[arg(long)]
+        max: Option<usize>,
+    },
 }

@@ -23,6 +23,7 @@ pub mod printers;
 pub mod providers;
 pub mod runner;
 pub mod session;
+pub mod vault;
 pub mod workspace;
 
 pub use error::{Error, Result};

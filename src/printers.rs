@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use ralph_actors::events::{Event, Phase};
-use ralph_actors::report::Report;
+use ralph_actors::report::{MemoryStatus, Report};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::cli::OutputFormat;
@@ -213,6 +213,18 @@ impl Human {
                 }
             )?,
             Event::Warning { message } => writeln!(out, "warning: {message}")?,
+            Event::MemoryRecalled {
+                attempts,
+                worked,
+                best_similarity,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   memory: {attempts} earlier attempt{} at a similar failure ({worked} worked; best similarity {best_similarity:.2})",
+                self.prefix(),
+                if *attempts == 1 { "" } else { "s" }
+            )?,
+            Event::MemoryRecorded { .. } => {}
             Event::SessionFinished { report } => {
                 let mark = if report.exit_code == 0 { "✔" } else { "✘" };
                 writeln!(out, "{mark} {}: {}", report.status, report.reason)?;
@@ -250,6 +262,27 @@ impl Human {
                         uses.join(", "),
                         report.context_resets
                     )?;
+                }
+                let m = &report.memory;
+                match m.status {
+                    MemoryStatus::On | MemoryStatus::Failed => writeln!(
+                        out,
+                        "  memory: {} recalled in {} iteration{}, {} recorded{}",
+                        m.recalled,
+                        m.recalls,
+                        if m.recalls == 1 { "" } else { "s" },
+                        m.recorded,
+                        m.reason
+                            .as_ref()
+                            .map(|r| format!(" (stopped: {r})"))
+                            .unwrap_or_default()
+                    )?,
+                    MemoryStatus::Unavailable => writeln!(
+                        out,
+                        "  memory: unavailable ({})",
+                        m.reason.as_deref().unwrap_or("unknown")
+                    )?,
+                    MemoryStatus::Off => {}
                 }
                 writeln!(
                     out,

@@ -104,6 +104,19 @@ pub enum Event {
     Warning {
         message: String,
     },
+    /// The MemoryVault found attempts at similar failures for this iteration's Artisan.
+    MemoryRecalled {
+        iteration: u32,
+        attempts: u32,
+        /// How many of them worked.
+        worked: u32,
+        best_similarity: f32,
+    },
+    /// This iteration's attempt was recorded in the vault.
+    MemoryRecorded {
+        iteration: u32,
+        success: bool,
+    },
     SessionFinished {
         report: Box<Report>,
     },

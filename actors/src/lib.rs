@@ -23,6 +23,7 @@ pub mod events;
 pub mod flaky;
 pub mod integrity;
 pub mod llm;
+pub mod memory;
 pub mod messages;
 pub mod prompt;
 pub mod reply;
@@ -31,6 +32,7 @@ pub mod roles;
 pub mod runner;
 pub mod settings;
 pub mod supervisor;
+pub mod vault;
 pub mod workspace;
 
 pub use error::{Error, Result};

@@ -139,6 +139,42 @@ pub struct Report {
     /// whose model's window is unknown are absent.
     #[serde(default)]
     pub context_use: BTreeMap<String, f64>,
+    /// What the MemoryVault did in this run.
+    #[serde(default)]
+    pub memory: MemoryReport,
     pub started_at: String,
     pub finished_at: String,
+}
+
+/// Whether the MemoryVault took part in a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryStatus {
+    /// Recalled and recorded throughout.
+    On,
+    /// `memory.enabled: false`.
+    #[default]
+    Off,
+    /// Could not be opened (missing directory, corrupt, locked): the run went on without it.
+    Unavailable,
+    /// Stopped working during the run; what came before it counted.
+    Failed,
+}
+
+/// The MemoryVault's part in a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    pub status: MemoryStatus,
+    /// Why memory is unavailable or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The embedding model the vault's vectors come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// Iterations whose Artisan was shown recalled attempts.
+    pub recalls: u32,
+    /// Attempts shown, over all iterations.
+    pub recalled: u32,
+    /// Attempts recorded.
+    pub recorded: u32,
 }

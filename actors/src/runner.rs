@@ -66,6 +66,19 @@ impl Category {
             Category::Performance => "PERFORMANCE",
         }
     }
+
+    /// The category an [`as_str`](Category::as_str) name stands for.
+    pub fn parse(name: &str) -> Option<Category> {
+        [
+            Category::Syntax,
+            Category::Logic,
+            Category::Environment,
+            Category::Flaky,
+            Category::Performance,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == name)
+    }
 }
 
 impl std::fmt::Display for Category {

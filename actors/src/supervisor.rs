@@ -26,15 +26,18 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventSink, Phase};
 use crate::integrity;
 use crate::llm::{LlmClient, TokenCounter};
+use crate::memory::{self, Embedder, Failure, FixAttempt, VectorStore};
 use crate::messages::{
     GatherContext, Generate, Interrupt, ResetContext, Review, RunTests, StartRun,
 };
-use crate::report::{Report, Status, TestsSnapshot, Timings};
+use crate::report::{MemoryReport, MemoryStatus, Report, Status, TestsSnapshot, Timings};
 use crate::roles::{
-    panic_message, Artisan, Caller, Critic, FallbackRecord, Librarian, Role, Tester,
+    panic_message, Artisan, Caller, ContextBundle, Critic, FallbackRecord, Librarian, MemoryView,
+    Role, Tester,
 };
 use crate::runner::{Category, TestRun, TestRunner};
 use crate::settings::RunSettings;
+use crate::vault::{MemoryVault, Recall, Remember, VaultSettings};
 use crate::workspace::{IterationRecord, SessionStore, Workspace};
 
 /// What a session has done so far; `state.json` in the session folder.
@@ -64,6 +67,9 @@ pub struct SessionState {
     /// The largest share of its model's context window each role's prompt has used.
     #[serde(default)]
     pub context_use: BTreeMap<Role, f64>,
+    /// The MemoryVault's status and counts so far.
+    #[serde(default)]
+    pub memory: MemoryReport,
     pub started_at: String,
 }
 
@@ -87,6 +93,7 @@ impl SessionState {
             warnings: Vec::new(),
             fallbacks: Vec::new(),
             context_use: BTreeMap::new(),
+            memory: MemoryReport::default(),
             started_at: now(),
         }
     }
@@ -102,8 +109,22 @@ pub struct SupervisorDeps {
     pub counter: Arc<dyn TokenCounter>,
     pub prices: Prices,
     pub events: EventSink,
-    /// A new session's state, or the state of the session being resumed.
+    /// A new session's state, or the state of the session being resumed. Without `memory`,
+    /// `state.memory` says why (off, or unavailable with the reason).
     pub state: SessionState,
+    /// The MemoryVault's parts, when memory is on and the vault opened.
+    pub memory: Option<MemoryDeps>,
+}
+
+/// What the MemoryVault actor is built from.
+pub struct MemoryDeps {
+    pub embedder: Arc<dyn Embedder>,
+    pub store: Arc<dyn VectorStore>,
+    /// The shared store, when `memory.global_sharing` is on.
+    pub shared: Option<Arc<dyn VectorStore>>,
+    pub settings: VaultSettings,
+    /// Recorded with each attempt (a hash of the project root).
+    pub project_id: String,
 }
 
 pub struct Supervisor {
@@ -178,6 +199,9 @@ struct Run {
     done: CancellationToken,
     test_ms: AtomicU64,
     stuck_on: Option<String>,
+    /// `None` when memory is off, unavailable, or stopped working during the run.
+    vault: Option<Addr<MemoryVault>>,
+    project_id: String,
 }
 
 impl Run {
@@ -205,6 +229,17 @@ impl Run {
         let artisan = Artisan::new(caller.clone(), d.settings.clone()).start();
         let critic = Critic::new(caller.clone(), d.settings.clone()).start();
         let tester = Tester::new(d.runner, d.settings.flaky_retries).start();
+        let mut state = d.state;
+        let (vault, project_id) = match d.memory {
+            Some(m) => {
+                state.memory.status = MemoryStatus::On;
+                state.memory.reason = None;
+                state.memory.embedder = Some(m.embedder.id());
+                let vault = MemoryVault::new(m.embedder, m.store, m.shared, m.settings).start();
+                (Some(vault), m.project_id)
+            }
+            None => (None, String::new()),
+        };
 
         let steps = CancellationToken::new();
         let time_up = CancellationToken::new();
@@ -219,7 +254,7 @@ impl Run {
             });
         }
         if let Some(limit) = d.settings.max_duration {
-            let left = limit.saturating_sub(Duration::from_millis(d.state.elapsed_ms));
+            let left = limit.saturating_sub(Duration::from_millis(state.elapsed_ms));
             let (steps, time_up, done) = (steps.clone(), time_up.clone(), done.clone());
             actix::spawn(async move {
                 tokio::select! {
@@ -241,7 +276,7 @@ impl Run {
             artisan,
             critic,
             tester,
-            state: d.state,
+            state,
             started: Instant::now(),
             user_cancel,
             steps,
@@ -249,6 +284,8 @@ impl Run {
             done,
             test_ms: AtomicU64::new(0),
             stuck_on: None,
+            vault,
+            project_id,
         }
     }
 
@@ -331,7 +368,7 @@ impl Run {
             iteration: n,
             max_iterations: s.max_iterations,
         });
-        if n > 1 && (n - 1) % s.context_reset_frequency == 0 {
+        if n > 1 && (n - 1).is_multiple_of(s.context_reset_frequency) {
             self.artisan.do_send(ResetContext);
             self.critic.do_send(ResetContext);
             self.state.context_resets += 1;
@@ -344,8 +381,8 @@ impl Run {
 
         self.phase(n, Phase::Context);
         let cancel = self.steps.clone();
-        let context = Arc::new(
-            self.ask(
+        let mut bundle = self
+            .ask(
                 Role::Librarian,
                 &self.librarian,
                 GatherContext {
@@ -353,8 +390,11 @@ impl Run {
                     cancel: cancel.clone(),
                 },
             )
-            .await?,
-        );
+            .await?;
+        let fixing = self.recall(n, &mut bundle).await;
+        let context = Arc::new(bundle);
+        let tokens_before = self.caller.ledger.snapshot().tokens;
+        let mut reply;
 
         let mut critique = None;
         let mut rejections = 0;
@@ -376,6 +416,7 @@ impl Run {
                     },
                 )
                 .await?;
+            reply = proposal.reply;
             let Some(code) = proposal.code else {
                 if rejections + retries >= s.critic_max_rejections {
                     break None;
@@ -454,6 +495,7 @@ impl Run {
         };
         self.state.critic_rejections += rejections;
 
+        let written = code.clone();
         match code {
             Some(code) => self
                 .workspace
@@ -509,6 +551,27 @@ impl Run {
             .append_iteration(&record)
             .await
             .map_err(|e| self.fail(Error::Workspace(e)))?;
+        if let (Some(failure), Some(code)) = (fixing, written) {
+            let used = self.caller.ledger.snapshot().tokens;
+            let tokens = (used.input_tokens + used.output_tokens)
+                .saturating_sub(tokens_before.input_tokens + tokens_before.output_tokens);
+            let attempt = FixAttempt {
+                id: uuid::Uuid::new_v4().to_string(),
+                project_id: self.project_id.clone(),
+                signature: failure.signature,
+                category: failure.category,
+                test_ids: failure.test_ids,
+                hypothesis: memory::hypothesis(&reply),
+                diff: memory::diff(&context.target.path, &context.target.content, &code),
+                success: passed,
+                timestamp_ms: chrono::Utc::now().timestamp_millis(),
+                tokens,
+                cost_usd: record.cost_usd,
+                model: s.model(Role::Artisan).model.clone(),
+                language: context.target.language.clone(),
+            };
+            self.remember(n, attempt).await;
+        }
         self.checkpoint().await?;
         if passed {
             let plural = if n == 1 { "" } else { "s" };
@@ -639,6 +702,90 @@ impl Run {
         }
     }
 
+    /// When the last run failed, asks the vault for attempts at similar failures and puts them
+    /// in the bundle. Returns the failure this iteration tries to fix, to record the attempt by.
+    async fn recall(&mut self, n: u32, bundle: &mut ContextBundle) -> Option<Failure> {
+        let vault = self.vault.clone()?;
+        let last = match self.store.last_test_results().await {
+            Ok(Some(run)) => run,
+            Ok(None) => return None,
+            Err(e) => {
+                self.warn(format!(
+                    "iteration {n}: no recall, the last test results are unreadable: {e}"
+                ));
+                return None;
+            }
+        };
+        let failure = memory::failure(&last)?;
+        let answer = vault
+            .send(Recall {
+                failure: failure.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r);
+        match answer {
+            Ok(found) => {
+                for warning in found.warnings {
+                    self.warn(format!("iteration {n}: {warning}"));
+                }
+                if !found.fixes.is_empty() {
+                    let m = &mut self.state.memory;
+                    m.recalls += 1;
+                    m.recalled += found.fixes.len() as u32;
+                    self.events.emit(Event::MemoryRecalled {
+                        iteration: n,
+                        attempts: found.fixes.len() as u32,
+                        worked: found.fixes.iter().filter(|f| f.attempt.success).count() as u32,
+                        best_similarity: found
+                            .fixes
+                            .iter()
+                            .map(|f| f.similarity)
+                            .fold(0.0, f32::max),
+                    });
+                }
+                bundle.memory = found.fixes.iter().map(MemoryView::from).collect();
+            }
+            Err(e) => self.memory_failed(n, e),
+        }
+        Some(failure)
+    }
+
+    /// Records an attempt; a vault that fails is left out for the rest of the run.
+    async fn remember(&mut self, n: u32, attempt: FixAttempt) {
+        let Some(vault) = self.vault.clone() else {
+            return;
+        };
+        let success = attempt.success;
+        let answer = vault
+            .send(Remember { attempt })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r);
+        match answer {
+            Ok(warnings) => {
+                self.state.memory.recorded += 1;
+                self.events.emit(Event::MemoryRecorded {
+                    iteration: n,
+                    success,
+                });
+                for warning in warnings {
+                    self.warn(format!("iteration {n}: {warning}"));
+                }
+            }
+            Err(e) => self.memory_failed(n, e),
+        }
+    }
+
+    fn memory_failed(&mut self, n: u32, error: String) {
+        self.vault = None;
+        self.state.memory.status = MemoryStatus::Failed;
+        self.state.memory.reason = Some(error.clone());
+        self.warn(format!(
+            "iteration {n}: the memory vault stopped working ({error}); the run goes on without memory"
+        ));
+    }
+
     fn cancelled(&self) -> Stop {
         if self.user_cancel.is_cancelled() {
             Stop(Status::Interrupted, "interrupted by the user".into())
@@ -722,6 +869,7 @@ impl Run {
                 .iter()
                 .map(|(r, u)| (r.to_string(), *u))
                 .collect(),
+            memory: st.memory.clone(),
             started_at: st.started_at.clone(),
             finished_at: now(),
         };
@@ -772,6 +920,7 @@ fn error_report(reason: &str) -> Report {
         warnings: Vec::new(),
         fallbacks: Vec::new(),
         context_use: BTreeMap::new(),
+        memory: MemoryReport::default(),
         started_at: now(),
         finished_at: now(),
     }

@@ -18,9 +18,9 @@ use ralph_actors::settings::{ModelSpec, RunSettings};
 
 pub use error::ConfigError;
 pub use schema::{
-    default_max_tokens, Budgets, CircuitBreaker, Config, CriticConfig, LibrarianConfig, Linting,
-    Memory, ModelEntry, Models, Output, Prompts, ProviderConfig, SandboxConfig, SandboxType,
-    SuccessCriteria, Testing,
+    default_max_tokens, Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig,
+    EmbedderKind, LibrarianConfig, Linting, Memory, ModelEntry, Models, Output, Prompts,
+    ProviderConfig, SandboxConfig, SandboxType, SuccessCriteria, Testing,
 };
 
 /// The file name looked for in the current directory and its parents.
@@ -103,6 +103,14 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
                 "api_version applies to azure only".into(),
             ));
         }
+    }
+    if config.memory.global_sharing && config.memory.global_uri.is_none() {
+        return Err(ConfigError::at_key(
+            file,
+            source,
+            "memory.global_sharing",
+            "global_sharing needs memory.global_uri, the shared directory".into(),
+        ));
     }
     Ok(config)
 }

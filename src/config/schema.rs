@@ -295,12 +295,86 @@ impl Default for Budgets {
 pub struct Memory {
     #[serde(deserialize_with = "at_least_one")]
     pub context_reset_frequency: u32,
+    /// The MemoryVault (`.ralph/memory.db`): recall earlier fix attempts and record new ones.
+    pub enabled: bool,
+    /// Cosine similarity a recorded failure needs to be recalled.
+    #[serde(deserialize_with = "similarity")]
+    pub similarity_threshold: f32,
+    /// Attempts shown to the Artisan at most.
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_recall: usize,
+    /// Attempts kept in the vault; the least useful are pruned after a run.
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_patterns: usize,
+    pub embedder: EmbedderConfig,
+    /// Export anonymised successful fixes to `global_uri` and recall others' from it.
+    pub global_sharing: bool,
+    /// A directory shared between projects (or machines, on a shared file system).
+    #[serde(deserialize_with = "opt_directory")]
+    pub global_uri: Option<String>,
 }
 
 impl Default for Memory {
     fn default() -> Self {
         Self {
             context_reset_frequency: 1,
+            enabled: true,
+            similarity_threshold: 0.85,
+            max_recall: 5,
+            max_patterns: 1000,
+            embedder: EmbedderConfig::default(),
+            global_sharing: false,
+            global_uri: None,
+        }
+    }
+}
+
+/// Which model turns failure signatures into vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// Hashed character n-grams: offline, no download, stable across versions.
+    #[default]
+    Hashed,
+    /// `/v1/embeddings` of OpenAI or any OpenAI-compatible server.
+    Openai,
+    /// Ollama's `/api/embed`.
+    Ollama,
+    /// Gemini's `embedContent` (batched).
+    Gemini,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    pub provider: EmbedderKind,
+    /// The embedding model (`text-embedding-3-small`, `nomic-embed-text`, `gemini-embedding-001`);
+    /// each provider has a default.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub model: Option<String>,
+    /// `None`: `providers.<provider>.base_url`, else the provider's public endpoint.
+    #[serde(deserialize_with = "opt_url")]
+    pub base_url: Option<String>,
+    /// `None`: `providers.<provider>.api_key_env`, else the provider's standard variable.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub api_key_env: Option<String>,
+    /// The vector length: the hashed embedder's buckets (256), or the dimension a provider
+    /// model is asked for; needed for a provider model ralph-loop does not know.
+    #[serde(deserialize_with = "opt_at_least_one_usize")]
+    pub dims: Option<usize>,
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_seconds: u64,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        Self {
+            provider: EmbedderKind::Hashed,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            dims: None,
+            timeout_seconds: 30,
         }
     }
 }
@@ -642,6 +716,44 @@ fn opt_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
 
 fn opt_at_least_one_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+fn opt_at_least_one_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    d.deserialize_option(Optional(AtLeastOne(PhantomData)))
+}
+
+fn similarity<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
+    d.deserialize_f64(Number {
+        expecting: "a cosine similarity above 0 and at most 1",
+        check: |v| {
+            if v > 0.0 && v <= 1.0 {
+                Ok(v)
+            } else {
+                Err(format!("must be above 0 and at most 1, got {v}"))
+            }
+        },
+    })
+    .map(|v| v as f32)
+}
+
+/// The shared store is a directory in this build: LanceDB's object-store back-ends (s3, gs, az)
+/// are optional features left out to keep the build within CI's time.
+fn opt_directory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let dir = Text {
+        expecting: "a directory path",
+        check: |u| {
+            if u.trim().is_empty() {
+                Err("must not be empty".to_string())
+            } else if let Some((scheme, _)) = u.split_once("://").filter(|(s, _)| *s != "file") {
+                Err(format!(
+                    "`{scheme}://` stores are not supported by this build; use a directory (a shared or synced file system works)"
+                ))
+            } else {
+                Ok(u.strip_prefix("file://").unwrap_or(u).to_string())
+            }
+        },
+    };
+    d.deserialize_option(Optional(dir))
 }
 
 /// Above 0.40 the prompt alone would leave the "smart zone" every agent is kept in.

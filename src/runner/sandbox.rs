@@ -238,7 +238,7 @@ impl GroupSampler {
 
     /// The resident bytes of the group now; `None` when `/proc` cannot be read.
     fn sample(&mut self) -> Option<u64> {
-        let full = self.samples % FULL_SCAN_EVERY == 0 || !children_files();
+        let full = self.samples.is_multiple_of(FULL_SCAN_EVERY) || !children_files();
         self.samples = self.samples.wrapping_add(1);
         let mut queue = std::mem::take(&mut self.members);
         if full {
@@ -775,7 +775,7 @@ mod tests {
         let tree = sampler.sample().unwrap_or(0);
         // A full scan: both.
         let mut full = tree;
-        while sampler.samples % FULL_SCAN_EVERY != 0 {
+        while !sampler.samples.is_multiple_of(FULL_SCAN_EVERY) {
             full = sampler.sample().unwrap_or(0);
         }
         full = full.max(sampler.sample().unwrap_or(0));

@@ -5,6 +5,7 @@ mod context;
 mod criteria;
 mod lifecycle;
 mod loop_runs;
+mod memory;
 mod micro_agent;
 mod providers;
 mod runners;

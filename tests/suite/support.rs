@@ -40,6 +40,21 @@ pub enum Answer {
         text: String,
         delay: Duration,
     },
+    /// `then` when the request's prompt contains `needle`, else `otherwise`: a model that
+    /// answers from what it is shown.
+    IfPrompt {
+        needle: String,
+        then: Box<Answer>,
+        otherwise: Box<Answer>,
+    },
+}
+
+pub fn if_prompt(needle: &str, then: Answer, otherwise: Answer) -> Answer {
+    Answer::IfPrompt {
+        needle: needle.into(),
+        then: Box::new(then),
+        otherwise: Box::new(otherwise),
+    }
 }
 
 pub fn text(t: impl Into<String>) -> Answer {
@@ -180,6 +195,20 @@ impl Respond for Responder {
                 .and_then(|q| q.pop_front());
             next.or_else(|| script.fallback.get(&asked.role).cloned())
         };
+        let mut answer = answer;
+        while let Some(Answer::IfPrompt {
+            needle,
+            then,
+            otherwise,
+        }) = answer
+        {
+            let prompt = String::from_utf8_lossy(&request.body).replace("\\n", "\n");
+            answer = Some(if prompt.contains(&needle) {
+                *then
+            } else {
+                *otherwise
+            });
+        }
         // Usage as a real server reports it: the prompt's size (about 4 characters a token) and
         // a reply capped by the request's own limit.
         let prompt = (asked.prompt_chars / 4) as u64;
@@ -207,6 +236,7 @@ impl Respond for Responder {
             Some(Answer::Slow { text, delay }) => {
                 reply(self.0, &asked, &text, prompt, 200).set_delay(delay)
             }
+            Some(Answer::IfPrompt { .. }) => unreachable!("resolved above"),
         }
     }
 }

@@ -84,6 +84,9 @@ pub struct ContextBundle {
     /// What was included and why, for the event and `iterations.log`.
     #[serde(default)]
     pub context: ContextSummary,
+    /// Attempts at similar failures the MemoryVault recalled (filled by the Supervisor).
+    #[serde(default)]
+    pub memory: Vec<crate::memory::MemoryView>,
 }
 
 /// Tokens the project's files may take in a prompt: the configured share of the Artisan's
@@ -247,6 +250,7 @@ impl Handler<GatherContext> for Librarian {
                 excluded: pack.excluded,
                 unlisted,
                 context: summary,
+                memory: Vec::new(),
             };
             let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
             if settings.librarian_analyze && failed {

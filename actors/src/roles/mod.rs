@@ -5,6 +5,7 @@ mod critic;
 mod librarian;
 mod tester;
 
+pub use crate::memory::MemoryView;
 pub use artisan::Artisan;
 pub use critic::Critic;
 pub use librarian::{

@@ -11,11 +11,63 @@ use tokio::time::timeout;
 use super::*;
 use crate::budget::Prices;
 use crate::llm::{ByteBoundCounter, LlmClient};
+use crate::memory::{Embedder, FixAttempt, MockVectorStore, Scored, VectorStore};
 use crate::messages::{Interrupt, StartRun};
+use crate::report::MemoryStatus;
 use crate::report::{Report, Status};
 use crate::runner::TestRunner;
 use crate::settings::RunSettings;
-use crate::supervisor::{SessionState, Supervisor, SupervisorDeps};
+use crate::supervisor::{MemoryDeps, SessionState, Supervisor, SupervisorDeps};
+use crate::vault::VaultSettings;
+
+/// Every text is the same vector: every stored attempt is recalled at similarity 1.
+struct UnitEmbedder;
+
+#[async_trait::async_trait]
+impl Embedder for UnitEmbedder {
+    fn id(&self) -> String {
+        "unit/1".into()
+    }
+    fn dims(&self) -> usize {
+        1
+    }
+    async fn embed(&self, texts: Vec<String>) -> std::result::Result<Vec<Vec<f32>>, String> {
+        Ok(texts.iter().map(|_| vec![1.0]).collect())
+    }
+}
+
+/// A vault in memory: keeps what is inserted and finds all of it.
+#[derive(Default)]
+struct MemVault(Mutex<Vec<FixAttempt>>);
+
+#[async_trait::async_trait]
+impl VectorStore for MemVault {
+    async fn insert(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> std::result::Result<(), String> {
+        self.0
+            .lock()
+            .unwrap()
+            .extend(rows.into_iter().map(|(a, _)| a));
+        Ok(())
+    }
+    async fn nearest(
+        &self,
+        _: Vec<f32>,
+        limit: usize,
+        _: f32,
+    ) -> std::result::Result<Vec<Scored>, String> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .take(limit)
+            .map(|a| Scored {
+                attempt: a.clone(),
+                similarity: 1.0,
+            })
+            .collect())
+    }
+}
 
 /// What a run is made of; `start` hands the parts to a new Supervisor.
 struct Session {
@@ -25,6 +77,8 @@ struct Session {
     prices: Prices,
     store: Arc<MemStore>,
     file: Arc<Mutex<String>>,
+    /// The MemoryVault's store; `None` runs without memory.
+    vault: Option<Arc<dyn VectorStore>>,
 }
 
 impl Session {
@@ -40,6 +94,7 @@ impl Session {
             prices: prices(INPUT_PRICE, OUTPUT_PRICE),
             store: Arc::default(),
             file: Arc::new(Mutex::new(TARGET.to_string())),
+            vault: None,
         }
     }
 
@@ -60,6 +115,13 @@ impl Session {
             prices: self.prices.clone(),
             events: EventSink::discard(),
             state,
+            memory: self.vault.clone().map(|store| MemoryDeps {
+                embedder: Arc::new(UnitEmbedder),
+                store,
+                shared: None,
+                settings: VaultSettings::default(),
+                project_id: "project".into(),
+            }),
         })
         .start()
     }
@@ -731,4 +793,110 @@ async fn a_prompt_past_40_percent_of_the_window_drops_the_history() {
         "{:?}",
         report.warnings
     );
+}
+
+#[actix_rt::test]
+async fn the_vault_shows_past_fixes_to_the_artisan_and_records_every_attempt() {
+    let log = Log::default();
+    let vault = Arc::new(MemVault::default());
+    vault.0.lock().unwrap().push(FixAttempt {
+        id: "earlier".into(),
+        project_id: "project".into(),
+        signature: "LOGIC test_even: AssertionError: 3 != 2.5".into(),
+        category: Some(Category::Logic),
+        test_ids: vec![FAILING_ID.into()],
+        hypothesis: "Average the two middle values of the sorted list.".into(),
+        diff: "+    s = sorted(xs)\n".into(),
+        success: true,
+        timestamp_ms: 1_700_000_000_000,
+        tokens: 10,
+        cost_usd: 0.001,
+        model: MODEL.into(),
+        language: "python".into(),
+    });
+    let runs = vec![
+        failing("AssertionError: 3 != 2.5"),
+        failing("AssertionError: 2 != 2.5"),
+        passing(),
+    ];
+    let mut session = Session::new(settings(), team(&log), runner(runs));
+    session.vault = Some(vault.clone());
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.memory.status, MemoryStatus::On);
+    assert_eq!(report.memory.embedder.as_deref(), Some("unit/1"));
+    assert_eq!(report.memory.recorded, 2);
+    // Iteration 1 recalls the earlier fix; iteration 2 also iteration 1's attempt.
+    assert_eq!((report.memory.recalls, report.memory.recalled), (2, 3));
+
+    let artisan = requests(&log, Role::Artisan);
+    let first = user_prompt(&artisan[0]);
+    assert!(
+        first.contains(
+            "## WORKED (similarity 1.00; 1 of 1 attempt at this failure worked; 2023-11-14)"
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains("What was tried: Average the two middle values"),
+        "{first}"
+    );
+    assert!(first.contains("+    s = sorted(xs)"), "{first}");
+
+    let stored = vault.0.lock().unwrap().clone();
+    assert_eq!(stored.len(), 3);
+    let (one, two) = (&stored[1], &stored[2]);
+    assert!(!one.success && two.success);
+    assert!(one.signature.contains("3 != 2.5"), "{}", one.signature);
+    assert!(two.signature.contains("2 != 2.5"), "{}", two.signature);
+    assert_eq!(one.test_ids, [FAILING_ID]);
+    assert_eq!(one.project_id, "project");
+    assert_eq!(one.model, MODEL);
+    assert_eq!(one.language, "python");
+    assert!(
+        one.diff
+            .starts_with("--- a/src/stats.py\n+++ b/src/stats.py\n"),
+        "{}",
+        one.diff
+    );
+    assert!(one.diff.contains("+    s = sorted(xs)"), "{}", one.diff);
+    assert!(!one.hypothesis.contains("```"), "{}", one.hypothesis);
+    assert!(one.tokens > 0 && one.cost_usd > 0.0);
+}
+
+#[actix_rt::test]
+async fn a_vault_that_fails_mid_run_is_dropped_and_the_run_goes_on() {
+    let log = Log::default();
+    let mut store = MockVectorStore::new();
+    store
+        .expect_nearest()
+        .times(1)
+        .returning(|_, _, _| Err("disk I/O error".into()));
+    store.expect_insert().never();
+    let runs = vec![failing("AssertionError: 3 != 2.5"), passing()];
+    let mut session = Session::new(settings(), team(&log), runner(runs));
+    session.vault = Some(Arc::new(store));
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.memory.status, MemoryStatus::Failed);
+    assert_eq!(report.memory.reason.as_deref(), Some("disk I/O error"));
+    assert_eq!(report.memory.recorded, 0);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("the memory vault stopped working (disk I/O error)")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+#[actix_rt::test]
+async fn without_memory_the_report_says_off() {
+    let log = Log::default();
+    let runs = vec![failing("AssertionError: 3 != 2.5"), passing()];
+    let session = Session::new(settings(), team(&log), runner(runs));
+    let report = session.run().await;
+    assert_eq!(report.memory.status, MemoryStatus::Off);
+    assert!(!user_prompt(&requests(&log, Role::Artisan)[0]).contains("Fixes tried before"));
 }

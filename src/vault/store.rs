@@ -1,0 +1,601 @@
+//! [`LanceStore`]: fix attempts and their vectors in one LanceDB table.
+//!
+//! One table per embedding model (`attempts_<model id>`), so vectors of different models or
+//! dimensions never meet in a search. Every write is an append; LanceDB commits it optimistically
+//! and, when another process committed first, a compatible append is rebased by LanceDB itself
+//! and anything it still reports as a conflict is retried here with jittered backoff. A table
+//! created by two processes at once is opened by whichever lost the race.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int64Array,
+    ListArray, ListBuilder, RecordBatch, StringArray, StringBuilder, UInt64Array,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use backon::{ExponentialBuilder, Retryable};
+use futures::TryStreamExt;
+use lancedb::database::CreateTableMode;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::table::OptimizeAction;
+use lancedb::{DistanceType, Table};
+use ralph_actors::memory::{FixAttempt, Scored, VectorStore};
+use ralph_actors::runner::Category;
+
+use super::{Result, VaultError};
+
+/// How stale a read may be: another process's attempt is seen within this time. Recall is a
+/// hint, and checking for new versions on every read would cost each query a directory listing.
+const READ_CONSISTENCY: Duration = Duration::from_secs(2);
+
+/// Commit retries on a conflict with another writer, on top of LanceDB's own rebasing.
+const COMMIT_RETRIES: usize = 12;
+
+/// Rows are deleted this many ids per statement, keeping each predicate a manageable size.
+const DELETE_CHUNK: usize = 500;
+
+/// Where the vault's rows live, and which model made their vectors.
+pub struct LanceStore {
+    table: Table,
+    schema: SchemaRef,
+    dims: usize,
+    uri: String,
+    name: String,
+}
+
+/// The table of vectors made by the embedder `embedder_id`: `attempts_` and the id with every
+/// character LanceDB does not allow in a name replaced.
+pub fn table_name(prefix: &str, embedder_id: &str) -> String {
+    let slug: String = embedder_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{prefix}_{slug}")
+}
+
+fn schema(dims: usize) -> Result<SchemaRef> {
+    let dims = i32::try_from(dims).map_err(|_| VaultError::Schema(format!("{dims} dimensions")))?;
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Ok(Arc::new(Schema::new(vec![
+        text("id"),
+        text("project_id"),
+        text("signature"),
+        Field::new("category", DataType::Utf8, true),
+        Field::new(
+            "test_ids",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
+        text("hypothesis"),
+        text("diff"),
+        Field::new("success", DataType::Boolean, false),
+        Field::new("timestamp_ms", DataType::Int64, false),
+        Field::new("tokens", DataType::UInt64, false),
+        Field::new("cost_usd", DataType::Float64, false),
+        text("model"),
+        text("language"),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dims),
+            false,
+        ),
+    ])))
+}
+
+/// Whether an error is another writer winning a commit: worth another try.
+fn is_conflict(e: &lancedb::Error) -> bool {
+    let text = e.to_string().to_lowercase();
+    [
+        "conflict",
+        "concurrent",
+        "retry",
+        "already exists",
+        "version",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
+fn backoff() -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(5))
+        .with_max_delay(Duration::from_millis(500))
+        .with_max_times(COMMIT_RETRIES)
+        .with_jitter()
+}
+
+impl LanceStore {
+    /// Opens (creating when absent) the table `<prefix>_<embedder>` of the database at `uri`.
+    pub async fn open(uri: &str, prefix: &str, embedder_id: &str, dims: usize) -> Result<Self> {
+        let schema = schema(dims)?;
+        let name = table_name(prefix, embedder_id);
+        let open = || async {
+            let db = lancedb::connect(uri)
+                .read_consistency_interval(READ_CONSISTENCY)
+                .execute()
+                .await?;
+            db.create_empty_table(&name, schema.clone())
+                .mode(CreateTableMode::exist_ok(|r| r))
+                .execute()
+                .await
+        };
+        let table = open
+            .retry(backoff())
+            .when(is_conflict)
+            .await
+            .map_err(|source| VaultError::Open {
+                uri: uri.to_string(),
+                source,
+            })?;
+        let found = table.schema().await.map_err(VaultError::Lance)?;
+        if found.fields() != schema.fields() {
+            return Err(VaultError::Schema(format!(
+                "table {name} in {uri} has another layout; it was written by another version"
+            )));
+        }
+        Ok(LanceStore {
+            table,
+            schema,
+            dims,
+            uri: uri.to_string(),
+            name,
+        })
+    }
+
+    /// The database's location and the table's name.
+    pub fn location(&self) -> (&str, &str) {
+        (&self.uri, &self.name)
+    }
+
+    /// How many attempts the table holds.
+    pub async fn count(&self) -> Result<usize> {
+        Ok(self.table.count_rows(None).await?)
+    }
+
+    /// Every attempt, in no particular order (for `vault export`, `vault stats`, pruning).
+    pub async fn all(&self) -> Result<Vec<FixAttempt>> {
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .select(Select::columns(&self.columns_without_vector()))
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            out.extend(attempts(batch)?);
+        }
+        Ok(out)
+    }
+
+    /// Appends attempts with their vectors, retrying commit conflicts.
+    pub async fn add(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for (_, vector) in &rows {
+            if vector.len() != self.dims {
+                return Err(VaultError::Schema(format!(
+                    "a vector of {} dimensions for a table of {}",
+                    vector.len(),
+                    self.dims
+                )));
+            }
+        }
+        let batch = self.batch(&rows)?;
+        let add = || async { self.table.add(batch.clone()).execute().await };
+        add.retry(backoff()).when(is_conflict).await?;
+        Ok(())
+    }
+
+    /// Up to `limit` attempts with cosine similarity ≥ `min_similarity`, most similar first.
+    /// An exhaustive (flat) search: at the vault's size (thousands of rows) it is faster than
+    /// training an index would ever pay back, and exact.
+    pub async fn search(
+        &self,
+        vector: &[f32],
+        limit: usize,
+        min_similarity: f32,
+    ) -> Result<Vec<Scored>> {
+        if vector.len() != self.dims {
+            return Err(VaultError::Schema(format!(
+                "a query of {} dimensions for a table of {}",
+                vector.len(),
+                self.dims
+            )));
+        }
+        let batches: Vec<RecordBatch> = self
+            .table
+            .query()
+            .nearest_to(vector)?
+            .distance_type(DistanceType::Cosine)
+            // Cosine distance is 1 - similarity.
+            .distance_range(None, Some(1.0 - min_similarity + f32::EPSILON))
+            .select(Select::columns(&self.columns_without_vector()))
+            .limit(limit)
+            .execute()
+            .await?
+            .try_collect()
+            .await?;
+        let mut out = Vec::new();
+        for batch in &batches {
+            let distances = batch
+                .column_by_name("_distance")
+                .and_then(|c| c.as_any().downcast_ref::<Float32Array>())
+                .ok_or_else(|| VaultError::Schema("no _distance column".into()))?
+                .clone();
+            for (i, attempt) in attempts(batch)?.into_iter().enumerate() {
+                let similarity = 1.0 - distances.value(i);
+                if similarity >= min_similarity {
+                    out.push(Scored {
+                        attempt,
+                        similarity,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// Deletes the least useful attempts until at most `max` remain: failed attempts before
+    /// successful ones, older before newer. Returns how many were deleted.
+    pub async fn prune(&self, max: usize) -> Result<usize> {
+        let mut all = self.all().await?;
+        if all.len() <= max {
+            return Ok(0);
+        }
+        // Most useful first; everything past `max` goes.
+        all.sort_by(|a, b| {
+            b.success
+                .cmp(&a.success)
+                .then(b.timestamp_ms.cmp(&a.timestamp_ms))
+                .then(a.id.cmp(&b.id))
+        });
+        let doomed: Vec<String> = all.split_off(max).into_iter().map(|a| a.id).collect();
+        for chunk in doomed.chunks(DELETE_CHUNK) {
+            let list = chunk
+                .iter()
+                .map(|id| format!("'{}'", id.replace('\'', "''")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let predicate = format!("id IN ({list})");
+            let delete = || async { self.table.delete(predicate.as_str()).await };
+            delete.retry(backoff()).when(is_conflict).await?;
+        }
+        Ok(doomed.len())
+    }
+
+    /// Merges small files (each write adds one) and removes versions older than a minute, so
+    /// searches read a few files and the directory does not grow with every run.
+    pub async fn compact(&self) -> Result<CompactStats> {
+        let before = self.table.stats().await?.fragment_stats.num_fragments;
+        let compact = || async {
+            self.table
+                .optimize(OptimizeAction::Compact {
+                    options: Default::default(),
+                    remap_options: None,
+                })
+                .await
+        };
+        compact.retry(backoff()).when(is_conflict).await?;
+        let prune = || async {
+            self.table
+                .optimize(OptimizeAction::Prune {
+                    older_than: Some(chrono::Duration::minutes(1)),
+                    delete_unverified: None,
+                    error_if_tagged_old_versions: None,
+                })
+                .await
+        };
+        prune.retry(backoff()).when(is_conflict).await?;
+        let after = self.table.stats().await?.fragment_stats.num_fragments;
+        Ok(CompactStats {
+            fragments_before: before,
+            fragments_after: after,
+        })
+    }
+
+    /// The number of data files: each write adds one until compaction merges them.
+    pub async fn fragments(&self) -> Result<usize> {
+        Ok(self.table.stats().await?.fragment_stats.num_fragments)
+    }
+
+    /// Bytes of data the table holds on disk.
+    pub async fn bytes(&self) -> Result<usize> {
+        Ok(self.table.stats().await?.total_bytes)
+    }
+
+    fn columns_without_vector(&self) -> Vec<String> {
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .filter(|n| n != "vector")
+            .collect()
+    }
+
+    fn batch(&self, rows: &[(FixAttempt, Vec<f32>)]) -> Result<RecordBatch> {
+        let text = |f: fn(&FixAttempt) -> &str| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|(a, _)| f(a)),
+            ))
+        };
+        let mut tests = ListBuilder::new(StringBuilder::new());
+        for (a, _) in rows {
+            for id in &a.test_ids {
+                tests.values().append_value(id);
+            }
+            tests.append(true);
+        }
+        let dims = i32::try_from(self.dims).map_err(|_| VaultError::Schema("dims".into()))?;
+        let values =
+            Float32Array::from_iter_values(rows.iter().flat_map(|(_, v)| v.iter().copied()));
+        let vectors = FixedSizeListArray::try_new(
+            Arc::new(Field::new("item", DataType::Float32, true)),
+            dims,
+            Arc::new(values),
+            None,
+        )?;
+        let columns: Vec<ArrayRef> = vec![
+            text(|a| &a.id),
+            text(|a| &a.project_id),
+            text(|a| &a.signature),
+            Arc::new(StringArray::from_iter(
+                rows.iter().map(|(a, _)| a.category.map(|c| c.as_str())),
+            )),
+            Arc::new(tests.finish()),
+            text(|a| &a.hypothesis),
+            text(|a| &a.diff),
+            Arc::new(BooleanArray::from_iter(
+                rows.iter().map(|(a, _)| Some(a.success)),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|(a, _)| a.timestamp_ms),
+            )),
+            Arc::new(UInt64Array::from_iter_values(
+                rows.iter().map(|(a, _)| a.tokens),
+            )),
+            Arc::new(Float64Array::from_iter_values(
+                rows.iter().map(|(a, _)| a.cost_usd),
+            )),
+            text(|a| &a.model),
+            text(|a| &a.language),
+            Arc::new(vectors),
+        ];
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+}
+
+/// Numbers of data files before and after a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactStats {
+    pub fragments_before: usize,
+    pub fragments_after: usize,
+}
+
+/// The attempts of a batch read back (every column but the vector).
+fn attempts(batch: &RecordBatch) -> Result<Vec<FixAttempt>> {
+    fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<T>())
+            .ok_or_else(|| VaultError::Schema(format!("column {name} is missing or mistyped")))
+    }
+    let text = |name| column::<StringArray>(batch, name);
+    let (id, project, signature, category) = (
+        text("id")?,
+        text("project_id")?,
+        text("signature")?,
+        text("category")?,
+    );
+    let (hypothesis, diff, model, language) = (
+        text("hypothesis")?,
+        text("diff")?,
+        text("model")?,
+        text("language")?,
+    );
+    let tests = column::<ListArray>(batch, "test_ids")?;
+    let success = column::<BooleanArray>(batch, "success")?;
+    let timestamp = column::<Int64Array>(batch, "timestamp_ms")?;
+    let tokens = column::<UInt64Array>(batch, "tokens")?;
+    let cost = column::<Float64Array>(batch, "cost_usd")?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let ids = tests.value(i);
+        let ids = ids
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| VaultError::Schema("test_ids is not a list of strings".into()))?;
+        out.push(FixAttempt {
+            id: id.value(i).to_string(),
+            project_id: project.value(i).to_string(),
+            signature: signature.value(i).to_string(),
+            category: (!category.is_null(i))
+                .then(|| Category::parse(category.value(i)))
+                .flatten(),
+            test_ids: ids.iter().flatten().map(str::to_string).collect(),
+            hypothesis: hypothesis.value(i).to_string(),
+            diff: diff.value(i).to_string(),
+            success: success.value(i),
+            timestamp_ms: timestamp.value(i),
+            tokens: tokens.value(i),
+            cost_usd: cost.value(i),
+            model: model.value(i).to_string(),
+            language: language.value(i).to_string(),
+        });
+    }
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl VectorStore for LanceStore {
+    async fn insert(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> std::result::Result<(), String> {
+        self.add(rows).await.map_err(|e| e.to_string())
+    }
+
+    async fn nearest(
+        &self,
+        vector: Vec<f32>,
+        limit: usize,
+        min_similarity: f32,
+    ) -> std::result::Result<Vec<Scored>, String> {
+        self.search(&vector, limit, min_similarity)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::vault::embed::HashedNgrams;
+    use ralph_actors::memory::Embedder;
+
+    fn attempt(id: &str, signature: &str, success: bool) -> FixAttempt {
+        FixAttempt {
+            id: id.into(),
+            project_id: "p".into(),
+            signature: signature.into(),
+            category: Some(Category::Logic),
+            test_ids: vec!["t::a".into(), "t::b".into()],
+            hypothesis: "h".into(),
+            diff: "d".into(),
+            success,
+            timestamp_ms: 7,
+            tokens: 3,
+            cost_usd: 0.5,
+            model: "m".into(),
+            language: "python".into(),
+        }
+    }
+
+    async fn store_with(dir: &std::path::Path, rows: &[FixAttempt]) -> (LanceStore, HashedNgrams) {
+        let embedder = HashedNgrams::default();
+        let store = LanceStore::open(
+            &dir.to_string_lossy(),
+            "attempts",
+            &embedder.id(),
+            embedder.dims(),
+        )
+        .await
+        .unwrap();
+        let vectors = embedder
+            .embed(rows.iter().map(|a| a.signature.clone()).collect())
+            .await
+            .unwrap();
+        store
+            .add(rows.iter().cloned().zip(vectors).collect())
+            .await
+            .unwrap();
+        (store, embedder)
+    }
+
+    #[tokio::test]
+    async fn recall_honours_the_threshold_and_round_trips_every_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = [
+            attempt(
+                "same",
+                "LOGIC test_median_even: AssertionError: expected 3 to equal 2.5",
+                true,
+            ),
+            attempt(
+                "near",
+                "LOGIC test_median_odd: AssertionError: expected 3 to equal 2.5",
+                false,
+            ),
+            attempt(
+                "far",
+                "ENVIRONMENT test_import: ModuleNotFoundError: No module named numpy",
+                true,
+            ),
+        ];
+        let (store, embedder) = store_with(dir.path(), &rows).await;
+        let query = embedder
+            .embed(vec![rows[0].signature.clone()])
+            .await
+            .unwrap()
+            .remove(0);
+
+        let found = store.search(&query, 10, 0.85).await.unwrap();
+        let ids: Vec<&str> = found.iter().map(|s| s.attempt.id.as_str()).collect();
+        assert_eq!(ids, ["same", "near"], "{found:?}");
+        assert!((found[0].similarity - 1.0).abs() < 1e-5);
+        assert!(found[1].similarity >= 0.85 && found[1].similarity < 1.0);
+        assert_eq!(found[0].attempt, rows[0], "every field comes back");
+
+        // A stricter threshold leaves the near one out; a limit of 1 keeps the nearest.
+        let strict = store
+            .search(&query, 10, found[1].similarity + 0.001)
+            .await
+            .unwrap();
+        assert_eq!(strict.len(), 1);
+        assert_eq!(store.search(&query, 1, 0.0).await.unwrap().len(), 1);
+        assert_eq!(store.count().await.unwrap(), 3);
+    }
+
+    #[tokio::test]
+    async fn each_embedder_has_its_own_table_and_a_wrong_length_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = store_with(dir.path(), &[attempt("a", "x", true)]).await;
+        let other = HashedNgrams::new(64).unwrap();
+        let small = LanceStore::open(&dir.path().to_string_lossy(), "attempts", &other.id(), 64)
+            .await
+            .unwrap();
+        assert_ne!(store.location().1, small.location().1);
+        assert_eq!(small.count().await.unwrap(), 0);
+        let err = store
+            .add(vec![(attempt("b", "y", true), vec![0.0; 64])])
+            .await;
+        assert!(matches!(err, Err(VaultError::Schema(_))), "{err:?}");
+        assert!(store.search(&[0.0; 64], 5, 0.5).await.is_err());
+        assert_eq!(
+            table_name("attempts", "openai/text-embedding-3-small/1536"),
+            "attempts_openai_text_embedding_3_small_1536"
+        );
+    }
+
+    #[tokio::test]
+    async fn pruning_keeps_the_most_useful_and_compaction_merges_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, embedder) = store_with(dir.path(), &[]).await;
+        for n in 0..8 {
+            let mut a = attempt(&format!("a{n}"), &format!("sig {n}"), n % 3 == 0);
+            a.timestamp_ms = n;
+            let v = embedder
+                .embed(vec![a.signature.clone()])
+                .await
+                .unwrap()
+                .remove(0);
+            store.add(vec![(a, v)]).await.unwrap();
+        }
+        assert!(store.fragments().await.unwrap() >= 8);
+        // Successful a0, a3, a6, then the newest failed: a7.
+        assert_eq!(store.prune(4).await.unwrap(), 4);
+        let mut kept: Vec<String> = store
+            .all()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        kept.sort();
+        assert_eq!(kept, ["a0", "a3", "a6", "a7"]);
+        assert_eq!(store.prune(4).await.unwrap(), 0);
+        let stats = store.compact().await.unwrap();
+        assert!(stats.fragments_after < stats.fragments_before, "{stats:?}");
+        assert_eq!(store.count().await.unwrap(), 4);
+    }
+}
