@@ -551,7 +551,10 @@ pub fn anonymise(attempt: &FixAttempt) -> FixAttempt {
         .flat_map(words)
         .map(|(_, w)| w.to_string())
         .collect();
-    let mut clean = |text: &str| -> String {
+    // The signature is cleaned on its own (`in_code: false`), so that the same failure gives
+    // the same anonymised signature with or without a diff, which is how the shared store is
+    // searched ([`anonymised_signature`]).
+    let mut clean = |text: &str, in_code: bool| -> String {
         let mut text = text.to_string();
         for (re, with) in ANONYMISE.iter() {
             text = re.replace_all(&text, *with).into_owned();
@@ -560,7 +563,10 @@ pub fn anonymise(attempt: &FixAttempt) -> FixAttempt {
         let mut last = 0;
         for (at, word) in words(&text) {
             let placeholder = matches!(word, "STR" | "PATH" | "SECRET" | "NUM");
-            let code_like = code_words.contains(word) || looks_like_identifier(word);
+            // A called name (`median(`) or a member (`.median`) is an identifier wherever it is.
+            let called = text[at + word.len()..].starts_with('(') || text[..at].ends_with('.');
+            let code_like =
+                (in_code && code_words.contains(word)) || called || looks_like_identifier(word);
             if placeholder || KEPT_WORDS.contains(&word) || !code_like {
                 continue;
             }
@@ -579,11 +585,11 @@ pub fn anonymise(attempt: &FixAttempt) -> FixAttempt {
     FixAttempt {
         id: attempt.id.clone(),
         project_id: "shared".into(),
-        signature: clean(&attempt.signature),
+        signature: clean(&attempt.signature, false),
         category: attempt.category,
         test_ids: Vec::new(),
-        hypothesis: clean(&attempt.hypothesis),
-        diff: clean(&attempt.diff),
+        hypothesis: clean(&attempt.hypothesis, true),
+        diff: clean(&attempt.diff, true),
         success: attempt.success,
         timestamp_ms: attempt.timestamp_ms,
         tokens: attempt.tokens,
@@ -591,6 +597,27 @@ pub fn anonymise(attempt: &FixAttempt) -> FixAttempt {
         model: attempt.model.clone(),
         language: attempt.language.clone(),
     }
+}
+
+/// A failure signature as [`anonymise`] would store it, to search the shared store with: the
+/// shared attempts' signatures are anonymised, and a raw query would match them less well.
+pub fn anonymised_signature(signature: &str) -> String {
+    anonymise(&FixAttempt {
+        id: String::new(),
+        project_id: String::new(),
+        signature: signature.to_string(),
+        category: None,
+        test_ids: Vec::new(),
+        hypothesis: String::new(),
+        diff: String::new(),
+        success: false,
+        timestamp_ms: 0,
+        tokens: 0,
+        cost_usd: 0.0,
+        model: String::new(),
+        language: String::new(),
+    })
+    .signature
 }
 
 /// The words of `text` (`[A-Za-z_][A-Za-z0-9_]*`) with their byte offsets.
@@ -818,6 +845,8 @@ mod tests {
             "{}",
             shared.hypothesis
         );
+        // The shared store is searched with the signature anonymised alone: the same text.
+        assert_eq!(anonymised_signature(&a.signature), shared.signature);
     }
 
     #[test]

@@ -12,7 +12,8 @@ use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use futures::FutureExt;
 
 use crate::memory::{
-    anonymise, rank, Embedder, Failure, FixAttempt, Origin, RecalledFix, VectorStore,
+    anonymise, anonymised_signature, rank, Embedder, Failure, FixAttempt, Origin, RecalledFix,
+    VectorStore,
 };
 use crate::roles::panic_message;
 
@@ -108,21 +109,22 @@ impl Handler<Recall> for MemoryVault {
         );
         let settings = self.settings.clone();
         Box::pin(caught(async move {
-            let vector = embedder
-                .embed(vec![msg.failure.signature])
-                .await?
-                .pop()
-                .ok_or("the embedder returned no vector")?;
+            let mut texts = vec![msg.failure.signature.clone()];
+            if shared.is_some() {
+                texts.push(anonymised_signature(&msg.failure.signature));
+            }
+            let mut vectors = embedder.embed(texts).await?.into_iter();
+            let vector = vectors.next().ok_or("the embedder returned no vector")?;
             let mut candidates: Vec<_> = store
-                .nearest(vector.clone(), CANDIDATES, settings.min_similarity)
+                .nearest(vector, CANDIDATES, settings.min_similarity)
                 .await?
                 .into_iter()
                 .map(|s| (s, Origin::Project))
                 .collect();
             let mut warnings = Vec::new();
-            if let Some(shared) = shared {
+            if let (Some(shared), Some(public)) = (shared, vectors.next()) {
                 match shared
-                    .nearest(vector, CANDIDATES, settings.min_similarity)
+                    .nearest(public, CANDIDATES, settings.min_similarity)
                     .await
                 {
                     Ok(found) => candidates.extend(found.into_iter().map(|s| (s, Origin::Shared))),

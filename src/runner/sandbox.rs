@@ -640,11 +640,12 @@ mod tests {
 
     #[tokio::test]
     async fn memory_is_summed_over_the_group() {
-        // Three processes of about 100 MB each: none passes 200 MB, together they do.
+        // Three processes of about 100 MB each (90 MB and the interpreter): none passes 250 MB,
+        // nor do two (at 200 MB a slow third start let two reach the limit alone), all three do.
         let one = r#"python3 -c "import os, time; print(os.getpid(), flush=True); time.sleep(0.2); b=bytearray(90*10**6); time.sleep(30)""#;
         let command = format!("{one} & {one} & {one} & wait");
         let started = Instant::now();
-        let run = local(&command, Some(200))
+        let run = local(&command, Some(250))
             .run_once(CancellationToken::new())
             .await;
         assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
@@ -655,7 +656,7 @@ mod tests {
             .as_ref()
             .and_then(|s| s.peak_memory_mb)
             .unwrap_or(0);
-        assert!(peak > 200, "peak {peak}");
+        assert!(peak > 250, "peak {peak}");
         // Each prints its pid before it allocates.
         let pids = pids(&run.output);
         assert_eq!(pids.len(), 3, "{}", run.output);

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use ralph_actors::memory::Embedder;
-use ralph_actors::memory::FixAttempt;
+use ralph_actors::memory::{Embedder, FixAttempt};
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::{vault_path, LanceStore, PROJECT_TABLE};
 use serde_json::Value;
@@ -16,6 +15,31 @@ const NEEDLE: &str = "## WORKED";
 /// A change that leaves the bug as it is: the tests fail the same way.
 const COSMETIC_PY: &str = "def median(values):\n    \"\"\"The median of a non-empty list of numbers (sorted first).\"\"\"\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n";
 const ORIGINAL_PY: &str = "def median(values):\n    \"\"\"The median of a non-empty list of numbers.\"\"\"\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n";
+
+/// A model that answers from what it is shown: given a fix that worked, it applies it;
+/// otherwise it makes a change that leaves the bug as it is.
+fn reads_memory() -> Answer {
+    if_prompt(
+        NEEDLE,
+        text(code("python", FIXED_PY)),
+        text(code("python", COSMETIC_PY)),
+    )
+}
+
+/// The model of a run that meets the bug for the first time: a useless first try, then the fix.
+async fn learner() -> MockLlm {
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script("artisan", [reads_memory(), text(code("python", FIXED_PY))]);
+    llm
+}
+
+/// The model of a later run: it fixes the bug at once only when shown how.
+async fn memory_reader() -> MockLlm {
+    let llm = MockLlm::start().await;
+    llm.helpful().always("artisan", reads_memory());
+    llm
+}
 
 fn run_json(dir: &Path, llm: &MockLlm) -> Value {
     let out = ralph(dir, llm)
@@ -29,24 +53,7 @@ fn run_json(dir: &Path, llm: &MockLlm) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeated_bug_is_recalled_and_fixed_in_fewer_iterations() {
     let dir = fixture("py-median");
-    // A model that answers from what it is shown: given a fix that worked, it applies it;
-    // otherwise its first try changes nothing that matters, and its second is right.
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            if_prompt(
-                NEEDLE,
-                text(code("python", FIXED_PY)),
-                text(code("python", COSMETIC_PY)),
-            ),
-            if_prompt(
-                NEEDLE,
-                text(code("python", FIXED_PY)),
-                text(code("python", FIXED_PY)),
-            ),
-        ],
-    );
+    let llm = learner().await;
     let first = run_json(dir.path(), &llm);
     assert_eq!(first["status"], "success", "{first:#}");
     assert_eq!(first["iterations"], 2);
@@ -60,15 +67,7 @@ async fn a_repeated_bug_is_recalled_and_fixed_in_fewer_iterations() {
 
     // The same bug again.
     std::fs::write(dir.path().join("median.py"), ORIGINAL_PY).unwrap();
-    let llm2 = MockLlm::start().await;
-    llm2.helpful().always(
-        "artisan",
-        if_prompt(
-            NEEDLE,
-            text(code("python", FIXED_PY)),
-            text(code("python", COSMETIC_PY)),
-        ),
-    );
+    let llm2 = memory_reader().await;
     let second = run_json(dir.path(), &llm2);
     assert_eq!(second["status"], "success", "{second:#}");
     assert_eq!(second["iterations"], 1);
@@ -339,4 +338,51 @@ async fn vault_export_import_search_and_prune_from_the_command_line() {
     let (code, _, err) = vault(&["import", export.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("in.jsonl:1"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fix_shared_by_one_project_is_recalled_by_another_anonymised() {
+    let shared = tempfile::tempdir().unwrap();
+    let config = format!(
+        "memory:\n  global_sharing: true\n  global_uri: {}\n",
+        shared.path().join("store").display()
+    );
+    let first = fixture("py-median");
+    std::fs::write(first.path().join("ralph.config.yaml"), &config).unwrap();
+    let llm = learner().await;
+    assert_eq!(run_json(first.path(), &llm)["status"], "success");
+
+    // What left the project: only the successful attempt, without its names or paths.
+    let runtime_dir = shared.path().join("store");
+    let embedder = HashedNgrams::default();
+    let store = LanceStore::open(
+        &runtime_dir.to_string_lossy(),
+        ralph_loop::vault::SHARED_TABLE,
+        &embedder.id(),
+        embedder.dims(),
+    )
+    .await
+    .unwrap();
+    let exported = store.all().await.unwrap();
+    assert_eq!(exported.len(), 1, "{exported:#?}");
+    let a = &exported[0];
+    assert!(a.success);
+    assert_eq!(a.project_id, "shared");
+    assert!(a.test_ids.is_empty());
+    let public = format!("{}\n{}\n{}", a.signature, a.hypothesis, a.diff);
+    for name in ["median", "ordered", "values", "test_", "median.py"] {
+        assert!(!public.contains(name), "{name} left the project:\n{public}");
+    }
+    assert!(public.contains("sorted("), "{public}");
+
+    // Another project with the same bug and no memory of its own.
+    let second = fixture("py-median");
+    std::fs::write(second.path().join("ralph.config.yaml"), &config).unwrap();
+    let llm2 = memory_reader().await;
+    let report = run_json(second.path(), &llm2);
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(report["iterations"], 1);
+    let prompt = user_prompt(&llm2.requests_of("artisan").await[0]);
+    assert!(prompt.contains("; shared)"), "{prompt}");
+    assert!(prompt.contains("anonymised patterns"), "{prompt}");
 }
