@@ -642,7 +642,9 @@ mod tests {
     async fn memory_is_summed_over_the_group() {
         // Three processes of about 100 MB each (90 MB and the interpreter): none passes 250 MB,
         // nor do two (at 200 MB a slow third start let two reach the limit alone), all three do.
-        let one = r#"python3 -c "import os, time; print(os.getpid(), flush=True); time.sleep(0.2); b=bytearray(90*10**6); time.sleep(30)""#;
+        // One write per pid line: print() writes the number and the newline separately, and
+        // three processes printing at once interleave them.
+        let one = r#"python3 -c "import os, time; os.write(1, b'%d\n' % os.getpid()); time.sleep(0.2); b=bytearray(90*10**6); time.sleep(30)""#;
         let command = format!("{one} & {one} & {one} & wait");
         let started = Instant::now();
         let run = local(&command, Some(250))

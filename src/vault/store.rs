@@ -89,15 +89,20 @@ fn schema(dims: usize) -> Result<SchemaRef> {
     ])))
 }
 
-/// Whether an error is another writer winning a commit: worth another try.
+/// Whether an error is another writer winning a commit: worth another try. Lance's commit
+/// errors (`CommitConflict`, `RetryableCommitConflict`, `TooMuchWriteContention`,
+/// `DatasetAlreadyExists` for a table created at the same moment) reach us wrapped in
+/// `lancedb::Error::Lance`; their messages are what is stable across the two crates.
 fn is_conflict(e: &lancedb::Error) -> bool {
+    if matches!(e, lancedb::Error::TableAlreadyExists { .. }) {
+        return true;
+    }
     let text = e.to_string().to_lowercase();
     [
-        "conflict",
-        "concurrent",
-        "retry",
+        "commit conflict",
+        "concurrent writers",
+        "version conflict",
         "already exists",
-        "version",
     ]
     .iter()
     .any(|w| text.contains(w))
@@ -250,6 +255,10 @@ impl LanceStore {
     /// Deletes the least useful attempts until at most `max` remain: failed attempts before
     /// successful ones, older before newer. Returns how many were deleted.
     pub async fn prune(&self, max: usize) -> Result<usize> {
+        // Counting reads the manifest only; reading every row is for when there is work.
+        if self.count().await? <= max {
+            return Ok(0);
+        }
         let mut all = self.all().await?;
         if all.len() <= max {
             return Ok(0);
