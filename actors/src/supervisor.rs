@@ -202,6 +202,8 @@ struct Run {
     /// `None` when memory is off, unavailable, or stopped working during the run.
     vault: Option<Addr<MemoryVault>>,
     project_id: String,
+    /// The last attempt's write, under way: its iteration, its outcome, the vault's answer.
+    pending_record: Option<(u32, bool, actix::dev::Request<MemoryVault, Remember>)>,
 }
 
 impl Run {
@@ -286,6 +288,7 @@ impl Run {
             stuck_on: None,
             vault,
             project_id,
+            pending_record: None,
         }
     }
 
@@ -570,7 +573,7 @@ impl Run {
                 model: s.model(Role::Artisan).model.clone(),
                 language: context.target.language.clone(),
             };
-            self.remember(n, attempt).await;
+            self.remember(n, attempt);
         }
         self.checkpoint().await?;
         if passed {
@@ -705,6 +708,7 @@ impl Run {
     /// When the last run failed, asks the vault for attempts at similar failures and puts them
     /// in the bundle. Returns the failure this iteration tries to fix, to record the attempt by.
     async fn recall(&mut self, n: u32, bundle: &mut ContextBundle) -> Option<Failure> {
+        self.settle_record().await;
         let vault = self.vault.clone()?;
         let last = match self.store.last_test_results().await {
             Ok(Some(run)) => run,
@@ -751,17 +755,24 @@ impl Run {
         Some(failure)
     }
 
-    /// Records an attempt; a vault that fails is left out for the rest of the run.
-    async fn remember(&mut self, n: u32, attempt: FixAttempt) {
+    /// Records an attempt. The write goes on while the next iteration starts (its Librarian
+    /// call); [`Run::settle_record`] waits for it before the next recall, so no recall misses
+    /// it, and before the report, so no write is lost.
+    fn remember(&mut self, n: u32, attempt: FixAttempt) {
         let Some(vault) = self.vault.clone() else {
             return;
         };
         let success = attempt.success;
-        let answer = vault
-            .send(Remember { attempt })
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r);
+        self.pending_record = Some((n, success, vault.send(Remember { attempt })));
+    }
+
+    /// Waits for the attempt being recorded, if any; a vault that failed is left out for the
+    /// rest of the run.
+    async fn settle_record(&mut self) {
+        let Some((n, success, request)) = self.pending_record.take() else {
+            return;
+        };
+        let answer = request.await.map_err(|e| e.to_string()).and_then(|r| r);
         match answer {
             Ok(warnings) => {
                 self.state.memory.recorded += 1;
@@ -824,6 +835,7 @@ impl Run {
     }
 
     async fn finish(mut self, status: Status, reason: String) -> Report {
+        self.settle_record().await;
         self.sync_state();
         let wall_ms = self.started.elapsed().as_millis() as u64;
         let llm_ms = self.caller.llm_ms.load(Ordering::Relaxed);
