@@ -6,6 +6,9 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/rng.rs"]
+mod rng;
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
@@ -15,25 +18,11 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use ralph_loop::context::cache::cache_path;
 use ralph_loop::context::{BuildOptions, ImportGraph};
 use regex::Regex;
+use rng::Rng;
 
 const FILES: usize = 10_000;
 /// Files per directory: the size of a feature folder or a Python package.
 const PER_DIR: usize = 50;
-
-/// A deterministic xorshift, so every run benchmarks the same repository.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn write(root: &Path, rel: &str, content: &str) {
     let path = root.join(rel);

@@ -12,11 +12,15 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/rng.rs"]
+mod rng;
+
 use std::time::{Duration, Instant};
 
 use ralph_actors::memory::{cosine, Embedder, FixAttempt, Origin};
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::{LanceStore, PROJECT_TABLE};
+use rng::Rng;
 use serde_json::json;
 
 fn knob(name: &str, default: usize) -> usize {
@@ -24,21 +28,6 @@ fn knob(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// A deterministic xorshift, so every run records the same attempts.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 const ERRORS: &[&str] = &[

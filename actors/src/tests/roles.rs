@@ -69,6 +69,33 @@ fn silent_llm() -> MockLlmClient {
     llm
 }
 
+/// A workspace with the target only: no test file, prompt or manifest; `related` left to the test.
+fn target_only_workspace() -> MockWorkspace {
+    let mut ws = MockWorkspace::new();
+    ws.expect_target()
+        .returning(|| Ok(source(TARGET_PATH, TARGET)));
+    ws.expect_test_file().returning(|| Ok(None));
+    ws.expect_prompt().returning(|| Ok(None));
+    ws.expect_manifest().returning(|| Ok(None));
+    ws
+}
+
+/// A caller whose model must not be called, and the receiving end of its events.
+fn silent_caller() -> (Arc<Caller>, tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    let (events, rx) = EventSink::channel();
+    let caller = Arc::new(Caller::new(
+        Arc::new(silent_llm()),
+        Arc::new(ByteBoundCounter),
+        Arc::new(Ledger::new(
+            100.0,
+            prices(INPUT_PRICE, OUTPUT_PRICE),
+            EventSink::discard(),
+        )),
+        events,
+    ));
+    (caller, rx)
+}
+
 async fn gather(
     settings: RunSettings,
     ws: MockWorkspace,
@@ -233,28 +260,13 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
     s.librarian_analyze = false;
     s.context_windows.insert(Role::Artisan, 100_000);
     s.context_share = 0.2;
-    let mut ws = MockWorkspace::new();
-    ws.expect_target()
-        .returning(|| Ok(source(TARGET_PATH, TARGET)));
-    ws.expect_test_file().returning(|| Ok(None));
-    ws.expect_prompt().returning(|| Ok(None));
-    ws.expect_manifest().returning(|| Ok(None));
+    let mut ws = target_only_workspace();
     // The budget is the share of the Artisan's window, counted for the Artisan's model.
     ws.expect_related()
         .withf(|model, budget| model == MODEL && *budget == 20_000)
         .times(1)
         .returning(|_, budget| Ok(helper_pack(budget)));
-    let (events, mut rx) = EventSink::channel();
-    let caller = Arc::new(Caller::new(
-        Arc::new(silent_llm()),
-        Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(
-            100.0,
-            prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventSink::discard(),
-        )),
-        events,
-    ));
+    let (caller, mut rx) = silent_caller();
     let settings = Arc::new(s);
     let librarian = Librarian::new(
         Arc::new(ws),
@@ -326,27 +338,12 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
 async fn librarian_goes_on_without_the_graph_and_warns() {
     let mut s = settings();
     s.librarian_analyze = false;
-    let mut ws = MockWorkspace::new();
-    ws.expect_target()
-        .returning(|| Ok(source(TARGET_PATH, TARGET)));
-    ws.expect_test_file().returning(|| Ok(None));
-    ws.expect_prompt().returning(|| Ok(None));
-    ws.expect_manifest().returning(|| Ok(None));
+    let mut ws = target_only_workspace();
     // No window known: the documented fallback, times the default share.
     ws.expect_related()
         .withf(|_, budget| *budget == 8_000)
         .returning(|_, _| Err("cannot parse the graph".into()));
-    let (events, mut rx) = EventSink::channel();
-    let caller = Arc::new(Caller::new(
-        Arc::new(silent_llm()),
-        Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(
-            100.0,
-            prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventSink::discard(),
-        )),
-        events,
-    ));
+    let (caller, mut rx) = silent_caller();
     let librarian = Librarian::new(
         Arc::new(ws),
         Arc::new(store_with(None)),
@@ -381,12 +378,7 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
 async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
     let mut s = settings();
     s.librarian_analyze = false;
-    let mut ws = MockWorkspace::new();
-    ws.expect_target()
-        .returning(|| Ok(source(TARGET_PATH, TARGET)));
-    ws.expect_test_file().returning(|| Ok(None));
-    ws.expect_prompt().returning(|| Ok(None));
-    ws.expect_manifest().returning(|| Ok(None));
+    let mut ws = target_only_workspace();
     // Every build reports the same long file; the second iteration's build adds 14 more.
     let builds = std::sync::atomic::AtomicUsize::new(0);
     ws.expect_related().times(2).returning(move |_, budget| {
@@ -403,17 +395,7 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
     });
     let mut store = MockSessionStore::new();
     store.expect_last_test_results().returning(|| Ok(None));
-    let (events, mut rx) = EventSink::channel();
-    let caller = Arc::new(Caller::new(
-        Arc::new(silent_llm()),
-        Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(
-            100.0,
-            prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventSink::discard(),
-        )),
-        events,
-    ));
+    let (caller, mut rx) = silent_caller();
     let librarian = Librarian::new(
         Arc::new(ws),
         Arc::new(store),
