@@ -11,6 +11,8 @@
 //! `RALPH_BENCH_LATENCY_MS` (the mock model's fixed latency, default 50). To diagnose:
 //! `RALPH_BENCH_VARIANT_ENV="K=V ..."` runs every fix a second time, interleaved, with those
 //! variables set, and reports that variant's overhead beside the plain one (an A/B in one run);
+//! `RALPH_BENCH_VARIANT_CONFIG="YAML"` does the same with that text as the project's
+//! `ralph.config.yaml` (for example `memory: { enabled: false }`);
 //! `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`) runs every fix under it,
 //! which makes the timings meaningless.
 
@@ -64,13 +66,22 @@ fn main() {
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    let variant_config = std::env::var("RALPH_BENCH_VARIANT_CONFIG").ok();
+    let variant = !variant_env.is_empty() || variant_config.is_some();
     // One untimed run first: page cache, node's own start-up caches.
-    let _ = fix_run(&rt, latency, false, &[], None);
+    let _ = fix_run(&rt, latency, false, &[], None, None);
     let (mut fixes, mut variants) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        fixes.push(fix_run(&rt, latency, false, &[], None));
-        if !variant_env.is_empty() {
-            variants.push(fix_run(&rt, latency, false, &variant_env, None));
+        fixes.push(fix_run(&rt, latency, false, &[], None, None));
+        if variant {
+            variants.push(fix_run(
+                &rt,
+                latency,
+                false,
+                &variant_env,
+                variant_config.as_deref(),
+                None,
+            ));
         }
     }
 
@@ -85,7 +96,7 @@ fn main() {
 
     eprintln!("e2e: peak memory, {mem_runs} runs sampling /proc/<pid>/status");
     let mems: Vec<FixRun> = (0..mem_runs)
-        .map(|_| fix_run(&rt, latency, true, &[], None))
+        .map(|_| fix_run(&rt, latency, true, &[], None, None))
         .collect();
 
     // A run near its budget counts prompts exactly, so it builds the tokenizer's table: the
@@ -96,7 +107,7 @@ fn main() {
     let tight_budget = (spent_tokens + 1500) as f64 * 10.0 / 1e6;
     eprintln!("e2e: peak memory near the budget (${tight_budget:.4}), {mem_runs} runs");
     let tight: Vec<FixRun> = (0..mem_runs)
-        .map(|_| fix_run(&rt, latency, true, &[], Some(tight_budget)))
+        .map(|_| fix_run(&rt, latency, true, &[], None, Some(tight_budget)))
         .collect();
 
     let mut results = summarise(&fixes, &round_trips, &version, &truth, &mems, latency);
@@ -122,6 +133,7 @@ fn main() {
             .collect();
         results["variant"] = overhead_of(&variants, latency);
         results["variant"]["env"] = json!(env.join(" "));
+        results["variant"]["config"] = json!(variant_config);
     }
     print_table(&results);
     let out = target_dir().join("bench-e2e.json");
@@ -219,6 +231,7 @@ fn fix_run(
     latency: Duration,
     sample_memory: bool,
     extra_env: &[(String, String)],
+    config: Option<&str>,
     budget: Option<f64>,
 ) -> FixRun {
     let dir = support::fixture("js-median");
@@ -234,6 +247,9 @@ fn fix_run(
             .mount(&llm.server),
     );
 
+    if let Some(yaml) = config {
+        support::write(dir.path(), "ralph.config.yaml", yaml);
+    }
     if budget.is_some() {
         let price = "{ input: 10, output: 0 }";
         support::write(
@@ -721,8 +737,12 @@ fn print_table(r: &Value) {
     let v = &r["variant"];
     if !v.is_null() {
         println!(
-            "variant, interleaved with the runs above: {}",
-            v["env"].as_str().unwrap_or("")
+            "variant, interleaved with the runs above: {} {}",
+            v["env"].as_str().unwrap_or(""),
+            v["config"]
+                .as_str()
+                .map(|c| format!("(ralph.config.yaml: {c})"))
+                .unwrap_or_default()
         );
         row("overhead, external", &v["external_ms"], "ms", "");
         row("overhead, in-process", &v["in_process_ms"], "ms", "");

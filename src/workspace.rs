@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use ralph_actors::workspace::{ContextPack, SourceFile, Workspace};
 
-use crate::context::pack::{pack, PackRequest};
+use crate::context::pack::{pack_counted, PackRequest};
 use crate::context::ImportGraph;
 use crate::providers::tokens::TiktokenCounter;
 
@@ -90,9 +90,12 @@ impl Workspace for FsWorkspace {
                 test_file: test_file.as_deref(),
                 budget: budget_tokens,
             };
-            Ok(pack(&graph, &request, &|text| {
-                counter.count_text(&model, text)
-            }))
+            Ok(pack_counted(
+                &graph,
+                &request,
+                &|text| text.len() as u64,
+                &|text| counter.count_text(&model, text),
+            ))
         })
         .await
         .map_err(|e| e.to_string())?
@@ -142,8 +145,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn related_context_is_counted_with_tiktoken_and_cached() {
+    async fn related_context_is_counted_with_tiktoken_when_the_budget_decides_and_cached() {
         let (dir, ws) = project();
+        let block_of = |path: &str, reason: &str| {
+            let content = std::fs::read_to_string(dir.path().join(path)).unwrap();
+            block(path, reason, "python", &content)
+        };
+        let blocks = [
+            block_of("stats.py", "target"),
+            block_of("test_stats.py", "test file"),
+            block_of("helpers.py", "imported by target"),
+        ];
+        let bytes: usize = blocks.iter().map(String::len).sum();
+
+        // Far below the budget: counted by the bound (bytes), the tokenizer left unbuilt.
         let pack = ws.related(MODEL, 10_000).await.expect("a pack");
         assert_eq!(pack.related.len(), 1);
         let helper = &pack.related[0];
@@ -153,18 +168,19 @@ mod tests {
             helper.content,
             "def mean(xs):\n    return sum(xs) / len(xs)\n"
         );
+        assert_eq!(pack.tokens as usize, bytes);
 
-        // Exactly what the model's tokenizer says of the blocks as the prompt shows them.
+        // Over the budget by the bound: exactly what the model's tokenizer says of the blocks
+        // as the prompt shows them.
+        let tight = ws.related(MODEL, bytes as u32 - 1).await.expect("a pack");
         let counter = TiktokenCounter::new();
-        let count = |path: &str, reason: &str| {
-            let content = std::fs::read_to_string(dir.path().join(path)).unwrap();
-            counter.count_text(MODEL, &block(path, reason, "python", &content)) as u32
-        };
-        assert_eq!(helper.tokens, count("helpers.py", "imported by target"));
-        assert_eq!(
-            pack.tokens,
-            count("stats.py", "target") + count("test_stats.py", "test file") + helper.tokens
-        );
+        let exact: Vec<u32> = blocks
+            .iter()
+            .map(|b| counter.count_text(MODEL, b) as u32)
+            .collect();
+        assert_eq!(tight.related.len(), 1);
+        assert_eq!(tight.related[0].tokens, exact[2]);
+        assert_eq!(tight.tokens, exact.iter().sum::<u32>());
 
         // The graph was saved under `.ralph/`: the next iteration parses nothing.
         assert!(cache_path(dir.path()).is_file());
