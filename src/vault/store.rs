@@ -142,6 +142,9 @@ fn is_conflict(e: &lancedb::Error) -> bool {
     [
         "commit conflict",
         "concurrent writers",
+        // An append that met a concurrent overwrite (two processes creating the table at once)
+        // is retried on the table as it now is.
+        "incompatible with concurrent transaction",
         "version conflict",
         "already exists",
     ]
@@ -167,10 +170,18 @@ impl LanceStore {
                 .read_consistency_interval(READ_CONSISTENCY)
                 .execute()
                 .await?;
-            db.create_empty_table(&name, schema.clone())
-                .mode(CreateTableMode::exist_ok(|r| r))
-                .execute()
-                .await
+            // Open first: a create that loses a race with another process's create can be
+            // committed by Lance as an overwrite of the new table, so creating is kept to when
+            // there is no table at all.
+            match db.open_table(&name).execute().await {
+                Err(lancedb::Error::TableNotFound { .. }) => {
+                    db.create_empty_table(&name, schema.clone())
+                        .mode(CreateTableMode::exist_ok(|r| r))
+                        .execute()
+                        .await
+                }
+                found => found,
+            }
         };
         let table = open
             .retry(backoff())
@@ -272,7 +283,13 @@ impl LanceStore {
                 .ok_or_else(|| VaultError::Schema("vector holds no 32-bit floats".into()))?;
             for (i, attempt) in attempts(batch)?.into_iter().enumerate() {
                 let start = vectors.value_offset(i) as usize;
-                let vector = values.values()[start..start + self.dims].to_vec();
+                let vector = values
+                    .values()
+                    .get(start..start + self.dims)
+                    .ok_or_else(|| {
+                        VaultError::Schema("a vector is shorter than the table's".into())
+                    })?
+                    .to_vec();
                 rows.push((attempt, unit(vector)));
             }
         }
