@@ -189,16 +189,15 @@ async fn lance_queries(uri: &str, vectors: &[Vec<f32>], queries: usize) -> serde
         std::hint::black_box(&batches);
         times.push(t.elapsed());
     }
+    baseline("LanceDB vector query", times)
+}
+
+/// Prints a baseline's p50 and p99 and returns them for the JSON report.
+fn baseline(label: &str, mut times: Vec<Duration>) -> serde_json::Value {
     times.sort();
-    eprintln!(
-        "vault: baseline LanceDB vector query: p50 {:.2} ms, p99 {:.2} ms",
-        ms(percentile(&times, 0.5)),
-        ms(percentile(&times, 0.99))
-    );
-    json!({
-        "p50_ms": ms(percentile(&times, 0.5)),
-        "p99_ms": ms(percentile(&times, 0.99)),
-    })
+    let (p50, p99) = (ms(percentile(&times, 0.5)), ms(percentile(&times, 0.99)));
+    eprintln!("vault: baseline {label}: p50 {p50:.3} ms, p99 {p99:.3} ms");
+    json!({ "p50_ms": p50, "p99_ms": p99 })
 }
 
 fn main() {
@@ -278,12 +277,7 @@ fn main() {
             std::hint::black_box(&best);
             scan.push(t.elapsed());
         }
-        scan.sort();
-        eprintln!(
-            "vault: baseline in-memory scan: p50 {:.3} ms, p99 {:.3} ms",
-            ms(percentile(&scan, 0.5)),
-            ms(percentile(&scan, 0.99))
-        );
+        let scan = baseline("in-memory scan", scan);
         eprintln!(
             "vault: inserts: {singles} single writes {:.1}/s ({:.2} ms each), {batched} in batches of 500 {:.0}/s; embedding {:.1} µs each",
             singles as f64 / single_elapsed.as_secs_f64(),
@@ -303,10 +297,7 @@ fn main() {
             "recall_before_compaction": before,
             "recall_compacted": after,
             "baseline_lance_query_compacted": lance,
-            "baseline_scan": {
-                "p50_ms": ms(percentile(&scan, 0.5)),
-                "p99_ms": ms(percentile(&scan, 0.99)),
-            },
+            "baseline_scan": scan,
             "single_writes": singles,
             "single_writes_per_s": singles as f64 / single_elapsed.as_secs_f64(),
             "single_write_ms": ms(single_elapsed) / singles as f64,
