@@ -9,12 +9,12 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ralph_actors::entropy::fingerprint;
-use ralph_actors::llm::{ChatMessage, TokenCounter};
-use ralph_actors::prompt::Templates;
-use ralph_actors::reply::extract_code;
-use ralph_actors::roles::Role;
-use ralph_actors::runner::TestRun;
+use ralph_actors::policy::entropy::fingerprint;
+use ralph_actors::ports::llm::{ChatMessage, TokenCounter};
+use ralph_actors::prompt::reply::extract_code;
+use ralph_actors::prompt::templates::Templates;
+use ralph_actors::role::Role;
+use ralph_actors::schema::test_run::TestRun;
 use ralph_loop::providers::tokens::TiktokenCounter;
 use serde_json::{json, Value};
 

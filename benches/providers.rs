@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ralph_actors::llm::{ChatMessage, ChatRequest, LlmClient};
-use ralph_actors::roles::Role;
+use ralph_actors::ports::llm::{ChatMessage, ChatRequest, LlmClient};
+use ralph_actors::role::Role;
 use ralph_loop::providers::{
     AnthropicClient, ClientOptions, GeminiClient, OllamaClient, OpenAiClient,
 };

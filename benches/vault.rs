@@ -17,7 +17,9 @@ mod rng;
 
 use std::time::{Duration, Instant};
 
-use ralph_actors::memory::{cosine, Embedder, FixAttempt, Origin};
+use ralph_actors::memory::rank::cosine;
+use ralph_actors::ports::memory::Embedder;
+use ralph_actors::schema::attempt::{FixAttempt, Origin};
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::store::table_name;
 use ralph_loop::vault::{LanceStore, PROJECT_TABLE};
@@ -123,8 +125,10 @@ async fn recall(uri: &str, vectors: &[Vec<f32>], queries: usize, label: &str) ->
     for probe in probes {
         let t = Instant::now();
         let hits = store.search(probe, 50, 0.85).await.unwrap();
-        let ranked =
-            ralph_actors::memory::rank(hits.into_iter().map(|h| (h, Origin::Project)).collect(), 5);
+        let ranked = ralph_actors::memory::rank::rank(
+            hits.into_iter().map(|h| (h, Origin::Project)).collect(),
+            5,
+        );
         times.push(t.elapsed());
         found += ranked.len();
     }

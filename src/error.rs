@@ -1,14 +1,35 @@
-//! Errors at the edge of a run, each with the exit code of the brief.
+//! Errors at the edge of a run, each with the exit code of the brief: 2 for what the user can fix
+//! in a flag, a file or the config before anything ran; 1 for the rest.
+//!
+//! Every layer's own error travels here typed ([`crate::config::ConfigError`],
+//! [`crate::runner::project::BuildError`], [`crate::session::SessionError`], ...), so that
+//! the edge picks the exit code from the kind, not from the text.
 
-use ralph_actors::llm::LlmError;
+use std::path::PathBuf;
+
+use ralph_actors::ports::llm::LlmError;
+use ralph_actors::settings::SettingsError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// A usage error: a bad flag, a missing file, nothing to run.
-    #[error("{0}")]
-    Usage(String),
+    /// A flag, an argument or a file named on the command line.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// A session folder that is missing, ambiguous, damaged or cannot be resumed.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    /// No tests were found, or a coverage or lint tool asked for is missing.
+    #[error(transparent)]
+    Tests(#[from] crate::runner::project::BuildError),
+    /// The Docker sandbox was asked for and cannot be used.
+    #[error(transparent)]
+    Sandbox(#[from] crate::runner::sandbox::SandboxError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Vault(#[from] crate::vault::VaultError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -18,6 +39,48 @@ pub enum Error {
     Llm(#[from] LlmError),
     #[error("{0}")]
     Internal(String),
+}
+
+/// What was wrong with the command line.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("no file to fix was given")]
+    NoTarget,
+    #[error(
+        "target file not found: {} (create it, even empty, to have it written from its tests)",
+        .0.display()
+    )]
+    TargetNotFound(PathBuf),
+    /// `-f`, `-p` or their config keys name a file that is not there.
+    #[error("{what} not found: {}", path.display())]
+    FileNotFound { what: &'static str, path: PathBuf },
+    #[error(
+        "{} is a test file, and the Artisan may not edit tests: pass --allow-test-edits \
+         (or set testing.allow_test_edits: true) to let it",
+        .0.display()
+    )]
+    TargetIsATest(PathBuf),
+    /// A flag's value: the message names the flag.
+    #[error("{message}")]
+    Flag { flag: &'static str, message: String },
+    /// Something micro-agent offers that ralph-loop does not, said plainly.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// `~/.micro-agent` or a `micro-agent config` argument.
+    #[error("{0}")]
+    MicroAgentConfig(String),
+    /// A `ralph-loop vault` argument (no vault yet, an import file that is not an export).
+    #[error("{0}")]
+    Vault(String),
+}
+
+impl UsageError {
+    pub fn flag(flag: &'static str, message: impl Into<String>) -> Self {
+        UsageError::Flag {
+            flag,
+            message: message.into(),
+        }
+    }
 }
 
 impl Error {
@@ -31,9 +94,14 @@ impl Error {
     /// 2 for usage and configuration errors, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) | Error::Usage(_) => 2,
+            Error::Config(_)
+            | Error::Usage(_)
+            | Error::Tests(_)
+            | Error::Sandbox(_)
+            | Error::Settings(_) => 2,
+            Error::Session(e) => e.exit_code(),
             Error::Llm(LlmError::Config { .. }) => 2,
-            _ => 1,
+            Error::Vault(_) | Error::Io { .. } | Error::Llm(_) | Error::Internal(_) => 1,
         }
     }
 }

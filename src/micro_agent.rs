@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 
 use crate::app::{self, Overrides};
 use crate::cli::RunArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageError};
 
 /// micro-agent's default for `--maxRuns`.
 pub const DEFAULT_MAX_RUNS: u32 = 20;
@@ -81,7 +81,9 @@ enum ConfigAction {
 fn config_path() -> Result<PathBuf> {
     std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".micro-agent"))
-        .ok_or_else(|| Error::Usage("HOME is not set, so ~/.micro-agent cannot be found".into()))
+        .ok_or(Error::Usage(UsageError::MicroAgentConfig(
+            "HOME is not set, so ~/.micro-agent cannot be found".into(),
+        )))
 }
 
 /// `~/.micro-agent`, empty when it does not exist.
@@ -89,7 +91,12 @@ fn load_ini(path: &std::path::Path) -> Result<ini::Ini> {
     if !path.exists() {
         return Ok(ini::Ini::new());
     }
-    ini::Ini::load_from_file(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+    ini::Ini::load_from_file(path).map_err(|e| {
+        Error::Usage(UsageError::MicroAgentConfig(format!(
+            "{}: {e}",
+            path.display()
+        )))
+    })
 }
 
 /// The values of micro-agent's keys: the INI file, then the environment over it.
@@ -121,23 +128,23 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
         return config_command(action);
     }
     let Some(file) = args.file_path else {
-        return Err(Error::Usage(
-            "micro-agent's interactive mode is not supported: give a file path, e.g. `micro-agent ./src/add.ts -t \"npm test\"`".into(),
-        ));
+        return Err(Error::Usage(UsageError::Unsupported(
+            "micro-agent's interactive mode is not supported: give a file path, e.g. `micro-agent ./src/add.ts -t \"npm test\"`",
+        )));
     };
     if args.visual.is_some() {
-        return Err(Error::Usage(
-            "visual matching (-v/--visual) is not supported by ralph-loop; run with -t and a test file instead".into(),
-        ));
+        return Err(Error::Usage(UsageError::Unsupported(
+            "visual matching (-v/--visual) is not supported by ralph-loop; run with -t and a test file instead",
+        )));
     }
-    if let Some(thread) = &args.thread {
-        eprintln!(
-            "micro-agent: --thread {thread} is ignored: ralph-loop starts every iteration from a fresh context and keeps no OpenAI thread; \
+    let thread_note = args.thread.as_ref().map(|thread| {
+        format!(
+            "--thread {thread} is ignored: ralph-loop starts every iteration from a fresh context and keeps no OpenAI thread; \
              `ralph-loop resume` continues an interrupted session"
-        );
-    }
+        )
+    });
     let values = settings(|k| std::env::var(k).ok())?;
-    let (run, overrides) = translate(
+    let (run, mut overrides) = translate(
         &values,
         RunArgs {
             file: Some(file),
@@ -148,9 +155,13 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
             ..RunArgs::default()
         },
     );
-    for note in &overrides.notes {
-        eprintln!("micro-agent: {note}");
-    }
+    // What micro-agent offers and ralph-loop does not: notes on the run's event stream (and in
+    // its report), or on stderr when the run cannot start.
+    overrides.notes = thread_note
+        .into_iter()
+        .chain(overrides.notes)
+        .map(|note| format!("micro-agent: {note}"))
+        .collect();
     app::run(run, overrides)
 }
 
@@ -202,13 +213,15 @@ fn config_command(action: ConfigAction) -> Result<i32> {
         ConfigAction::Set { pairs } => {
             for pair in pairs {
                 let Some((k, v)) = pair.split_once('=') else {
-                    return Err(Error::Usage(format!("`{pair}` is not KEY=VALUE")));
+                    return Err(Error::Usage(UsageError::MicroAgentConfig(format!(
+                        "`{pair}` is not KEY=VALUE"
+                    ))));
                 };
                 if !KEYS.contains(&k) {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Usage(UsageError::MicroAgentConfig(format!(
                         "Invalid config property: {k} (known: {})",
                         KEYS.join(", ")
-                    )));
+                    ))));
                 }
                 ini.with_general_section().set(k, v);
             }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use ralph_actors::role::Role;
+
 /// Providers a model name may name. Which of them this build can call is [`AVAILABLE`].
 pub const PROVIDERS: &[&str] = &["openai", "anthropic", "gemini", "ollama", "azure"];
 
@@ -27,18 +29,36 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("ollama", "ollama/qwen2.5-coder:7b"),
 ];
 
+/// A role's model when nothing is configured, and the models it falls back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultModels {
+    pub model: &'static str,
+    pub fallbacks: &'static [&'static str],
+}
+
 /// The spec's defaults when nothing is configured: the Librarian on Gemini (long context for
 /// reading), the Artisan on Claude (writing code), the Critic on a small GPT (a cheap second
 /// opinion from another family). Each falls back to the same kind of model of the other two
-/// providers, so one key of any of them is enough to run.
-pub const DEFAULT_LIBRARIAN: &str = "gemini/gemini-2.5-pro";
-pub const DEFAULT_LIBRARIAN_FALLBACKS: &[&str] =
-    &["openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5"];
-pub const DEFAULT_ARTISAN: &str = "anthropic/claude-sonnet-4-5";
-pub const DEFAULT_ARTISAN_FALLBACKS: &[&str] = &["openai/gpt-4.1", "gemini/gemini-2.5-pro"];
-pub const DEFAULT_CRITIC: &str = "openai/gpt-4.1-mini";
-pub const DEFAULT_CRITIC_FALLBACKS: &[&str] =
-    &["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"];
+/// providers, so one key of any of them is enough to run. `None` for a role that calls no
+/// model.
+pub fn default_models(role: Role) -> Option<DefaultModels> {
+    let (model, fallbacks): (&'static str, &'static [&'static str]) = match role {
+        Role::Librarian => (
+            "gemini/gemini-2.5-pro",
+            &["openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5"],
+        ),
+        Role::Artisan => (
+            "anthropic/claude-sonnet-4-5",
+            &["openai/gpt-4.1", "gemini/gemini-2.5-pro"],
+        ),
+        Role::Critic => (
+            "openai/gpt-4.1-mini",
+            &["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"],
+        ),
+        Role::Tester => return None,
+    };
+    Some(DefaultModels { model, fallbacks })
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelName {

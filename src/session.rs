@@ -8,17 +8,57 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ralph_actors::report::Report;
-use ralph_actors::runner::TestRun;
-use ralph_actors::supervisor::SessionState;
-use ralph_actors::workspace::{IterationRecord, SessionStore};
+use ralph_actors::ports::store::{SessionStore, StoreError};
+use ralph_actors::schema::report::Report;
+use ralph_actors::schema::state::IterationRecord;
+use ralph_actors::schema::state::SessionState;
+use ralph_actors::schema::test_run::TestRun;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 
 pub const RALPH_DIR: &str = ".ralph";
+
+/// What went wrong with a session folder.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no sessions under {}", .0.display())]
+    NoSessions(PathBuf),
+    #[error("no session matching `{want}` under {}", dir.display())]
+    NoMatch { want: String, dir: PathBuf },
+    #[error("`{want}` matches {count} sessions; give more of the id")]
+    Ambiguous { want: String, count: usize },
+    #[error("no interrupted session under {} to resume", .0.display())]
+    NothingToResume(PathBuf),
+    #[error("session {0} has no run.json; it cannot be resumed")]
+    NoRunSpec(String),
+    #[error("session {id} ended with `{status}`; only an interrupted session can be resumed")]
+    NotResumable { id: String, status: String },
+    #[error("{} is damaged: {message}", path.display())]
+    Damaged { path: PathBuf, message: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+impl SessionError {
+    fn io(context: String, source: std::io::Error) -> Self {
+        SessionError::Io { context, source }
+    }
+
+    /// 1 when the disk failed, 2 when the user named a session that cannot be used.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SessionError::Io { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+type Result<T, E = SessionError> = std::result::Result<T, E>;
 const PREFIX: &str = "session-";
 
 #[derive(Debug, Clone)]
@@ -32,7 +72,7 @@ impl SessionDir {
     pub fn create(root: &Path) -> Result<Self> {
         let ralph = root.join(RALPH_DIR);
         std::fs::create_dir_all(&ralph)
-            .map_err(|e| Error::io(format!("cannot create {}", ralph.display()), e))?;
+            .map_err(|e| SessionError::io(format!("cannot create {}", ralph.display()), e))?;
         let ignore = ralph.join(".gitignore");
         if !ignore.exists() {
             let _ = std::fs::write(&ignore, "*\n");
@@ -40,7 +80,7 @@ impl SessionDir {
         let id = uuid::Uuid::new_v4().to_string();
         let dir = ralph.join(format!("{PREFIX}{id}"));
         std::fs::create_dir(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+            .map_err(|e| SessionError::io(format!("cannot create {}", dir.display()), e))?;
         Ok(Self { id, dir })
     }
 
@@ -51,8 +91,8 @@ impl SessionDir {
         filter: impl Fn(&SessionDir) -> bool,
     ) -> Result<Self> {
         let ralph = root.join(RALPH_DIR);
-        let entries = std::fs::read_dir(&ralph)
-            .map_err(|_| Error::Usage(format!("no sessions under {}", ralph.display())))?;
+        let entries =
+            std::fs::read_dir(&ralph).map_err(|_| SessionError::NoSessions(ralph.clone()))?;
         let mut found: Vec<(std::time::SystemTime, SessionDir)> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
@@ -75,21 +115,18 @@ impl SessionDir {
             .collect();
         found.sort_by_key(|(t, _)| *t);
         match (id, found.len()) {
-            (Some(want), 0) => Err(Error::Usage(format!(
-                "no session matching `{want}` under {}",
-                ralph.display()
-            ))),
-            (Some(want), n) if n > 1 => Err(Error::Usage(format!(
-                "`{want}` matches {n} sessions; give more of the id"
-            ))),
-            (None, 0) => Err(Error::Usage(format!(
-                "no sessions under {}",
-                ralph.display()
-            ))),
-            _ => Ok(found
+            (Some(want), 0) => Err(SessionError::NoMatch {
+                want: want.to_string(),
+                dir: ralph,
+            }),
+            (Some(want), count) if count > 1 => Err(SessionError::Ambiguous {
+                want: want.to_string(),
+                count,
+            }),
+            _ => found
                 .pop()
                 .map(|(_, s)| s)
-                .ok_or_else(|| Error::Internal("empty session list".into()))?),
+                .ok_or(SessionError::NoSessions(ralph)),
         }
     }
 
@@ -99,19 +136,30 @@ impl SessionDir {
 
     pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let path = self.path(name);
-        let bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(value).map_err(|e| SessionError::Damaged {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
         write_atomic(&path, &bytes)
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+            .map_err(|e| SessionError::io(format!("cannot write {}", path.display()), e))
     }
 
     pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
         let path = self.path(name);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| Error::Usage(format!("{} is damaged: {e}", path.display()))),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| SessionError::Damaged {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+            Err(e) => Err(SessionError::io(
+                format!("cannot read {}", path.display()),
+                e,
+            )),
         }
     }
 
@@ -119,14 +167,14 @@ impl SessionDir {
     pub fn save_original(&self, target: &Path) -> Result<()> {
         let dir = self.path("original");
         std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+            .map_err(|e| SessionError::io(format!("cannot create {}", dir.display()), e))?;
         let name = target
             .file_name()
             .map(|n| n.to_os_string())
             .unwrap_or_else(|| "target".into());
         std::fs::copy(target, dir.join(name))
             .map(|_| ())
-            .map_err(|e| Error::io(format!("cannot back up {}", target.display()), e))
+            .map_err(|e| SessionError::io(format!("cannot back up {}", target.display()), e))
     }
 
     /// The highest N of the `test-results-iteration-<N>.json` files.
@@ -145,45 +193,66 @@ impl SessionDir {
     }
 }
 
+/// A session file's error for the store port: what could not be read or written, and why.
+fn store_error(e: SessionError, path: &Path, writing: bool) -> StoreError {
+    let path = path.display().to_string();
+    match e {
+        SessionError::Io { source, .. } if writing => StoreError::write(path, source),
+        SessionError::Io { source, .. } => StoreError::read(path, source),
+        SessionError::Damaged { message, .. } => StoreError::Damaged { path, message },
+        other => StoreError::Damaged {
+            path,
+            message: other.to_string(),
+        },
+    }
+}
+
 #[async_trait::async_trait]
 impl SessionStore for SessionDir {
-    async fn last_test_results(&self) -> Result<Option<TestRun>, String> {
+    async fn last_test_results(&self) -> Result<Option<TestRun>, StoreError> {
         match self.last_results_index() {
-            Some(n) => self
-                .read_json(&format!("test-results-iteration-{n}.json"))
-                .map_err(|e| e.to_string()),
+            Some(n) => {
+                let name = format!("test-results-iteration-{n}.json");
+                self.read_json(&name)
+                    .map_err(|e| store_error(e, &self.path(&name), false))
+            }
             None => Ok(None),
         }
     }
 
-    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), String> {
-        self.write_json(&format!("test-results-iteration-{iteration}.json"), run)
-            .map_err(|e| e.to_string())
+    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError> {
+        let name = format!("test-results-iteration-{iteration}.json");
+        self.write_json(&name, run)
+            .map_err(|e| store_error(e, &self.path(&name), true))
     }
 
-    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), String> {
+    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
         let path = self.path("iterations.log");
-        let mut line = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Damaged {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         line.push(b'\n');
         // One write of a whole line with O_APPEND: a crash leaves whole lines, at most the last
         // one missing.
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        f.write_all(&line)
-            .and_then(|_| f.sync_data())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            f.write_all(&line)?;
+            f.sync_data()
+        };
+        write().map_err(|e| StoreError::write(path.display().to_string(), e))
     }
 
-    async fn save_state(&self, state: &SessionState) -> Result<(), String> {
+    async fn save_state(&self, state: &SessionState) -> Result<(), StoreError> {
         self.write_json("state.json", state)
-            .map_err(|e| e.to_string())
+            .map_err(|e| store_error(e, &self.path("state.json"), true))
     }
 
-    async fn save_report(&self, report: &Report) -> Result<(), String> {
+    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
         self.write_json("report.json", report)
-            .map_err(|e| e.to_string())
+            .map_err(|e| store_error(e, &self.path("report.json"), true))
     }
 }

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_actors::workspace::{ContextPack, SourceFile, Workspace};
+use ralph_actors::ports::workspace::{SourceFile, Workspace, WorkspaceError};
+use ralph_actors::schema::context::ContextPack;
 
 use crate::context::pack::{pack_counted, PackRequest};
 use crate::context::ImportGraph;
@@ -29,17 +30,17 @@ impl FsWorkspace {
             .to_string()
     }
 
-    async fn read(&self, path: &Path) -> Result<SourceFile, String> {
+    async fn read(&self, path: &Path) -> Result<SourceFile, WorkspaceError> {
         let content = tokio::fs::read_to_string(path)
             .await
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            .map_err(|e| WorkspaceError::read(path.display().to_string(), e))?;
         Ok(SourceFile {
             path: self.display(path),
             content,
         })
     }
 
-    async fn read_opt(&self, path: Option<&PathBuf>) -> Result<Option<SourceFile>, String> {
+    async fn read_opt(&self, path: Option<&PathBuf>) -> Result<Option<SourceFile>, WorkspaceError> {
         match path {
             Some(p) => self.read(p).await.map(Some),
             None => Ok(None),
@@ -49,31 +50,35 @@ impl FsWorkspace {
 
 #[async_trait::async_trait]
 impl Workspace for FsWorkspace {
-    async fn target(&self) -> Result<SourceFile, String> {
+    async fn target(&self) -> Result<SourceFile, WorkspaceError> {
         self.read(&self.target).await
     }
 
-    async fn write_target(&self, content: String) -> Result<(), String> {
+    async fn write_target(&self, content: String) -> Result<(), WorkspaceError> {
         let path = self.target.clone();
         tokio::task::spawn_blocking(move || write_atomic(&path, content.as_bytes()))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("cannot write {}: {e}", self.target.display()))
+            .map_err(|e| WorkspaceError::Internal(e.to_string()))?
+            .map_err(|e| WorkspaceError::write(self.target.display().to_string(), e))
     }
 
-    async fn test_file(&self) -> Result<Option<SourceFile>, String> {
+    async fn test_file(&self) -> Result<Option<SourceFile>, WorkspaceError> {
         self.read_opt(self.test_file.as_ref()).await
     }
 
-    async fn prompt(&self) -> Result<Option<SourceFile>, String> {
+    async fn prompt(&self) -> Result<Option<SourceFile>, WorkspaceError> {
         self.read_opt(self.prompt_file.as_ref()).await
     }
 
-    async fn manifest(&self) -> Result<Option<SourceFile>, String> {
+    async fn manifest(&self) -> Result<Option<SourceFile>, WorkspaceError> {
         self.read_opt(self.manifest.as_ref()).await
     }
 
-    async fn related(&self, model: &str, budget_tokens: u32) -> Result<ContextPack, String> {
+    async fn related(
+        &self,
+        model: &str,
+        budget_tokens: u32,
+    ) -> Result<ContextPack, WorkspaceError> {
         let (root, target, test_file) = (
             self.root.clone(),
             self.target.clone(),
@@ -83,7 +88,8 @@ impl Workspace for FsWorkspace {
         // Parsing, reading and counting are blocking work; the graph's cache under
         // `.ralph/` keeps a later iteration to the files that changed (usually the target).
         tokio::task::spawn_blocking(move || {
-            let graph = ImportGraph::build(&root).map_err(|e| e.to_string())?;
+            let graph =
+                ImportGraph::build(&root).map_err(|e| WorkspaceError::Graph(e.to_string()))?;
             let counter = TiktokenCounter::new();
             let request = PackRequest {
                 target: &target,
@@ -98,7 +104,7 @@ impl Workspace for FsWorkspace {
             ))
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| WorkspaceError::Internal(e.to_string()))?
     }
 }
 
@@ -195,6 +201,6 @@ mod tests {
         let (dir, mut ws) = project();
         ws.root = dir.path().join("gone");
         let err = ws.related(MODEL, 10_000).await.expect_err("no root");
-        assert!(err.contains("gone"), "{err}");
+        assert!(err.to_string().contains("gone"), "{err}");
     }
 }

@@ -1,39 +1,33 @@
-//! The orchestration core of ralph-loop.
+//! The orchestration core of ralph-loop: the Supervisor, the role actors, the iteration state
+//! machine and the rules it is bounded by. It reaches the outside world only through the ports.
 //!
-//! Layout:
-//! - [`llm`], [`runner`], [`workspace`]: the small traits through which the actors reach the outside
-//!   world (an LLM client, a test runner, the project files and the session store). The binary crate
-//!   holds the real implementations; tests use the `mockall` mocks (`mock` feature).
-//! - [`messages`]: the typed messages the actors exchange.
-//! - [`roles`]: the role actors (Librarian, Artisan, Critic, Tester).
-//! - [`supervisor`]: the Supervisor actor and the per-iteration state machine
-//!   (context → generate → review → test → decide).
-//! - [`budget`], [`entropy`]: the ledger that keeps spending under the cap, and the circuit breaker
-//!   that stops a run stuck on the same failure.
-//! - [`events`], [`report`]: the one event stream every printer renders, and the final report.
-//! - [`prompt`], [`reply`]: prompt templates and the parsing of the roles' replies.
-//! - [`criteria`], [`flaky`], [`integrity`]: the success criteria judged on a test run, flaky-test
-//!   re-runs, and the check that a proposal leaves the tests alone.
+//! Layout, from the leaves up (a module uses only those above it in this list):
+//! - [`role`]: the roles and the one table that describes them;
+//! - [`schema`]: the documents a run produces and reads (test results, report, state);
+//! - [`ports`]: the traits to the outside world (models, tests, files, session store, vault),
+//!   each with its own error; the binary crate implements them, tests mock them (`mock`);
+//! - [`events`]: the event type, the bus that carries it to any number of subscribers, and the
+//!   snapshot a late subscriber starts from;
+//! - [`policy`]: budget, entropy breaker, success criteria, flaky re-runs, test integrity;
+//! - [`memory`]: failure signatures, recall ranking, anonymisation;
+//! - [`prompt`]: templates, the context bundle they render, reply parsing;
+//! - [`settings`], [`error`]: a run's settings, and the errors that end a step;
+//! - [`roles`]: the actors (Librarian, Artisan, Critic, Tester, MemoryVault);
+//! - [`machine`]: the iteration's states and the hook points;
+//! - [`supervisor`]: runs as values, stepped to their end.
 
-pub mod budget;
-pub mod criteria;
-pub mod entropy;
 pub mod error;
 pub mod events;
-pub mod flaky;
-pub mod integrity;
-pub mod llm;
+pub mod machine;
 pub mod memory;
-pub mod messages;
+pub mod policy;
+pub mod ports;
 pub mod prompt;
-pub mod reply;
-pub mod report;
+pub mod role;
 pub mod roles;
-pub mod runner;
+pub mod schema;
 pub mod settings;
 pub mod supervisor;
-pub mod vault;
-pub mod workspace;
 
 pub use error::{Error, Result};
 

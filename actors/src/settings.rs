@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::Templates;
-use crate::roles::Role;
+use crate::policy::criteria::Thresholds;
+use crate::prompt::templates::Templates;
+use crate::role::Role;
 
 /// The model a role runs on, and how it is sampled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,6 +20,17 @@ pub struct ModelSpec {
     /// failing; each call on one is checked against the budget like any other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<String>,
+}
+
+/// Settings a run cannot start with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("no model for the {0}")]
+    NoModel(Role),
+    #[error("context_reset_frequency must be at least 1")]
+    ZeroResetFrequency,
+    #[error("entropy threshold must be at least 1")]
+    ZeroEntropyThreshold,
 }
 
 #[derive(Debug, Clone)]
@@ -60,34 +72,40 @@ impl RunSettings {
         &self.models[&role]
     }
 
-    pub fn validate(&self) -> Result<(), String> {
-        for role in Role::MODEL_ROLES {
-            if !self.models.contains_key(&role) {
-                return Err(format!("no model for the {role}"));
-            }
+    /// What success needs beyond the tests passing.
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            coverage: self.coverage_threshold,
+            linter_errors: self.linter_errors,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if let Some(role) = Role::with_models().find(|r| !self.models.contains_key(r)) {
+            return Err(SettingsError::NoModel(role));
         }
         if self.context_reset_frequency == 0 {
-            return Err("context_reset_frequency must be at least 1".into());
+            return Err(SettingsError::ZeroResetFrequency);
         }
         if self.entropy_threshold == 0 {
-            return Err("entropy threshold must be at least 1".into());
+            return Err(SettingsError::ZeroEntropyThreshold);
         }
         Ok(())
     }
 
     /// Defaults of the brief, with one model for every role.
     pub fn with_model(model: &str) -> Self {
-        let spec = |max_tokens| ModelSpec {
-            model: model.to_string(),
-            temperature: None,
-            max_tokens,
-            fallbacks: Vec::new(),
-        };
-        let models = BTreeMap::from([
-            (Role::Librarian, spec(1024)),
-            (Role::Artisan, spec(8192)),
-            (Role::Critic, spec(1024)),
-        ]);
+        let models = Role::with_models()
+            .map(|role| {
+                let spec = ModelSpec {
+                    model: model.to_string(),
+                    temperature: None,
+                    max_tokens: role.info().default_max_tokens,
+                    fallbacks: Vec::new(),
+                };
+                (role, spec)
+            })
+            .collect();
         Self {
             max_iterations: 30,
             max_cost_usd: 2.0,

@@ -12,15 +12,15 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ralph_actors::prompt::Templates;
-use ralph_actors::roles::Role;
+use ralph_actors::prompt::templates::Templates;
+use ralph_actors::role::Role;
 use ralph_actors::settings::{ModelSpec, RunSettings};
 
 pub use error::ConfigError;
 pub use schema::{
-    default_max_tokens, Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig,
-    EmbedderKind, LibrarianConfig, Linting, Memory, ModelEntry, Models, Output, Prompts,
-    ProviderConfig, SandboxConfig, SandboxType, SuccessCriteria, Testing,
+    Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig, EmbedderKind, LibrarianConfig,
+    Linting, Memory, ModelEntry, Models, Output, Prompts, ProviderConfig, SandboxConfig,
+    SandboxType, SuccessCriteria, Testing,
 };
 
 /// The file name looked for in the current directory and its parents.
@@ -89,9 +89,9 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     };
     resolve(&mut config.testing.test_file);
     resolve(&mut config.testing.prompt_file);
-    resolve(&mut config.prompts.librarian);
-    resolve(&mut config.prompts.artisan);
-    resolve(&mut config.prompts.critic);
+    for path in config.prompts.paths_mut() {
+        *path = base.join(&*path);
+    }
     config.base_dir = Some(base);
     check_templates(&config, source, file)?;
     for (name, provider) in &config.providers {
@@ -117,7 +117,7 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
 
 /// Template overrides must exist and compile now, not in the middle of a paid run.
 fn check_templates(config: &Config, source: &str, file: &Path) -> Result<(), ConfigError> {
-    for role in Role::MODEL_ROLES {
+    for role in Role::with_models() {
         let Some(path) = config.prompts.get(role) else {
             continue;
         };
@@ -171,18 +171,12 @@ impl Config {
     /// The core's settings for a run, template overrides read. Apply flags to `self` first.
     pub fn run_settings(&self) -> Result<RunSettings, ConfigError> {
         let mut templates = Templates::default();
-        for role in Role::MODEL_ROLES {
+        for role in Role::with_models() {
             if let Some(text) = self.prompt_template(role)? {
-                match role {
-                    Role::Librarian => templates.librarian = text,
-                    Role::Artisan => templates.artisan = text,
-                    Role::Critic => templates.critic = text,
-                    Role::Tester => {}
-                }
+                templates.set(role, text);
             }
         }
-        let models = Role::MODEL_ROLES
-            .into_iter()
+        let models = Role::with_models()
             .filter_map(|r| Some((r, self.model(r)?)))
             .collect();
         Ok(RunSettings {

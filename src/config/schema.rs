@@ -9,8 +9,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::PathBuf;
 
-use ralph_actors::budget::Price;
-use ralph_actors::roles::Role;
+use ralph_actors::policy::budget::Price;
+use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -70,69 +70,89 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Models {
-    pub librarian: ModelEntry,
-    pub artisan: ModelEntry,
-    pub critic: ModelEntry,
-}
+/// Each model role's model (`models:`), keyed by role. A role left out keeps its default
+/// ([`models::default_models`]); a key that names no model role is an error that lists them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Models(BTreeMap<Role, ModelEntry>);
 
 impl Default for Models {
     fn default() -> Self {
-        let entry = |model: &str, fallbacks: &[&str], role| ModelEntry {
-            model: model.to_string(),
-            temperature: None,
-            max_tokens: Some(default_max_tokens(role)),
-            fallbacks: fallbacks.iter().map(|m| m.to_string()).collect(),
-        };
-        Self {
-            librarian: entry(
-                models::DEFAULT_LIBRARIAN,
-                models::DEFAULT_LIBRARIAN_FALLBACKS,
-                Role::Librarian,
-            ),
-            artisan: entry(
-                models::DEFAULT_ARTISAN,
-                models::DEFAULT_ARTISAN_FALLBACKS,
-                Role::Artisan,
-            ),
-            critic: entry(
-                models::DEFAULT_CRITIC,
-                models::DEFAULT_CRITIC_FALLBACKS,
-                Role::Critic,
-            ),
-        }
+        Self(
+            Role::with_models()
+                .filter_map(|role| {
+                    let d = models::default_models(role)?;
+                    let entry = ModelEntry {
+                        model: d.model.to_string(),
+                        temperature: None,
+                        max_tokens: Some(role.info().default_max_tokens),
+                        fallbacks: d.fallbacks.iter().map(|m| m.to_string()).collect(),
+                    };
+                    Some((role, entry))
+                })
+                .collect(),
+        )
     }
 }
 
 impl Models {
-    /// The entry of a model role; `None` for the Tester, which uses no model.
+    /// The entry of a model role; `None` for a role that calls no model.
     pub fn get(&self, role: Role) -> Option<&ModelEntry> {
-        match role {
-            Role::Librarian => Some(&self.librarian),
-            Role::Artisan => Some(&self.artisan),
-            Role::Critic => Some(&self.critic),
-            Role::Tester => None,
-        }
+        self.0.get(&role)
     }
 
     pub fn get_mut(&mut self, role: Role) -> Option<&mut ModelEntry> {
-        match role {
-            Role::Librarian => Some(&mut self.librarian),
-            Role::Artisan => Some(&mut self.artisan),
-            Role::Critic => Some(&mut self.critic),
-            Role::Tester => None,
-        }
+        self.0.get_mut(&role)
     }
 }
 
-/// The reply budget a role gets when its entry does not set `max_tokens`: the Artisan writes
-/// whole files, the others short analyses and verdicts.
-pub fn default_max_tokens(role: Role) -> u32 {
-    match role {
-        Role::Artisan => 8192,
-        _ => 1024,
+/// The names of the roles that call a model, for "expected one of" in errors.
+fn model_role_names() -> &'static [&'static str] {
+    static NAMES: std::sync::LazyLock<Vec<&'static str>> =
+        std::sync::LazyLock::new(|| Role::with_models().map(Role::as_str).collect());
+    &NAMES
+}
+
+/// Reads a map keyed by model role, each value with `T`'s own deserialiser, over `base` (the
+/// defaults): the one place where a config section keyed by role is parsed.
+fn role_map<'de, D, T>(d: D, base: BTreeMap<Role, T>) -> Result<BTreeMap<Role, T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    /// A key of the map: the name of a model role. Refused while the key is read, so that the
+    /// error's path ends with the key (`prompts.tester`), as a struct's unknown field would.
+    struct RoleKey(Role);
+    impl<'de> Deserialize<'de> for RoleKey {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let name = String::deserialize(d)?;
+            name.parse::<Role>()
+                .map(RoleKey)
+                .map_err(|_| de::Error::unknown_field(&name, model_role_names()))
+        }
+    }
+    struct RoleMapVisitor<T>(BTreeMap<Role, T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for RoleMapVisitor<T> {
+        type Value = BTreeMap<Role, T>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map from role to its setting")
+        }
+        fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Self::Value, A::Error> {
+            while let Some(RoleKey(role)) = map.next_key()? {
+                self.0.insert(role, map.next_value()?);
+            }
+            Ok(self.0)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(self.0)
+        }
+    }
+    d.deserialize_map(RoleMapVisitor(base))
+}
+
+impl<'de> Deserialize<'de> for Models {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        role_map(d, Models::default().0).map(Models)
     }
 }
 
@@ -142,7 +162,7 @@ pub fn default_max_tokens(role: Role) -> u32 {
 pub struct ModelEntry {
     pub model: String,
     pub temperature: Option<f32>,
-    /// `None`: the role's default ([`default_max_tokens`]).
+    /// `None`: the role's default ([`RoleInfo::default_max_tokens`](ralph_actors::role::RoleInfo)).
     pub max_tokens: Option<u32>,
     /// Models tried in turn when this one fails (canonical names).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -155,7 +175,9 @@ impl ModelEntry {
         ModelSpec {
             model: self.model.clone(),
             temperature: self.temperature,
-            max_tokens: self.max_tokens.unwrap_or_else(|| default_max_tokens(role)),
+            max_tokens: self
+                .max_tokens
+                .unwrap_or_else(|| role.info().default_max_tokens),
             fallbacks: self.fallbacks.clone(),
         }
     }
@@ -533,23 +555,41 @@ impl Default for SandboxConfig {
     }
 }
 
-/// Template overrides, one file per role; `None` keeps the bundled template.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Prompts {
-    pub librarian: Option<PathBuf>,
-    pub artisan: Option<PathBuf>,
-    pub critic: Option<PathBuf>,
+/// Template overrides (`prompts:`), one file per model role; a role left out (or `null`) keeps
+/// its bundled template.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompts(BTreeMap<Role, PathBuf>);
+
+/// Every model role, `null` where the bundled template is kept: the shape the example file
+/// documents.
+impl Serialize for Prompts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let all: BTreeMap<Role, Option<&PathBuf>> =
+            Role::with_models().map(|r| (r, self.0.get(&r))).collect();
+        all.serialize(s)
+    }
 }
 
 impl Prompts {
     pub fn get(&self, role: Role) -> Option<&PathBuf> {
-        match role {
-            Role::Librarian => self.librarian.as_ref(),
-            Role::Artisan => self.artisan.as_ref(),
-            Role::Critic => self.critic.as_ref(),
-            Role::Tester => None,
-        }
+        self.0.get(&role)
+    }
+
+    /// Every override, to resolve its path against the config file's directory.
+    pub fn paths_mut(&mut self) -> impl Iterator<Item = &mut PathBuf> {
+        self.0.values_mut()
+    }
+}
+
+impl<'de> Deserialize<'de> for Prompts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let given: BTreeMap<Role, Option<PathBuf>> = role_map(d, BTreeMap::new())?;
+        Ok(Prompts(
+            given
+                .into_iter()
+                .filter_map(|(role, path)| Some((role, path?)))
+                .collect(),
+        ))
     }
 }
 

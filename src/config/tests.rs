@@ -20,7 +20,7 @@ fn example_parses_to_the_defaults() {
     let mut expected = Config::default();
     expected.prices.insert(
         "openai/my-finetune".into(),
-        ralph_actors::budget::Price {
+        ralph_actors::policy::budget::Price {
             input: 0.30,
             output: 1.20,
             cache_read: None,
@@ -41,7 +41,7 @@ fn example_parses_to_the_defaults() {
         }
     }
     assert_eq!(config, expected);
-    for role in Role::MODEL_ROLES {
+    for role in Role::with_models() {
         assert_eq!(config.model(role), Config::default().model(role));
     }
 }
@@ -286,8 +286,12 @@ fn prompt_overrides_are_read_and_checked() {
         None
     );
     let settings = config.run_settings().expect("settings");
-    assert!(settings.templates.critic.starts_with("Be strict."));
-    assert_eq!(settings.templates.artisan, Templates::default().artisan);
+    let critic = settings.templates.get(Role::Critic).expect("a template");
+    assert!(critic.starts_with("Be strict."));
+    assert_eq!(
+        settings.templates.get(Role::Artisan),
+        Templates::default().get(Role::Artisan)
+    );
     settings.validate().expect("complete settings");
 
     fs::write(

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ralph_actors::roles::language_of;
-use ralph_actors::workspace::{
+use ralph_actors::prompt::bundle::language_of;
+use ralph_actors::schema::context::{
     ContextChoice, ContextPack, ContextRelation, ExcludedFile, RelatedFile,
 };
 

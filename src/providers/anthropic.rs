@@ -8,14 +8,15 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::schema::usage::Usage;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Response, Url};
 use serde::{Deserialize, Serialize};
 
 use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const PROVIDER: &str = "anthropic";
 pub const DEFAULT_API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
@@ -492,8 +493,10 @@ mod tests {
             .mount(&server)
             .await;
         let mut req = request(MODEL);
-        req.messages
-            .insert(1, ralph_actors::llm::ChatMessage::system("Be brief."));
+        req.messages.insert(
+            1,
+            ralph_actors::ports::llm::ChatMessage::system("Be brief."),
+        );
         let reply = client(&server, |_| {}).complete(req).await.expect("reply");
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, SERVED);

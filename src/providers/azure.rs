@@ -10,13 +10,13 @@
 
 use async_openai::config::AzureConfig;
 use async_openai::types::chat::CreateChatCompletionRequest;
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
 use reqwest::header::HeaderValue;
 
 use super::http::{missing_key, non_empty};
 use super::openai::{self, chat_body, ChatBody, Wire};
 use super::options::ClientOptions;
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const PROVIDER: &str = "azure";
 pub const API_KEY_ENV: &str = "AZURE_OPENAI_API_KEY";
@@ -213,7 +213,7 @@ mod tests {
     use super::*;
     use crate::providers::testkit::*;
     use crate::providers::Provider;
-    use ralph_actors::llm::Usage;
+    use ralph_actors::schema::usage::Usage;
     use serde_json::json;
     use std::time::{Duration, Instant};
     use wiremock::matchers::{header, method, path, query_param};

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::schema::usage::Usage;
 use reqwest::header::HeaderName;
 use reqwest::Response;
 use serde::{Deserialize, Serialize};
@@ -15,7 +16,7 @@ use serde_json::Value;
 
 use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const PROVIDER: &str = "gemini";
 pub const DEFAULT_API_KEY_ENV: &str = "GEMINI_API_KEY";
@@ -513,9 +514,11 @@ mod tests {
             .await;
         let mut req = request(MODEL);
         req.messages
-            .push(ralph_actors::llm::ChatMessage::assistant("Which file?"));
+            .push(ralph_actors::ports::llm::ChatMessage::assistant(
+                "Which file?",
+            ));
         req.messages
-            .push(ralph_actors::llm::ChatMessage::user("app.py"));
+            .push(ralph_actors::ports::llm::ChatMessage::user("app.py"));
         let reply = client(&server, |_| {}).complete(req).await.expect("reply");
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "gemini-2.5-pro");

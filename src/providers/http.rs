@@ -17,27 +17,25 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use backon::{ExponentialBuilder, Retryable};
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
-use ralph_actors::llm::{
-    ChatMessage, ChatReply, ChatRequest, LlmError, Speaker, TokenCounter, Usage,
+use ralph_actors::ports::llm::{
+    ChatMessage, ChatReply, ChatRequest, LlmError, Speaker, TokenCounter,
 };
+use ralph_actors::schema::usage::Usage;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode, Url};
 use serde::de::DeserializeOwned;
 
 use super::options::ClientOptions;
-use super::retry::{self, RetryPolicy};
 use super::tokens::TiktokenCounter;
+use crate::http::retry::{self, is_retryable_status, retry, Attempted, RetryPolicy};
+pub(crate) use crate::http::text::{chain, shorten};
 
 /// Connecting is quick or the host is down; a reply may take minutes, which the call's own
 /// deadline covers.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Anthropic answers 529 when it is overloaded: as transient as a 503.
-const OVERLOADED: u16 = 529;
 
 /// The connection pool every client shares: quick to connect or failing, with no limit of its
 /// own on a reply (each call's deadline is that). Built once per process, because setting up TLS
@@ -57,21 +55,6 @@ pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
         model: format!("{provider}/*"),
         message: format!("cannot set up HTTP: {e}"),
     })
-}
-
-/// The exponential backoff of a [`RetryPolicy`], as the OpenAI client's retry service uses it.
-pub(crate) fn backoff(policy: &RetryPolicy) -> ExponentialBuilder {
-    ExponentialBuilder::new()
-        .with_min_delay(policy.base_delay)
-        .with_factor(2.0)
-        .with_max_delay(policy.max_delay)
-        .with_max_times(policy.max_retries as usize)
-        .with_jitter()
-}
-
-/// The statuses worth another try.
-pub(crate) fn is_retryable_status(status: u16) -> bool {
-    status == OVERLOADED || StatusCode::from_u16(status).is_ok_and(retry::is_retryable_status)
 }
 
 /// Whether an error message says the prompt does not fit the model. Providers say so in a 400
@@ -153,8 +136,8 @@ pub(crate) enum Failure {
     Invalid(String),
 }
 
-impl Failure {
-    fn retryable(&self) -> bool {
+impl Attempted for Failure {
+    fn is_transient(&self) -> bool {
         match self {
             Failure::Status { status, .. } => is_retryable_status(status.as_u16()),
             Failure::Connect(_) | Failure::Stalled => true,
@@ -179,7 +162,9 @@ impl Failure {
             Failure::Network(m) | Failure::Invalid(m) => m.clone(),
         }
     }
+}
 
+impl Failure {
     /// An error reported inside a stream: retried when it is transient and no text has come.
     pub fn in_stream(status: u16, message: String, text_so_far: &str) -> Self {
         Failure::InStream {
@@ -267,33 +252,13 @@ impl Transport {
     {
         let deadline = Instant::now() + self.timeout;
         let attempts = AtomicU32::new(0);
-        let (read, counter) = (&read, &attempts);
-        let max_server_delay = self.policy.max_server_delay;
-        let provider = self.provider;
-        let work = (move || self.attempt(out, read, counter))
-            .retry(backoff(&self.policy))
-            .sleep(tokio::time::sleep)
-            .when(Failure::retryable)
-            .adjust(move |failure, ours| {
-                // `None` from the backoff means the retries are used up.
-                let ours = ours?;
-                let wait = failure
-                    .server_delay()
-                    .map_or(ours, |d| d.min(max_server_delay));
-                // A retry that could not start before the deadline is not made: the caller
-                // sees the server's error rather than a bare timeout.
-                (Instant::now() + wait < deadline).then_some(wait)
-            })
-            .notify(move |failure, wait| {
-                tracing::warn!(
-                    provider,
-                    attempt = counter.load(Ordering::Relaxed),
-                    wait_ms = wait.as_millis() as u64,
-                    "{provider}: {}; retrying in {:.1}s",
-                    failure.describe(),
-                    wait.as_secs_f64()
-                );
-            });
+        let work = retry(
+            &self.policy,
+            self.provider,
+            Some(deadline),
+            &attempts,
+            || self.attempt(out, &read),
+        );
         match tokio::time::timeout(self.timeout, work).await {
             Err(_) => Err(LlmError::Timeout {
                 provider: self.provider.into(),
@@ -304,17 +269,11 @@ impl Transport {
         }
     }
 
-    async fn attempt<T, R, Fut>(
-        &self,
-        out: &Outgoing,
-        read: &R,
-        attempts: &AtomicU32,
-    ) -> Result<T, Failure>
+    async fn attempt<T, R, Fut>(&self, out: &Outgoing, read: &R) -> Result<T, Failure>
     where
         R: Fn(Response) -> Fut,
         Fut: Future<Output = Result<T, Failure>>,
     {
-        attempts.fetch_add(1, Ordering::Relaxed);
         let response = self
             .http
             .post(out.url.clone())
@@ -683,32 +642,6 @@ pub(crate) async fn read_json<T: DeserializeOwned>(response: Response) -> Result
 /// One JSON event or line of a stream.
 pub(crate) fn parse_chunk<T: DeserializeOwned>(data: &str) -> Result<T, Failure> {
     serde_json::from_str(data).map_err(|e| Failure::Invalid(format!("{e} in `{}`", shorten(data))))
-}
-
-/// Error messages quote at most this much of a body.
-pub(crate) fn shorten(text: &str) -> String {
-    const MAX: usize = 300;
-    let text = text.trim();
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
-/// The error and its causes on one line: reqwest's own message alone says little
-/// ("error sending request").
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 pub(crate) fn non_empty(s: Option<String>) -> Option<String> {

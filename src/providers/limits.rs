@@ -18,7 +18,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
 
 use super::Provider;
 
@@ -199,7 +199,8 @@ impl<P: Provider> Provider for Limited<P> {
 mod tests {
     use super::*;
     use crate::providers::testkit::request;
-    use ralph_actors::llm::{ChatMessage, Usage};
+    use ralph_actors::ports::llm::ChatMessage;
+    use ralph_actors::schema::usage::Usage;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Instant;
 

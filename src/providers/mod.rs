@@ -28,12 +28,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
-use ralph_actors::roles::Role;
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
 
 use crate::models::ModelName;
 
+pub use crate::http::retry::RetryPolicy;
 pub use anthropic::AnthropicClient;
 pub use azure::AzureClient;
 pub use gemini::GeminiClient;
@@ -43,7 +44,6 @@ pub use openai::OpenAiClient;
 pub use options::ClientOptions;
 pub use prices::{bundled as bundled_prices, with_overrides as prices_with_overrides};
 pub use replay::{Exchange, Recorder, ReplayClient, ReplayError};
-pub use retry::RetryPolicy;
 pub use tokens::TiktokenCounter;
 
 /// A client for one provider, as the router holds it.

@@ -6,14 +6,15 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ralph_actors::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::schema::usage::Usage;
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::{Response, Url};
 use serde::{Deserialize, Serialize};
 
 use super::http::{self, Endpoint, Failure, Outcome, Problem, Site};
 use super::options::ClientOptions;
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const PROVIDER: &str = "ollama";
 pub const HOST_ENV: &str = "OLLAMA_HOST";

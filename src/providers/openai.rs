@@ -8,6 +8,7 @@
 //! The protocol half (`Wire`, `chat_body`, `map_error`) is generic over async-openai's `Config`,
 //! so Azure OpenAI (`azure.rs`) goes through the same code with its own config.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,14 +22,15 @@ use async_openai::types::chat::{
     CreateChatCompletionRequest, FinishReason,
 };
 use async_openai::Client;
-use backon::Retryable;
 use futures::StreamExt;
-use ralph_actors::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, Speaker, Usage};
+use ralph_actors::ports::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::schema::usage::Usage;
 use reqwest::StatusCode;
 
 use super::http::{self, chain, shorten, Outcome};
 use super::options::ClientOptions;
-use super::retry::{CallState, RetryPolicy, RetryService};
+use super::retry::{CallState, RetryService};
+use crate::http::retry::{retry, Attempted, RetryPolicy};
 
 pub const PROVIDER: &str = "openai";
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -237,32 +239,26 @@ impl<C: Config + Clone> Wire<C> {
                 ),
             );
             let body = body.clone();
+            let call = call.clone();
             async move {
-                if self.stream {
+                let result = if self.stream {
                     streamed(&client, body, self.idle_timeout).await
                 } else {
                     plain(&client, body).await
+                };
+                match result {
+                    // Another attempt only while the call (statuses retried below included)
+                    // has attempts left.
+                    Err(CallError::Stalled) if call.attempts() < max_attempts => {
+                        Err(CallError::StalledWithAttemptsLeft)
+                    }
+                    other => other,
                 }
             }
         };
-        let work = attempt
-            .retry(http::backoff(&self.policy))
-            .sleep(tokio::time::sleep)
-            .when(|e| matches!(e, CallError::Stalled) && call.attempts() < max_attempts)
-            .adjust(move |_, ours| {
-                let wait = ours?;
-                (Instant::now() + wait < deadline).then_some(wait)
-            })
-            .notify(|_, wait| {
-                tracing::warn!(
-                    provider,
-                    attempt = call.attempts(),
-                    wait_ms = wait.as_millis() as u64,
-                    "{provider}: the reply stream stalled for {:.0}s; retrying in {:.1}s",
-                    self.idle_timeout.as_secs_f64(),
-                    wait.as_secs_f64()
-                );
-            });
+        // The statuses' retries count in `call`; these outer tries only bound the loop.
+        let stalls = AtomicU32::new(0);
+        let work = retry(&self.policy, provider, Some(deadline), &stalls, attempt);
         let raw = match tokio::time::timeout(self.timeout, work).await {
             Err(_) => {
                 return Err(LlmError::Timeout {
@@ -276,7 +272,7 @@ impl<C: Config + Clone> Wire<C> {
                     message: why.into(),
                 })
             }
-            Ok(Err(CallError::Stalled)) => {
+            Ok(Err(CallError::Stalled | CallError::StalledWithAttemptsLeft)) => {
                 return Err(LlmError::Stalled {
                     provider: provider.into(),
                     seconds: self.idle_timeout.as_secs_f64().ceil() as u64,
@@ -383,6 +379,24 @@ enum CallError {
     Empty(&'static str),
     /// The stream went silent for longer than the idle timeout.
     Stalled,
+    /// The stream stalled and the call has attempts left: sent again.
+    StalledWithAttemptsLeft,
+}
+
+impl Attempted for CallError {
+    fn is_transient(&self) -> bool {
+        matches!(self, CallError::StalledWithAttemptsLeft)
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            CallError::Stalled | CallError::StalledWithAttemptsLeft => {
+                "the reply stream stalled".into()
+            }
+            CallError::Empty(why) => (*why).into(),
+            CallError::OpenAi(e) => e.to_string(),
+        }
+    }
 }
 
 impl From<OpenAIError> for CallError {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a reply stream may go without a byte before it counts as stalled.

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use ralph_actors::budget::{Price, Prices};
+use ralph_actors::policy::budget::{Price, Prices};
 
 use crate::models::ModelName;
 
@@ -350,7 +350,7 @@ fn undated(name: &str) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::models::ALIASES;
-    use ralph_actors::llm::Usage;
+    use ralph_actors::schema::usage::Usage;
 
     const EPS: f64 = 1e-9;
 

@@ -18,8 +18,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ralph_actors::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError};
-use ralph_actors::roles::Role;
+use ralph_actors::ports::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::role::Role;
 use serde::{Deserialize, Serialize};
 
 /// One line of a recording.
@@ -238,7 +238,7 @@ impl LlmClient for ReplayClient {
 mod tests {
     use super::*;
     use crate::providers::testkit::*;
-    use ralph_actors::llm::Usage;
+    use ralph_actors::schema::usage::Usage;
     use wiremock::matchers::{body_string_contains, method};
     use wiremock::{Mock, MockServer};
 

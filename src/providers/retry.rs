@@ -1,7 +1,7 @@
 //! Retries below async-openai, as a tower service: the client hands us a replayable
-//! [`HttpRequestFactory`] and we send it again on 429, 500, 502, 503, 504 and connection
-//! failures, with exponential backoff and jitter (`backon`), honouring `retry-after-ms` and
-//! `Retry-After` when the server sends them.
+//! [`HttpRequestFactory`] and we send it again under the one retry policy of
+//! [`crate::http::retry`] (429, 5xx and connection failures, honouring `retry-after-ms` and
+//! `Retry-After`).
 //!
 //! Retrying here rather than around the whole call keeps one request body and one stream parser
 //! per call, and lets a retry happen before any byte of the reply is consumed. A stream that
@@ -19,49 +19,10 @@ use std::time::{Duration, Instant};
 
 use async_openai::error::{ApiError, ApiErrorResponse, OpenAIError, WrappedError};
 use async_openai::middleware::HttpRequestFactory;
-use backon::{ExponentialBuilder, Retryable};
-use reqwest::header::{HeaderMap, AUTHORIZATION, RETRY_AFTER};
+use reqwest::header::AUTHORIZATION;
 use reqwest::{Response, StatusCode};
 
-/// How hard to try before giving up on a call.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (so `max_retries + 1` attempts in all).
-    pub max_retries: u32,
-    /// The first backoff delay; each next one doubles, plus up to as much again of jitter.
-    pub base_delay: Duration,
-    /// The longest backoff delay of our own choosing.
-    pub max_delay: Duration,
-    /// The longest delay a server may ask for; a longer `Retry-After` is cut to this.
-    pub max_server_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_retries: 3,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(20),
-            max_server_delay: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    fn backoff(&self) -> ExponentialBuilder {
-        ExponentialBuilder::new()
-            .with_min_delay(self.base_delay)
-            .with_factor(2.0)
-            .with_max_delay(self.max_delay)
-            .with_max_times(self.max_retries as usize)
-            .with_jitter()
-    }
-}
+use crate::http::retry::{is_retryable_status, retry, server_delay, Attempted, RetryPolicy};
 
 /// What one call's attempts left behind, read by the client when it maps the final error.
 #[derive(Debug)]
@@ -141,16 +102,15 @@ enum Failed {
     Fatal(OpenAIError),
 }
 
-impl Failed {
-    fn retryable(&self) -> bool {
+impl Attempted for Failed {
+    fn is_transient(&self) -> bool {
         !matches!(self, Failed::Fatal(_))
     }
 
-    fn into_error(self) -> OpenAIError {
+    fn server_delay(&self) -> Option<Duration> {
         match self {
-            Failed::Status { status, body, .. } => api_error(status, &body),
-            Failed::Connect(e) => OpenAIError::Reqwest(e),
-            Failed::Fatal(e) => e,
+            Failed::Status { server_delay, .. } => *server_delay,
+            _ => None,
         }
     }
 
@@ -163,9 +123,14 @@ impl Failed {
     }
 }
 
-/// The statuses worth another try: rate limits and transient server or gateway failures.
-pub fn is_retryable_status(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+impl Failed {
+    fn into_error(self) -> OpenAIError {
+        match self {
+            Failed::Status { status, body, .. } => api_error(status, &body),
+            Failed::Connect(e) => OpenAIError::Reqwest(e),
+            Failed::Fatal(e) => e,
+        }
+    }
 }
 
 /// An error as async-openai would have built it from the response, so the client maps both
@@ -195,37 +160,12 @@ fn is_quota_exhausted(body: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// The delay the server asked for: `retry-after-ms` (OpenAI, milliseconds) first, then
-/// `Retry-After` in seconds or as an HTTP date.
-pub fn server_delay(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
-    }
-    let value = text(RETRY_AFTER.as_str())?;
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    // A date in the past means "now".
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
-}
-
 async fn attempt(
     factory: HttpRequestFactory,
     http: reqwest::Client,
     call: Arc<CallState>,
     strip_auth: bool,
 ) -> Result<Response, Failed> {
-    call.attempts.fetch_add(1, Ordering::Relaxed);
     let mut request = factory.build().await.map_err(Failed::Fatal)?;
     if strip_auth {
         request.headers_mut().remove(AUTHORIZATION);
@@ -237,7 +177,7 @@ async fn attempt(
     };
     let status = response.status();
     call.last_status.store(status.as_u16(), Ordering::Relaxed);
-    if !is_retryable_status(status) {
+    if !is_retryable_status(status.as_u16()) {
         return Ok(response);
     }
     let server_delay = server_delay(response.headers());
@@ -275,39 +215,10 @@ impl tower::Service<HttpRequestFactory> for RetryService {
                 strip_auth,
                 provider,
             } = this;
-            let deadline = call.deadline;
-            let max_server_delay = policy.max_server_delay;
-            let counter = call.clone();
-            let result = (|| attempt(factory.clone(), http.clone(), call.clone(), strip_auth))
-                .retry(policy.backoff())
-                .sleep(tokio::time::sleep)
-                .when(Failed::retryable)
-                .adjust(move |failed, backoff| {
-                    // `None` from the backoff means the retries are used up.
-                    let ours = backoff?;
-                    let wait = match failed {
-                        Failed::Status {
-                            server_delay: Some(d),
-                            ..
-                        } => (*d).min(max_server_delay),
-                        _ => ours,
-                    };
-                    match deadline {
-                        Some(end) if Instant::now() + wait >= end => None,
-                        _ => Some(wait),
-                    }
-                })
-                .notify(move |failed, wait| {
-                    tracing::warn!(
-                        provider,
-                        attempt = counter.attempts(),
-                        wait_ms = wait.as_millis() as u64,
-                        "{provider}: {}; retrying in {:.1}s",
-                        failed.describe(),
-                        wait.as_secs_f64()
-                    );
-                })
-                .await;
+            let result = retry(&policy, provider, call.deadline, &call.attempts, || {
+                attempt(factory.clone(), http.clone(), call.clone(), strip_auth)
+            })
+            .await;
             result.map_err(Failed::into_error)
         })
     }
@@ -316,66 +227,6 @@ impl tower::Service<HttpRequestFactory> for RetryService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).expect("header"));
-        }
-        h
-    }
-
-    #[test]
-    fn reads_server_delays() {
-        assert_eq!(
-            server_delay(&headers(&[("retry-after", "2")])),
-            Some(Duration::from_secs(2))
-        );
-        assert_eq!(
-            server_delay(&headers(&[("retry-after-ms", "250")])),
-            Some(Duration::from_millis(250))
-        );
-        // The millisecond header is the more precise and wins.
-        assert_eq!(
-            server_delay(&headers(&[
-                ("retry-after", "9"),
-                ("retry-after-ms", "1500")
-            ])),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            server_delay(&headers(&[(
-                "retry-after",
-                "Wed, 21 Oct 2015 07:28:00 GMT"
-            )])),
-            Some(Duration::ZERO)
-        );
-        let later = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
-        let d = server_delay(&headers(&[("retry-after", &later)])).expect("a date");
-        assert!(
-            d > Duration::from_secs(25) && d <= Duration::from_secs(30),
-            "{d:?}"
-        );
-        assert_eq!(server_delay(&headers(&[("retry-after", "soon")])), None);
-        assert_eq!(server_delay(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn retries_only_transient_statuses() {
-        for s in [429, 500, 502, 503, 504] {
-            assert!(
-                is_retryable_status(StatusCode::from_u16(s).expect("status")),
-                "{s}"
-            );
-        }
-        for s in [400, 401, 403, 404, 422, 501] {
-            assert!(
-                !is_retryable_status(StatusCode::from_u16(s).expect("status")),
-                "{s}"
-            );
-        }
-    }
 
     #[test]
     fn quota_exhaustion_is_not_a_rate_limit() {

@@ -3,15 +3,15 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_actors::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
-use ralph_actors::roles::Role;
+use ralph_actors::ports::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
+use ralph_actors::role::Role;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate, Times};
 
 use super::openai::OpenAiClient;
 use super::options::ClientOptions;
-use super::retry::RetryPolicy;
+use crate::http::retry::RetryPolicy;
 
 pub const SERVED_MODEL: &str = "gpt-4.1-mini-2025-04-14";
 

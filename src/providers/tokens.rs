@@ -14,7 +14,7 @@
 
 use std::sync::OnceLock;
 
-use ralph_actors::llm::{ChatMessage, TokenCounter};
+use ralph_actors::ports::llm::{ChatMessage, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
 /// Tokens OpenAI adds around each message (`<|start|>{role}<|message|>...<|end|>`), not
@@ -247,7 +247,7 @@ impl TokenCounter for TiktokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_actors::llm::ByteBoundCounter;
+    use ralph_actors::ports::llm::ByteBoundCounter;
     use std::time::Instant;
 
     #[test]

@@ -18,7 +18,7 @@
 
 use std::sync::LazyLock;
 
-use ralph_actors::runner::{CaseStatus, Category, TestCase};
+use ralph_actors::schema::test_run::{CaseStatus, Category, TestCase};
 use regex::Regex;
 
 use super::language::Language;
@@ -287,7 +287,7 @@ fn error_type(text: &str, language: Option<Language>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_actors::runner::Location;
+    use ralph_actors::schema::test_run::Location;
     use Category::{Environment, Logic, Performance, Syntax};
 
     /// Real output, recorded from the tools (see `testdata/classify/`).

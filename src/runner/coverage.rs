@@ -18,7 +18,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ralph_actors::runner::Coverage;
+use ralph_actors::schema::test_run::Coverage;
 use serde_json::Value;
 
 use super::plan::{Framework, TestPlan};
@@ -716,7 +716,7 @@ fn tarpaulin(v: &Value) -> Result<Option<f64>, String> {
 mod tests {
     use std::time::Duration;
 
-    use ralph_actors::runner::{RunStatus, TestRun};
+    use ralph_actors::schema::test_run::{RunStatus, TestRun};
     use tokio_util::sync::CancellationToken;
 
     use super::*;

@@ -1,6 +1,6 @@
 //! The linter run after the tests (`success_criteria.linter_errors`): eslint, ruff or clippy by
 //! language, or the configured `linting.command`, its findings counted into
-//! [`ralph_actors::runner::Lint`] (`docs/coverage-and-linting.md`).
+//! [`ralph_actors::schema::test_run::Lint`] (`docs/coverage-and-linting.md`).
 //!
 //! Each linter is asked for JSON: eslint's `--format json` (`errorCount`, `warningCount`), ruff's
 //! `--output-format json` (one entry per finding), cargo's `--message-format json` (one
@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_actors::runner::{Lint, RunStatus, TestRun};
+use ralph_actors::schema::test_run::{Lint, RunStatus, TestRun};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,7 @@ use super::coverage::{capture, find_upward, node_bin, python_imports, sh_quote, 
 use super::language::Language;
 use super::plan::Limits;
 use super::ProcessRunner;
+use crate::process::groups::ProcessGroups;
 
 /// How many findings a [`Lint`] keeps.
 pub const MAX_FINDINGS: usize = 20;
@@ -243,7 +244,12 @@ fn tool_named_in(command: &str) -> String {
 /// Runs the linter under `limits` (timeout, memory, sandbox: where the tests run, so it sees the
 /// same tools) and counts its findings. Never fails: a linter that could not run, or ran without
 /// reporting, counts as one error whose finding says why, so the criterion is not met by default.
-pub async fn run_lint(plan: &LintPlan, limits: &Limits, cancel: CancellationToken) -> Lint {
+pub async fn run_lint(
+    plan: &LintPlan,
+    limits: &Limits,
+    cancel: CancellationToken,
+    groups: &ProcessGroups,
+) -> Lint {
     let mut runner = ProcessRunner::new(
         plan.command.clone(),
         plan.cwd.clone(),
@@ -251,7 +257,8 @@ pub async fn run_lint(plan: &LintPlan, limits: &Limits, cancel: CancellationToke
         limits.max_output_bytes,
     )
     .with_limits(limits)
-    .with_language(Some(plan.language));
+    .with_language(Some(plan.language))
+    .with_groups(groups.clone());
     runner.max_output_bytes = runner.max_output_bytes.max(LINT_OUTPUT_CAP);
     for (name, value) in &plan.env {
         runner = runner.with_env(name.clone(), value.clone());
@@ -614,6 +621,7 @@ mod tests {
             plan,
             &limits(Duration::from_secs(300)),
             CancellationToken::new(),
+            &ProcessGroups::new(),
         )
         .await
     }
@@ -964,6 +972,7 @@ mod tests {
             &plan,
             &limits(Duration::from_millis(300)),
             CancellationToken::new(),
+            &ProcessGroups::new(),
         )
         .await;
         assert_eq!(l.errors, 1);

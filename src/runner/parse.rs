@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
-use ralph_actors::runner::{CaseStatus, Location, TestCase, Totals};
+use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase, Totals};
 use regex::Regex;
 
 use super::report::junit::python_node_id;

@@ -1,12 +1,13 @@
-//! A project's tests as ralph-loop runs them: the plans [`crate::detect`] found (one per
+//! A project's tests as ralph-loop runs them: the plans [`crate::runner::detect`] found (one per
 //! language), each run under the sandbox limits, its tool's report read into the unified result
 //! schema (the text when the report is missing), its failures categorised, coverage and lint
 //! added when asked for, and the runs merged into one [`TestRun`].
 
 use std::path::{Path, PathBuf};
 
-use ralph_actors::runner::{
-    CaseStatus, Category, ResultSource, RunStatus, Suite, TestRun, TestRunner, Totals,
+use ralph_actors::ports::runner::{RunnerError, TestRunner};
+use ralph_actors::schema::test_run::{
+    CaseStatus, Category, ResultSource, RunStatus, Suite, TestRun, Totals,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -16,8 +17,10 @@ use super::language::Language;
 use super::lint::{lint_plan, run_lint, LintError, LintPlan};
 use super::plan::{Framework, Limits, ReportSpec, TestPlan, TestingOptions};
 use super::report::parse_report;
-use super::{cap_output, note, ProcessRunner};
-use crate::detect::{self, DetectError};
+use super::{note, ProcessRunner};
+use crate::process::capture::cap_output;
+use crate::process::groups::ProcessGroups;
+use crate::runner::detect::{self, DetectError};
 
 /// The most output captured from a run whose report is in its output (libtest's JSON lines):
 /// about 300,000 tests' worth.
@@ -46,6 +49,8 @@ pub struct ProjectRunner {
     project_dir: PathBuf,
     /// Why the runner cannot run (a coverage or lint tool is missing): every run fails with it.
     setup_error: Option<String>,
+    /// Where each run's process group is registered while it runs.
+    groups: ProcessGroups,
 }
 
 /// A plan as run: with coverage added when asked for.
@@ -71,6 +76,7 @@ impl ProjectRunner {
                 limits: options.limits.clone(),
                 project_dir,
                 setup_error: None,
+                groups: ProcessGroups::new(),
             },
             Err(e) => Self {
                 plans: plans
@@ -84,6 +90,7 @@ impl ProjectRunner {
                 limits: options.limits.clone(),
                 project_dir,
                 setup_error: Some(e.to_string()),
+                groups: ProcessGroups::new(),
             },
         }
     }
@@ -105,7 +112,15 @@ impl ProjectRunner {
             limits: options.limits.clone(),
             project_dir: root.to_path_buf(),
             setup_error: None,
+            groups: ProcessGroups::new(),
         })
+    }
+
+    /// Registers every run's process group in `groups` (the program's registry, which the
+    /// binary's edge kills on a hard exit).
+    pub fn with_groups(mut self, groups: ProcessGroups) -> Self {
+        self.groups = groups;
+        self
     }
 
     /// The plans, in the order they run, as run (coverage flags included).
@@ -121,9 +136,9 @@ impl ProjectRunner {
     /// Runs every plan in turn (stopping early when `cancel` fires), merges the results, then
     /// runs the linter. Fails only when the runner could not be set up (see
     /// [`ProjectRunner::new`]).
-    pub async fn run_all(&self, cancel: CancellationToken) -> Result<TestRun, String> {
+    pub async fn run_all(&self, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
         if let Some(why) = &self.setup_error {
-            return Err(why.clone());
+            return Err(RunnerError::Setup(why.clone()));
         }
         let mut runs = Vec::with_capacity(self.plans.len());
         for prepared in &self.plans {
@@ -136,7 +151,7 @@ impl ProjectRunner {
         let mut run = merge(runs);
         if let Some(lint) = &self.lint {
             if !cancel.is_cancelled() {
-                run.lint = Some(run_lint(lint, &self.limits, cancel).await);
+                run.lint = Some(run_lint(lint, &self.limits, cancel, &self.groups).await);
             }
         }
         Ok(run)
@@ -171,7 +186,8 @@ impl ProjectRunner {
         )
         .with_limits(&limits)
         .with_language(plan.language)
-        .with_project_dir(self.project_dir.clone());
+        .with_project_dir(self.project_dir.clone())
+        .with_groups(self.groups.clone());
         for (name, value) in &plan.env {
             runner = runner.with_env(name.clone(), value.clone());
         }
@@ -199,7 +215,7 @@ impl ProjectRunner {
 
 #[async_trait::async_trait]
 impl TestRunner for ProjectRunner {
-    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, String> {
+    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
         self.run_all(cancel).await
     }
 
@@ -464,7 +480,7 @@ fn merge(mut runs: Vec<(&TestPlan, TestRun)>) -> TestRun {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use ralph_actors::runner::CaseStatus;
+    use ralph_actors::schema::test_run::CaseStatus;
 
     use super::*;
     use crate::runner::plan::SandboxKind;
@@ -838,7 +854,7 @@ tests/test_m.py:7: AssertionError</failure></testcase></testsuite></testsuites>"
             panic!("{built:?}");
         };
         assert!(e.to_string().contains("make test"), "{e}");
-        let plans = vec![crate::detect::custom_plan(
+        let plans = vec![crate::runner::detect::custom_plan(
             "make test",
             p.path().to_path_buf(),
             None,
@@ -846,7 +862,7 @@ tests/test_m.py:7: AssertionError</failure></testcase></testsuite></testsuites>"
         let runner = ProjectRunner::new(plans, &options, p.path().join("m.py"));
         let run = runner.run(CancellationToken::new()).await;
         assert!(
-            matches!(&run, Err(why) if why.contains("coverage_threshold")),
+            matches!(&run, Err(why) if why.to_string().contains("coverage_threshold")),
             "{run:?}"
         );
     }

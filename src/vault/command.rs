@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::{import, read_jsonl, vault_path, write_jsonl, LanceStore, VaultError, PROJECT_TABLE};
 use crate::cli::{VaultAction, VaultArgs};
 use crate::config;
-use crate::detect;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UsageError};
+use crate::runner::detect;
 
 /// What `vault stats` prints.
 #[derive(Debug, Serialize)]
@@ -32,10 +32,6 @@ pub struct Stats {
     pub max_patterns: usize,
 }
 
-fn vault_error(e: VaultError) -> Error {
-    Error::Internal(e.to_string())
-}
-
 fn date(ms: i64) -> Option<String> {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
@@ -49,28 +45,28 @@ pub fn run(args: VaultArgs) -> Result<i32> {
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
     runtime.block_on(async move {
-        let embedder = super::embedder(&config).map_err(vault_error)?;
+        let embedder = super::embedder(&config)?;
         let path = vault_path(&root);
         let exists = path.is_dir();
         if !exists && !matches!(args.action, VaultAction::Import { .. }) {
-            return Err(Error::Usage(format!(
+            return Err(Error::Usage(UsageError::Vault(format!(
                 "no memory vault at {} yet: a run records its attempts there",
                 path.display()
-            )));
+            ))));
         }
         std::fs::create_dir_all(&path)
             .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
         let uri = path.to_string_lossy().into_owned();
         let store = LanceStore::open(&uri, PROJECT_TABLE, &embedder.id(), embedder.dims())
             .await
-            .map_err(vault_error)?;
+            ?;
         let mut out = std::io::stdout().lock();
         let print = |out: &mut std::io::StdoutLock, text: String| {
             let _ = writeln!(out, "{text}");
         };
         match args.action {
             VaultAction::Stats => {
-                let all = store.all().await.map_err(vault_error)?;
+                let all = store.all().await?;
                 let successful = all.iter().filter(|a| a.success).count();
                 let mut by_language = BTreeMap::new();
                 let mut by_model = BTreeMap::new();
@@ -99,8 +95,8 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                     by_model,
                     oldest: all.iter().map(|a| a.timestamp_ms).min().and_then(date),
                     newest: all.iter().map(|a| a.timestamp_ms).max().and_then(date),
-                    fragments: store.fragments().await.map_err(vault_error)?,
-                    bytes: store.bytes().await.map_err(vault_error)?,
+                    fragments: store.fragments().await?,
+                    bytes: store.bytes().await?,
                     max_patterns: config.memory.max_patterns,
                 };
                 if args.json {
@@ -138,10 +134,10 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                 let vector = embedder
                     .embed(vec![text])
                     .await
-                    .map_err(Error::Internal)?
+                    .map_err(VaultError::Embedding)?
                     .pop()
                     .ok_or_else(|| Error::Internal("the embedder returned no vector".into()))?;
-                let found = store.search(&vector, limit, -1.0).await.map_err(vault_error)?;
+                let found = store.search(&vector, limit, -1.0).await?;
                 if args.json {
                     let _ = serde_json::to_writer_pretty(&mut out, &found);
                     let _ = writeln!(out);
@@ -165,16 +161,17 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                 }
             }
             VaultAction::Export { file } => {
-                let all = store.all().await.map_err(vault_error)?;
-                write_jsonl(&file, &all).map_err(vault_error)?;
+                let all = store.all().await?;
+                write_jsonl(&file, &all)?;
                 print(&mut out, format!("exported {} attempts to {}", all.len(), file.display()));
             }
             VaultAction::Import { file } => {
-                let attempts = read_jsonl(&file).map_err(|e| Error::Usage(e.to_string()))?;
+                let attempts = read_jsonl(&file)
+                    .map_err(|e| Error::Usage(UsageError::Vault(e.to_string())))?;
                 let total = attempts.len();
                 let added = import(&store, embedder.as_ref(), attempts)
                     .await
-                    .map_err(vault_error)?;
+                    ?;
                 print(
                     &mut out,
                     format!(
@@ -186,8 +183,8 @@ pub fn run(args: VaultArgs) -> Result<i32> {
             }
             VaultAction::Prune { max } => {
                 let max = max.unwrap_or(config.memory.max_patterns);
-                let pruned = store.prune(max).await.map_err(vault_error)?;
-                let stats = store.compact().await.map_err(vault_error)?;
+                let pruned = store.prune(max).await?;
+                let stats = store.compact().await?;
                 print(
                     &mut out,
                     format!(

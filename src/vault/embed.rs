@@ -31,17 +31,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
 use bytes::Bytes;
-use ralph_actors::memory::Embedder;
+use ralph_actors::ports::memory::{Embedder, MemoryError};
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::providers::http::{chain, shorten};
-use crate::providers::retry::{is_retryable_status, server_delay};
+use crate::http::retry::{is_retryable_status, retry, server_delay, Attempted, RetryPolicy};
+use crate::http::text::{chain, shorten};
 
 /// The dimension of [`HashedNgrams`] unless `memory.embedder.dims` says otherwise: enough
 /// buckets that collisions between a signature's few hundred n-grams stay rare, small enough
@@ -61,10 +60,8 @@ const SEED: u64 = 0x5241_4C50_484E_4731;
 const NGRAMS: [usize; 3] = [2, 3, 4];
 /// Connecting is quick or the host is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Attempts per request, the first included.
-const MAX_TRIES: usize = 3;
-/// The first backoff delay; it doubles, with jitter.
-const MIN_DELAY: Duration = Duration::from_millis(500);
+/// Retries per request after the first attempt.
+const MAX_RETRIES: u32 = 2;
 
 /// Why an embedder could not be built from the settings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -305,7 +302,7 @@ impl Embedder for HashedNgrams {
         self.dims
     }
 
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
         Ok(texts.iter().map(|t| self.vector(t)).collect())
     }
 }
@@ -323,7 +320,7 @@ pub struct HttpEmbedder {
     /// The key's header, marked sensitive so it never shows in `Debug`.
     auth: Option<(HeaderName, HeaderValue)>,
     timeout: Duration,
-    min_delay: Duration,
+    policy: RetryPolicy,
 }
 
 /// The dimension of well-known models when the settings give none.
@@ -419,7 +416,9 @@ impl HttpEmbedder {
             ask_dims: spec.dims.is_some(),
             auth,
             timeout: spec.timeout,
-            min_delay: MIN_DELAY,
+            policy: RetryPolicy::default()
+                .with_max_retries(MAX_RETRIES)
+                .with_max_server_delay(MAX_SERVER_DELAY),
         })
     }
 
@@ -507,53 +506,28 @@ impl HttpEmbedder {
     }
 
     /// Sends one batch, retrying what is worth retrying; returns the reply's body.
-    async fn send(&self, body: &Value) -> Result<Bytes, String> {
+    async fn send(&self, body: &Value) -> Result<Bytes, MemoryError> {
         let attempts = AtomicU32::new(0);
-        let provider = self.provider;
-        let backoff = ExponentialBuilder::new()
-            .with_min_delay(self.min_delay)
-            .with_factor(2.0)
-            .with_max_times(MAX_TRIES - 1)
-            .with_jitter();
-        (|| self.attempt(body, &attempts))
-            .retry(backoff)
-            .sleep(tokio::time::sleep)
-            .when(Failure::retryable)
-            .adjust(|failure, ours| {
-                // `None` from the backoff means the tries are used up.
-                let ours = ours?;
-                Some(
-                    failure
-                        .server_delay()
-                        .map_or(ours, |d| d.min(MAX_SERVER_DELAY)),
-                )
-            })
-            .notify(|failure, wait| {
-                tracing::warn!(
-                    provider = provider.name(),
-                    "{provider} embeddings: {}; retrying in {:.1}s",
-                    failure.describe(),
-                    wait.as_secs_f64()
-                );
-            })
-            .await
-            .map_err(|failure| {
-                let tries = attempts.load(Ordering::Relaxed);
-                let after = if tries > 1 {
-                    format!(" (after {tries} attempts)")
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{provider} embeddings at {}: {}{after}",
-                    self.url,
-                    failure.describe()
-                )
-            })
+        let service = format!("{} embeddings", self.provider);
+        retry(&self.policy, &service, None, &attempts, || {
+            self.attempt(body)
+        })
+        .await
+        .map_err(|failure| {
+            let tries = attempts.load(Ordering::Relaxed);
+            let after = if tries > 1 {
+                format!(" (after {tries} attempts)")
+            } else {
+                String::new()
+            };
+            MemoryError::Embed {
+                message: format!("{service} at {}: {}{after}", self.url, failure.describe()),
+                transient: failure.is_transient(),
+            }
+        })
     }
 
-    async fn attempt(&self, body: &Value, attempts: &AtomicU32) -> Result<Bytes, Failure> {
-        attempts.fetch_add(1, Ordering::Relaxed);
+    async fn attempt(&self, body: &Value) -> Result<Bytes, Failure> {
         let mut request = self.http.post(self.url.clone()).json(body);
         if let Some((name, value)) = &self.auth {
             request = request.header(name, value.clone());
@@ -594,13 +568,13 @@ impl Embedder for HttpEmbedder {
         self.dims
     }
 
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
         let mut out = Vec::with_capacity(texts.len());
         // One batch after another: order is kept for free, and a big import does not hit the
         // provider's rate limit with all its requests at once.
         for batch in texts.chunks(BATCH) {
             let body = self.send(&self.body(batch)).await?;
-            out.extend(self.parse(&body, batch.len())?);
+            out.extend(self.parse(&body, batch.len()).map_err(MemoryError::embed)?);
         }
         Ok(out)
     }
@@ -618,10 +592,10 @@ enum Failure {
     Other(String),
 }
 
-impl Failure {
-    fn retryable(&self) -> bool {
+impl Attempted for Failure {
+    fn is_transient(&self) -> bool {
         match self {
-            Self::Status { status, .. } => is_retryable_status(*status),
+            Self::Status { status, .. } => is_retryable_status(status.as_u16()),
             Self::Connect(_) => true,
             Self::Other(_) => false,
         }
@@ -695,7 +669,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ralph_actors::memory::cosine;
+    use ralph_actors::memory::rank::cosine;
     use std::collections::HashMap;
     use std::time::Instant;
     use wiremock::matchers::{body_json, header, method, path};
@@ -818,7 +792,7 @@ mod tests {
     /// An embedder whose retries wait a millisecond, not half a second.
     fn fast(spec: &EmbedderSpec) -> HttpEmbedder {
         let mut e = HttpEmbedder::new(spec, env_with_key).unwrap();
-        e.min_delay = Duration::from_millis(1);
+        e.policy = e.policy.with_base_delay(Duration::from_millis(1));
         e
     }
 
@@ -967,7 +941,7 @@ mod tests {
             .mount(&server)
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err();
+        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
         assert!(err.starts_with("openai embeddings at "), "{err}");
         assert!(err.contains("401 Unauthorized"), "{err}");
         assert!(err.contains("Incorrect API key provided"), "{err}");
@@ -1015,7 +989,7 @@ mod tests {
             &server.uri(),
             None,
         ));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err();
+        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
         assert!(err.contains("gemini embeddings"), "{err}");
         assert!(err.contains("The model is overloaded."), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
@@ -1057,7 +1031,7 @@ mod tests {
             &format!("http://127.0.0.1:{port}"),
             None,
         ));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err();
+        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
         assert!(err.contains("cannot connect"), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
     }
@@ -1075,7 +1049,11 @@ mod tests {
             &server.uri(),
             None,
         ));
-        let err = e.embed(vec!["a".into(), "b".into()]).await.unwrap_err();
+        let err = e
+            .embed(vec!["a".into(), "b".into()])
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("512 numbers, expected 1536"), "{err}");
         assert!(err.contains("memory.embedder.dims"), "{err}");
     }
@@ -1103,9 +1081,9 @@ mod tests {
                 None,
             ))
         };
-        let err = at("count").embed(texts(2)).await.unwrap_err();
+        let err = at("count").embed(texts(2)).await.unwrap_err().to_string();
         assert!(err.contains("returned 1 vectors for 2 texts"), "{err}");
-        let err = at("garbage").embed(texts(1)).await.unwrap_err();
+        let err = at("garbage").embed(texts(1)).await.unwrap_err().to_string();
         assert!(err.starts_with("ollama: unreadable reply"), "{err}");
         assert!(err.contains("proxy login"), "{err}");
     }
@@ -1119,7 +1097,7 @@ mod tests {
             .mount(&server)
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e.embed(texts(2)).await.unwrap_err();
+        let err = e.embed(texts(2)).await.unwrap_err().to_string();
         assert!(err.contains("`index`"), "{err}");
     }
 

@@ -5,7 +5,7 @@
 //! - this module: opening the vault for a run ([`open`]), the housekeeping after it
 //!   ([`housekeep`]), and the JSON Lines form used by `vault export` / `vault import`.
 //!
-//! The actor that recalls and records is `ralph_actors::vault::MemoryVault`; it sees these
+//! The actor that recalls and records is `ralph_actors::roles::vault::MemoryVault`; it sees these
 //! only through the `VectorStore` and `Embedder` traits.
 
 pub mod command;
@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ralph_actors::memory::{Embedder, FixAttempt};
-use ralph_actors::supervisor::MemoryDeps;
-use ralph_actors::vault::VaultSettings;
+use ralph_actors::ports::memory::{Embedder, MemoryError};
+use ralph_actors::roles::vault::VaultSettings;
+use ralph_actors::schema::attempt::FixAttempt;
+use ralph_actors::supervisor::run::MemoryDeps;
 
 pub use store::LanceStore;
 
@@ -50,7 +51,7 @@ pub enum VaultError {
     #[error(transparent)]
     Embed(#[from] embed::EmbedError),
     #[error("embedding: {0}")]
-    Embedding(String),
+    Embedding(#[from] MemoryError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -64,6 +65,30 @@ pub enum VaultError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+impl VaultError {
+    /// This error as the core's memory port sees it: a store failure, and whether it may pass.
+    pub fn into_port(self) -> MemoryError {
+        match self {
+            VaultError::Embedding(e) => e,
+            other => {
+                let transient = match &other {
+                    VaultError::Lance(e) | VaultError::Open { source: e, .. } => {
+                        crate::http::retry::Attempted::is_transient(e)
+                    }
+                    VaultError::Io { source, .. } => {
+                        ralph_actors::ports::workspace::is_transient_io(source)
+                    }
+                    _ => false,
+                };
+                MemoryError::Store {
+                    message: other.to_string(),
+                    transient,
+                }
+            }
+        }
+    }
 }
 
 pub type Result<T, E = VaultError> = std::result::Result<T, E>;
@@ -133,7 +158,7 @@ pub async fn open(project: &Path, config: &Config) -> Result<(MemoryDeps, Arc<La
             })?;
             let shared =
                 LanceStore::open(dir, SHARED_TABLE, &embedder.id(), embedder.dims()).await?;
-            Some(Arc::new(shared) as Arc<dyn ralph_actors::memory::VectorStore>)
+            Some(Arc::new(shared) as Arc<dyn ralph_actors::ports::memory::VectorStore>)
         }
         _ => None,
     };
@@ -219,8 +244,7 @@ pub async fn import(
     for chunk in fresh.chunks(256) {
         let vectors = embedder
             .embed(chunk.iter().map(|a| a.signature.clone()).collect())
-            .await
-            .map_err(VaultError::Embedding)?;
+            .await?;
         let rows: Vec<_> = chunk.iter().cloned().zip(vectors).collect();
         added += rows.len();
         store.add(rows).await?;

@@ -14,23 +14,24 @@ use arrow::array::{
     ListArray, ListBuilder, RecordBatch, StringArray, StringBuilder, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use backon::{ExponentialBuilder, Retryable};
 use futures::TryStreamExt;
 use lancedb::database::CreateTableMode;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::OptimizeAction;
 use lancedb::Table;
-use ralph_actors::memory::{FixAttempt, Scored, VectorStore};
-use ralph_actors::runner::Category;
+use ralph_actors::ports::memory::{MemoryError, VectorStore};
+use ralph_actors::schema::attempt::{FixAttempt, Scored};
+use ralph_actors::schema::test_run::Category;
 
 use super::{Result, VaultError};
+use crate::http::retry::{retry, Attempted, RetryPolicy};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a
 /// hint, and checking for new versions on every read would cost each query a directory listing.
 const READ_CONSISTENCY: Duration = Duration::from_secs(2);
 
 /// Commit retries on a conflict with another writer, on top of LanceDB's own rebasing.
-const COMMIT_RETRIES: usize = 12;
+const COMMIT_RETRIES: u32 = 12;
 
 /// Rows are deleted this many ids per statement, keeping each predicate a manageable size.
 const DELETE_CHUNK: usize = 500;
@@ -152,12 +153,32 @@ fn is_conflict(e: &lancedb::Error) -> bool {
     .any(|w| text.contains(w))
 }
 
-fn backoff() -> ExponentialBuilder {
-    ExponentialBuilder::new()
-        .with_min_delay(Duration::from_millis(5))
-        .with_max_delay(Duration::from_millis(500))
-        .with_max_times(COMMIT_RETRIES)
-        .with_jitter()
+impl Attempted for lancedb::Error {
+    fn is_transient(&self) -> bool {
+        is_conflict(self)
+    }
+
+    fn describe(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Another writer is on the same table for a few milliseconds: short delays, many tries.
+const COMMIT_POLICY: RetryPolicy = RetryPolicy {
+    max_retries: COMMIT_RETRIES,
+    base_delay: Duration::from_millis(5),
+    max_delay: Duration::from_millis(500),
+    max_server_delay: Duration::ZERO,
+};
+
+/// Runs a commit (or an open) again while another writer wins the race.
+async fn committed<T, F, Fut>(op: F) -> std::result::Result<T, lancedb::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, lancedb::Error>>,
+{
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    retry(&COMMIT_POLICY, "memory vault", None, &attempts, op).await
 }
 
 impl LanceStore {
@@ -183,14 +204,10 @@ impl LanceStore {
                 found => found,
             }
         };
-        let table = open
-            .retry(backoff())
-            .when(is_conflict)
-            .await
-            .map_err(|source| VaultError::Open {
-                uri: uri.to_string(),
-                source,
-            })?;
+        let table = committed(open).await.map_err(|source| VaultError::Open {
+            uri: uri.to_string(),
+            source,
+        })?;
         let found = table.schema().await.map_err(VaultError::Lance)?;
         if found.fields() != schema.fields() {
             return Err(VaultError::Schema(format!(
@@ -251,7 +268,7 @@ impl LanceStore {
         let batch = self.batch(&rows)?;
         let mut mirror = self.mirror.lock().await;
         let add = || async { self.table.add(batch.clone()).execute().await };
-        add.retry(backoff()).when(is_conflict).await?;
+        committed(add).await?;
         // The mirror stays whole only when this write is the one commit since it was read;
         // with another writer's commit in between, it is read again at the next search.
         let version = self.table.version().await?;
@@ -369,7 +386,7 @@ impl LanceStore {
                 .join(", ");
             let predicate = format!("id IN ({list})");
             let delete = || async { self.table.delete(predicate.as_str()).await };
-            delete.retry(backoff()).when(is_conflict).await?;
+            committed(delete).await?;
         }
         Ok(doomed.len())
     }
@@ -386,7 +403,7 @@ impl LanceStore {
                 })
                 .await
         };
-        compact.retry(backoff()).when(is_conflict).await?;
+        committed(compact).await?;
         let prune = || async {
             self.table
                 .optimize(OptimizeAction::Prune {
@@ -396,7 +413,7 @@ impl LanceStore {
                 })
                 .await
         };
-        prune.retry(backoff()).when(is_conflict).await?;
+        committed(prune).await?;
         let after = self.table.stats().await?.fragment_stats.num_fragments;
         Ok(CompactStats {
             fragments_before: before,
@@ -538,8 +555,11 @@ fn attempts(batch: &RecordBatch) -> Result<Vec<FixAttempt>> {
 
 #[async_trait::async_trait]
 impl VectorStore for LanceStore {
-    async fn insert(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> std::result::Result<(), String> {
-        self.add(rows).await.map_err(|e| e.to_string())
+    async fn insert(
+        &self,
+        rows: Vec<(FixAttempt, Vec<f32>)>,
+    ) -> std::result::Result<(), MemoryError> {
+        self.add(rows).await.map_err(VaultError::into_port)
     }
 
     async fn nearest(
@@ -547,10 +567,10 @@ impl VectorStore for LanceStore {
         vector: Vec<f32>,
         limit: usize,
         min_similarity: f32,
-    ) -> std::result::Result<Vec<Scored>, String> {
+    ) -> std::result::Result<Vec<Scored>, MemoryError> {
         self.search(&vector, limit, min_similarity)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(VaultError::into_port)
     }
 }
 
@@ -560,7 +580,7 @@ mod tests {
 
     use super::*;
     use crate::vault::embed::HashedNgrams;
-    use ralph_actors::memory::Embedder;
+    use ralph_actors::ports::memory::Embedder;
 
     fn attempt(id: &str, signature: &str, success: bool) -> FixAttempt {
         FixAttempt {

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use ralph_actors::memory::{Embedder, FixAttempt};
+use ralph_actors::ports::memory::Embedder;
+use ralph_actors::schema::attempt::FixAttempt;
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::{vault_path, LanceStore, PROJECT_TABLE};
 use serde_json::Value;

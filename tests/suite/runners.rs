@@ -10,8 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ralph_actors::runner::{CaseStatus, Category, ResultSource, RunStatus, TestCase, TestRun};
-use ralph_loop::detect::{detect_plans_with, Probe};
+use ralph_actors::schema::test_run::{
+    CaseStatus, Category, ResultSource, RunStatus, TestCase, TestRun,
+};
+use ralph_loop::runner::detect::{detect_plans_with, Probe};
 use ralph_loop::runner::language::Language;
 use ralph_loop::runner::plan::{
     Framework, Limits, ReportSpec, SandboxKind, TestPlan, TestingOptions,

@@ -3,15 +3,29 @@
 use std::sync::Arc;
 
 use actix::fut::wrap_future;
-use actix::{Actor, ActorFutureExt, Context, Handler, ResponseActFuture};
+use actix::{Actor, ActorFutureExt, Context, Handler, Message, ResponseActFuture};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use super::{guarded, Caller, ContextBundle, Role};
-use crate::error::{Error, Result};
-use crate::llm::ChatMessage;
-use crate::messages::{Generate, Proposal, ResetContext};
-use crate::reply::extract_code;
+use crate::error::Result;
+use crate::prompt::bundle::ContextBundle;
+use crate::prompt::reply::{extract_code, Proposal};
+use crate::role::Role;
+use crate::roles::caller::{guarded, Caller};
+use crate::roles::history::{History, ResetContext};
 use crate::settings::RunSettings;
+
+/// Supervisor → Artisan: write the whole new target file.
+#[derive(Message)]
+#[rtype(result = "Result<Proposal>")]
+pub struct Generate {
+    pub iteration: u32,
+    pub context: Arc<ContextBundle>,
+    /// Why the previous proposal of this iteration was sent back (the Critic's reasons, the
+    /// test-integrity check, a reply without code).
+    pub critique: Option<String>,
+    pub cancel: CancellationToken,
+}
 
 #[derive(Serialize)]
 struct Vars<'a> {
@@ -23,16 +37,15 @@ struct Vars<'a> {
 pub struct Artisan {
     caller: Arc<Caller>,
     settings: Arc<RunSettings>,
-    /// Earlier turns, kept only when `context_reset_frequency` > 1.
-    history: Vec<ChatMessage>,
+    history: History,
 }
 
 impl Artisan {
     pub fn new(caller: Arc<Caller>, settings: Arc<RunSettings>) -> Self {
         Self {
+            history: History::new(Role::Artisan, &settings),
             caller,
             settings,
-            history: Vec::new(),
         }
     }
 }
@@ -52,14 +65,8 @@ impl Handler<Generate> for Artisan {
                 context: &msg.context,
                 critique: msg.critique.as_deref(),
             };
-            let [system, user] = settings
-                .templates
-                .render(Role::Artisan, &vars)
-                .map_err(Error::Workspace)?;
-            let mut messages = Vec::with_capacity(history.len() + 2);
-            messages.push(system);
-            messages.extend(history);
-            messages.push(user.clone());
+            let [system, user] = settings.templates.render(Role::Artisan, &vars)?;
+            let messages = history.messages(system, user.clone());
             let reply = caller
                 .call(
                     msg.iteration,
@@ -80,11 +87,7 @@ impl Handler<Generate> for Artisan {
         });
         Box::pin(wrap_future::<_, Self>(fut).map(|res, act, _| {
             let (user, proposal) = res?;
-            if act.settings.context_reset_frequency > 1 {
-                act.history.push(user);
-                act.history
-                    .push(ChatMessage::assistant(proposal.reply.clone()));
-            }
+            act.history.record(user, &proposal.reply);
             Ok(proposal)
         }))
     }

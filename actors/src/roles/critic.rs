@@ -3,15 +3,27 @@
 use std::sync::Arc;
 
 use actix::fut::wrap_future;
-use actix::{Actor, ActorFutureExt, Context, Handler, ResponseActFuture};
+use actix::{Actor, ActorFutureExt, Context, Handler, Message, ResponseActFuture};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use super::{guarded, Caller, ContextBundle, Role};
-use crate::error::{Error, Result};
-use crate::llm::ChatMessage;
-use crate::messages::{ResetContext, Review};
-use crate::reply::{parse_verdict, Verdict};
+use crate::error::Result;
+use crate::prompt::bundle::ContextBundle;
+use crate::prompt::reply::{parse_verdict, Verdict};
+use crate::role::Role;
+use crate::roles::caller::{guarded, Caller};
+use crate::roles::history::{History, ResetContext};
 use crate::settings::RunSettings;
+
+/// Supervisor → Critic: review a proposal before any test runs.
+#[derive(Message)]
+#[rtype(result = "Result<Verdict>")]
+pub struct Review {
+    pub iteration: u32,
+    pub context: Arc<ContextBundle>,
+    pub code: String,
+    pub cancel: CancellationToken,
+}
 
 #[derive(Serialize)]
 struct Vars<'a> {
@@ -23,15 +35,15 @@ struct Vars<'a> {
 pub struct Critic {
     caller: Arc<Caller>,
     settings: Arc<RunSettings>,
-    history: Vec<ChatMessage>,
+    history: History,
 }
 
 impl Critic {
     pub fn new(caller: Arc<Caller>, settings: Arc<RunSettings>) -> Self {
         Self {
+            history: History::new(Role::Critic, &settings),
             caller,
             settings,
-            history: Vec::new(),
         }
     }
 }
@@ -51,14 +63,8 @@ impl Handler<Review> for Critic {
                 context: &msg.context,
                 proposal: &msg.code,
             };
-            let [system, user] = settings
-                .templates
-                .render(Role::Critic, &vars)
-                .map_err(Error::Workspace)?;
-            let mut messages = Vec::with_capacity(history.len() + 2);
-            messages.push(system);
-            messages.extend(history);
-            messages.push(user.clone());
+            let [system, user] = settings.templates.render(Role::Critic, &vars)?;
+            let messages = history.messages(system, user.clone());
             let reply = caller
                 .call(
                     msg.iteration,
@@ -72,10 +78,7 @@ impl Handler<Review> for Critic {
         });
         Box::pin(wrap_future::<_, Self>(fut).map(|res, act, _| {
             let (user, text) = res?;
-            if act.settings.context_reset_frequency > 1 {
-                act.history.push(user);
-                act.history.push(ChatMessage::assistant(text.clone()));
-            }
+            act.history.record(user, &text);
             Ok(parse_verdict(&text))
         }))
     }

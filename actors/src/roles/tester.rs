@@ -3,14 +3,24 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, Context, Handler, ResponseFuture};
+use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use tokio_util::sync::CancellationToken;
 
-use super::{guarded, Role};
-use crate::entropy::mark_fingerprints;
-use crate::error::{Error, Result};
-use crate::flaky::{merge_retry, worth_retrying};
-use crate::messages::RunTests;
-use crate::runner::{TestRun, TestRunner};
+use crate::error::Result;
+use crate::policy::entropy::mark_fingerprints;
+use crate::policy::flaky::{merge_retry, worth_retrying};
+use crate::ports::runner::TestRunner;
+use crate::role::Role;
+use crate::roles::caller::guarded;
+use crate::schema::test_run::TestRun;
+
+/// Supervisor → Tester: run the tests. The runner hears `cancel` itself and kills its process
+/// group, so a cancelled run still answers (with status `error`).
+#[derive(Message)]
+#[rtype(result = "Result<TestRun>")]
+pub struct RunTests {
+    pub cancel: CancellationToken,
+}
 
 pub struct Tester {
     runner: Arc<dyn TestRunner>,
@@ -37,15 +47,9 @@ impl Handler<RunTests> for Tester {
         let runner = self.runner.clone();
         let retries = self.flaky_retries;
         Box::pin(guarded(Role::Tester, async move {
-            let mut run = runner
-                .run(msg.cancel.clone())
-                .await
-                .map_err(Error::Runner)?;
+            let mut run = runner.run(msg.cancel.clone()).await?;
             while run.retries < retries && worth_retrying(&run) && !msg.cancel.is_cancelled() {
-                let again = runner
-                    .run(msg.cancel.clone())
-                    .await
-                    .map_err(Error::Runner)?;
+                let again = runner.run(msg.cancel.clone()).await?;
                 run = merge_retry(run, again);
             }
             mark_fingerprints(&mut run);

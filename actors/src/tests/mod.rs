@@ -5,7 +5,9 @@
 //! Supervisor tests is [`MemStore`], a small in-memory fake that keeps everything saved so the
 //! tests can read it back.
 
+mod machine;
 mod roles;
+mod session;
 mod supervisor;
 
 use std::collections::BTreeMap;
@@ -16,21 +18,25 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::{Ledger, Price, Prices};
-use crate::events::EventSink;
-use crate::llm::{
+use crate::events::bus::EventBus;
+use crate::policy::budget::{Ledger, Price, Prices};
+use crate::ports::llm::{
     ByteBoundCounter, ChatReply, ChatRequest, LlmClient, LlmError, MockLlmClient, Speaker,
-    TokenCounter, Usage,
+    TokenCounter,
 };
-use crate::report::Report;
-use crate::roles::{Caller, Role};
-use crate::runner::{
-    CaseStatus, Category, Coverage, MockTestRunner, ResultSource, RunStatus, TestCase, TestRun,
-    TestRunner, Totals,
+use crate::ports::runner::{MockTestRunner, RunnerError, TestRunner};
+use crate::ports::store::{SessionStore, StoreError};
+use crate::ports::workspace::{MockWorkspace, SourceFile};
+use crate::role::Role;
+use crate::roles::caller::Caller;
+use crate::schema::context::ContextPack;
+use crate::schema::report::Report;
+use crate::schema::state::{IterationRecord, SessionState};
+use crate::schema::test_run::{
+    CaseStatus, Category, Coverage, ResultSource, RunStatus, TestCase, TestRun, Totals,
 };
+use crate::schema::usage::Usage;
 use crate::settings::RunSettings;
-use crate::supervisor::SessionState;
-use crate::workspace::{ContextPack, IterationRecord, MockWorkspace, SessionStore, SourceFile};
 
 /// The one model every role runs on unless a test says otherwise.
 const MODEL: &str = "test/model";
@@ -184,8 +190,8 @@ fn caller(
     Arc::new(Caller::new(
         Arc::new(llm),
         Arc::new(counter),
-        Arc::new(Ledger::new(cap, prices, EventSink::discard())),
-        EventSink::discard(),
+        Arc::new(Ledger::new(cap, prices, EventBus::discard())),
+        EventBus::discard(),
     ))
 }
 
@@ -242,7 +248,11 @@ fn runner(runs: Vec<TestRun>) -> MockTestRunner {
 
 /// An in-memory session store that keeps everything it is asked to save.
 #[derive(Default)]
-struct MemStore(Mutex<Saved>);
+struct MemStore {
+    saved: Mutex<Saved>,
+    /// Reading the last results fails as a damaged file would.
+    damaged: bool,
+}
 
 #[derive(Default)]
 struct Saved {
@@ -254,28 +264,42 @@ struct Saved {
 
 impl MemStore {
     fn saved(&self) -> std::sync::MutexGuard<'_, Saved> {
-        self.0.lock().unwrap()
+        self.saved.lock().unwrap()
+    }
+
+    /// A store whose results file cannot be read back.
+    fn failing_reads() -> Self {
+        Self {
+            damaged: true,
+            ..Self::default()
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl SessionStore for MemStore {
-    async fn last_test_results(&self) -> Result<Option<TestRun>, String> {
+    async fn last_test_results(&self) -> Result<Option<TestRun>, StoreError> {
+        if self.damaged {
+            return Err(StoreError::Damaged {
+                path: "test-results-iteration-0.json".into(),
+                message: "EOF while parsing a value".into(),
+            });
+        }
         Ok(self.saved().results.last().map(|(_, run)| run.clone()))
     }
-    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), String> {
+    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError> {
         self.saved().results.push((iteration, run.clone()));
         Ok(())
     }
-    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), String> {
+    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
         self.saved().iterations.push(record.clone());
         Ok(())
     }
-    async fn save_state(&self, state: &SessionState) -> Result<(), String> {
+    async fn save_state(&self, state: &SessionState) -> Result<(), StoreError> {
         self.saved().states.push(state.clone());
         Ok(())
     }
-    async fn save_report(&self, report: &Report) -> Result<(), String> {
+    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
         self.saved().reports.push(report.clone());
         Ok(())
     }
@@ -307,7 +331,7 @@ struct SlowRunner {
 
 #[async_trait::async_trait]
 impl TestRunner for SlowRunner {
-    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, String> {
+    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) >= self.fast {
             self.entered.notify_one();
             tokio::select! {

@@ -8,16 +8,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::error::Error;
-use crate::events::Event;
-use crate::llm::{ChatMessage, MockTokenCounter};
-use crate::messages::{GatherContext, Generate, Proposal, ResetContext, Review, RunTests};
-use crate::reply::Verdict;
-use crate::roles::{context_budget, Artisan, ContextBundle, Critic, Librarian, Tester};
-use crate::runner::{CaseStatus, Category, Location, TestCase, TestRun};
+use crate::events::event::Event;
+use crate::ports::llm::{ChatMessage, MockTokenCounter};
+use crate::ports::workspace::WorkspaceError;
+use crate::prompt::bundle::ContextBundle;
+use crate::prompt::reply::{Proposal, Verdict};
+use crate::roles::artisan::{Artisan, Generate};
+use crate::roles::critic::{Critic, Review};
+use crate::roles::history::ResetContext;
+use crate::roles::librarian::{context_budget, GatherContext, Librarian};
+use crate::roles::tester::{RunTests, Tester};
+use crate::schema::context::{ContextChoice, ContextRelation, ExcludedFile, RelatedFile};
+use crate::schema::test_run::{CaseStatus, Category, Location, TestCase, TestRun};
 use crate::settings::{ModelSpec, RunSettings};
-use crate::workspace::{
-    ContextChoice, ContextRelation, ExcludedFile, MockSessionStore, RelatedFile,
-};
 
 // ---------------------------------------------------------------------------------------------
 // Librarian
@@ -53,13 +56,9 @@ fn workspace_read_once() -> MockWorkspace {
     ws
 }
 
-fn store_with(last: Option<TestRun>) -> MockSessionStore {
-    let mut store = MockSessionStore::new();
-    store
-        .expect_last_test_results()
-        .times(1)
-        .returning(move || Ok(last.clone()));
-    store
+/// The last test run as the Supervisor hands it to the Librarian, in memory.
+fn last_run(last: Option<TestRun>) -> Option<Arc<TestRun>> {
+    last.map(Arc::new)
 }
 
 /// An LLM mock that must not be called.
@@ -80,16 +79,17 @@ fn target_only_workspace() -> MockWorkspace {
     ws
 }
 
-/// A caller whose model must not be called, and the receiving end of its events.
-fn silent_caller() -> (Arc<Caller>, tokio::sync::mpsc::UnboundedReceiver<Event>) {
-    let (events, rx) = EventSink::channel();
+/// A caller whose model must not be called, and a subscription to its events.
+fn silent_caller() -> (Arc<Caller>, crate::events::bus::Subscription) {
+    let events = EventBus::discard();
+    let rx = events.subscribe();
     let caller = Arc::new(Caller::new(
         Arc::new(silent_llm()),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(
             100.0,
             prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventSink::discard(),
+            EventBus::discard(),
         )),
         events,
     ));
@@ -99,12 +99,11 @@ fn silent_caller() -> (Arc<Caller>, tokio::sync::mpsc::UnboundedReceiver<Event>)
 async fn gather(
     settings: RunSettings,
     ws: MockWorkspace,
-    store: MockSessionStore,
+    last: Option<Arc<TestRun>>,
     llm: MockLlmClient,
 ) -> crate::Result<ContextBundle> {
     let librarian = Librarian::new(
         Arc::new(ws),
-        Arc::new(store),
         default_caller(llm),
         Arc::new(settings),
         "pytest".into(),
@@ -112,6 +111,7 @@ async fn gather(
     .start();
     let msg = GatherContext {
         iteration: 3,
+        last,
         cancel: CancellationToken::new(),
     };
     timeout(NO_HANG, librarian.send(msg))
@@ -125,7 +125,7 @@ async fn librarian_reads_the_project_and_the_last_results_fresh() {
     let bundle = gather(
         settings(),
         workspace_read_once(),
-        store_with(Some(passing())),
+        last_run(Some(passing())),
         silent_llm(),
     )
     .await
@@ -164,7 +164,7 @@ async fn librarian_asks_for_an_analysis_once_when_the_last_run_failed() {
     let bundle = gather(
         settings(),
         workspace_read_once(),
-        store_with(Some(failing("AssertionError: 3 != 2.5"))),
+        last_run(Some(failing("AssertionError: 3 != 2.5"))),
         mock,
     )
     .await
@@ -194,7 +194,7 @@ async fn librarian_does_not_analyse_when_librarian_analyze_is_off() {
     let bundle = gather(
         s,
         workspace_read_once(),
-        store_with(Some(failing("AssertionError"))),
+        last_run(Some(failing("AssertionError"))),
         silent_llm(),
     )
     .await
@@ -208,7 +208,7 @@ async fn librarian_does_not_analyse_without_earlier_results() {
     let bundle = gather(
         settings(),
         workspace_read_once(),
-        store_with(None),
+        last_run(None),
         silent_llm(),
     )
     .await
@@ -268,16 +268,10 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
         .returning(|_, budget| Ok(helper_pack(budget)));
     let (caller, mut rx) = silent_caller();
     let settings = Arc::new(s);
-    let librarian = Librarian::new(
-        Arc::new(ws),
-        Arc::new(store_with(None)),
-        caller,
-        settings.clone(),
-        "pytest".into(),
-    )
-    .start();
+    let librarian = Librarian::new(Arc::new(ws), caller, settings.clone(), "pytest".into()).start();
     let msg = GatherContext {
         iteration: 2,
+        last: None,
         cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
@@ -288,7 +282,7 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
 
     let event = rx.try_recv().expect("an event");
     assert_eq!(
-        event,
+        event.event,
         Event::ContextGathered {
             iteration: 2,
             included: vec![
@@ -342,18 +336,12 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
     // No window known: the documented fallback, times the default share.
     ws.expect_related()
         .withf(|_, budget| *budget == 8_000)
-        .returning(|_, _| Err("cannot parse the graph".into()));
+        .returning(|_, _| Err(WorkspaceError::Graph("cannot parse the graph".into())));
     let (caller, mut rx) = silent_caller();
-    let librarian = Librarian::new(
-        Arc::new(ws),
-        Arc::new(store_with(None)),
-        caller,
-        Arc::new(s),
-        "pytest".into(),
-    )
-    .start();
+    let librarian = Librarian::new(Arc::new(ws), caller, Arc::new(s), "pytest".into()).start();
     let msg = GatherContext {
         iteration: 1,
+        last: None,
         cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
@@ -362,15 +350,15 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
         .expect("mailbox")
         .expect("the run goes on");
     assert!(bundle.related.is_empty());
-    match rx.try_recv().expect("a warning") {
+    match &rx.try_recv().expect("a warning").event {
         Event::Warning { message } => {
             assert!(message.contains("cannot parse the graph"), "{message}")
         }
         other => panic!("expected a warning, got {other:?}"),
     }
     assert!(matches!(
-        rx.try_recv(),
-        Ok(Event::ContextGathered { budget: 8_000, ref included, .. }) if included == &[choice(TARGET_PATH, 0, ContextRelation::Target, "target")]
+        rx.try_recv().map(|e| e.event.clone()),
+        Some(Event::ContextGathered { budget: 8_000, ref included, .. }) if included == &[choice(TARGET_PATH, 0, ContextRelation::Target, "target")]
     ));
 }
 
@@ -393,21 +381,13 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
             ..ContextPack::default()
         })
     });
-    let mut store = MockSessionStore::new();
-    store.expect_last_test_results().returning(|| Ok(None));
     let (caller, mut rx) = silent_caller();
-    let librarian = Librarian::new(
-        Arc::new(ws),
-        Arc::new(store),
-        caller,
-        Arc::new(s),
-        "pytest".into(),
-    )
-    .start();
+    let librarian = Librarian::new(Arc::new(ws), caller, Arc::new(s), "pytest".into()).start();
     let mut warnings = Vec::new();
     for iteration in 1..=2 {
         let msg = GatherContext {
             iteration,
+            last: None,
             cancel: CancellationToken::new(),
         };
         timeout(NO_HANG, librarian.send(msg))
@@ -415,9 +395,9 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
             .expect("no hang")
             .expect("mailbox")
             .expect("the run goes on");
-        while let Ok(event) = rx.try_recv() {
-            if let Event::Warning { message } = event {
-                warnings.push((iteration, message));
+        while let Some(event) = rx.try_recv() {
+            if let Event::Warning { message } = &event.event {
+                warnings.push((iteration, message.clone()));
             }
         }
     }
@@ -461,14 +441,9 @@ async fn librarian_cuts_the_test_output_to_its_tail() {
     run.tests.clear();
     run.output = (0..50).map(|i| format!("output line {i:02}\n")).collect();
     let full = run.output.len();
-    let bundle = gather(
-        s,
-        workspace_read_once(),
-        store_with(Some(run)),
-        silent_llm(),
-    )
-    .await
-    .expect("context");
+    let bundle = gather(s, workspace_read_once(), last_run(Some(run)), silent_llm())
+        .await
+        .expect("context");
     let output = bundle.last_results.expect("the last results").output;
 
     let (marker, tail) = output
@@ -531,14 +506,9 @@ async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
         case("t::huge", Category::Performance, "x.py", &"x".repeat(1900)),
     ];
     run.output = "tool output\n".repeat(200);
-    let bundle = gather(
-        s,
-        workspace_read_once(),
-        store_with(Some(run)),
-        silent_llm(),
-    )
-    .await
-    .expect("context");
+    let bundle = gather(s, workspace_read_once(), last_run(Some(run)), silent_llm())
+        .await
+        .expect("context");
     let results = bundle.last_results.expect("the last results");
     let ids: Vec<&str> = results.failures.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, vec!["t::import", "t::in_target", "t::elsewhere"]);
@@ -558,33 +528,17 @@ async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
 #[actix_rt::test]
 async fn librarian_turns_a_workspace_error_into_error_workspace() {
     let mut ws = MockWorkspace::new();
-    ws.expect_target()
-        .returning(|| Err("permission denied: src/stats.py".into()));
-    let mut store = MockSessionStore::new();
-    store.expect_last_test_results().returning(|| Ok(None));
-    let err = gather(settings(), ws, store, silent_llm())
+    ws.expect_target().returning(|| {
+        Err(WorkspaceError::read(
+            "src/stats.py",
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied"),
+        ))
+    });
+    let err = gather(settings(), ws, None, silent_llm())
         .await
         .expect_err("a workspace error");
     assert!(
-        matches!(&err, Error::Workspace(m) if m == "permission denied: src/stats.py"),
-        "{err:?}"
-    );
-}
-
-#[actix_rt::test]
-async fn librarian_turns_a_session_store_error_into_error_workspace() {
-    let mut ws = MockWorkspace::new();
-    ws.expect_target()
-        .returning(|| Ok(source(TARGET_PATH, TARGET)));
-    let mut store = MockSessionStore::new();
-    store
-        .expect_last_test_results()
-        .returning(|| Err("corrupt test-results-iteration-2.json".into()));
-    let err = gather(settings(), ws, store, silent_llm())
-        .await
-        .expect_err("a store error");
-    assert!(
-        matches!(&err, Error::Workspace(m) if m.contains("corrupt")),
+        matches!(&err, Error::Workspace(m) if m.to_string() == "cannot read src/stats.py: permission denied"),
         "{err:?}"
     );
 }
@@ -914,15 +868,16 @@ async fn tester_returns_the_run_and_hands_the_cancel_token_to_the_runner() {
 #[actix_rt::test]
 async fn tester_turns_a_runner_error_into_error_runner() {
     let mut runner = MockTestRunner::new();
-    runner
-        .expect_run()
-        .times(1)
-        .returning(|_| Err("could not start `pytest`: not found".into()));
+    runner.expect_run().times(1).returning(|_| {
+        Err(RunnerError::Setup(
+            "could not start `pytest`: not found".into(),
+        ))
+    });
     let err = run_tests(runner, CancellationToken::new())
         .await
         .expect_err("a runner error");
     assert!(
-        matches!(&err, Error::Runner(m) if m == "could not start `pytest`: not found"),
+        matches!(&err, Error::Runner(m) if m.to_string() == "could not start `pytest`: not found"),
         "{err:?}"
     );
 }
@@ -966,14 +921,15 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
             Ok(reply(&code_reply(FIXED), usage(10, 10)))
         }
     });
-    let (events, mut rx) = EventSink::channel();
+    let events = EventBus::discard();
+    let mut rx = events.subscribe();
     let caller = Arc::new(Caller::new(
         Arc::new(mock),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(
             100.0,
             prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventSink::discard(),
+            EventBus::discard(),
         )),
         events,
     ));
@@ -1000,8 +956,8 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
         records[0].reason
     );
     let mut saw_event = false;
-    while let Ok(e) = rx.try_recv() {
-        saw_event |= matches!(e, crate::events::Event::Fallback(_));
+    while let Some(e) = rx.try_recv() {
+        saw_event |= matches!(e.event, crate::events::event::Event::Fallback(_));
     }
     assert!(saw_event);
 }
@@ -1049,8 +1005,8 @@ async fn a_fallback_never_bypasses_the_budget() {
     let caller = Arc::new(Caller::new(
         Arc::new(mock),
         Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(0.01, p, EventSink::discard())),
-        EventSink::discard(),
+        Arc::new(Ledger::new(0.01, p, EventBus::discard())),
+        EventBus::discard(),
     ));
     let artisan = Artisan::new(caller, Arc::new(with_fallback("test/backup"))).start();
     let err = propose(&artisan, None).await.expect_err("refused");

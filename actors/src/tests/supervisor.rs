@@ -1,176 +1,19 @@
 //! The Supervisor driving whole runs over mocks: each test sends `StartRun` and reads the report.
 
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
 use tokio::sync::Notify;
 use tokio::time::timeout;
 
+use super::session::*;
 use super::*;
-use crate::budget::Prices;
-use crate::llm::{ByteBoundCounter, LlmClient};
-use crate::memory::{Embedder, FixAttempt, MockVectorStore, Scored, VectorStore};
-use crate::messages::{Interrupt, StartRun};
-use crate::report::MemoryStatus;
-use crate::report::{Report, Status};
-use crate::runner::TestRunner;
-use crate::settings::RunSettings;
-use crate::supervisor::{MemoryDeps, SessionState, Supervisor, SupervisorDeps};
-use crate::vault::VaultSettings;
-
-/// Every text is the same vector: every stored attempt is recalled at similarity 1.
-struct UnitEmbedder;
-
-#[async_trait::async_trait]
-impl Embedder for UnitEmbedder {
-    fn id(&self) -> String {
-        "unit/1".into()
-    }
-    fn dims(&self) -> usize {
-        1
-    }
-    async fn embed(&self, texts: Vec<String>) -> std::result::Result<Vec<Vec<f32>>, String> {
-        Ok(texts.iter().map(|_| vec![1.0]).collect())
-    }
-}
-
-/// A vault in memory: keeps what is inserted and finds all of it.
-#[derive(Default)]
-struct MemVault(Mutex<Vec<FixAttempt>>);
-
-#[async_trait::async_trait]
-impl VectorStore for MemVault {
-    async fn insert(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> std::result::Result<(), String> {
-        self.0
-            .lock()
-            .unwrap()
-            .extend(rows.into_iter().map(|(a, _)| a));
-        Ok(())
-    }
-    async fn nearest(
-        &self,
-        _: Vec<f32>,
-        limit: usize,
-        _: f32,
-    ) -> std::result::Result<Vec<Scored>, String> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .take(limit)
-            .map(|a| Scored {
-                attempt: a.clone(),
-                similarity: 1.0,
-            })
-            .collect())
-    }
-}
-
-/// What a run is made of; `start` hands the parts to a new Supervisor.
-struct Session {
-    settings: RunSettings,
-    llm: Arc<dyn LlmClient>,
-    runner: Arc<dyn TestRunner>,
-    prices: Prices,
-    store: Arc<MemStore>,
-    file: Arc<Mutex<String>>,
-    /// The MemoryVault's store; `None` runs without memory.
-    vault: Option<Arc<dyn VectorStore>>,
-}
-
-impl Session {
-    fn new(
-        settings: RunSettings,
-        llm: impl LlmClient + 'static,
-        runner: impl TestRunner + 'static,
-    ) -> Self {
-        Self {
-            settings,
-            llm: Arc::new(llm),
-            runner: Arc::new(runner),
-            prices: prices(INPUT_PRICE, OUTPUT_PRICE),
-            store: Arc::default(),
-            file: Arc::new(Mutex::new(TARGET.to_string())),
-            vault: None,
-        }
-    }
-
-    fn start(&self) -> actix::Addr<Supervisor> {
-        let state = SessionState::new(
-            "session-test",
-            TARGET_PATH,
-            "pytest",
-            self.settings.entropy_threshold,
-        );
-        Supervisor::new(SupervisorDeps {
-            settings: Arc::new(self.settings.clone()),
-            workspace: Arc::new(workspace(&self.file)),
-            store: self.store.clone(),
-            runner: self.runner.clone(),
-            llm: self.llm.clone(),
-            counter: Arc::new(ByteBoundCounter),
-            prices: self.prices.clone(),
-            events: EventSink::discard(),
-            state,
-            memory: self.vault.clone().map(|store| MemoryDeps {
-                embedder: Arc::new(UnitEmbedder),
-                store,
-                shared: None,
-                settings: VaultSettings::default(),
-                project_id: "project".into(),
-            }),
-        })
-        .start()
-    }
-
-    /// Runs the session to its end; a run that does not end within [`NO_HANG`] fails the test.
-    async fn run(&self) -> Report {
-        let addr = self.start();
-        timeout(NO_HANG, addr.send(StartRun))
-            .await
-            .expect("the run ends")
-            .expect("mailbox")
-    }
-
-    fn file(&self) -> String {
-        self.file.lock().unwrap().clone()
-    }
-}
-
-const ANALYSIS: &str = "The median never sorts its input.";
-const LIBRARIAN_USAGE: Usage = Usage {
-    input_tokens: 900,
-    output_tokens: 40,
-    cache_read_tokens: 0,
-    cache_write_tokens: 0,
-};
-const ARTISAN_USAGE: Usage = Usage {
-    input_tokens: 1500,
-    output_tokens: 300,
-    cache_read_tokens: 0,
-    cache_write_tokens: 0,
-};
-const CRITIC_USAGE: Usage = Usage {
-    input_tokens: 1200,
-    output_tokens: 60,
-    cache_read_tokens: 0,
-    cache_write_tokens: 0,
-};
-
-/// A well-behaved team: the Librarian analyses, the Artisan answers `FIXED` in a code block and
-/// the Critic approves.
-fn team(log: &Log) -> MockLlmClient {
-    llm(log, |request, _| {
-        Ok(match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("Sorted and averaged.\nVERDICT: APPROVE", CRITIC_USAGE),
-        })
-    })
-}
+use crate::ports::memory::{MemoryError, MockVectorStore};
+use crate::schema::attempt::FixAttempt;
+use crate::schema::report::MemoryStatus;
+use crate::schema::report::Status;
+use crate::supervisor::actor::{Interrupt, StartRun};
 
 #[actix_rt::test]
 async fn baseline_passing_is_success_with_no_iterations() {
@@ -871,7 +714,7 @@ async fn a_vault_that_fails_mid_run_is_dropped_and_the_run_goes_on() {
     store
         .expect_nearest()
         .times(1)
-        .returning(|_, _, _| Err("disk I/O error".into()));
+        .returning(|_, _, _| Err(MemoryError::store("disk I/O error")));
     store.expect_insert().never();
     let runs = vec![failing("AssertionError: 3 != 2.5"), passing()];
     let mut session = Session::new(settings(), team(&log), runner(runs));

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use ralph_actors::runner::{CaseStatus, Location, TestCase};
+use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase};
 use serde::Deserialize;
 
 use super::trace::{self, STACK_MAX_BYTES};

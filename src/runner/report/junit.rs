@@ -9,7 +9,7 @@ use std::path::Path;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use quick_xml::XmlVersion;
-use ralph_actors::runner::{CaseStatus, Location, TestCase};
+use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase};
 
 use super::trace::{self, regex, OUTPUT_MAX_BYTES, STACK_MAX_BYTES};
 use super::{join_id, unique_ids};

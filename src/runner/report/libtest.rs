@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
-use ralph_actors::runner::{CaseStatus, Location, TestCase};
+use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase};
 use serde::Deserialize;
 
 use super::join_id;

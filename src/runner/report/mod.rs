@@ -20,7 +20,7 @@ pub(crate) mod trace;
 use std::collections::HashMap;
 use std::path::Path;
 
-use ralph_actors::runner::{CaseStatus, TestCase, Totals};
+use ralph_actors::schema::test_run::{CaseStatus, TestCase, Totals};
 
 use super::Parsed;
 

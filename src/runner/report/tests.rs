@@ -5,7 +5,7 @@
 use super::*;
 use crate::runner::classify::classify_case;
 use crate::runner::language::Language;
-use ralph_actors::runner::{Location, ResultSource, RunStatus, TestRun};
+use ralph_actors::schema::test_run::{Location, ResultSource, RunStatus, TestRun};
 
 /// (name, format, the directory the tool ran in, language)
 const SAMPLES: &[(&str, ReportFormat, &str, Language)] = &[
@@ -793,9 +793,9 @@ fn every_sample_read_validates_against_the_schema() {
 
 #[test]
 fn categories_of_the_samples() {
-    use ralph_actors::runner::Category::{Environment, Logic, Performance, Syntax};
+    use ralph_actors::schema::test_run::Category::{Environment, Logic, Performance, Syntax};
     let categories =
-        |name: &str, language| -> Vec<(String, Option<ralph_actors::runner::Category>)> {
+        |name: &str, language| -> Vec<(String, Option<ralph_actors::schema::test_run::Category>)> {
             run_of(read(name), language)
                 .failures()
                 .map(|t| (t.id.clone(), t.category))

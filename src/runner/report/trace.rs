@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use ralph_actors::runner::Location;
+use ralph_actors::schema::test_run::Location;
 
 /// A compiled static regex; `None` only if the pattern is broken, which the unit tests catch.
 macro_rules! regex {

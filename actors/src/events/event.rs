@@ -1,0 +1,141 @@
+//! The events a run emits, one type for every printer and view.
+
+use serde::{Deserialize, Serialize};
+
+use crate::role::Role;
+use crate::schema::context::ContextChoice;
+use crate::schema::report::{FallbackRecord, Report, TestsSnapshot};
+use crate::schema::usage::Usage;
+
+/// The steps of one iteration, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Baseline,
+    Context,
+    Generate,
+    Review,
+    Test,
+    Decide,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Baseline => "baseline",
+            Phase::Context => "context",
+            Phase::Generate => "generate",
+            Phase::Review => "review",
+            Phase::Test => "test",
+            Phase::Decide => "decide",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        target: String,
+        test_command: String,
+        models: Vec<(Role, String)>,
+        max_cost_usd: f64,
+        max_iterations: u32,
+        resumed_from_iteration: u32,
+    },
+    IterationStarted {
+        iteration: u32,
+        max_iterations: u32,
+    },
+    PhaseChanged {
+        iteration: u32,
+        phase: Phase,
+    },
+    LlmCallFinished {
+        iteration: u32,
+        role: Role,
+        model: String,
+        usage: Usage,
+        cost_usd: f64,
+        total_cost_usd: f64,
+        duration_ms: u64,
+        /// Share of the model's context window the prompt used, when the window is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_used: Option<f64>,
+    },
+    CriticVerdict {
+        iteration: u32,
+        approved: bool,
+        reasons: String,
+    },
+    TestsFinished {
+        iteration: u32,
+        tests: TestsSnapshot,
+    },
+    /// The Artisan's proposal edited, deleted or skipped tests and was sent back.
+    TestIntegrity {
+        iteration: u32,
+        violations: Vec<String>,
+    },
+    ContextReset {
+        iteration: u32,
+    },
+    /// A role's prompt used at least 40% of its model's context window: its history is dropped
+    /// before its next call.
+    ContextHigh {
+        iteration: u32,
+        role: Role,
+        model: String,
+        /// The share of the window the prompt used, 0 to 1.
+        used: f64,
+    },
+    /// A role's model failed and the next of its fallbacks takes over.
+    Fallback(FallbackRecord),
+    /// The project files the Librarian put in the iteration's prompt, nearest first.
+    ContextGathered {
+        iteration: u32,
+        included: Vec<ContextChoice>,
+        /// Files near the target left out for the budget.
+        excluded: u32,
+        tokens: u32,
+        budget: u32,
+    },
+    /// Something the user should know went wrong or was degraded; also in the report's
+    /// `warnings`.
+    Warning {
+        message: String,
+    },
+    /// A choice made on the user's behalf or a flag not honoured (a model skipped for a missing
+    /// key); also in the report's `notes`.
+    Note {
+        message: String,
+    },
+    /// The MemoryVault found attempts at similar failures for this iteration's Artisan.
+    MemoryRecalled {
+        iteration: u32,
+        attempts: u32,
+        /// How many of them worked.
+        worked: u32,
+        best_similarity: f32,
+    },
+    /// This iteration's attempt was recorded in the vault.
+    MemoryRecorded {
+        iteration: u32,
+        success: bool,
+    },
+    /// A hook changed the Artisan's proposal before it was checked.
+    ProposalAmended {
+        iteration: u32,
+        hook: String,
+    },
+    /// The tests pass, but a hook vetoed the success; its reasons go to the Artisan.
+    SuccessVetoed {
+        iteration: u32,
+        hook: String,
+        reasons: Vec<String>,
+    },
+    SessionFinished {
+        report: Box<Report>,
+    },
+}

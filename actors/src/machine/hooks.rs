@@ -1,0 +1,96 @@
+//! The hook points of the machine: the seam through which later parts join a run without
+//! changing it (plugins, the Chaos role, lifecycle hooks).
+//!
+//! A [`Hook`] sees every transition ([`Hook::on_transition`]), may amend the Artisan's proposal
+//! before it is checked, reviewed and written ([`Hook::amend`]), and may veto the success of a
+//! run whose tests pass ([`Hook::before_success`]); the reasons of a veto go to the Artisan in
+//! the next iteration. Hooks run in the order they were given. A hook that fails is reported as
+//! a warning and counts as having done nothing: no hook can stop a run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::state::StateKind;
+use crate::prompt::bundle::ContextBundle;
+use crate::prompt::reply::Proposal;
+use crate::schema::test_run::TestRun;
+
+/// What a hook is shown at a hook point.
+#[derive(Debug, Clone, Copy)]
+pub struct Transition<'a> {
+    pub session: &'a str,
+    /// The iteration under way (0 for the baseline).
+    pub iteration: u32,
+    pub from: StateKind,
+    pub to: StateKind,
+    /// Dollars spent so far in the run.
+    pub spent_usd: f64,
+    /// The budget's cap.
+    pub max_cost_usd: f64,
+    /// The iteration's context, once the Librarian has gathered it.
+    pub context: Option<&'a ContextBundle>,
+    /// The last test run (the baseline's before the first iteration's).
+    pub last_run: Option<&'a TestRun>,
+}
+
+/// Whether a run whose tests pass may end with success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "gate", rename_all = "snake_case")]
+pub enum Gate {
+    Pass,
+    /// Not yet: the reasons go to the Artisan, and the run goes on.
+    Veto {
+        reasons: Vec<String>,
+    },
+}
+
+/// Why a hook could not do its part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("hook {hook}: {message}")]
+pub struct HookError {
+    pub hook: String,
+    pub message: String,
+    /// Whether it may work if asked again (a plugin that timed out).
+    pub transient: bool,
+}
+
+impl HookError {
+    pub fn new(hook: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            hook: hook.into(),
+            message: message.into(),
+            transient: false,
+        }
+    }
+
+    pub fn is_transient(&self) -> bool {
+        self.transient
+    }
+}
+
+/// A part that joins a run at its hook points. Every method has a default that does nothing,
+/// so a hook implements only the points it serves.
+#[async_trait::async_trait]
+pub trait Hook: Send + Sync {
+    /// The name in warnings and events.
+    fn name(&self) -> &str;
+
+    /// Every transition, after the step that decided it and before the next state's step.
+    async fn on_transition(&self, _at: &Transition<'_>) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// The Artisan's proposal, before the checks, the Critic and the write: may change the code
+    /// (a formatter). A proposal without code may be given some.
+    async fn amend(&self, _at: &Transition<'_>, _proposal: &mut Proposal) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// The tests pass and every criterion is met: may the run end with success?
+    async fn before_success(
+        &self,
+        _at: &Transition<'_>,
+        _run: &TestRun,
+    ) -> Result<Gate, HookError> {
+        Ok(Gate::Pass)
+    }
+}

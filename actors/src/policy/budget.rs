@@ -1,0 +1,532 @@
+//! The money: what a run has spent, by role and model, and the check before every call that
+//! keeps spending at or under the cap.
+//!
+//! Before a call the ledger *reserves* the most it could cost: the prompt (counted, plus a margin)
+//! at the input price and the output at the output price for at most `max_tokens`. When the
+//! remaining budget cannot pay a useful reply, the call is refused; otherwise `max_tokens` is
+//! lowered to what the budget can pay, so a provider that honours `max_tokens` cannot make the run
+//! cross the cap. After the call the reservation is replaced by the reported usage.
+//!
+//! A [`Ledger`] keeps one run's accounts (by role, model and tokens, saved with the session) and
+//! draws on one or more [`Budget`]s: its own cap, and a budget shared with other runs when
+//! several run under one total (a batch). A call must fit every budget the ledger draws on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+use crate::events::bus::EventBus;
+use crate::events::event::Event;
+use crate::role::Role;
+use crate::schema::state::LedgerSnapshot;
+use crate::schema::usage::Usage;
+
+/// Dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Cached input tokens read; defaults to `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Input tokens written to a cache; defaults to `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    pub const FREE: Price = Price {
+        input: 0.0,
+        output: 0.0,
+        cache_read: None,
+        cache_write: None,
+    };
+
+    /// `input_tokens` counts every prompt token; the cached ones among them are priced apart.
+    pub fn cost(&self, u: &Usage) -> f64 {
+        let cached = u.cache_read_tokens + u.cache_write_tokens;
+        let plain = u.input_tokens.saturating_sub(cached);
+        (plain as f64 * self.input
+            + u.cache_read_tokens as f64 * self.cache_read.unwrap_or(self.input)
+            + u.cache_write_tokens as f64 * self.cache_write.unwrap_or(self.input)
+            + u.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+/// Prices by model name (`provider/model`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prices(pub BTreeMap<String, Price>);
+
+impl Prices {
+    /// Looks a model up as named, then without a trailing date (`gpt-4.1-2025-04-14` → `gpt-4.1`).
+    pub fn get(&self, model: &str) -> Option<Price> {
+        if let Some(p) = self.0.get(model) {
+            return Some(*p);
+        }
+        // A local Ollama model costs nothing, whatever its name.
+        if model.starts_with("ollama/") {
+            return Some(Price::FREE);
+        }
+        let undated = strip_date_suffix(model)?;
+        self.0.get(undated).copied()
+    }
+}
+
+fn strip_date_suffix(model: &str) -> Option<&str> {
+    let (head, tail) = model.rsplit_once('-')?;
+    if tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(head);
+    }
+    // `-2025-04-14`
+    let bytes = model.as_bytes();
+    if model.len() > 11 && bytes[model.len() - 11] == b'-' {
+        let date = &model[model.len() - 10..];
+        let ok = date.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+        if ok {
+            return Some(&model[..model.len() - 11]);
+        }
+    }
+    None
+}
+
+/// The fewest output tokens worth asking for; below this the run stops rather than buy a reply
+/// too short to hold a fix.
+pub const MIN_USEFUL_OUTPUT: u32 = 256;
+
+/// How much the token count before a call may undercount the provider's, as a fraction.
+pub const PROMPT_MARGIN: f64 = 0.05;
+
+/// Why a call was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct BudgetExceeded(pub String);
+
+/// Permission for one call, holding its reservation until settled.
+#[derive(Debug)]
+#[must_use = "a grant must be settled or released"]
+pub struct Grant {
+    pub role: Role,
+    pub model: String,
+    /// The output cap the call must send.
+    pub max_tokens: u32,
+    reserved: f64,
+    price: Price,
+}
+
+/// A sum of money calls draw on: a cap, what has been spent against it and what is reserved for
+/// calls under way. One run has its own; runs that share a total draw on one more, shared.
+#[derive(Debug)]
+pub struct Budget {
+    cap: f64,
+    money: Mutex<Money>,
+}
+
+#[derive(Debug, Default)]
+struct Money {
+    spent: f64,
+    reserved: f64,
+}
+
+impl Budget {
+    /// A budget of `cap` dollars, `spent` of them already (a resumed session's spend).
+    pub fn new(cap: f64, spent: f64) -> Arc<Self> {
+        Arc::new(Self {
+            cap,
+            money: Mutex::new(Money {
+                spent,
+                reserved: 0.0,
+            }),
+        })
+    }
+
+    pub fn cap(&self) -> f64 {
+        self.cap
+    }
+
+    /// Settled spending against this budget, by every ledger that draws on it.
+    pub fn spent(&self) -> f64 {
+        self.lock().spent
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Money> {
+        // A poisoned lock only means another thread panicked mid-update of plain numbers;
+        // the figures are still the best we have.
+        self.money.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct Accounts {
+    snap: LedgerSnapshot,
+    unpriced_warned: BTreeSet<String>,
+}
+
+/// One run's accounts, drawing on its budgets.
+#[derive(Debug)]
+pub struct Ledger {
+    /// Its own budget first, then any shared one; always at least one.
+    budgets: Vec<Arc<Budget>>,
+    prices: Prices,
+    events: EventBus,
+    accounts: Mutex<Accounts>,
+}
+
+impl Ledger {
+    pub fn new(cap: f64, prices: Prices, events: EventBus) -> Self {
+        Self::resume(cap, prices, events, LedgerSnapshot::default())
+    }
+
+    /// A ledger that starts from what an interrupted session had spent, capped at `cap` in all.
+    pub fn resume(cap: f64, prices: Prices, events: EventBus, snap: LedgerSnapshot) -> Self {
+        Self {
+            budgets: vec![Budget::new(cap, snap.spent)],
+            prices,
+            events,
+            accounts: Mutex::new(Accounts {
+                snap,
+                unpriced_warned: BTreeSet::new(),
+            }),
+        }
+    }
+
+    /// Draws on `shared` as well: every call must then fit both this run's cap and what is
+    /// left of the shared budget, and what it costs counts against both.
+    pub fn within(mut self, shared: Arc<Budget>) -> Self {
+        self.budgets.push(shared);
+        self
+    }
+
+    /// This run's own cap.
+    pub fn cap(&self) -> f64 {
+        self.budgets[0].cap
+    }
+
+    fn accounts(&self) -> MutexGuard<'_, Accounts> {
+        self.accounts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn price_of(&self, model: &str) -> Price {
+        match self.prices.get(model) {
+            Some(p) => p,
+            None => {
+                let first = self.accounts().unpriced_warned.insert(model.to_string());
+                if first {
+                    self.events.emit(Event::Warning {
+                        message: format!(
+                            "no price known for {model}: its calls count as $0; set one under `prices:` in ralph.config.yaml"
+                        ),
+                    });
+                }
+                Price::FREE
+            }
+        }
+    }
+
+    /// Every budget locked, in one global order (by address) so that two ledgers sharing a
+    /// budget never wait on each other in opposite orders.
+    fn lock_budgets(&self) -> Vec<(&Budget, MutexGuard<'_, Money>)> {
+        let mut order: Vec<&Arc<Budget>> = self.budgets.iter().collect();
+        order.sort_by_key(|b| Arc::as_ptr(b) as usize);
+        order.dedup_by_key(|b| Arc::as_ptr(b) as usize);
+        order.into_iter().map(|b| (&**b, b.lock())).collect()
+    }
+
+    /// Reserves the most a call could cost, lowering `max_tokens` to what the budget can pay.
+    pub fn authorize(
+        &self,
+        role: Role,
+        model: &str,
+        prompt_tokens: u64,
+        max_tokens: u32,
+    ) -> Result<Grant, BudgetExceeded> {
+        let price = self.price_of(model);
+        let mut locked = self.lock_budgets();
+        // The budget with the least left decides; its figures go in a refusal.
+        let (tightest, available) = locked
+            .iter()
+            .map(|(b, m)| (*b, b.cap - m.spent - m.reserved))
+            .fold(None, |best: Option<(&Budget, f64)>, (b, left)| match best {
+                Some((_, l)) if l <= left => best,
+                _ => Some((b, left)),
+            })
+            .unwrap_or((&self.budgets[0], 0.0));
+        let (spent, cap) = (
+            locked
+                .iter()
+                .find(|(b, _)| std::ptr::eq(*b, tightest))
+                .map_or(0.0, |(_, m)| m.spent),
+            tightest.cap,
+        );
+        let prompt_cost = prompt_tokens as f64 * (1.0 + PROMPT_MARGIN) * price.input / 1_000_000.0;
+        let refuse = |why: String| {
+            Err(BudgetExceeded(format!(
+                "cost limit reached: ${spent:.4} spent of ${cap:.2}; {why}"
+            )))
+        };
+        if prompt_cost > available {
+            return refuse(format!(
+                "the next {role} call's prompt alone would cost ${prompt_cost:.4}"
+            ));
+        }
+        let affordable = if price.output > 0.0 {
+            ((available - prompt_cost) * 1_000_000.0 / price.output).floor()
+        } else {
+            f64::INFINITY
+        };
+        let granted = if affordable >= max_tokens as f64 {
+            max_tokens
+        } else {
+            affordable as u32
+        };
+        if granted < MIN_USEFUL_OUTPUT.min(max_tokens) {
+            return refuse(format!(
+                "the next {role} call could not be paid a useful reply ({granted} output tokens)"
+            ));
+        }
+        let reserved = prompt_cost + granted as f64 * price.output / 1_000_000.0;
+        for (_, money) in locked.iter_mut() {
+            money.reserved += reserved;
+        }
+        Ok(Grant {
+            role,
+            model: model.to_string(),
+            max_tokens: granted,
+            reserved,
+            price,
+        })
+    }
+
+    /// Replaces a grant's reservation by the reported usage; returns the call's cost.
+    pub fn settle(&self, grant: Grant, usage: &Usage) -> f64 {
+        let cost = grant.price.cost(usage);
+        for (_, money) in self.lock_budgets().iter_mut() {
+            money.reserved = (money.reserved - grant.reserved).max(0.0);
+            money.spent += cost;
+        }
+        let mut accounts = self.accounts();
+        let s = &mut accounts.snap;
+        s.spent += cost;
+        *s.by_role.entry(grant.role.to_string()).or_default() += cost;
+        *s.by_model.entry(grant.model.clone()).or_default() += cost;
+        s.tokens += *usage;
+        *s.tokens_by_role.entry(grant.role.to_string()).or_default() += *usage;
+        cost
+    }
+
+    /// Drops a grant whose call failed before any usage was reported.
+    pub fn release(&self, grant: Grant) {
+        for (_, money) in self.lock_budgets().iter_mut() {
+            money.reserved = (money.reserved - grant.reserved).max(0.0);
+        }
+    }
+
+    /// What this run has spent.
+    pub fn spent(&self) -> f64 {
+        self.accounts().snap.spent
+    }
+
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        self.accounts().snap.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ledger(cap: f64, input: f64, output: f64) -> Ledger {
+        let mut p = BTreeMap::new();
+        p.insert(
+            "openai/m".to_string(),
+            Price {
+                input,
+                output,
+                cache_read: None,
+                cache_write: None,
+            },
+        );
+        Ledger::new(cap, Prices(p), EventBus::discard())
+    }
+
+    #[test]
+    fn cost_prices_cached_tokens_apart() {
+        let p = Price {
+            input: 2.0,
+            output: 8.0,
+            cache_read: Some(0.5),
+            cache_write: None,
+        };
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_read_tokens: 500_000,
+            cache_write_tokens: 0,
+        };
+        assert!((p.cost(&u) - (1.0 + 0.25 + 8.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn dated_model_names_find_their_price() {
+        let l = ledger(1.0, 1.0, 1.0);
+        assert!(l.prices.get("openai/m-2025-04-14").is_some());
+        assert!(l.prices.get("openai/m-20250414").is_some());
+        assert!(l.prices.get("openai/other").is_none());
+    }
+
+    #[test]
+    fn lowers_max_tokens_to_what_the_budget_pays() {
+        // $0.01 left at $10/M output buys 1000 tokens.
+        let l = ledger(0.01, 0.0, 10.0);
+        let g = l
+            .authorize(Role::Artisan, "openai/m", 100, 4096)
+            .expect("grant");
+        assert_eq!(g.max_tokens, 1000);
+        l.release(g);
+    }
+
+    #[test]
+    fn refuses_when_a_useful_reply_is_unaffordable() {
+        let l = ledger(0.001, 0.0, 10.0);
+        let err = l
+            .authorize(Role::Critic, "openai/m", 100, 4096)
+            .expect_err("refused");
+        assert!(err.0.contains("critic"), "{err}");
+    }
+
+    #[test]
+    fn unpriced_models_cost_nothing_and_warn_once() {
+        let bus = EventBus::discard();
+        let mut rx = bus.subscribe();
+        let l = Ledger::new(1.0, Prices::default(), bus);
+        for _ in 0..3 {
+            let g = l
+                .authorize(Role::Artisan, "openai/unknown", 10, 100)
+                .expect("grant");
+            assert_eq!(
+                l.settle(
+                    g,
+                    &Usage {
+                        input_tokens: 10,
+                        output_tokens: 100,
+                        ..Usage::default()
+                    }
+                ),
+                0.0
+            );
+        }
+        let mut warnings = 0;
+        while let Some(e) = rx.try_recv() {
+            if matches!(e.event, Event::Warning { .. }) {
+                warnings += 1;
+            }
+        }
+        assert_eq!(warnings, 1);
+    }
+
+    fn priced(input: f64, output: f64) -> Prices {
+        Prices(BTreeMap::from([(
+            "openai/m".to_string(),
+            Price {
+                input,
+                output,
+                cache_read: None,
+                cache_write: None,
+            },
+        )]))
+    }
+
+    #[test]
+    fn a_shared_budget_binds_every_ledger_on_it() {
+        // At $1 a token (whole dollars keep the arithmetic exact): each run may spend $10,000,
+        // the two together $1,500; the second run gets what the first left.
+        let shared = Budget::new(1500.0, 0.0);
+        let a = Ledger::new(1e4, priced(0.0, 1e6), EventBus::discard()).within(shared.clone());
+        let b = Ledger::new(1e4, priced(0.0, 1e6), EventBus::discard()).within(shared.clone());
+        let g = a
+            .authorize(Role::Artisan, "openai/m", 0, 1000)
+            .expect("grant");
+        assert_eq!(g.max_tokens, 1000);
+        a.settle(
+            g,
+            &Usage {
+                output_tokens: 1000,
+                ..Usage::default()
+            },
+        );
+        let g = b
+            .authorize(Role::Artisan, "openai/m", 0, 1000)
+            .expect("grant");
+        assert_eq!(g.max_tokens, 500, "what the shared budget has left");
+        b.settle(
+            g,
+            &Usage {
+                output_tokens: 500,
+                ..Usage::default()
+            },
+        );
+        let err = a
+            .authorize(Role::Critic, "openai/m", 0, 1000)
+            .expect_err("the shared budget is spent");
+        assert!(err.0.contains("$1500.0000 spent of $1500.00"), "{err}");
+        assert_eq!(shared.spent(), 1500.0);
+        assert_eq!((a.spent(), b.spent()), (1000.0, 500.0));
+    }
+
+    proptest! {
+        /// Runs sharing a budget, their calls interleaved, never cross it together, nor each
+        /// its own cap.
+        #[test]
+        fn shared_spend_never_exceeds_the_shared_cap(
+            shared_cap in 0.0f64..2.0,
+            caps in proptest::collection::vec(0.0f64..2.0, 1..4),
+            calls in proptest::collection::vec((0usize..4, 1u64..100_000, 1u32..8_000, 0.0f64..=1.0), 1..80),
+        ) {
+            let shared = Budget::new(shared_cap, 0.0);
+            let ledgers: Vec<Ledger> = caps
+                .iter()
+                .map(|cap| Ledger::new(*cap, priced(3.0, 15.0), EventBus::discard()).within(shared.clone()))
+                .collect();
+            for (which, prompt, max_tokens, out_frac) in calls {
+                let l = &ledgers[which % ledgers.len()];
+                if let Ok(g) = l.authorize(Role::Artisan, "openai/m", prompt, max_tokens) {
+                    let out = (g.max_tokens as f64 * out_frac) as u64;
+                    l.settle(g, &Usage { input_tokens: prompt, output_tokens: out, ..Usage::default() });
+                }
+                prop_assert!(shared.spent() <= shared_cap + 1e-9);
+                prop_assert!(l.spent() <= l.cap() + 1e-9);
+            }
+        }
+    }
+
+    proptest! {
+        /// Whatever the prices, prompts and reported usages (within what the grant allowed and the
+        /// counter's margin), the spend never crosses the cap.
+        #[test]
+        fn spend_never_exceeds_the_cap(
+            cap in 0.0f64..5.0,
+            input in 0.0f64..100.0,
+            output in 0.0f64..300.0,
+            calls in proptest::collection::vec((1u64..200_000, 1u32..16_000, 0.0f64..=1.0, 0.0f64..=1.0), 1..60),
+        ) {
+            let l = ledger(cap, input, output);
+            for (prompt, max_tokens, in_frac, out_frac) in calls {
+                if let Ok(g) = l.authorize(Role::Artisan, "openai/m", prompt, max_tokens) {
+                    let reported_in = (prompt as f64 * (1.0 + PROMPT_MARGIN * in_frac)) as u64;
+                    let reported_out = (g.max_tokens as f64 * out_frac) as u64;
+                    l.settle(g, &Usage { input_tokens: reported_in, output_tokens: reported_out, ..Usage::default() });
+                }
+                prop_assert!(l.spent() <= cap + 1e-9, "spent {} > cap {}", l.spent(), cap);
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The port to the models: the LLM client trait, the token counter, and the types of a chat call.
+
+use serde::{Deserialize, Serialize};
+
+use crate::role::Role;
+use crate::schema::usage::Usage;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub speaker: Speaker,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            speaker: Speaker::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            speaker: Speaker::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            speaker: Speaker::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// One chat completion request, already routed to a model (`provider/model`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub role: Role,
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub temperature: Option<f32>,
+    /// The most output tokens the reply may have; the ledger may lower it to fit the budget.
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatReply {
+    pub text: String,
+    pub usage: Usage,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+}
+
+/// Why a call failed, in the terms a user can act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("{provider}: authentication failed ({message}); check {env_var}")]
+    Auth {
+        provider: String,
+        env_var: String,
+        message: String,
+    },
+    #[error("{provider}: rate limited after {attempts} attempts{}: {message}", wait_hint(*retry_after_ms))]
+    RateLimited {
+        provider: String,
+        attempts: u32,
+        /// The delay the server last asked for, when it named one.
+        retry_after_ms: Option<u64>,
+        message: String,
+    },
+    #[error("{provider}: server error {status} after {attempts} attempts: {message}")]
+    Server {
+        provider: String,
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
+    #[error("{provider}: request rejected ({status}): {message}")]
+    Request {
+        provider: String,
+        status: u16,
+        message: String,
+    },
+    #[error("{provider}: the prompt does not fit the model's context window: {message}")]
+    ContextTooLong { provider: String, message: String },
+    #[error("{provider}: network error: {message}")]
+    Network { provider: String, message: String },
+    #[error("{provider}: no reply within {seconds}s")]
+    Timeout { provider: String, seconds: u64 },
+    #[error("{provider}: the reply stream stalled for {seconds}s after {attempts} attempts")]
+    Stalled {
+        provider: String,
+        seconds: u64,
+        attempts: u32,
+    },
+    #[error("{provider}: unparseable reply: {message}")]
+    InvalidReply { provider: String, message: String },
+    #[error("model {model}: {message}")]
+    Config { model: String, message: String },
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+fn wait_hint(retry_after_ms: Option<u64>) -> String {
+    match retry_after_ms {
+        Some(ms) => format!(" (the server asked to wait {:.1}s)", ms as f64 / 1000.0),
+        None => String::new(),
+    }
+}
+
+impl LlmError {
+    /// Whether the next model of a role's fallback list should be tried: the provider refused
+    /// us, could not be reached, or kept failing after every retry. A request the model itself
+    /// rejected (too long, malformed) would fail the same way elsewhere or needs the user.
+    pub fn falls_back(&self) -> bool {
+        matches!(
+            self,
+            LlmError::Auth { .. }
+                | LlmError::RateLimited { .. }
+                | LlmError::Server { .. }
+                | LlmError::Network { .. }
+                | LlmError::Timeout { .. }
+                | LlmError::Stalled { .. }
+                | LlmError::Config { .. }
+        )
+    }
+
+    /// Whether the failure will not go away during this run, so later calls skip the model.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, LlmError::Auth { .. } | LlmError::Config { .. })
+    }
+
+    /// Whether the same request may succeed if sent again later: the provider was busy, failed
+    /// on its side, or could not be reached. The providers retry these before they reach a role.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Server { .. }
+                | LlmError::Network { .. }
+                | LlmError::Timeout { .. }
+                | LlmError::Stalled { .. }
+        )
+    }
+}
+
+/// The one way actors reach a model. Implementations route by `request.model`.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait LlmClient: Send + Sync {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError>;
+}
+
+/// Counts prompt tokens before a call, for the budget check. It must not undercount by more
+/// than the ledger's margin.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, model: &str, messages: &[ChatMessage]) -> u64;
+}
+
+/// A counter that needs no vocabulary: every BPE token covers at least one byte, so bytes plus
+/// the per-message framing is an upper bound.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ByteBoundCounter;
+
+impl TokenCounter for ByteBoundCounter {
+    fn count(&self, _model: &str, messages: &[ChatMessage]) -> u64 {
+        messages
+            .iter()
+            .map(|m| m.content.len() as u64 + 4)
+            .sum::<u64>()
+            + 3
+    }
+}

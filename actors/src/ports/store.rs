@@ -1,0 +1,68 @@
+//! The port to the session folder `.ralph/session-<uuid>/`: everything needed to report and
+//! resume. The disk is for recovery: within a run, values travel in memory, and the store is
+//! read only when a session resumes.
+
+use std::sync::Arc;
+
+use crate::schema::report::Report;
+use crate::schema::state::{IterationRecord, SessionState};
+use crate::schema::test_run::TestRun;
+
+/// Why the session folder could not be read or written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// A file is there but is not what ralph-loop wrote (truncated by hand, another version).
+    #[error("{path} is damaged: {message}")]
+    Damaged { path: String, message: String },
+}
+
+impl StoreError {
+    pub fn read(path: impl Into<String>, source: std::io::Error) -> Self {
+        StoreError::Read {
+            path: path.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    pub fn write(path: impl Into<String>, source: std::io::Error) -> Self {
+        StoreError::Write {
+            path: path.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// Whether trying again may succeed (an interrupted or busy write); a full disk, a denied
+    /// permission or a damaged file stay so.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Read { source, .. } | StoreError::Write { source, .. } => {
+                crate::ports::workspace::is_transient_io(source)
+            }
+            StoreError::Damaged { .. } => false,
+        }
+    }
+}
+
+/// The session folder.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The newest `test-results-iteration-<N>.json`: read once, when a session resumes.
+    async fn last_test_results(&self) -> Result<Option<TestRun>, StoreError>;
+    async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError>;
+    async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError>;
+    async fn save_state(&self, state: &SessionState) -> Result<(), StoreError>;
+    async fn save_report(&self, report: &Report) -> Result<(), StoreError>;
+}

@@ -1,0 +1,73 @@
+//! What an iteration's prompts show: the [`ContextBundle`] the Librarian gathers and every role's
+//! template renders.
+
+use serde::{Deserialize, Serialize};
+
+use crate::memory::view::MemoryView;
+use crate::ports::workspace::SourceFile;
+use crate::prompt::results::ResultsView;
+use crate::schema::context::{ContextSummary, ExcludedFile, RelatedFile};
+
+/// The target as the prompts show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetView {
+    pub path: String,
+    pub content: String,
+    pub language: String,
+}
+
+/// Everything an iteration knows, read from disk at its start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextBundle {
+    pub iteration: u32,
+    pub target: TargetView,
+    pub test_file: Option<SourceFile>,
+    pub instructions: Option<String>,
+    pub manifest: Option<SourceFile>,
+    pub test_command: String,
+    pub last_results: Option<ResultsView>,
+    pub analysis: Option<String>,
+    /// Project files near the target in its import graph, nearest first.
+    #[serde(default)]
+    pub related: Vec<RelatedFile>,
+    /// Nearby files that did not fit, with their exported signatures where those fitted.
+    #[serde(default)]
+    pub excluded: Vec<ExcludedFile>,
+    /// Nearby files left out beyond those listed in `excluded`.
+    #[serde(default)]
+    pub unlisted: u32,
+    /// What was included and why, for the event and `iterations.log`.
+    #[serde(default)]
+    pub context: ContextSummary,
+    /// Attempts at similar failures the MemoryVault recalled (filled by the Supervisor).
+    #[serde(default)]
+    pub memory: Vec<MemoryView>,
+    /// What hooks asked the Artisan to address: the reasons a success was vetoed (a plugin, the
+    /// Chaos role), notes a hook attached. Empty unless a hook spoke.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The language name a fenced block and a prompt use for a file.
+pub fn language_of(path: &str) -> &'static str {
+    let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    match ext {
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "tsx",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "jsx",
+        "py" => "python",
+        "rs" => "rust",
+        "go" => "go",
+        "rb" => "ruby",
+        "java" => "java",
+        "kt" => "kotlin",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "hpp" => "cpp",
+        "cs" => "csharp",
+        "php" => "php",
+        "swift" => "swift",
+        "sh" => "bash",
+        _ => "text",
+    }
+}

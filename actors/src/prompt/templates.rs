@@ -1,0 +1,109 @@
+//! Prompt templates: one Markdown file per role under `prompts/`, compiled in (see
+//! [`Role::info`]) and overridable from config. A template is a system part and a user part
+//! separated by a line `<!-- user -->`; both are rendered with minijinja.
+
+use std::collections::BTreeMap;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+use crate::ports::llm::ChatMessage;
+use crate::role::Role;
+
+pub const SEPARATOR: &str = "<!-- user -->";
+
+/// Why a template cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("a prompt template needs a line `{SEPARATOR}` between its system and user parts")]
+    NoSeparator,
+    /// It does not compile.
+    #[error("{0}")]
+    Syntax(String),
+    /// It compiled but could not be rendered with a role's variables.
+    #[error("{role} template: {message}")]
+    Render { role: Role, message: String },
+    #[error("no template for {0}")]
+    Missing(Role),
+}
+
+/// Each model role's template: the bundled one unless config overrides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Templates(BTreeMap<Role, String>);
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self(
+            Role::ALL
+                .into_iter()
+                .filter_map(|r| Some((r, r.info().template?.to_string())))
+                .collect(),
+        )
+    }
+}
+
+impl Templates {
+    pub fn get(&self, role: Role) -> Option<&str> {
+        self.0.get(&role).map(String::as_str)
+    }
+
+    /// Replaces `role`'s template (a config override, already [checked](Self::check)).
+    pub fn set(&mut self, role: Role, source: String) {
+        self.0.insert(role, source);
+    }
+
+    /// Checks that a template splits into two parts and compiles; for config validation.
+    pub fn check(source: &str) -> Result<(), TemplateError> {
+        let (system, user) = split(source)?;
+        let env = Environment::new();
+        for part in [system, user] {
+            env.template_from_str(part)
+                .map_err(|e| TemplateError::Syntax(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The system and user messages of `role` for `vars`.
+    pub fn render<S: Serialize>(
+        &self,
+        role: Role,
+        vars: &S,
+    ) -> Result<[ChatMessage; 2], TemplateError> {
+        let source = self.get(role).ok_or(TemplateError::Missing(role))?;
+        let (system, user) = split(source)?;
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        let render = |src: &str| -> Result<String, TemplateError> {
+            env.render_str(src, vars)
+                .map(|s| s.trim().to_string())
+                .map_err(|e| TemplateError::Render {
+                    role,
+                    message: e.to_string(),
+                })
+        };
+        Ok([
+            ChatMessage::system(render(system)?),
+            ChatMessage::user(render(user)?),
+        ])
+    }
+}
+
+fn split(source: &str) -> Result<(&str, &str), TemplateError> {
+    source
+        .split_once(SEPARATOR)
+        .ok_or(TemplateError::NoSeparator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_templates_compile() {
+        let t = Templates::default();
+        for role in Role::with_models() {
+            Templates::check(t.get(role).expect("template")).expect("compiles");
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The documents a run produces and reads back: plain data, serialised to the session folder,
+//! the report and the event stream. Nothing here calls a port or an actor.
+//!
+//! - [`test_run`]: the unified test-result schema (`test-results-iteration-<N>.json`);
+//! - [`context`]: what the Librarian packed into a prompt, and why;
+//! - [`attempt`]: a fix attempt as the MemoryVault keeps and recalls it;
+//! - [`report`]: the final report and its parts (statuses and exit codes);
+//! - [`state`]: `state.json` and `iterations.log`, what a resume needs;
+//! - [`usage`]: token usage.
+
+pub mod attempt;
+pub mod context;
+pub mod report;
+pub mod state;
+pub mod test_run;
+pub mod usage;

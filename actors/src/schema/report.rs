@@ -1,0 +1,196 @@
+//! How a run ends: its status, exit code and final report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::role::Role;
+use crate::schema::test_run::TestRun;
+use crate::schema::usage::Usage;
+
+/// The statuses of the brief; each has one exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Success,
+    Error,
+    BudgetExceeded,
+    MaxIterations,
+    EntropyDetected,
+    Interrupted,
+}
+
+impl Status {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Success => 0,
+            Status::Error => 1,
+            Status::BudgetExceeded => 3,
+            Status::MaxIterations => 4,
+            Status::EntropyDetected => 5,
+            Status::Interrupted => 130,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Error => "error",
+            Status::BudgetExceeded => "budget_exceeded",
+            Status::MaxIterations => "max_iterations",
+            Status::EntropyDetected => "entropy_detected",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A count of tests at one moment of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestsSnapshot {
+    pub status: crate::schema::test_run::RunStatus,
+    pub passed: u32,
+    pub failed: u32,
+    pub skipped: u32,
+    /// Tests that failed and then passed on a re-run (counted in `passed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flaky: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<crate::schema::test_run::Category>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint_errors: Option<u32>,
+    /// Every success criterion judged is met.
+    #[serde(default)]
+    pub criteria_met: bool,
+    pub summary: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl From<&TestRun> for TestsSnapshot {
+    fn from(r: &TestRun) -> Self {
+        Self {
+            status: r.status,
+            passed: r.totals.passed,
+            failed: r.totals.failed,
+            skipped: r.totals.skipped,
+            flaky: r.totals.flaky,
+            category: r.category,
+            coverage_pct: r.coverage.as_ref().map(|c| c.lines_pct),
+            lint_errors: r.lint.as_ref().map(|l| l.errors),
+            criteria_met: r.criteria_met(),
+            summary: match r.unmet_criteria() {
+                Some(unmet) if r.passed() => format!("{}; unmet: {unmet}", r.summary()),
+                _ => r.summary(),
+            },
+        }
+    }
+}
+
+/// Where the wall time went, so orchestration overhead can be read off every run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Time spent waiting on model calls.
+    pub llm_ms: u64,
+    /// Time spent running test commands.
+    pub test_ms: u64,
+    /// The rest: reading and writing files, prompts, parsing, actors.
+    pub overhead_ms: u64,
+}
+
+/// The final report, also written as `report.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub session_id: String,
+    pub status: Status,
+    pub exit_code: i32,
+    pub reason: String,
+    pub target: String,
+    pub test_command: String,
+    pub iterations: u32,
+    pub duration_ms: u64,
+    pub cost_usd: f64,
+    pub cost_by_role: BTreeMap<String, f64>,
+    pub cost_by_model: BTreeMap<String, f64>,
+    pub tokens: Usage,
+    pub tokens_by_role: BTreeMap<String, Usage>,
+    pub tests_before: Option<TestsSnapshot>,
+    pub tests_after: Option<TestsSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_on: Option<String>,
+    pub context_resets: u32,
+    pub critic_rejections: u32,
+    /// Proposals sent back for editing, deleting or skipping tests.
+    #[serde(default)]
+    pub test_integrity_rejections: u32,
+    pub timings: Timings,
+    pub warnings: Vec<String>,
+    /// What the run chose on the user's behalf or could not honour (a model skipped for a
+    /// missing key, a micro-agent flag ignored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Each move from a role's model to a fallback.
+    #[serde(default)]
+    pub fallbacks: Vec<FallbackRecord>,
+    /// Per role, the largest share of its model's context window a prompt used (0 to 1); roles
+    /// whose model's window is unknown are absent.
+    #[serde(default)]
+    pub context_use: BTreeMap<String, f64>,
+    /// What the MemoryVault did in this run.
+    #[serde(default)]
+    pub memory: MemoryReport,
+    pub started_at: String,
+    pub finished_at: String,
+}
+
+/// A move from a role's model to its next fallback, for the log and the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FallbackRecord {
+    pub iteration: u32,
+    pub role: Role,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+}
+
+/// Whether the MemoryVault took part in a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryStatus {
+    /// Recalled and recorded throughout.
+    On,
+    /// `memory.enabled: false`.
+    #[default]
+    Off,
+    /// Could not be opened (missing directory, corrupt, locked): the run went on without it.
+    Unavailable,
+    /// Stopped working during the run; what came before it counted.
+    Failed,
+}
+
+/// The MemoryVault's part in a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    pub status: MemoryStatus,
+    /// Why memory is unavailable or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The embedding model the vault's vectors come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// Iterations whose Artisan was shown recalled attempts.
+    pub recalls: u32,
+    /// Attempts shown, over all iterations.
+    pub recalled: u32,
+    /// Attempts recorded.
+    pub recorded: u32,
+}

@@ -1,0 +1,154 @@
+//! The machine's driver: one loop that enters a state, steps it, tells the hooks of the
+//! transition, and goes on until a step ends the run.
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::events::event::Event;
+use crate::machine::state::{Next, Outcome, State, StateKind};
+use crate::role::Role;
+use crate::roles::caller::{panic_message, watched};
+use crate::schema::report::{Report, Status};
+use crate::supervisor::run::Run;
+
+impl Run {
+    /// Runs the session to its end and returns its report, which is also saved and emitted as
+    /// the last event. Call inside an actix system (the actors need one); any number of runs
+    /// may execute at once.
+    pub async fn execute(mut self) -> Report {
+        self.watch_time_limit();
+        // A panic in the Supervisor's own steps (a store or workspace call) must still end in a
+        // written report, not a closed mailbox.
+        let outcome = match AssertUnwindSafe(self.drive()).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(panic) => Outcome::new(
+                Status::Error,
+                format!("supervisor panicked: {}", panic_message(&*panic)),
+            ),
+        };
+        self.done.cancel();
+        self.finish(outcome).await
+    }
+
+    /// Cancels the steps when `--max-duration` is reached (counting the session's earlier
+    /// runs).
+    fn watch_time_limit(&self) {
+        let Some(limit) = self.settings.max_duration else {
+            return;
+        };
+        let left = limit.saturating_sub(Duration::from_millis(self.state.elapsed_ms));
+        let (steps, time_up, done) = (self.steps.clone(), self.time_up.clone(), self.done.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(left) => {
+                    time_up.cancel();
+                    steps.cancel();
+                }
+                _ = done.cancelled() => {}
+            }
+        });
+    }
+
+    async fn drive(&mut self) -> Outcome {
+        self.announce();
+        let mut state = if self.state.tests_before.is_none() {
+            State::Baseline
+        } else {
+            // A resumed session: the last run comes from disk, once.
+            if let Err(outcome) = self.resume_last_run().await {
+                return outcome;
+            }
+            State::Begin
+        };
+        self.enter(&state);
+        loop {
+            let from = state.kind();
+            let next = self.step(state).await;
+            let (to, it) = match &next {
+                Next::Continue(s) => (s.kind(), s.iteration()),
+                Next::Stop(_) => (StateKind::Done, None),
+            };
+            let n = it.map_or(self.state.iteration, |it| it.n);
+            self.observe(from, to, n, it).await;
+            match next {
+                Next::Continue(s) => {
+                    state = s;
+                    self.enter(&state);
+                }
+                Next::Stop(outcome) => return outcome,
+            }
+        }
+    }
+
+    /// The one step function: every state's step passes through here.
+    async fn step(&mut self, state: State) -> Next {
+        let stepped = match state {
+            State::Baseline => Ok(Next::Continue(State::TestBaseline)),
+            State::TestBaseline => self.test_baseline().await,
+            State::Begin => self.begin(),
+            State::Context(it) => self.context(it).await,
+            State::Recall(it) => self.recall(it).await,
+            State::Generate(it) => self.generate(it).await,
+            State::Check(it, proposal) => self.check(it, proposal).await,
+            State::Review(it, code) => self.review(it, code).await,
+            State::Write(it, code) => self.write(it, code).await,
+            State::Test(it) => self.run_tests(it).await,
+            State::Decide(it, run) => self.decide(it, run).await,
+        };
+        stepped.unwrap_or_else(Next::Stop)
+    }
+
+    /// Entering a state: a role about to be called starts afresh if its last prompt was over
+    /// the context limit, and the live view is told the phase.
+    fn enter(&mut self, state: &State) {
+        let kind = state.kind();
+        let n = state.iteration().map_or(self.state.iteration, |it| it.n);
+        if matches!(kind, StateKind::Generate | StateKind::Review) {
+            self.reset_over_limit(n);
+        }
+        if let Some(phase) = kind.phase() {
+            self.events.emit(Event::PhaseChanged {
+                iteration: n,
+                phase,
+            });
+        }
+    }
+
+    /// The session's first events: what runs, on which models, within what; then what the
+    /// caller said while preparing it.
+    fn announce(&mut self) {
+        let s = &self.settings;
+        self.events.emit(Event::SessionStarted {
+            session_id: self.state.session_id.clone(),
+            target: self.state.target.clone(),
+            test_command: self.state.test_command.clone(),
+            models: Role::with_models()
+                .map(|r| (r, s.model(r).model.clone()))
+                .collect(),
+            max_cost_usd: s.max_cost_usd,
+            max_iterations: s.max_iterations,
+            resumed_from_iteration: self.state.iteration,
+        });
+        for event in std::mem::take(&mut self.preamble) {
+            self.events.emit(event);
+        }
+        if s.context_reset_frequency > 1 {
+            self.warn(format!(
+                "context_reset_frequency is {}: the Artisan and Critic keep their conversation for {} iterations; \
+                 quality drops as context fills (1, a fresh context every iteration, is the default)",
+                s.context_reset_frequency, s.context_reset_frequency
+            ));
+        }
+    }
+
+    /// Reads the last test results of a resumed session: the only time a run reads its own
+    /// results back from disk.
+    async fn resume_last_run(&mut self) -> Result<(), Outcome> {
+        let read = self.store.last_test_results();
+        let last = watched(&self.steps, read).await.map_err(|e| self.fail(e))?;
+        self.last_run = last.map(std::sync::Arc::new);
+        Ok(())
+    }
+}

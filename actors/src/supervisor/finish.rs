@@ -1,0 +1,134 @@
+//! The end of a run: the report, built from the state, saved and emitted as the last event.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::events::event::Event;
+use crate::machine::state::Outcome;
+use crate::schema::report::{MemoryReport, Report, Status, Timings};
+use crate::schema::state::timestamp;
+use crate::supervisor::run::Run;
+
+/// How long each final write (state, report) may take: a hung disk must not hold the report,
+/// which the caller still gets and prints.
+const FINAL_WRITE: Duration = Duration::from_secs(10);
+
+impl Run {
+    pub(super) async fn finish(mut self, outcome: Outcome) -> Report {
+        let Outcome { status, reason } = outcome;
+        let wait = self.record_wait();
+        self.settle_record(Some(wait)).await;
+        self.sync_state();
+        let wall_ms = self.started.elapsed().as_millis() as u64;
+        let llm_ms = self.caller.llm_ms.load(Ordering::Relaxed);
+        let test_ms = self.test_ms;
+        let t = &mut self.state.timings;
+        t.llm_ms += llm_ms;
+        t.test_ms += test_ms;
+        t.overhead_ms += wall_ms.saturating_sub(llm_ms + test_ms);
+        self.state.elapsed_ms += wall_ms;
+        // An interrupted session stays resumable; any other end is final.
+        self.state.status = status.as_str().to_string();
+        let st = &self.state;
+        let l = &st.ledger;
+        let mut report = Report {
+            session_id: st.session_id.clone(),
+            status,
+            exit_code: status.exit_code(),
+            reason,
+            target: st.target.clone(),
+            test_command: st.test_command.clone(),
+            iterations: st.iteration,
+            duration_ms: st.elapsed_ms,
+            cost_usd: l.spent,
+            cost_by_role: l.by_role.clone(),
+            cost_by_model: l.by_model.clone(),
+            tokens: l.tokens,
+            tokens_by_role: l.tokens_by_role.clone(),
+            tests_before: st.tests_before.clone(),
+            tests_after: st.tests_after.clone(),
+            stuck_on: if status == Status::Success {
+                None
+            } else {
+                self.stuck_on.clone()
+            },
+            context_resets: st.context_resets,
+            critic_rejections: st.critic_rejections,
+            test_integrity_rejections: st.test_integrity_rejections,
+            timings: st.timings,
+            warnings: st.warnings.clone(),
+            notes: st.notes.clone(),
+            fallbacks: st.fallbacks.clone(),
+            context_use: st
+                .context_use
+                .iter()
+                .map(|(r, u)| (r.to_string(), *u))
+                .collect(),
+            memory: st.memory.clone(),
+            started_at: st.started_at.clone(),
+            finished_at: timestamp(),
+        };
+        let saved = tokio::time::timeout(FINAL_WRITE, self.store.save_state(&self.state)).await;
+        if let Some(why) = failed(saved) {
+            report
+                .warnings
+                .push(format!("could not save the session state: {why}"));
+        }
+        let saved = tokio::time::timeout(FINAL_WRITE, self.store.save_report(&report)).await;
+        if let Some(why) = failed(saved) {
+            report
+                .warnings
+                .push(format!("could not save report.json: {why}"));
+        }
+        self.events.emit(Event::SessionFinished {
+            report: Box::new(report.clone()),
+        });
+        report
+    }
+}
+
+/// Why a bounded write failed, if it did.
+fn failed<E: std::fmt::Display>(
+    result: Result<Result<(), E>, tokio::time::error::Elapsed>,
+) -> Option<String> {
+    match result {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("no answer within {}s", FINAL_WRITE.as_secs())),
+    }
+}
+
+/// The report of a session that could not run at all (started twice, the Supervisor panicked
+/// before its first step).
+pub(crate) fn error_report(reason: &str) -> Report {
+    Report {
+        session_id: String::new(),
+        status: Status::Error,
+        exit_code: Status::Error.exit_code(),
+        reason: reason.into(),
+        target: String::new(),
+        test_command: String::new(),
+        iterations: 0,
+        duration_ms: 0,
+        cost_usd: 0.0,
+        cost_by_role: BTreeMap::new(),
+        cost_by_model: BTreeMap::new(),
+        tokens: Default::default(),
+        tokens_by_role: BTreeMap::new(),
+        tests_before: None,
+        tests_after: None,
+        stuck_on: None,
+        context_resets: 0,
+        critic_rejections: 0,
+        test_integrity_rejections: 0,
+        timings: Timings::default(),
+        warnings: Vec::new(),
+        notes: Vec::new(),
+        fallbacks: Vec::new(),
+        context_use: BTreeMap::new(),
+        memory: MemoryReport::default(),
+        started_at: timestamp(),
+        finished_at: timestamp(),
+    }
+}

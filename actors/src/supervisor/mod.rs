@@ -1,0 +1,17 @@
+//! The Supervisor: steps a session's state machine ([`crate::machine`]) through its
+//! iterations and decides when it ends.
+//!
+//! - [`run`]: a run as a value: its parts ([`run::RunDeps`], the ledger, the event bus and the
+//!   stop signal passed in) and its bookkeeping;
+//! - `driver`: [`run::Run::execute`], the one loop that steps every state;
+//! - `steps`: what each state does and which comes next; `memory`: recall and record;
+//!   `hook_points`: where the hooks are called; `finish`: the report;
+//! - [`actor`]: the same run behind an actix mailbox (`StartRun`, `Interrupt`).
+
+pub mod actor;
+mod driver;
+mod finish;
+mod hook_points;
+mod memory;
+pub mod run;
+mod steps;

@@ -1,0 +1,214 @@
+//! A run as a value: what it is made of ([`RunDeps`]), and the [`Run`] those parts become once
+//! its actors are started. [`Run::execute`] (in `driver`) steps it to its end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{Actor, Addr};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::bus::EventBus;
+use crate::events::event::Event;
+use crate::machine::hooks::Hook;
+use crate::policy::budget::Ledger;
+use crate::ports::llm::{LlmClient, TokenCounter};
+use crate::ports::memory::{Embedder, VectorStore};
+use crate::ports::runner::TestRunner;
+use crate::ports::store::SessionStore;
+use crate::ports::workspace::Workspace;
+use crate::role::Role;
+use crate::roles::artisan::Artisan;
+use crate::roles::caller::Caller;
+use crate::roles::critic::Critic;
+use crate::roles::history::ResetContext;
+use crate::roles::librarian::Librarian;
+use crate::roles::tester::Tester;
+use crate::roles::vault::{MemoryVault, Remember, VaultSettings};
+use crate::schema::report::MemoryStatus;
+use crate::schema::state::SessionState;
+use crate::schema::test_run::TestRun;
+use crate::settings::RunSettings;
+
+/// Everything a session needs from outside. The money, the events and the stop signal are
+/// passed in, so that the caller may run several sessions at once under one budget and watch
+/// or stop each.
+pub struct RunDeps {
+    pub settings: Arc<RunSettings>,
+    pub workspace: Arc<dyn Workspace>,
+    pub store: Arc<dyn SessionStore>,
+    pub runner: Arc<dyn TestRunner>,
+    pub llm: Arc<dyn LlmClient>,
+    pub counter: Arc<dyn TokenCounter>,
+    /// This run's accounts, drawing on its budget (and any budget shared with other runs).
+    pub ledger: Arc<Ledger>,
+    /// The session's event bus; the run emits on it and folds its warnings and notes from it.
+    pub events: EventBus,
+    /// Stops the run as a user would (Ctrl+C): the step under way ends, the state and report
+    /// are written, the run ends `interrupted`.
+    pub cancel: CancellationToken,
+    /// A new session's state, or the state of the session being resumed. Without `memory`,
+    /// `state.memory` says why (off, or unavailable with the reason).
+    pub state: SessionState,
+    /// The MemoryVault's parts, when memory is on and the vault opened.
+    pub memory: Option<MemoryDeps>,
+    /// Parts that join the run at its hook points, in order.
+    pub hooks: Vec<Arc<dyn Hook>>,
+    /// What the caller had to say while preparing the run (notes on models skipped, a vault
+    /// that could not open): emitted right after `session_started`, so they reach every
+    /// printer and the report.
+    pub preamble: Vec<Event>,
+}
+
+/// What the MemoryVault actor is built from.
+pub struct MemoryDeps {
+    pub embedder: Arc<dyn Embedder>,
+    pub store: Arc<dyn VectorStore>,
+    /// The shared store, when `memory.global_sharing` is on.
+    pub shared: Option<Arc<dyn VectorStore>>,
+    pub settings: VaultSettings,
+    /// Recorded with each attempt (a hash of the project root).
+    pub project_id: String,
+}
+
+/// The role actors of a run.
+pub(super) struct Team {
+    pub(super) librarian: Addr<Librarian>,
+    pub(super) artisan: Addr<Artisan>,
+    pub(super) critic: Addr<Critic>,
+    pub(super) tester: Addr<Tester>,
+}
+
+impl Team {
+    /// Drops `role`'s conversation history; false for a role that keeps none.
+    pub(super) fn reset(&self, role: Role) -> bool {
+        if !role.info().keeps_history {
+            return false;
+        }
+        match role {
+            Role::Artisan => self.artisan.do_send(ResetContext),
+            Role::Critic => self.critic.do_send(ResetContext),
+            Role::Librarian | Role::Tester => return false,
+        }
+        true
+    }
+}
+
+/// The attempt being recorded: its iteration, its outcome, the vault's answer to come.
+pub(super) type PendingRecord = (
+    u32,
+    bool,
+    std::pin::Pin<Box<actix::dev::Request<MemoryVault, Remember>>>,
+);
+
+/// A session under way. Its fields are the Supervisor's bookkeeping; the steps (in `steps`,
+/// `memory`, `finish`) read and update them.
+pub struct Run {
+    pub(super) settings: Arc<RunSettings>,
+    pub(super) workspace: Arc<dyn Workspace>,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) events: EventBus,
+    pub(super) caller: Arc<Caller>,
+    pub(super) team: Team,
+    pub(super) hooks: Vec<Arc<dyn Hook>>,
+    pub(super) state: SessionState,
+    /// The warnings and notes of the session's earlier runs (before a resume); this run's come
+    /// from the event bus.
+    pub(super) earlier_warnings: Vec<String>,
+    pub(super) earlier_notes: Vec<String>,
+    pub(super) started: Instant,
+    /// The caller's stop (Ctrl+C).
+    pub(super) user_cancel: CancellationToken,
+    /// Ctrl+C or the time limit: ends the step under way.
+    pub(super) steps: CancellationToken,
+    pub(super) time_up: CancellationToken,
+    /// Cancelled when the run ends, so that its watcher tasks end too.
+    pub(super) done: CancellationToken,
+    pub(super) test_ms: u64,
+    pub(super) stuck_on: Option<String>,
+    /// The last test run, carried in memory from one iteration to the next.
+    pub(super) last_run: Option<Arc<TestRun>>,
+    /// `None` when memory is off, unavailable, or stopped working during the run.
+    pub(super) vault: Option<Addr<MemoryVault>>,
+    pub(super) project_id: String,
+    pub(super) pending_record: Option<PendingRecord>,
+    pub(super) preamble: Vec<Event>,
+}
+
+impl Run {
+    /// Starts the run's actors; call inside an actix system. Nothing else happens until
+    /// [`Run::execute`].
+    pub fn new(d: RunDeps) -> Self {
+        let caller = Arc::new(
+            Caller::new(d.llm, d.counter, d.ledger, d.events.clone())
+                .with_fallbacks(d.state.fallbacks.clone())
+                .with_windows(d.settings.context_windows.clone())
+                .with_context_peaks(d.state.context_use.clone()),
+        );
+        let team = Team {
+            librarian: Librarian::new(
+                d.workspace.clone(),
+                caller.clone(),
+                d.settings.clone(),
+                d.state.test_command.clone(),
+            )
+            .start(),
+            artisan: Artisan::new(caller.clone(), d.settings.clone()).start(),
+            critic: Critic::new(caller.clone(), d.settings.clone()).start(),
+            tester: Tester::new(d.runner, d.settings.flaky_retries).start(),
+        };
+        let mut state = d.state;
+        let (vault, project_id) = match d.memory {
+            Some(m) => {
+                state.memory.status = MemoryStatus::On;
+                state.memory.reason = None;
+                state.memory.embedder = Some(m.embedder.id());
+                let vault = MemoryVault::new(m.embedder, m.store, m.shared, m.settings).start();
+                (Some(vault), m.project_id)
+            }
+            None => (None, String::new()),
+        };
+        Self {
+            settings: d.settings,
+            workspace: d.workspace,
+            store: d.store,
+            events: d.events,
+            caller,
+            team,
+            hooks: d.hooks,
+            earlier_warnings: std::mem::take(&mut state.warnings),
+            earlier_notes: std::mem::take(&mut state.notes),
+            state,
+            started: Instant::now(),
+            steps: d.cancel.child_token(),
+            user_cancel: d.cancel,
+            time_up: CancellationToken::new(),
+            done: CancellationToken::new(),
+            test_ms: 0,
+            stuck_on: None,
+            last_run: None,
+            vault,
+            project_id,
+            pending_record: None,
+            preamble: d.preamble,
+        }
+    }
+
+    /// Tells the user something went wrong or was degraded: on the event stream, and so in
+    /// the report's warnings.
+    pub(super) fn warn(&self, message: String) {
+        tracing::warn!("{message}");
+        self.events.emit(Event::Warning { message });
+    }
+
+    /// Brings the state up to date with the ledger, the caller and the event stream.
+    pub(super) fn sync_state(&mut self) {
+        self.state.ledger = self.caller.ledger.snapshot();
+        self.state.fallbacks = self.caller.fallbacks();
+        self.state.context_use = self.caller.context_peaks();
+        let seen = self.events.snapshot();
+        self.state.warnings = self.earlier_warnings.clone();
+        self.state.warnings.extend(seen.warnings);
+        self.state.notes = self.earlier_notes.clone();
+        self.state.notes.extend(seen.notes);
+    }
+}

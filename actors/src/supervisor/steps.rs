@@ -1,0 +1,493 @@
+//! The step of each state: what the Supervisor does there and which state comes next.
+//!
+//! A step returns the next state or the run's end ([`Next`]); a failure of a port or a role
+//! ends the run through `Err(Outcome)`, so that `?` reads as "or stop".
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Handler, Message};
+
+use crate::error::{Error, Result};
+use crate::events::event::Event;
+use crate::machine::hooks::Gate;
+use crate::machine::state::{Iteration, Next, Outcome, State};
+use crate::memory::attempt::{diff, hypothesis};
+use crate::policy::criteria;
+use crate::policy::entropy::{fingerprint, headline};
+use crate::policy::integrity;
+use crate::prompt::reply::Proposal;
+use crate::role::Role;
+use crate::roles::artisan::Generate;
+use crate::roles::caller::watched;
+use crate::roles::critic::Review;
+use crate::roles::librarian::GatherContext;
+use crate::roles::tester::RunTests;
+use crate::schema::attempt::FixAttempt;
+use crate::schema::report::{Status, TestsSnapshot};
+use crate::schema::state::{timestamp, IterationRecord};
+use crate::schema::test_run::{Category, TestRun};
+use crate::supervisor::run::Run;
+
+/// What a step returns: the next state, or the run's end; `Err` when a failure ends it.
+pub(super) type Step = std::result::Result<Next, Outcome>;
+
+impl Run {
+    /// The tests as they are, before any change: `tests_before`. A target whose tests already
+    /// pass ends the run at once.
+    pub(super) async fn test_baseline(&mut self) -> Step {
+        let run = self.test(0).await?;
+        self.state.tests_before = Some(TestsSnapshot::from(&*run));
+        self.state.tests_after = Some(TestsSnapshot::from(&*run));
+        if run.criteria_met() {
+            return Ok(Next::Stop(Outcome::new(
+                Status::Success,
+                "the tests already pass; nothing to fix",
+            )));
+        }
+        Ok(Next::Continue(State::Begin))
+    }
+
+    /// Between iterations: stop at the iteration limit, else start the next one.
+    pub(super) fn begin(&mut self) -> Step {
+        let s = self.settings.clone();
+        if self.state.iteration >= s.max_iterations {
+            let last = self
+                .stuck_on
+                .clone()
+                .map(|l| format!("; last failure: {l}"))
+                .unwrap_or_default();
+            return Ok(Next::Stop(Outcome::new(
+                Status::MaxIterations,
+                format!(
+                    "reached max_iterations ({}) without passing tests{last}",
+                    s.max_iterations
+                ),
+            )));
+        }
+        let n = self.state.iteration + 1;
+        let it = Iteration {
+            n,
+            started: Instant::now(),
+            started_at: timestamp(),
+            cost_before: self.caller.ledger.spent(),
+            tokens_before: self.caller.ledger.snapshot().tokens,
+            context: None,
+            fixing: None,
+            critique: None,
+            rejections: 0,
+            retries: 0,
+            approved: !s.critic_enabled,
+            reply: String::new(),
+            written: None,
+        };
+        self.events.emit(Event::IterationStarted {
+            iteration: n,
+            max_iterations: s.max_iterations,
+        });
+        if n > 1 && (n - 1).is_multiple_of(s.context_reset_frequency) {
+            for role in Role::ALL {
+                self.team.reset(role);
+            }
+            self.state.context_resets += 1;
+            // With the default frequency of 1 every iteration is fresh; the event marks only the
+            // discarding of history that was kept.
+            if s.context_reset_frequency > 1 {
+                self.events.emit(Event::ContextReset { iteration: n });
+            }
+        }
+        Ok(Next::Continue(State::Context(Box::new(it))))
+    }
+
+    /// The Librarian reads the project and the last run; hooks' notes are added.
+    pub(super) async fn context(&mut self, mut it: Box<Iteration>) -> Step {
+        let mut bundle = self
+            .ask(
+                Role::Librarian,
+                &self.team.librarian,
+                GatherContext {
+                    iteration: it.n,
+                    last: self.last_run.clone(),
+                    cancel: self.steps.clone(),
+                },
+            )
+            .await?;
+        bundle.notes = std::mem::take(&mut self.state.hook_notes);
+        it.context = Some(Arc::new(bundle));
+        Ok(Next::Continue(State::Recall(it)))
+    }
+
+    /// The Artisan proposes the whole file, with the critique of the last try if any.
+    pub(super) async fn generate(&mut self, mut it: Box<Iteration>) -> Step {
+        let context = self.context_of(&it)?;
+        let proposal = self
+            .ask(
+                Role::Artisan,
+                &self.team.artisan,
+                Generate {
+                    iteration: it.n,
+                    context,
+                    critique: it.critique.take(),
+                    cancel: self.steps.clone(),
+                },
+            )
+            .await?;
+        Ok(Next::Continue(State::Check(it, proposal)))
+    }
+
+    /// Hooks amend the proposal; then it must hold code and leave the tests alone, or go back
+    /// to the Artisan within the allowance it shares with the Critic's rejections.
+    pub(super) async fn check(&mut self, mut it: Box<Iteration>, mut proposal: Proposal) -> Step {
+        self.amend(&it, &mut proposal).await;
+        let s = self.settings.clone();
+        let n = it.n;
+        it.reply = proposal.reply;
+        let Some(code) = proposal.code else {
+            if it.sent_back() >= s.critic_max_rejections {
+                return Ok(Next::Continue(State::Write(it, None)));
+            }
+            it.retries += 1;
+            it.critique = Some(
+                "Your reply had no fenced code block. Reply with the whole file in one fenced code block.".into(),
+            );
+            return Ok(Next::Continue(State::Generate(it)));
+        };
+        if !s.allow_test_edits {
+            let context = self.context_of(&it)?;
+            let violations = integrity::check(&context.target.path, &context.target.content, &code);
+            if !violations.is_empty() {
+                self.state.test_integrity_rejections += 1;
+                self.events.emit(Event::TestIntegrity {
+                    iteration: n,
+                    violations: violations.clone(),
+                });
+                if it.sent_back() >= s.critic_max_rejections {
+                    self.warn(format!(
+                        "iteration {n}: the proposal {}; not written (testing.allow_test_edits is false)",
+                        violations.join(", ")
+                    ));
+                    return Ok(Next::Continue(State::Write(it, None)));
+                }
+                it.retries += 1;
+                it.critique = Some(format!(
+                    "Your proposal was rejected by the test-integrity check: it {}. The tests define \
+                     correct behaviour: do not edit, delete or skip them. Fix the code under test instead.",
+                    violations.join(", ")
+                ));
+                return Ok(Next::Continue(State::Generate(it)));
+            }
+        }
+        if !s.critic_enabled {
+            return Ok(Next::Continue(State::Write(it, Some(code))));
+        }
+        Ok(Next::Continue(State::Review(it, code)))
+    }
+
+    /// The Critic approves (the code is written), or rejects (back to the Artisan with its
+    /// reasons) until the allowance is spent, when the tests judge the last proposal.
+    pub(super) async fn review(&mut self, mut it: Box<Iteration>, code: String) -> Step {
+        let n = it.n;
+        let verdict = self
+            .ask(
+                Role::Critic,
+                &self.team.critic,
+                Review {
+                    iteration: n,
+                    context: self.context_of(&it)?,
+                    code: code.clone(),
+                    cancel: self.steps.clone(),
+                },
+            )
+            .await?;
+        if !verdict.explicit {
+            self.warn(format!(
+                "iteration {n}: the Critic's reply had no VERDICT line; taken as APPROVE"
+            ));
+        }
+        self.events.emit(Event::CriticVerdict {
+            iteration: n,
+            approved: verdict.approved,
+            reasons: verdict.reasons.clone(),
+        });
+        if verdict.approved {
+            it.approved = true;
+            return Ok(Next::Continue(State::Write(it, Some(code))));
+        }
+        if it.sent_back() >= self.settings.critic_max_rejections {
+            self.warn(format!(
+                "iteration {n}: the Critic rejected {} proposals; the tests judge the last one",
+                it.sent_back() + 1
+            ));
+            return Ok(Next::Continue(State::Write(it, Some(code))));
+        }
+        it.rejections += 1;
+        it.critique = Some(verdict.reasons);
+        Ok(Next::Continue(State::Generate(it)))
+    }
+
+    /// Writes the proposal to the target, atomically; without one the file stays as it was.
+    pub(super) async fn write(&mut self, mut it: Box<Iteration>, code: Option<String>) -> Step {
+        self.state.critic_rejections += it.rejections;
+        match &code {
+            Some(code) => {
+                let write = self.workspace.write_target(code.clone());
+                watched(&self.steps, write)
+                    .await
+                    .map_err(|e| self.fail(e))?;
+            }
+            None if self.state.test_integrity_rejections > 0 && !self.settings.allow_test_edits => {
+            }
+            None => self.warn(format!(
+                "iteration {}: the Artisan gave no code block; the file is unchanged",
+                it.n
+            )),
+        }
+        it.written = code;
+        Ok(Next::Continue(State::Test(it)))
+    }
+
+    /// Runs the tests on what was written.
+    pub(super) async fn run_tests(&mut self, it: Box<Iteration>) -> Step {
+        let run = self.test(it.n).await?;
+        Ok(Next::Continue(State::Decide(it, run)))
+    }
+
+    /// Judges the iteration: records it, then ends the run on success (unless a hook vetoes)
+    /// or on a failure seen too often, else goes on.
+    pub(super) async fn decide(&mut self, it: Box<Iteration>, run: Arc<TestRun>) -> Step {
+        let s = self.settings.clone();
+        let n = it.n;
+        self.state.iteration = n;
+        self.state.tests_after = Some(TestsSnapshot::from(&*run));
+        let passed = run.criteria_met();
+        if run.totals.flaky > 0 {
+            let flaky: Vec<&str> = run
+                .tests
+                .iter()
+                .filter(|t| t.category == Some(Category::Flaky))
+                .map(|t| t.id.as_str())
+                .collect();
+            self.warn(format!(
+                "iteration {n}: flaky test{} (failed, then passed on a re-run): {}",
+                if flaky.len() == 1 { "" } else { "s" },
+                flaky.join(", ")
+            ));
+        }
+        let fp = (!passed).then(|| fingerprint(&run));
+        let tripped = fp
+            .as_deref()
+            .is_some_and(|fp| self.state.breaker.record(fp));
+        if !passed {
+            self.stuck_on = Some(headline(&run));
+        }
+        let context = self.context_of(&it)?;
+        let record = IterationRecord {
+            iteration: n,
+            started_at: it.started_at.clone(),
+            duration_ms: it.started.elapsed().as_millis() as u64,
+            critic_rejections: it.rejections,
+            critic_approved: it.approved,
+            tests: run.summary(),
+            passed,
+            fingerprint: fp.clone(),
+            cost_usd: self.caller.ledger.spent() - it.cost_before,
+            outcome: None,
+            context: Some(context.context.clone()),
+        };
+        let append = self.store.append_iteration(&record);
+        watched(&self.steps, append)
+            .await
+            .map_err(|e| self.fail(e))?;
+        if let (Some(failure), Some(code)) = (&it.fixing, &it.written) {
+            let used = self.caller.ledger.snapshot().tokens;
+            let tokens = (used.input_tokens + used.output_tokens)
+                .saturating_sub(it.tokens_before.input_tokens + it.tokens_before.output_tokens);
+            let attempt = FixAttempt {
+                id: uuid::Uuid::new_v4().to_string(),
+                project_id: self.project_id.clone(),
+                signature: failure.signature.clone(),
+                category: failure.category,
+                test_ids: failure.test_ids.clone(),
+                hypothesis: hypothesis(&it.reply),
+                diff: diff(&context.target.path, &context.target.content, code),
+                success: passed,
+                timestamp_ms: chrono::Utc::now().timestamp_millis(),
+                tokens,
+                cost_usd: record.cost_usd,
+                model: s.model(Role::Artisan).model.clone(),
+                language: context.target.language.clone(),
+            };
+            self.remember(n, attempt);
+        }
+        if passed {
+            if let Gate::Veto { reasons } = self.gate(&it, &run).await {
+                self.state.hook_notes = reasons;
+                self.checkpoint().await?;
+                return Ok(Next::Continue(State::Begin));
+            }
+        }
+        self.checkpoint().await?;
+        if passed {
+            let plural = if n == 1 { "" } else { "s" };
+            let extra = if run.criteria.len() > 1 {
+                " and every success criterion is met"
+            } else {
+                ""
+            };
+            return Ok(Next::Stop(Outcome::new(
+                Status::Success,
+                format!("all tests pass{extra} after {n} iteration{plural}"),
+            )));
+        }
+        if tripped {
+            let seen = fp
+                .as_deref()
+                .and_then(|f| self.state.breaker.seen.get(f))
+                .copied()
+                .unwrap_or(0);
+            let stuck = self.stuck_on.clone().unwrap_or_default();
+            return Ok(Next::Stop(Outcome::new(
+                Status::EntropyDetected,
+                format!(
+                    "the same failure ended {seen} iterations (threshold {}): {stuck}",
+                    s.entropy_threshold
+                ),
+            )));
+        }
+        Ok(Next::Continue(State::Begin))
+    }
+
+    /// The iteration's context; the Context step sets it before any state that reads it.
+    pub(super) fn context_of(
+        &self,
+        it: &Iteration,
+    ) -> std::result::Result<Arc<crate::prompt::bundle::ContextBundle>, Outcome> {
+        it.context().cloned().ok_or_else(|| {
+            Outcome::new(
+                Status::Error,
+                format!("iteration {}: no context was gathered", it.n),
+            )
+        })
+    }
+
+    /// Sends `msg` to a role and waits for the answer, unless the user or the clock stops the
+    /// run.
+    pub(super) async fn ask<A, M, T>(
+        &self,
+        role: Role,
+        addr: &Addr<A>,
+        msg: M,
+    ) -> std::result::Result<T, Outcome>
+    where
+        A: Actor + Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let answer = tokio::select! {
+            biased;
+            _ = self.steps.cancelled() => return Err(self.cancelled()),
+            r = addr.send(msg) => r,
+        };
+        match answer {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.fail(e)),
+            Err(mailbox) => Err(self.fail(Error::Stopped {
+                role,
+                message: mailbox.to_string(),
+            })),
+        }
+    }
+
+    /// Runs the tests for iteration `n` (0: the baseline), judges the criteria and saves the
+    /// results. The runner hears the cancel token itself and kills its process group, so this
+    /// waits for it rather than abandon a running child.
+    async fn test(&mut self, n: u32) -> std::result::Result<Arc<TestRun>, Outcome> {
+        let answer = self
+            .team
+            .tester
+            .send(RunTests {
+                cancel: self.steps.child_token(),
+            })
+            .await;
+        if self.steps.is_cancelled() {
+            return Err(self.cancelled());
+        }
+        let mut run = match answer {
+            Ok(Ok(run)) => run,
+            Ok(Err(e)) => return Err(self.fail(e)),
+            Err(mailbox) => {
+                return Err(self.fail(Error::Stopped {
+                    role: Role::Tester,
+                    message: mailbox.to_string(),
+                }))
+            }
+        };
+        criteria::judge(&mut run, &self.settings.thresholds());
+        self.test_ms += run.duration_ms;
+        self.events.emit(Event::TestsFinished {
+            iteration: n,
+            tests: TestsSnapshot::from(&run),
+        });
+        let run = Arc::new(run);
+        let save = self.store.save_test_results(n, &run);
+        watched(&self.steps, save).await.map_err(|e| self.fail(e))?;
+        self.last_run = Some(run.clone());
+        Ok(run)
+    }
+
+    /// Saves the state: after every iteration, so an interrupted session resumes from there.
+    pub(super) async fn checkpoint(&mut self) -> std::result::Result<(), Outcome> {
+        self.sync_state();
+        let save = self.store.save_state(&self.state);
+        watched(&self.steps, save).await.map_err(|e| self.fail(e))
+    }
+
+    /// Drops the history of every role whose last prompt reached the context limit, whatever
+    /// `context_reset_frequency` says: the role's next call starts afresh. Actix delivers the
+    /// reset before any later message to the same actor.
+    pub(super) fn reset_over_limit(&mut self, n: u32) {
+        for role in self.caller.take_over_limit() {
+            // The Librarian keeps no history: each of its prompts is built afresh.
+            if !self.team.reset(role) {
+                continue;
+            }
+            self.state.context_resets += 1;
+            self.events.emit(Event::ContextReset { iteration: n });
+            self.warn(format!(
+                "iteration {n}: the {role}'s prompt used over {:.0}% of its context window; its history was dropped",
+                crate::roles::caller::CONTEXT_LIMIT * 100.0
+            ));
+        }
+    }
+
+    /// How the run ends when the user or the clock stopped it.
+    pub(super) fn cancelled(&self) -> Outcome {
+        if self.user_cancel.is_cancelled() {
+            Outcome::new(Status::Interrupted, "interrupted by the user")
+        } else if self.time_up.is_cancelled() {
+            let secs = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64());
+            let limit = if secs < 60.0 {
+                format!("{secs:.0} seconds")
+            } else {
+                format!("{:.1} minutes", secs / 60.0)
+            };
+            Outcome::new(
+                Status::BudgetExceeded,
+                format!("time limit reached: {limit}"),
+            )
+        } else {
+            Outcome::new(Status::Interrupted, "cancelled")
+        }
+    }
+
+    /// How the run ends on an error.
+    pub(super) fn fail(&self, e: Error) -> Outcome {
+        match e {
+            Error::Budget(why) => Outcome::new(Status::BudgetExceeded, why),
+            Error::Cancelled => self.cancelled(),
+            other => Outcome::new(Status::Error, other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The commands a session goes through: `run` plans a new one, `resume` an interrupted one,
+//! `status` reports on one.
+
+use std::path::PathBuf;
+
+use ralph_actors::schema::report::Report;
+use ralph_actors::schema::state::SessionState;
+use serde::{Deserialize, Serialize};
+
+use crate::app::execute::execute;
+use crate::app::plan::{plan, Overrides, Plan};
+use crate::cli::{ResumeArgs, RunArgs, StatusArgs};
+use crate::error::{Error, Result};
+use crate::printers;
+use crate::process::groups::ProcessGroups;
+use crate::runner::detect;
+use crate::session::{SessionDir, SessionError};
+
+/// What a session was started with; `run.json`, read back by `resume`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunSpec {
+    cwd: PathBuf,
+    args: RunArgs,
+    overrides: Overrides,
+}
+
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))
+}
+
+/// Plans a run; when planning fails there is no session yet, so the notes gathered so far
+/// (micro-agent's flags not honoured) are said on stderr before the error.
+fn plan_or_say(
+    args: &RunArgs,
+    cwd: &std::path::Path,
+    overrides: &Overrides,
+    groups: &ProcessGroups,
+) -> Result<Plan> {
+    plan(args, cwd, overrides, groups).inspect_err(|_| {
+        for note in &overrides.notes {
+            eprintln!("note: {note}");
+        }
+    })
+}
+
+/// `ralph-loop [run] FILE ...`
+pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
+    let cwd = current_dir()?;
+    let groups = ProcessGroups::new();
+    let plan = plan_or_say(&args, &cwd, &overrides, &groups)?;
+    let session = SessionDir::create(&plan.root)?;
+    session.write_json(
+        "run.json",
+        &RunSpec {
+            cwd,
+            args,
+            overrides,
+        },
+    )?;
+    session.save_original(&plan.workspace.target)?;
+    let state = new_state(&session, &plan);
+    execute(plan, session, state, groups)
+}
+
+fn new_state(session: &SessionDir, plan: &Plan) -> SessionState {
+    SessionState::new(
+        &session.id,
+        &plan.workspace.display(&plan.workspace.target),
+        &plan.test_command,
+        plan.settings.entropy_threshold,
+    )
+}
+
+/// `ralph-loop resume [SESSION]`
+pub fn resume(args: ResumeArgs) -> Result<i32> {
+    let cwd = current_dir()?;
+    let root = detect::project_root(&cwd);
+    let resumable = |s: &SessionDir| {
+        s.read_json::<SessionState>("state.json")
+            .ok()
+            .flatten()
+            .is_some_and(|st| is_resumable(&st.status))
+    };
+    let session = match args.session.as_deref() {
+        Some(id) => SessionDir::find(&root, Some(id), |_| true)?,
+        None => SessionDir::find(&root, None, resumable)
+            .map_err(|_| SessionError::NothingToResume(root.clone()))?,
+    };
+    let spec: RunSpec = session
+        .read_json("run.json")?
+        .ok_or_else(|| SessionError::NoRunSpec(session.id.clone()))?;
+    // No state.json: the session stopped before its first checkpoint, so it starts over.
+    let state: Option<SessionState> = session.read_json("state.json")?;
+    if let Some(st) = state.as_ref().filter(|st| !is_resumable(&st.status)) {
+        return Err(SessionError::NotResumable {
+            id: session.id.clone(),
+            status: st.status.clone(),
+        }
+        .into());
+    }
+    let mut run_args = spec.args;
+    if args.budget.is_some() {
+        run_args.budget = args.budget;
+    }
+    if args.output.is_some() {
+        run_args.output = args.output;
+    }
+    let mut overrides = spec.overrides;
+    overrides.keys = overrides
+        .key_envs
+        .iter()
+        .filter_map(|(p, var)| {
+            let key = std::env::var(var).ok().filter(|v| !v.is_empty())?;
+            Some((p.clone(), key))
+        })
+        .collect();
+    let groups = ProcessGroups::new();
+    let plan = plan_or_say(&run_args, &spec.cwd, &overrides, &groups)?;
+    let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
+    state.status = "running".into();
+    execute(plan, session, state, groups)
+}
+
+fn is_resumable(status: &str) -> bool {
+    status == "running" || status == "interrupted"
+}
+
+/// `ralph-loop status [SESSION]`
+pub fn status(args: StatusArgs) -> Result<i32> {
+    let cwd = current_dir()?;
+    let root = detect::project_root(&cwd);
+    let session = SessionDir::find(&root, args.session.as_deref(), |_| true)?;
+    match session.read_json::<Report>("report.json")? {
+        Some(report) if args.json => {
+            let _ = printers::json::write_report(&report, &mut std::io::stdout().lock());
+        }
+        Some(report) => {
+            let _ = printers::human::write_summary(&report, &mut std::io::stdout().lock());
+        }
+        None => {
+            let state: Option<SessionState> = session.read_json("state.json")?;
+            match state {
+                Some(st) => println!(
+                    "session {} is {} after {} iterations, ${:.4} spent (no report yet)",
+                    session.id, st.status, st.iteration, st.ledger.spent
+                ),
+                None => println!("session {} has not finished its first step", session.id),
+            }
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,12 @@
+//! The wiring of a run at the binary's edge: [`plan`] turns flags and config into a run,
+//! [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
+//! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics.
+
+pub mod commands;
+pub mod edge;
+pub mod execute;
+pub mod plan;
+
+pub use commands::{resume, run, status};
+pub use edge::{exit_code, init_tracing};
+pub use plan::{parse_models_flag, Overrides};

@@ -1,0 +1,365 @@
+//! Planning a run: the flags over the config, the files found, the tests detected, the models
+//! made callable. Everything that can be wrong with a run is found here, before a session
+//! exists or a cent is spent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ralph_actors::policy::budget::Prices;
+use ralph_actors::policy::integrity;
+use ralph_actors::ports::llm::LlmClient;
+use ralph_actors::ports::runner::TestRunner;
+use ralph_actors::role::Role;
+use ralph_actors::settings::RunSettings;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{OutputFormat, RunArgs};
+use crate::config::{self, Config, SandboxType};
+use crate::error::{Error, Result, UsageError};
+use crate::models::ModelName;
+use crate::process::groups::ProcessGroups;
+use crate::providers::{self, ClientOptions, LlmSource};
+use crate::runner::detect;
+use crate::runner::language::Language;
+use crate::runner::plan::{Limits, SandboxKind, TestingOptions};
+use crate::runner::project::ProjectRunner;
+use crate::runner::sandbox;
+use crate::workspace::FsWorkspace;
+
+/// Provider settings that come from somewhere other than flags and config: micro-agent's
+/// environment and INI file. Keyed by provider (`openai`, `anthropic`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Overrides {
+    /// The variable a provider's key is read from, and named in errors (`OPENAI_KEY`).
+    pub key_envs: BTreeMap<String, String>,
+    /// Keys found elsewhere than the environment (`~/.micro-agent`). Never saved: a resumed
+    /// session reads them again from `key_envs`.
+    #[serde(skip)]
+    pub keys: BTreeMap<String, String>,
+    pub base_urls: BTreeMap<String, String>,
+    /// What the front end could not honour (micro-agent's flags): notes on the run's event
+    /// stream and in its report.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// A run, resolved and checked, ready to execute.
+pub(crate) struct Plan {
+    pub(crate) root: PathBuf,
+    pub(crate) workspace: FsWorkspace,
+    pub(crate) test_command: String,
+    pub(crate) runner: ProjectRunner,
+    /// Where the test tools write their reports; removed when the run ends (the results are
+    /// saved in the session).
+    pub(crate) report_dir: PathBuf,
+    pub(crate) settings: RunSettings,
+    pub(crate) prices: Prices,
+    pub(crate) output: OutputFormat,
+    pub(crate) llm: Arc<dyn LlmClient>,
+    /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
+    pub(crate) memory: Option<Config>,
+    /// Choices made for the user (a model skipped for a missing key) and flags not honoured:
+    /// notes on the run's event stream.
+    pub(crate) notes: Vec<String>,
+}
+
+/// Resolves the flags, the config and the project into a run that can start: every file found,
+/// the tests detected, the models callable. `groups` is where the tests' process groups are
+/// registered while they run.
+pub(crate) fn plan(
+    args: &RunArgs,
+    cwd: &Path,
+    overrides: &Overrides,
+    groups: &ProcessGroups,
+) -> Result<Plan> {
+    let file = args.file.as_ref().ok_or(UsageError::NoTarget)?;
+    let target = cwd.join(file);
+    if !target.is_file() {
+        return Err(UsageError::TargetNotFound(file.clone()).into());
+    }
+    let target = target
+        .canonicalize()
+        .map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
+    // Sessions live at the target's git root; outside git, where the user ran the command (which
+    // is where `status` and `resume` look).
+    let root = detect::project_root(target.parent().unwrap_or(cwd));
+    let root = if root.join(".git").exists() {
+        root
+    } else {
+        detect::project_root(cwd)
+    };
+
+    let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
+    apply_flags(&mut config, args)?;
+    let mut settings = config.run_settings()?;
+    settings.validate()?;
+
+    if !config.testing.allow_test_edits {
+        let relative = target.strip_prefix(&root).unwrap_or(&target);
+        if integrity::is_test_path(&relative.to_string_lossy()) {
+            return Err(UsageError::TargetIsATest(file.clone()).into());
+        }
+    }
+    let options = testing_options(&config, args, cwd, &root)?;
+    if matches!(options.limits.sandbox, SandboxKind::Docker { .. }) {
+        sandbox::check_docker()?;
+    }
+    let runner = ProjectRunner::build(&target, &root, &options)?.with_groups(groups.clone());
+    let test_command = runner.command();
+    let report_dir = options.report_dir.clone();
+    let existing = |path: PathBuf, what: &'static str| -> Result<PathBuf> {
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(UsageError::FileNotFound { what, path }.into())
+        }
+    };
+    let test_file = match args
+        .test_file
+        .as_ref()
+        .map(|f| cwd.join(f))
+        .or_else(|| config.testing.test_file.clone())
+    {
+        Some(p) => Some(existing(p, "test file")?),
+        None => detect::find_test_file(&target),
+    };
+    let prompt_file = match args
+        .prompt
+        .as_ref()
+        .map(|p| cwd.join(p))
+        .or_else(|| config.testing.prompt_file.clone())
+    {
+        Some(p) => Some(existing(p, "prompt file")?),
+        None => {
+            let mut conventional = target.clone().into_os_string();
+            conventional.push(".prompt.md");
+            Some(PathBuf::from(conventional)).filter(|p| p.is_file())
+        }
+    };
+    let workspace = FsWorkspace {
+        manifest: detect::find_manifest(&target),
+        root: root.clone(),
+        target,
+        test_file,
+        prompt_file,
+    };
+
+    let source = match (&args.replay, &args.record) {
+        (Some(file), _) => LlmSource::Replay(cwd.join(file)),
+        (None, record) => {
+            let providers = provider_setups(&config, overrides);
+            match record {
+                Some(file) => LlmSource::Record(providers, cwd.join(file)),
+                None => LlmSource::Live(providers),
+            }
+        }
+    };
+    // Each role runs on the first of its models that can be called now (provider present, key
+    // set); a recording answers for any.
+    let (llm, mut notes) = providers::build(&source, &mut settings.models)?;
+    notes.splice(0..0, overrides.notes.iter().cloned());
+    settings.context_windows = settings
+        .models
+        .iter()
+        .filter_map(|(role, spec)| {
+            Some((*role, providers::prices::info(&spec.model)?.context_window))
+        })
+        .collect();
+    let output = args.output.unwrap_or(match config.output {
+        config::Output::Human => OutputFormat::Human,
+        config::Output::Json => OutputFormat::Json,
+        config::Output::Jsonl => OutputFormat::Jsonl,
+    });
+    Ok(Plan {
+        root,
+        workspace,
+        test_command,
+        runner,
+        report_dir,
+        prices: providers::prices::with_overrides(config.prices.clone()),
+        settings,
+        output,
+        llm,
+        memory: config.memory.enabled.then(|| config.clone()),
+        notes,
+    })
+}
+
+/// How to reach each provider: config, then micro-agent's overrides, then the environment.
+pub(crate) fn provider_setups(config: &Config, overrides: &Overrides) -> providers::Providers {
+    crate::models::AVAILABLE
+        .iter()
+        .map(|&name| {
+            let endpoint = config.endpoint(name, env);
+            let mut key_env = overrides
+                .key_envs
+                .get(name)
+                .cloned()
+                .or(endpoint.api_key_env);
+            // Gemini's key may also be under Google's own name.
+            if name == "gemini"
+                && key_env.as_deref().and_then(env).is_none()
+                && env("GOOGLE_API_KEY").is_some()
+            {
+                key_env = Some("GOOGLE_API_KEY".into());
+            }
+            let api_key = overrides
+                .keys
+                .get(name)
+                .cloned()
+                .or_else(|| key_env.as_deref().and_then(env));
+            let options = ClientOptions {
+                base_url: overrides.base_urls.get(name).cloned().or(endpoint.base_url),
+                api_key,
+                api_key_env: key_env.unwrap_or_default(),
+                timeout: endpoint.timeout,
+                idle_timeout: endpoint.idle_timeout,
+                max_retries: endpoint.max_retries,
+                stream: endpoint.stream,
+                api_version: endpoint.api_version,
+            };
+            let setup = providers::ProviderSetup {
+                options,
+                requests_per_minute: endpoint.requests_per_minute,
+                tokens_per_minute: endpoint.tokens_per_minute,
+            };
+            (name.to_string(), setup)
+        })
+        .collect()
+}
+
+/// Flags over the file.
+fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
+    if let Some(models) = &args.models {
+        for (role, name) in parse_models_flag(models)? {
+            if let Some(entry) = config.models.get_mut(role) {
+                // A model picked on the command line is the one wanted: the fallbacks of the
+                // model it replaces do not carry over.
+                entry.model = name;
+                entry.fallbacks.clear();
+            }
+        }
+    }
+    if let Some(m) = args.max_iterations {
+        if m == 0 {
+            return Err(UsageError::flag(
+                "--max-iterations",
+                "--max-iterations must be at least 1",
+            )
+            .into());
+        }
+        config.budgets.max_iterations = m;
+    }
+    if let Some(b) = args.budget {
+        if !(b.is_finite() && b > 0.0) {
+            return Err(UsageError::flag(
+                "--budget",
+                format!("--budget must be a positive number of dollars, not {b}"),
+            )
+            .into());
+        }
+        config.budgets.max_cost_usd = b;
+    }
+    if let Some(d) = args.max_duration {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(UsageError::flag(
+                "--max-duration",
+                format!("--max-duration must be a positive number of minutes, not {d}"),
+            )
+            .into());
+        }
+        config.budgets.max_duration_minutes = Some(d);
+    }
+    if let Some(l) = &args.language {
+        let language: Language = l
+            .parse()
+            .map_err(|e| UsageError::flag("--language", format!("--language: {e}")))?;
+        config.testing.language = Some(language.as_str().to_string());
+    }
+    if args.allow_test_edits {
+        config.testing.allow_test_edits = true;
+    }
+    Ok(())
+}
+
+/// How the tests run, from the flags and the config's `testing`, `sandbox`, `success_criteria`
+/// and `linting` sections.
+fn testing_options(
+    config: &Config,
+    args: &RunArgs,
+    cwd: &Path,
+    root: &Path,
+) -> Result<TestingOptions> {
+    let language = config
+        .testing
+        .language
+        .as_deref()
+        .map(str::parse::<Language>)
+        .transpose()
+        .map_err(|e| UsageError::flag("testing.language", e))?;
+    let (command, command_cwd) = match (&args.test_command, &config.testing.command) {
+        (Some(t), _) => (Some(t.clone()), Some(cwd.to_path_buf())),
+        (None, Some(t)) => (
+            Some(t.clone()),
+            Some(config.base_dir.clone().unwrap_or_else(|| cwd.to_path_buf())),
+        ),
+        (None, None) => (None, None),
+    };
+    Ok(TestingOptions {
+        command,
+        command_cwd,
+        language,
+        limits: Limits {
+            timeout: Duration::from_secs(config.testing.timeout_seconds),
+            max_output_bytes: config.testing.max_output_bytes,
+            memory_limit_mb: config.sandbox.memory_limit_mb,
+            sandbox: match config.sandbox.kind {
+                SandboxType::Process => SandboxKind::Process,
+                SandboxType::Docker => SandboxKind::Docker {
+                    image: config.sandbox.image.clone(),
+                },
+            },
+        },
+        coverage: config.success_criteria.coverage_threshold.is_some(),
+        lint: config.success_criteria.linter_errors.is_some(),
+        lint_command: config.linting.command.clone(),
+        // Inside the project, so a container running the tests sees them too; one directory
+        // per process, so concurrent runs never read each other's reports.
+        report_dir: root
+            .join(crate::session::RALPH_DIR)
+            .join("reports")
+            .join(uuid::Uuid::new_v4().to_string()),
+    })
+}
+
+/// `librarian=gpt-mini,artisan=openai/gpt-4.1` or one model for every role.
+pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
+    let canonical = |name: &str| {
+        ModelName::parse(name)
+            .map(|m| m.to_string())
+            .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))
+    };
+    if !flag.contains('=') {
+        let model = canonical(flag)?;
+        return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
+    }
+    flag.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|pair| {
+            let (role, name) = pair.split_once('=').ok_or_else(|| {
+                UsageError::flag("--models", format!("--models: `{pair}` is not role=model"))
+            })?;
+            let role: Role = role
+                .trim()
+                .parse()
+                .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))?;
+            Ok((role, canonical(name)?))
+        })
+        .collect()
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}

@@ -1,0 +1,367 @@
+//! The live view on stderr: one line per step, each with the elapsed time, the iteration and
+//! the spend; warnings and notes as they come; the report's summary at the end.
+
+use std::io::Write;
+
+use chrono::{DateTime, Utc};
+use ralph_actors::events::bus::Envelope;
+use ralph_actors::events::event::{Event, Phase};
+use ralph_actors::schema::context::ContextChoice;
+use ralph_actors::schema::report::{MemoryStatus, Report};
+
+use crate::printers::Printer;
+
+/// The live view: one line per step, each with the time since the session's first event, the
+/// iteration, and the spend.
+pub struct Human<W> {
+    out: W,
+    /// The time of the first event: the clock starts there.
+    started: Option<DateTime<Utc>>,
+    /// The time of the event being rendered.
+    now: Option<DateTime<Utc>>,
+    iteration: u32,
+    max_iterations: u32,
+    cost: f64,
+}
+
+impl<W: Write + Send> Printer for Human<W> {
+    fn print(&mut self, event: &Envelope) -> std::io::Result<()> {
+        self.started.get_or_insert(event.time);
+        self.now = Some(event.time);
+        self.render(&event.event)
+    }
+}
+
+impl<W: Write> Human<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            started: None,
+            now: None,
+            iteration: 0,
+            max_iterations: 0,
+            cost: 0.0,
+        }
+    }
+
+    fn prefix(&self) -> String {
+        let t = match (self.started, self.now) {
+            (Some(start), Some(now)) => (now - start).num_milliseconds().max(0) as f64 / 1000.0,
+            _ => 0.0,
+        };
+        let it = if self.iteration == 0 {
+            "baseline".to_string()
+        } else {
+            format!("iter {}/{}", self.iteration, self.max_iterations)
+        };
+        format!(
+            "[{:02}:{:04.1}] {it} · ${:.4}",
+            (t / 60.0) as u64,
+            t % 60.0,
+            self.cost
+        )
+    }
+
+    fn render(&mut self, event: &Event) -> std::io::Result<()> {
+        // Each event's lines are built whole, then written at once.
+        let mut text = Vec::new();
+        let out = &mut text;
+        match event {
+            Event::SessionStarted {
+                session_id,
+                target,
+                test_command,
+                models,
+                max_cost_usd,
+                max_iterations,
+                resumed_from_iteration,
+            } => {
+                self.max_iterations = *max_iterations;
+                self.iteration = *resumed_from_iteration;
+                let resumed = if *resumed_from_iteration > 0 {
+                    format!(" (resumed after iteration {resumed_from_iteration})")
+                } else {
+                    String::new()
+                };
+                writeln!(out, "ralph-loop · session {session_id}{resumed}")?;
+                writeln!(out, "  target {target} · tests `{test_command}`")?;
+                let models: Vec<String> = models.iter().map(|(r, m)| format!("{r} {m}")).collect();
+                writeln!(
+                    out,
+                    "  models {} · budget ${max_cost_usd:.2}, {max_iterations} iterations",
+                    models.join(", ")
+                )?;
+            }
+            Event::IterationStarted {
+                iteration,
+                max_iterations,
+            } => {
+                self.iteration = *iteration;
+                self.max_iterations = *max_iterations;
+            }
+            Event::PhaseChanged {
+                phase: Phase::Baseline,
+                ..
+            } => writeln!(out, "{} · running the tests as they are", self.prefix())?,
+            Event::PhaseChanged { phase, .. } => {
+                writeln!(out, "{} · {}", self.prefix(), phase.as_str())?
+            }
+            Event::LlmCallFinished {
+                role,
+                model,
+                usage,
+                cost_usd,
+                total_cost_usd,
+                duration_ms,
+                context_used,
+                ..
+            } => {
+                self.cost = *total_cost_usd;
+                let context = context_used
+                    .map(|u| format!(", context {:.0}%", u * 100.0))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{} ·   {role} {model}: {} in / {} out tokens{context}, ${cost_usd:.4}, {:.1}s",
+                    self.prefix(),
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    *duration_ms as f64 / 1000.0
+                )?;
+            }
+            Event::ContextHigh {
+                role, model, used, ..
+            } => writeln!(
+                out,
+                "warning: the {role}'s prompt used {:.0}% of {model}'s context window (limit 40%); its history is dropped",
+                used * 100.0
+            )?,
+            Event::CriticVerdict {
+                approved, reasons, ..
+            } => {
+                let verdict = if *approved { "approved" } else { "rejected" };
+                let first = reasons
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim();
+                writeln!(
+                    out,
+                    "{} ·   critic {verdict}{}",
+                    self.prefix(),
+                    if first.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {first}")
+                    }
+                )?;
+            }
+            Event::TestsFinished { tests, .. } => {
+                writeln!(out, "{} ·   tests {}", self.prefix(), tests.summary)?
+            }
+            Event::TestIntegrity { violations, .. } => writeln!(
+                out,
+                "{} ·   proposal sent back: it {}",
+                self.prefix(),
+                violations.join(", ")
+            )?,
+            Event::ContextReset { .. } => writeln!(out, "{} ·   context reset", self.prefix())?,
+            Event::Fallback(r) => writeln!(
+                out,
+                "{} ·   {} {} failed ({}); falling back to {}",
+                self.prefix(),
+                r.role,
+                r.from,
+                r.reason,
+                r.to
+            )?,
+            Event::ContextGathered {
+                included,
+                excluded,
+                tokens,
+                budget,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   context: {} ({tokens} of {budget} tokens{})",
+                self.prefix(),
+                context_files(included),
+                if *excluded > 0 {
+                    format!(", {excluded} nearby left out")
+                } else {
+                    String::new()
+                }
+            )?,
+            Event::Warning { message } => writeln!(out, "warning: {message}")?,
+            Event::MemoryRecalled {
+                attempts,
+                worked,
+                best_similarity,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   memory: {attempts} earlier attempt{} at a similar failure ({worked} worked; best similarity {best_similarity:.2})",
+                self.prefix(),
+                if *attempts == 1 { "" } else { "s" }
+            )?,
+            Event::MemoryRecorded { .. } => {}
+            Event::Note { message } => writeln!(out, "note: {message}")?,
+            Event::ProposalAmended { hook, .. } => {
+                writeln!(out, "{} ·   proposal amended by {hook}", self.prefix())?
+            }
+            Event::SuccessVetoed { hook, reasons, .. } => writeln!(
+                out,
+                "{} ·   success vetoed by {hook}: {}",
+                self.prefix(),
+                reasons.first().map(String::as_str).unwrap_or("no reason given")
+            )?,
+            Event::SessionFinished { report } => write_summary(report, out)?,
+        }
+        self.out.write_all(&text)?;
+        self.out.flush()
+    }
+}
+
+/// The summary of a finished session: its outcome, cost, tests, memory and report path (the
+/// live view's last lines, and `ralph-loop status`).
+pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    let mark = if report.exit_code == 0 { "✔" } else { "✘" };
+    writeln!(out, "{mark} {}: {}", report.status, report.reason)?;
+    let roles: Vec<String> = report
+        .cost_by_role
+        .iter()
+        .map(|(r, c)| format!("{r} ${c:.4}"))
+        .collect();
+    writeln!(
+        out,
+        "  {} iterations · {:.1}s · ${:.4} ({}) · {} in / {} out tokens",
+        report.iterations,
+        report.duration_ms as f64 / 1000.0,
+        report.cost_usd,
+        if roles.is_empty() {
+            "no model calls".to_string()
+        } else {
+            roles.join(", ")
+        },
+        report.tokens.input_tokens,
+        report.tokens.output_tokens
+    )?;
+    if let (Some(b), Some(a)) = (&report.tests_before, &report.tests_after) {
+        writeln!(out, "  tests before: {} · after: {}", b.summary, a.summary)?;
+    }
+    if !report.context_use.is_empty() {
+        let uses: Vec<String> = report
+            .context_use
+            .iter()
+            .map(|(r, u)| format!("{r} {:.1}%", u * 100.0))
+            .collect();
+        writeln!(
+            out,
+            "  peak context use: {} · context resets: {}",
+            uses.join(", "),
+            report.context_resets
+        )?;
+    }
+    let m = &report.memory;
+    match m.status {
+        MemoryStatus::On | MemoryStatus::Failed => writeln!(
+            out,
+            "  memory: {} recalled in {} iteration{}, {} recorded{}",
+            m.recalled,
+            m.recalls,
+            if m.recalls == 1 { "" } else { "s" },
+            m.recorded,
+            m.reason
+                .as_ref()
+                .map(|r| format!(" (stopped: {r})"))
+                .unwrap_or_default()
+        )?,
+        MemoryStatus::Unavailable => writeln!(
+            out,
+            "  memory: unavailable ({})",
+            m.reason.as_deref().unwrap_or("unknown")
+        )?,
+        MemoryStatus::Off => {}
+    }
+    writeln!(
+        out,
+        "  report: .ralph/session-{}/report.json",
+        report.session_id
+    )?;
+    out.flush()
+}
+
+/// The files a context adds beside the target, for one line: the first few by name.
+fn context_files(included: &[ContextChoice]) -> String {
+    // The target is always there; naming it again would only push the others off the line.
+    let names: Vec<&str> = included
+        .iter()
+        .filter(|c| c.distance > 0)
+        .map(|c| c.path.as_str())
+        .collect();
+    const SHOWN: usize = 4;
+    match names.len() {
+        0 => "the target alone".to_string(),
+        n if n <= SHOWN => format!("target + {}", names.join(", ")),
+        n => format!(
+            "target + {} and {} more",
+            names[..SHOWN].join(", "),
+            n - SHOWN
+        ),
+    }
+}
+
+#[cfg(test)]
+mod context_line_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use ralph_actors::schema::context::ContextRelation;
+
+    use super::*;
+
+    fn choice(path: &str, distance: u32) -> ContextChoice {
+        ContextChoice {
+            path: path.into(),
+            distance,
+            relation: ContextRelation::Imported,
+            reason: "imported by target".into(),
+        }
+    }
+
+    fn line(included: Vec<ContextChoice>, excluded: u32) -> String {
+        let mut human = Human::new(Vec::new());
+        human
+            .print(&Envelope {
+                session: "s".into(),
+                seq: 1,
+                time: Utc::now(),
+                event: Event::ContextGathered {
+                    iteration: 1,
+                    included,
+                    excluded,
+                    tokens: 900,
+                    budget: 8000,
+                },
+            })
+            .unwrap();
+        String::from_utf8(human.out).unwrap()
+    }
+
+    #[test]
+    fn the_context_line_names_the_related_files_and_the_budget() {
+        let text = line(vec![choice("src/a.ts", 0), choice("src/b.ts", 1)], 2);
+        assert!(
+            text.ends_with("context: target + src/b.ts (900 of 8000 tokens, 2 nearby left out)\n"),
+            "{text}"
+        );
+        let many = (1..=6).map(|i| choice(&format!("f{i}.py"), 1)).collect();
+        let text = line(many, 0);
+        assert!(
+            text.ends_with(
+                "context: target + f1.py, f2.py, f3.py, f4.py and 2 more (900 of 8000 tokens)\n"
+            ),
+            "{text}"
+        );
+        assert!(line(vec![choice("t.py", 0)], 0).contains("context: the target alone"));
+    }
+}

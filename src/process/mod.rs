@@ -1,0 +1,11 @@
+//! Child processes as ralph-loop runs them: one [`supervise`]d command at a time, each in its
+//! own process group ([`groups`]), its output [`capture`]d and its [`memory`] watched.
+//!
+//! The test runner, and the hooks and agent CLIs to come, all build on
+//! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line and
+//! capped, total and idle timeouts, a memory limit, and the whole group killed at the end.
+
+pub mod capture;
+pub mod groups;
+pub mod memory;
+pub mod supervise;
