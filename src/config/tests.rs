@@ -1,5 +1,11 @@
 use std::collections::BTreeSet;
 use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ralph_actors::prompt::templates::Templates;
+use ralph_actors::role::Role;
+use ralph_actors::settings::ModelSpec;
 
 use super::*;
 

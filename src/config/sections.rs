@@ -1,0 +1,381 @@
+//! The file's top level ([`Config`]) and the sections that are plain settings: budgets, memory,
+//! the circuit breaker, critic, librarian, testing, success criteria, linting, sandbox and output.
+//! The sections keyed by role are in `roles`, the providers' in `providers`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ralph_actors::policy::budget::Price;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+use super::checks::{
+    at_least_one, context_share, must_be_true, opt_at_least_one_u64, opt_at_least_one_usize,
+    opt_directory, opt_language, opt_non_empty, opt_percent, opt_positive, opt_url, positive,
+    price_map, similarity, Text,
+};
+use super::providers::{provider_map, ProviderConfig};
+use super::roles::{Models, Prompts};
+use crate::models;
+
+/// The whole file. Every section may be left out; what is left out keeps its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub models: Models,
+    /// Provider name (one of [`models::PROVIDERS`]) → its connection settings.
+    #[serde(deserialize_with = "provider_map")]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub budgets: Budgets,
+    pub memory: Memory,
+    pub circuit_breaker: CircuitBreaker,
+    pub critic: CriticConfig,
+    pub librarian: LibrarianConfig,
+    pub testing: Testing,
+    pub success_criteria: SuccessCriteria,
+    pub linting: Linting,
+    pub sandbox: SandboxConfig,
+    /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
+    #[serde(deserialize_with = "price_map")]
+    pub prices: BTreeMap<String, Price>,
+    pub prompts: Prompts,
+    pub output: Output,
+    /// The directory of the file this was loaded from, `None` for built-in defaults. `load`
+    /// has already resolved every relative path of the file against it.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            models: Models::default(),
+            providers: models::AVAILABLE
+                .iter()
+                .map(|p| (p.to_string(), ProviderConfig::default_for(p)))
+                .collect(),
+            budgets: Budgets::default(),
+            memory: Memory::default(),
+            circuit_breaker: CircuitBreaker::default(),
+            critic: CriticConfig::default(),
+            librarian: LibrarianConfig::default(),
+            testing: Testing::default(),
+            success_criteria: SuccessCriteria::default(),
+            linting: Linting::default(),
+            sandbox: SandboxConfig::default(),
+            prices: BTreeMap::new(),
+            prompts: Prompts::default(),
+            output: Output::default(),
+            base_dir: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budgets {
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_iterations: u32,
+    #[serde(deserialize_with = "positive")]
+    pub max_cost_usd: f64,
+    /// `None`: no time limit.
+    #[serde(deserialize_with = "opt_positive")]
+    pub max_duration_minutes: Option<f64>,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            max_iterations: 30,
+            max_cost_usd: 2.0,
+            max_duration_minutes: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Memory {
+    #[serde(deserialize_with = "at_least_one")]
+    pub context_reset_frequency: u32,
+    /// The MemoryVault (`.ralph/memory.db`): recall earlier fix attempts and record new ones.
+    pub enabled: bool,
+    /// Cosine similarity a recorded failure needs to be recalled.
+    #[serde(deserialize_with = "similarity")]
+    pub similarity_threshold: f32,
+    /// Attempts shown to the Artisan at most.
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_recall: usize,
+    /// Attempts kept in the vault; the least useful are pruned after a run.
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_patterns: usize,
+    pub embedder: EmbedderConfig,
+    /// Export anonymised successful fixes to `global_uri` and recall others' from it.
+    pub global_sharing: bool,
+    /// A directory shared between projects (or machines, on a shared file system).
+    #[serde(deserialize_with = "opt_directory")]
+    pub global_uri: Option<String>,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Self {
+            context_reset_frequency: 1,
+            enabled: true,
+            similarity_threshold: 0.85,
+            max_recall: 5,
+            max_patterns: 1000,
+            embedder: EmbedderConfig::default(),
+            global_sharing: false,
+            global_uri: None,
+        }
+    }
+}
+
+/// Which model turns failure signatures into vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// Hashed character n-grams: offline, no download, stable across versions.
+    #[default]
+    Hashed,
+    /// `/v1/embeddings` of OpenAI or any OpenAI-compatible server.
+    Openai,
+    /// Ollama's `/api/embed`.
+    Ollama,
+    /// Gemini's `embedContent` (batched).
+    Gemini,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    pub provider: EmbedderKind,
+    /// The embedding model (`text-embedding-3-small`, `nomic-embed-text`, `gemini-embedding-001`);
+    /// each provider has a default.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub model: Option<String>,
+    /// `None`: `providers.<provider>.base_url`, else the provider's public endpoint.
+    #[serde(deserialize_with = "opt_url")]
+    pub base_url: Option<String>,
+    /// `None`: `providers.<provider>.api_key_env`, else the provider's standard variable.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub api_key_env: Option<String>,
+    /// The vector length: the hashed embedder's buckets (256), or the dimension a provider
+    /// model is asked for; needed for a provider model ralph-loop does not know.
+    #[serde(deserialize_with = "opt_at_least_one_usize")]
+    pub dims: Option<usize>,
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_seconds: u64,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        Self {
+            provider: EmbedderKind::Hashed,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            dims: None,
+            timeout_seconds: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CircuitBreaker {
+    #[serde(deserialize_with = "at_least_one")]
+    pub entropy_threshold: u32,
+}
+
+impl Default for CircuitBreaker {
+    fn default() -> Self {
+        Self {
+            entropy_threshold: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CriticConfig {
+    pub enabled: bool,
+    pub max_rejections: u32,
+}
+
+impl Default for CriticConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_rejections: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LibrarianConfig {
+    pub analyze: bool,
+    /// The share of the Artisan's context window the project's files may fill.
+    #[serde(deserialize_with = "context_share")]
+    pub context_share: f64,
+}
+
+impl Default for LibrarianConfig {
+    fn default() -> Self {
+        Self {
+            analyze: true,
+            context_share: 0.25,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Testing {
+    /// `None`: detected from the project manifest.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub command: Option<String>,
+    pub test_file: Option<PathBuf>,
+    pub prompt_file: Option<PathBuf>,
+    #[serde(deserialize_with = "at_least_one")]
+    pub timeout_seconds: u64,
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_output_bytes: usize,
+    #[serde(deserialize_with = "at_least_one")]
+    pub prompt_output_bytes: usize,
+    /// `typescript`, `javascript`, `python` or `rust`: only that language's tests run. `None`:
+    /// every language found in the project's manifests, in turn.
+    #[serde(deserialize_with = "opt_language")]
+    pub language: Option<String>,
+    /// Re-runs of a failed test run; a test that fails and then passes is FLAKY.
+    pub flaky_retries: u32,
+    /// Let the Artisan edit, delete or skip tests.
+    pub allow_test_edits: bool,
+}
+
+impl Default for Testing {
+    fn default() -> Self {
+        Self {
+            command: None,
+            test_file: None,
+            prompt_file: None,
+            timeout_seconds: 300,
+            max_output_bytes: 1024 * 1024,
+            prompt_output_bytes: 12 * 1024,
+            language: None,
+            flaky_retries: 0,
+            allow_test_edits: false,
+        }
+    }
+}
+
+/// When a run has succeeded. Every criterion set must be met.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SuccessCriteria {
+    /// Always required; the key exists so a config may say so.
+    #[serde(deserialize_with = "must_be_true")]
+    pub tests_pass: bool,
+    /// Percent of lines covered, 0 to 100; `None`: coverage is not measured.
+    #[serde(deserialize_with = "opt_percent")]
+    pub coverage_threshold: Option<f64>,
+    /// The most linter errors allowed; `None`: the linter does not run.
+    pub linter_errors: Option<u32>,
+}
+
+impl Default for SuccessCriteria {
+    fn default() -> Self {
+        Self {
+            tests_pass: true,
+            coverage_threshold: None,
+            linter_errors: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Linting {
+    /// The linter command; `None`: eslint, ruff or clippy by the target's language.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxType {
+    /// A process group on this machine.
+    #[default]
+    Process,
+    /// A Docker container (needs a running Docker engine).
+    Docker,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    #[serde(rename = "type")]
+    pub kind: SandboxType,
+    /// `None`: no memory limit.
+    #[serde(deserialize_with = "opt_at_least_one_u64")]
+    pub memory_limit_mb: Option<u64>,
+    /// The container image for `type: docker`; `None` picks one for the language.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub image: Option<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            kind: SandboxType::Process,
+            memory_limit_mb: Some(2048),
+            image: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Output {
+    #[default]
+    Human,
+    Json,
+    Jsonl,
+}
+
+impl Output {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Output::Human => "human",
+            Output::Json => "json",
+            Output::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl std::str::FromStr for Output {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "human" => Ok(Output::Human),
+            "json" => Ok(Output::Json),
+            "jsonl" => Ok(Output::Jsonl),
+            other => Err(format!(
+                "unknown output `{other}` (expected human, json or jsonl)"
+            )),
+        }
+    }
+}
+
+// By hand: the derived impl answers a non-string with yaml_serde's "expected a YAML tag".
+impl<'de> Deserialize<'de> for Output {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = Text {
+            expecting: "human, json or jsonl",
+            check: |s| s.parse::<Output>().map(|o| o.as_str().into()),
+        };
+        d.deserialize_str(name)?.parse().map_err(de::Error::custom)
+    }
+}
