@@ -13,7 +13,8 @@
 //! variables set, and reports that variant's overhead beside the plain one (an A/B in one run);
 //! `RALPH_BENCH_VARIANT_CONFIG="YAML"` does the same with that text as the project's
 //! `ralph.config.yaml` (for example `memory: { enabled: false }`);
-//! `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`) runs every fix under it,
+//! `RALPH_BENCH_BIN` measures another build of `ralph-loop` (a previous commit's) with this
+//! harness; `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`) runs every fix under it,
 //! which makes the timings meaningless.
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
@@ -32,7 +33,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::{code, Answer, MockLlm, FIXED_JS};
 
-const RALPH: &str = env!("CARGO_BIN_EXE_ralph-loop");
+/// The binary measured: this build's, or `RALPH_BENCH_BIN` (another build of ralph-loop, such
+/// as the previous commit's, measured with the very same harness to compare the two).
+static RALPH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("RALPH_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ralph-loop").to_string())
+});
 const TEST_COMMAND: &str = "node --test test/";
 
 /// Sorts numerically and averages the middle pair, but still sorts its argument in place: one
@@ -56,7 +62,7 @@ fn main() {
         .build()
         .expect("tokio runtime");
 
-    eprintln!("e2e: {RALPH}");
+    eprintln!("e2e: {}", *RALPH);
     eprintln!(
         "e2e: two-iteration fix of js-median, {runs} runs, model latency {latency:?} per call"
     );
@@ -153,7 +159,7 @@ fn knob(name: &str, default: usize) -> usize {
 
 /// `target/`, from the binary's own path (`target/release/ralph-loop`).
 fn target_dir() -> PathBuf {
-    Path::new(RALPH)
+    Path::new(env!("CARGO_BIN_EXE_ralph-loop"))
         .parent()
         .and_then(Path::parent)
         .map(Path::to_path_buf)
@@ -278,10 +284,10 @@ fn fix_run(
     let mut cmd = match words.next() {
         Some(program) => {
             let mut c = Command::new(program);
-            c.args(words).arg(RALPH);
+            c.args(words).arg(&*RALPH);
             c
         }
-        None => Command::new(RALPH),
+        None => Command::new(&*RALPH),
     };
     cmd.current_dir(dir.path())
         .env("HOME", dir.path())
@@ -483,18 +489,18 @@ fn startup(n: usize) -> (Vec<f64>, Vec<f64>) {
         ms
     };
     for _ in 0..10 {
-        time(RALPH, &["--version"]);
+        time(&RALPH, &["--version"]);
         time("/bin/true", &[]);
     }
     let (mut version, mut truth) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         // Alternate which goes first, so neither always runs right after the other.
         if i % 2 == 0 {
-            version.push(time(RALPH, &["--version"]));
+            version.push(time(&RALPH, &["--version"]));
             truth.push(time("/bin/true", &[]));
         } else {
             truth.push(time("/bin/true", &[]));
-            version.push(time(RALPH, &["--version"]));
+            version.push(time(&RALPH, &["--version"]));
         }
     }
     (version, truth)
@@ -571,7 +577,7 @@ fn summarise(
     json!({
         "date": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "machine": machine(),
-        "binary": RALPH,
+        "binary": *RALPH,
         "overhead": overhead,
         "startup": {
             "target_ms": 10,

@@ -1,14 +1,20 @@
-//! ralph-loop: the command line, config, and the real implementations of the core's traits.
+//! ralph-loop: the command line, config, and the real implementations of the core's ports
+//! (`ralph-actors`).
 //!
-//! Layout:
-//! - [`cli`], [`app`], [`micro_agent`]: the two binaries' front ends and the wiring of a run.
-//! - [`config`]: `ralph.config.yaml` discovery, validation and defaults.
-//! - [`models`]: `provider/model` names and the alias table.
-//! - [`providers`]: LLM clients over HTTP (OpenAI-compatible), retries, record and replay, prices,
-//!   token counting.
-//! - [`runner`], [`detect`]: test commands run as process groups, and finding them from manifests.
-//! - [`workspace`], [`session`]: the project's files and the `.ralph/session-<uuid>/` store.
-//! - [`printers`]: the human, JSON lines and JSON renderings of the event stream.
+//! Layout, from the binaries' edge inwards:
+//! - [`cli`], [`micro_agent`]: the two binaries' command lines; [`app`]: planning a run,
+//!   executing it (actor system, event printer, Ctrl+C), `resume`, `status`, `vault`;
+//!   [`error`]: the edge's typed errors and their exit codes.
+//! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
+//!   `provider/model` names, the alias table and each role's default models.
+//! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
+//! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
+//!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
+//!   coverage, lint, Docker), [`workspace`] (the project's files) with [`context`] (the
+//!   Librarian's import graph and packing), [`session`] (the `.ralph/session-<uuid>/` store),
+//!   [`vault`] (the MemoryVault on LanceDB, embedders).
+//! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
+//!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
 pub mod app;
 pub mod cli;

@@ -4,12 +4,12 @@
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
-use ralph_actors::events::bus::Envelope;
+use ralph_actors::events::event::Envelope;
 use ralph_actors::events::event::{Event, Phase};
 use ralph_actors::schema::context::ContextChoice;
 use ralph_actors::schema::report::{MemoryStatus, Report};
 
-use crate::printers::Printer;
+use crate::printers::printer::Printer;
 
 /// The live view: one line per step, each with the time since the session's first event, the
 /// iteration, and the spend.

@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
-use ralph_actors::events::bus::Envelope;
+use ralph_actors::events::event::Envelope;
 use ralph_actors::events::event::Event;
 use ralph_actors::schema::report::Report;
 
-use crate::printers::Printer;
+use crate::printers::printer::Printer;
 
 pub struct JsonReport<W> {
     out: W,

@@ -4,9 +4,9 @@
 
 use std::io::Write;
 
-use ralph_actors::events::bus::Envelope;
+use ralph_actors::events::event::Envelope;
 
-use crate::printers::Printer;
+use crate::printers::printer::Printer;
 
 pub struct JsonLines<W> {
     out: W,

@@ -1,5 +1,6 @@
 mod support;
 
+mod architecture;
 mod cli;
 mod context;
 mod criteria;
@@ -7,5 +8,6 @@ mod lifecycle;
 mod loop_runs;
 mod memory;
 mod micro_agent;
+mod output;
 mod providers;
 mod runners;

@@ -9,25 +9,11 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
 use tokio::sync::mpsc;
 
-use crate::events::event::Event;
+use crate::events::event::{Envelope, Event};
 use crate::events::snapshot::Snapshot;
-
-/// An event as subscribers receive it. Serialised flat: the event's own fields beside
-/// `session`, `seq` and `time`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// The session (`.ralph/session-<uuid>`) that emitted it.
-    pub session: String,
-    /// 1 for the session's first event, then one more for each.
-    pub seq: u64,
-    pub time: DateTime<Utc>,
-    #[serde(flatten)]
-    pub event: Event,
-}
 
 /// Where the run's parts emit events. Cheap to clone; every clone is the same bus.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! The events a run emits, one type for every printer and view.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::role::Role;
@@ -138,4 +139,17 @@ pub enum Event {
     SessionFinished {
         report: Box<Report>,
     },
+}
+
+/// An event as subscribers receive it. Serialised flat: the event's own fields beside
+/// `session`, `seq` and `time`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The session (`.ralph/session-<uuid>`) that emitted it.
+    pub session: String,
+    /// 1 for the session's first event, then one more for each.
+    pub seq: u64,
+    pub time: DateTime<Utc>,
+    #[serde(flatten)]
+    pub event: Event,
 }

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::bus::Envelope;
-use crate::events::event::{Event, Phase};
+use crate::events::event::{Envelope, Event, Phase};
 use crate::role::Role;
 use crate::schema::report::{FallbackRecord, Report, TestsSnapshot};
 

@@ -1,0 +1,56 @@
+//! What every printer is: a [`Printer`] that renders events as a subscriber of the session's
+//! bus, [`drive`]n until the session finishes, writing to [`Stdout`] or [`Stderr`].
+
+use std::io::Write;
+
+use ralph_actors::events::bus::Subscription;
+use ralph_actors::events::event::{Envelope, Event};
+use ralph_actors::schema::report::Report;
+
+/// Renders events as they come. Writing errors are the printer's to report, never the run's:
+/// a closed stdout (`| head`) must not end a run that spends money.
+pub trait Printer: Send {
+    fn print(&mut self, event: &Envelope) -> std::io::Result<()>;
+}
+
+/// Prints every event of `events` until the session finishes; returns the final report.
+pub async fn drive(mut printer: Box<dyn Printer>, mut events: Subscription) -> Option<Report> {
+    while let Some(envelope) = events.recv().await {
+        // A closed stdout (`| head`) must not end the run: output errors are ignored.
+        let _ = printer.print(&envelope);
+        if let Event::SessionFinished { report } = &envelope.event {
+            return Some((**report).clone());
+        }
+    }
+    None
+}
+
+/// stdout, locked for each write.
+pub struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().lock().write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        std::io::stdout().lock().write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().lock().flush()
+    }
+}
+
+/// stderr, locked for each write.
+pub struct Stderr;
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stderr().lock().write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        std::io::stderr().lock().write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().lock().flush()
+    }
+}
