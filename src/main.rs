@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => ralph_loop::app::run(*args, Default::default()),
         Some(Command::Resume(args)) => ralph_loop::app::resume(args),
         Some(Command::Status(args)) => ralph_loop::app::status(args),
-        Some(Command::Vault(args)) => ralph_loop::vault::command::run(args),
+        Some(Command::Vault(args)) => ralph_loop::app::vault::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };
     ralph_loop::app::exit_code(result)

@@ -6,6 +6,7 @@ pub mod commands;
 pub mod edge;
 pub mod execute;
 pub mod plan;
+pub mod vault;
 
 pub use commands::{resume, run, status};
 pub use edge::{exit_code, init_tracing};

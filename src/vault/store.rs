@@ -23,7 +23,7 @@ use ralph_actors::ports::memory::{MemoryError, VectorStore};
 use ralph_actors::schema::attempt::{FixAttempt, Scored};
 use ralph_actors::schema::test_run::Category;
 
-use super::{Result, VaultError};
+use super::error::{Result, VaultError};
 use crate::http::retry::{retry, Attempted, RetryPolicy};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a

@@ -5,11 +5,13 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use super::{import, read_jsonl, vault_path, write_jsonl, LanceStore, VaultError, PROJECT_TABLE};
 use crate::cli::{VaultAction, VaultArgs};
 use crate::config;
 use crate::error::{Error, Result, UsageError};
 use crate::runner::detect;
+use crate::vault::{
+    embedder, import, read_jsonl, vault_path, write_jsonl, LanceStore, VaultError, PROJECT_TABLE,
+};
 
 /// What `vault stats` prints.
 #[derive(Debug, Serialize)]
@@ -45,7 +47,7 @@ pub fn run(args: VaultArgs) -> Result<i32> {
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
     runtime.block_on(async move {
-        let embedder = super::embedder(&config)?;
+        let embedder = embedder(&config)?;
         let path = vault_path(&root);
         let exists = path.is_dir();
         if !exists && !matches!(args.action, VaultAction::Import { .. }) {
