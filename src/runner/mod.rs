@@ -20,6 +20,7 @@ pub mod report;
 pub mod sandbox;
 #[cfg(test)]
 mod testkit;
+mod tools;
 
 pub use command::{note, ProcessRunner, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT};
 pub use env::is_secret_var;

@@ -1,0 +1,506 @@
+//! Gathering coverage: `plan`'s command changed so the test tool also writes a coverage summary
+//! file ([`with_coverage`]), by flags for jest and vitest, by wrapping for c8, coverage.py,
+//! cargo-llvm-cov and cargo-tarpaulin; the [`CoverageReader`] returned reads that file.
+
+use std::path::Path;
+
+use super::summary::CoverageReader;
+use super::tool::{
+    pick_tool, split_cargo, split_python, unsupported_cargo, unsupported_python, CargoTests,
+    CoverageError, CoverageTool,
+};
+use crate::runner::plan::{Framework, TestPlan};
+use crate::runner::tools::{sh_quote, ToolEnv};
+
+/// `plan` changed to also write a coverage summary under `report_dir` (in a directory of its own,
+/// `coverage-<framework>`), and the reader of that summary.
+///
+/// The changed command first deletes the summary a previous run left, so a run that ends before
+/// writing one reads as [`CoverageError::NoSummary`], never as old numbers.
+pub fn with_coverage(
+    plan: &TestPlan,
+    report_dir: &Path,
+) -> Result<(TestPlan, CoverageReader), CoverageError> {
+    let tool = pick_tool(plan, &ToolEnv::current())?;
+    coverage_plan(plan, tool, report_dir)
+}
+
+/// `plan` changed to run under `tool`, which is known to be installed.
+fn coverage_plan(
+    plan: &TestPlan,
+    tool: CoverageTool,
+    report_dir: &Path,
+) -> Result<(TestPlan, CoverageReader), CoverageError> {
+    // The command runs in plan.cwd and the reader in ours: both must name the same files.
+    let report_dir = std::path::absolute(report_dir).map_err(|source| CoverageError::Io {
+        path: report_dir.to_path_buf(),
+        source,
+    })?;
+    let dir = report_dir.join(format!("coverage-{}", plan.framework.as_str()));
+    std::fs::create_dir_all(&dir).map_err(|source| CoverageError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut out = plan.clone();
+    let summary = match tool {
+        CoverageTool::Jest => {
+            let summary = dir.join("coverage-summary.json");
+            // An empty coverageThreshold: thresholds in the project's jest config would fail a
+            // run that only asked for coverage; ralph-loop judges the threshold itself.
+            out.command = format!(
+                "rm -f {} && {} --coverage --coverageReporters=json-summary \
+                 --coverageDirectory={} '--coverageThreshold={{}}'",
+                sh_quote(&summary),
+                plan.command,
+                sh_quote(&dir)
+            );
+            summary
+        }
+        CoverageTool::Vitest => {
+            let summary = dir.join("coverage-summary.json");
+            // reportOnFailure: vitest writes no coverage when a test fails otherwise. Zeroed
+            // thresholds, as for jest: the project's global thresholds would fail the run.
+            out.command = format!(
+                "rm -f {} && {} --coverage.enabled --coverage.provider=v8 \
+                 --coverage.reporter=json-summary --coverage.reportsDirectory={} \
+                 --coverage.reportOnFailure --coverage.thresholds.lines=0 \
+                 --coverage.thresholds.functions=0 --coverage.thresholds.branches=0 \
+                 --coverage.thresholds.statements=0",
+                sh_quote(&summary),
+                plan.command,
+                sh_quote(&dir)
+            );
+            summary
+        }
+        CoverageTool::C8 => {
+            let summary = dir.join("coverage-summary.json");
+            out.command = format!(
+                "rm -f {} && npx --no-install c8 --reporter=json-summary --report-dir={} {}",
+                sh_quote(&summary),
+                sh_quote(&dir),
+                plan.command
+            );
+            summary
+        }
+        CoverageTool::CoveragePy => {
+            let py = split_python(&plan.command).ok_or_else(|| unsupported_python(plan))?;
+            let summary = dir.join("coverage.json");
+            let data = dir.join(".coverage");
+            let omit = if has_coverage_config(&plan.cwd) {
+                String::new()
+            } else {
+                // Test files are not the code under test; jest, vitest and c8 leave them out by
+                // default too. A project with its own coverage config decides for itself.
+                format!(" '--omit={PY_TEST_FILES}'")
+            };
+            // `coverage json` must run even when the tests fail, and the tests' exit status
+            // is the command's.
+            out.command = format!(
+                "rm -f {summary_q} {data_q} && {python} -m coverage run --data-file={data_q} \
+                 --branch{omit} -m {module}{rest}; status=$?; {python} -m coverage json \
+                 --data-file={data_q} -o {summary_q} -q; exit $status",
+                summary_q = sh_quote(&summary),
+                data_q = sh_quote(&data),
+                python = py.python,
+                module = py.module,
+                rest = py.rest,
+            );
+            summary
+        }
+        CoverageTool::LlvmCov => {
+            let summary = dir.join("llvm-cov.json");
+            let (sub, rest) = split_cargo(plan).ok_or_else(|| unsupported_cargo(plan))?;
+            let sub = if sub == CargoTests::Nextest {
+                " nextest"
+            } else {
+                ""
+            };
+            // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a run
+            // with a failing test writes no summary (NoSummary).
+            out.command = format!(
+                "rm -f {summary_q} && cargo llvm-cov{sub} --json --summary-only \
+                 --output-path {summary_q}{rest}",
+                summary_q = sh_quote(&summary),
+            );
+            // Fail instead of asking on a closed stdin to install llvm-tools.
+            out.env.push(("CARGO_LLVM_COV_SETUP".into(), "no".into()));
+            summary
+        }
+        CoverageTool::Tarpaulin => {
+            let summary = dir.join("tarpaulin-report.json");
+            let (sub, rest) = split_cargo(plan).ok_or_else(|| unsupported_cargo(plan))?;
+            let rest = if sub == CargoTests::Nextest {
+                // tarpaulin runs the test binaries itself, not nextest: ask them for libtest's
+                // JSON lines, as under `cargo test`.
+                out.framework = Framework::Cargo;
+                out.env.retain(|(k, _)| !k.starts_with("NEXTEST_"));
+                out.env.push(("RUSTC_BOOTSTRAP".into(), "1".into()));
+                " --no-fail-fast -- -Z unstable-options --format json --report-time".to_string()
+            } else {
+                rest.to_string()
+            };
+            out.command = format!(
+                "rm -f {} && cargo tarpaulin --out Json --output-dir {} --skip-clean{rest}",
+                sh_quote(&summary),
+                sh_quote(&dir),
+            );
+            summary
+        }
+    };
+    Ok((out, CoverageReader { tool, summary }))
+}
+
+/// Files coverage.py leaves out when the project has no coverage config of its own.
+const PY_TEST_FILES: &str = "*/test_*.py,*/*_test.py,*/tests/*,*/conftest.py";
+
+/// Whether the project configures coverage.py itself (it reads these from the directory it runs
+/// in).
+fn has_coverage_config(cwd: &Path) -> bool {
+    let has = |file: &str, section: &str| {
+        std::fs::read_to_string(cwd.join(file)).is_ok_and(|text| text.contains(section))
+    };
+    cwd.join(".coveragerc").is_file()
+        || has("pyproject.toml", "[tool.coverage")
+        || has("setup.cfg", "[coverage:")
+        || has("tox.ini", "[coverage:")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ralph_actors::schema::test_run::{Coverage, RunStatus, TestRun};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::runner::coverage::check_coverage_tool;
+    use crate::runner::coverage::testkit::plan;
+    use crate::runner::testkit::{node_project, project};
+    use crate::runner::ProcessRunner;
+
+    async fn run(plan: &TestPlan) -> TestRun {
+        let mut runner = ProcessRunner::new(
+            plan.command.clone(),
+            plan.cwd.clone(),
+            Duration::from_secs(180),
+            1024 * 1024,
+        );
+        for (k, v) in &plan.env {
+            runner = runner.with_env(k.clone(), v.clone());
+        }
+        runner.run_once(CancellationToken::new()).await
+    }
+
+    /// Gathers coverage for `plan` and reads it; the run must end with `status`.
+    async fn covered(plan: &TestPlan, status: RunStatus) -> Coverage {
+        check_coverage_tool(plan).expect("tool installed");
+        let reports = plan.cwd.join(".ralph/reports");
+        let (changed, reader) = with_coverage(plan, &reports).expect("coverage plan");
+        assert!(reader.summary_path().starts_with(&reports));
+        let run = run(&changed).await;
+        assert_eq!(run.status, status, "{}\n{}", changed.command, run.output);
+        reader
+            .read()
+            .unwrap_or_else(|e| panic!("{e}\n{}\n{}", changed.command, run.output))
+    }
+
+    /// Two functions, one with a branch; the tests call `a(1)` only: half the functions run,
+    /// about half the lines (each tool counts lines its own way) and some of the branches.
+    const HALF_JS: &str = "function a(x) {\n  if (x > 0) {\n    return 1;\n  }\n  return 2;\n}\n\
+                           function b() {\n  const y = 3;\n  const z = 4;\n  return y + z;\n}\n";
+
+    fn assert_half(c: &Coverage, tool: &str) {
+        assert_eq!(c.tool, tool);
+        assert!((25.0..=75.0).contains(&c.lines_pct), "{c:?}");
+        assert_eq!(c.functions_pct, Some(50.0), "{c:?}");
+        // Branches too are counted differently: c8 counts v8's blocks, so `a`'s body is one.
+        assert!(
+            c.branches_pct.is_some_and(|b| b > 0.0 && b < 100.0),
+            "{c:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn jest_coverage_of_a_half_covered_module() {
+        let dir = node_project(&[
+            ("package.json", r#"{"name":"half","private":true}"#),
+            (
+                "half.js",
+                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
+            ),
+            (
+                "half.test.js",
+                "const { a } = require('./half');\ntest('a', () => expect(a(1)).toBe(1));\n",
+            ),
+            // A threshold the run would fail if ralph-loop did not override it.
+            (
+                "jest.config.js",
+                "module.exports = { coverageThreshold: { global: { lines: 99 } } };\n",
+            ),
+        ]);
+        let out = dir.path().join(".ralph/reports/jest.json");
+        let p = plan(
+            Framework::Jest,
+            &format!(
+                "npx --no-install jest --json --outputFile={}",
+                out.display()
+            ),
+            dir.path(),
+        );
+        let c = covered(&p, RunStatus::Passed).await;
+        assert_half(&c, "jest");
+        // The test report the plan asked for is still written.
+        assert!(out.is_file());
+    }
+
+    #[tokio::test]
+    async fn jest_coverage_is_read_when_a_test_fails() {
+        let dir = node_project(&[
+            ("package.json", r#"{"name":"half","private":true}"#),
+            (
+                "half.js",
+                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
+            ),
+            (
+                "half.test.js",
+                "const { a } = require('./half');\ntest('a', () => expect(a(1)).toBe(7));\n",
+            ),
+        ]);
+        let p = plan(Framework::Jest, "npx --no-install jest", dir.path());
+        assert_half(&covered(&p, RunStatus::Failed).await, "jest");
+    }
+
+    #[tokio::test]
+    async fn vitest_coverage_of_a_half_covered_module() {
+        let dir = node_project(&[
+            (
+                "package.json",
+                r#"{"name":"half","private":true,"type":"module"}"#,
+            ),
+            ("half.js", &format!("{HALF_JS}export {{ a, b }};\n")),
+            (
+                "half.test.js",
+                "import { test, expect } from 'vitest';\nimport { a } from './half.js';\n\
+                 test('a', () => expect(a(1)).toBe(1));\n",
+            ),
+            (
+                "vitest.config.js",
+                "export default { test: { coverage: { thresholds: { lines: 99 } } } };\n",
+            ),
+        ]);
+        let out = dir.path().join(".ralph/reports/vitest.json");
+        let p = plan(
+            Framework::Vitest,
+            &format!(
+                "npx --no-install vitest run --reporter=default --reporter=json \
+                 --outputFile.json={}",
+                out.display()
+            ),
+            dir.path(),
+        );
+        assert_half(&covered(&p, RunStatus::Passed).await, "vitest");
+        // vitest empties its coverage directory: the test report lives outside it.
+        assert!(out.is_file());
+    }
+
+    #[tokio::test]
+    async fn c8_coverage_of_mocha_and_node_test() {
+        let dir = node_project(&[
+            ("package.json", r#"{"name":"half","private":true}"#),
+            (
+                "half.js",
+                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
+            ),
+            (
+                "test/half.test.js",
+                "const assert = require('assert');\nconst { a } = require('../half');\n\
+                 describe('half', () => { it('a', () => assert.equal(a(1), 1)); });\n",
+            ),
+            (
+                "node/half.test.js",
+                "const test = require('node:test');\nconst assert = require('assert');\n\
+                 const { a } = require('../half');\ntest('a', () => assert.equal(a(1), 1));\n",
+            ),
+        ]);
+        let mocha = plan(
+            Framework::Mocha,
+            "npx --no-install mocha --reporter json --reporter-option output=.ralph/mocha.json",
+            dir.path(),
+        );
+        assert_half(&covered(&mocha, RunStatus::Passed).await, "c8");
+        let node = plan(Framework::Node, "node --test node/", dir.path());
+        assert_half(&covered(&node, RunStatus::Passed).await, "c8");
+    }
+
+    #[tokio::test]
+    async fn c8_keeps_the_tests_exit_status() {
+        let dir = node_project(&[
+            ("package.json", r#"{"name":"half","private":true}"#),
+            (
+                "half.js",
+                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
+            ),
+            (
+                "test/half.test.js",
+                "const assert = require('assert');\nconst { a } = require('../half');\n\
+                 describe('half', () => { it('a', () => assert.equal(a(1), 9)); });\n",
+            ),
+        ]);
+        let p = plan(Framework::Mocha, "npx --no-install mocha", dir.path());
+        assert_half(&covered(&p, RunStatus::Failed).await, "c8");
+    }
+
+    const HALF_PY: &str = "def a(x):\n    if x > 0:\n        return 1\n    return 2\n\n\n\
+                           def b():\n    y = 3\n    z = 4\n    return y + z\n";
+
+    #[tokio::test]
+    async fn coverage_py_with_pytest_and_unittest() {
+        let dir = project(&[
+            ("half.py", HALF_PY),
+            (
+                "test_half.py",
+                "import unittest\n\nfrom half import a\n\n\nclass T(unittest.TestCase):\n    \
+                 def test_a(self):\n        self.assertEqual(a(1), 1)\n",
+            ),
+        ]);
+        let junit = dir.path().join(".ralph/junit.xml");
+        let pytest = plan(
+            Framework::Pytest,
+            &format!(
+                "python3 -m pytest -rfE --junitxml={} -o junit_family=xunit1",
+                junit.display()
+            ),
+            dir.path(),
+        );
+        // 8 statements in half.py, 4 run; the test file is left out, or it would count too.
+        let c = covered(&pytest, RunStatus::Passed).await;
+        assert_eq!(c.tool, "coverage.py");
+        assert_eq!(c.lines_pct, 50.0, "{c:?}");
+        assert_eq!(c.branches_pct, Some(50.0), "{c:?}");
+        assert_eq!(c.functions_pct, Some(50.0), "{c:?}");
+        assert!(junit.is_file());
+
+        let unittest = plan(Framework::Unittest, "python3 -m unittest", dir.path());
+        assert_eq!(covered(&unittest, RunStatus::Passed).await.lines_pct, 50.0);
+    }
+
+    #[tokio::test]
+    async fn coverage_py_respects_the_projects_config() {
+        // With its own config (no omit), the project's test file is measured too.
+        let dir = project(&[
+            ("half.py", HALF_PY),
+            (
+                "test_half.py",
+                "from half import a\n\n\ndef test_a():\n    assert a(1) == 1\n",
+            ),
+            ("pyproject.toml", "[tool.coverage.run]\nbranch = true\n"),
+        ]);
+        let p = plan(Framework::Pytest, "python3 -m pytest", dir.path());
+        let c = covered(&p, RunStatus::Passed).await;
+        assert!(c.lines_pct > 50.0, "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn a_run_that_crashes_has_no_summary_not_the_last_one() {
+        let dir = project(&[
+            ("half.py", HALF_PY),
+            (
+                "test_half.py",
+                "from half import a\n\n\ndef test_a():\n    assert a(1) == 1\n",
+            ),
+        ]);
+        let p = plan(Framework::Pytest, "python3 -m pytest", dir.path());
+        let reports = dir.path().join(".ralph/reports");
+        let (changed, reader) = with_coverage(&p, &reports).expect("coverage plan");
+        assert_eq!(run(&changed).await.status, RunStatus::Passed);
+        assert_eq!(reader.read().expect("first summary").lines_pct, 50.0);
+
+        // The process dies before coverage.py saves its data.
+        std::fs::write(
+            dir.path().join("conftest.py"),
+            "import os\n\n\ndef pytest_sessionstart(session):\n    os._exit(3)\n",
+        )
+        .expect("write conftest");
+        let second = run(&changed).await;
+        assert_eq!(second.exit_code, Some(3), "{}", second.output);
+        let err = reader.read().expect_err("no summary");
+        assert!(
+            matches!(
+                err,
+                CoverageError::NoSummary {
+                    tool: "coverage.py",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("wrote no coverage summary"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cargo_commands_for_llvm_cov_and_tarpaulin() {
+        let reports = tempfile::tempdir().expect("temp dir");
+        let reports = reports.path();
+        let test = plan(
+            Framework::Cargo,
+            "cargo test --no-fail-fast -- -Z unstable-options --format json --report-time",
+            Path::new("/work/p"),
+        );
+        let (llvm, reader) = coverage_plan(&test, CoverageTool::LlvmCov, reports).expect("plan");
+        let summary = reader.summary_path().display().to_string();
+        assert_eq!(
+            summary,
+            format!("{}/coverage-cargo/llvm-cov.json", reports.display())
+        );
+        assert_eq!(
+            llvm.command,
+            format!(
+                "rm -f {summary} && cargo llvm-cov --json --summary-only --output-path \
+                 {summary} --no-fail-fast -- -Z unstable-options --format json --report-time"
+            )
+        );
+        assert!(llvm
+            .env
+            .contains(&("CARGO_LLVM_COV_SETUP".into(), "no".into())));
+
+        let nextest = TestPlan {
+            env: vec![("NEXTEST_EXPERIMENTAL_LIBTEST_JSON".into(), "1".into())],
+            ..plan(
+                Framework::Nextest,
+                "cargo nextest run --no-fail-fast --message-format libtest-json",
+                Path::new("/work/p"),
+            )
+        };
+        let (llvm, reader) = coverage_plan(&nextest, CoverageTool::LlvmCov, reports).expect("plan");
+        let summary = reader.summary_path().display().to_string();
+        assert_eq!(
+            llvm.command,
+            format!(
+                "rm -f {summary} && cargo llvm-cov nextest --json --summary-only --output-path \
+                 {summary} --no-fail-fast --message-format libtest-json"
+            )
+        );
+        assert_eq!(llvm.framework, Framework::Nextest);
+
+        let (tarp, reader) =
+            coverage_plan(&nextest, CoverageTool::Tarpaulin, reports).expect("plan");
+        let summary = reader.summary_path();
+        assert!(summary.ends_with("coverage-nextest/tarpaulin-report.json"));
+        assert_eq!(
+            tarp.command,
+            format!(
+                "rm -f {} && cargo tarpaulin --out Json --output-dir {} --skip-clean \
+                 --no-fail-fast -- -Z unstable-options --format json --report-time",
+                summary.display(),
+                summary.parent().expect("dir").display()
+            )
+        );
+        // tarpaulin runs the test binaries as `cargo test` would.
+        assert_eq!(tarp.framework, Framework::Cargo);
+        assert!(tarp.env.contains(&("RUSTC_BOOTSTRAP".into(), "1".into())));
+        assert!(!tarp.env.iter().any(|(k, _)| k.starts_with("NEXTEST_")));
+    }
+}

@@ -1,0 +1,28 @@
+//! Code coverage for a test plan (`success_criteria.coverage_threshold`): the flags or wrapper
+//! that make each test tool also write a coverage summary file, and the reader of that file
+//! (`docs/coverage-and-linting.md`).
+//!
+//! | framework        | tool                                  | summary read                  |
+//! |------------------|---------------------------------------|-------------------------------|
+//! | jest             | jest's own (`--coverage`)             | istanbul `json-summary`       |
+//! | vitest           | `@vitest/coverage-v8`                 | istanbul `json-summary`       |
+//! | mocha, node      | `c8` wrapping the command             | istanbul `json-summary`       |
+//! | pytest, unittest | coverage.py (`python -m coverage`)    | `coverage json`               |
+//! | cargo, nextest   | `cargo llvm-cov`, else `cargo tarpaulin` | llvm-cov export / tarpaulin JSON |
+//!
+//! [`check_coverage_tool`] answers before any model is called whether the tool is there;
+//! [`with_coverage`] returns the changed plan and a [`CoverageReader`] for after the run.
+//!
+//! Which tool, whether it is installed and how gathering fails: `tool`; the changed command:
+//! `gather`; the summary read after the run: `summary`. Finding installed tools is shared with
+//! the linters (`runner::tools`).
+
+mod gather;
+mod summary;
+#[cfg(test)]
+mod testkit;
+mod tool;
+
+pub use gather::with_coverage;
+pub use summary::{parse_summary, CoverageReader};
+pub use tool::{check_coverage_tool, CoverageError, CoverageTool};
