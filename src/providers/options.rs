@@ -1,5 +1,7 @@
-//! How to reach one provider: the options every client is built from.
+//! How to reach one provider: the options every client is built from, and a run's setup of
+//! each provider (those options and its rate limits), which the router is built from.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::http::retry::RetryPolicy;
@@ -58,3 +60,14 @@ impl std::fmt::Debug for ClientOptions {
             .finish()
     }
 }
+
+/// How to reach one provider, and how fast this run may call it.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderSetup {
+    pub options: ClientOptions,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
+}
+
+/// Provider name → its setup.
+pub type Providers = BTreeMap<String, ProviderSetup>;

@@ -1,16 +1,18 @@
 //! Test helpers: servers and clients every provider's tests use, OpenAI-protocol replies for
 //! `wiremock`, and OpenAI clients pointed at it.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ralph_actors::ports::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use ralph_actors::role::Role;
+use ralph_actors::settings::ModelSpec;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate, Times};
 
 use super::openai::OpenAiClient;
-use super::options::ClientOptions;
+use super::options::{ClientOptions, ProviderSetup, Providers};
 use crate::http::retry::RetryPolicy;
 
 pub const SERVED_MODEL: &str = "gpt-4.1-mini-2025-04-14";
@@ -228,4 +230,28 @@ pub async fn last_body(server: &MockServer) -> Value {
     let received = server.received_requests().await.expect("recording on");
     let last = received.last().expect("a request");
     serde_json::from_slice(&last.body).expect("a JSON body")
+}
+
+/// One provider, `openai`, set up with `no_key`.
+pub fn setups(no_key: &ClientOptions) -> Providers {
+    Providers::from([(
+        "openai".to_string(),
+        ProviderSetup {
+            options: no_key.clone(),
+            ..ProviderSetup::default()
+        },
+    )])
+}
+
+/// The artisan on `model`, then `fallbacks`.
+pub fn spec(model: &str, fallbacks: &[&str]) -> BTreeMap<Role, ModelSpec> {
+    BTreeMap::from([(
+        Role::Artisan,
+        ModelSpec {
+            model: model.into(),
+            temperature: None,
+            max_tokens: 100,
+            fallbacks: fallbacks.iter().map(|f| f.to_string()).collect(),
+        },
+    )])
 }

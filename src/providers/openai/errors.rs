@@ -1,0 +1,132 @@
+//! async-openai's errors as the kinds a user can act on: one mapping for OpenAI and Azure, which
+//! say the same things in the same shapes.
+
+use async_openai::error::{OpenAIError, StreamError, WrappedError};
+use ralph_actors::ports::llm::LlmError;
+use reqwest::StatusCode;
+
+use crate::providers::http::{self, chain, shorten};
+
+fn by_status(
+    provider: &str,
+    status: StatusCode,
+    attempts: u32,
+    env_var: &str,
+    message: String,
+    code: Option<&str>,
+) -> LlmError {
+    let provider = provider.to_string();
+    match status.as_u16() {
+        401 | 403 => LlmError::Auth {
+            provider,
+            env_var: env_var.into(),
+            message,
+        },
+        429 if code == Some("insufficient_quota") => LlmError::Request {
+            provider,
+            status: 429,
+            message: format!("{message} (the account has no quota left; see its billing page)"),
+        },
+        429 => LlmError::RateLimited {
+            provider,
+            attempts,
+            retry_after_ms: None,
+            message,
+        },
+        413 => LlmError::ContextTooLong { provider, message },
+        400 if code == Some("context_length_exceeded") || http::says_too_long(&message) => {
+            LlmError::ContextTooLong { provider, message }
+        }
+        s if status.is_server_error() => LlmError::Server {
+            provider,
+            status: s,
+            attempts,
+            message,
+        },
+        s => LlmError::Request {
+            provider,
+            status: s,
+            message,
+        },
+    }
+}
+
+/// Maps async-openai's errors to the kinds a user can act on, named for `provider`.
+pub(crate) fn map_error(
+    err: OpenAIError,
+    provider: &str,
+    attempts: u32,
+    last_status: Option<StatusCode>,
+    env_var: &str,
+    model: &str,
+) -> LlmError {
+    let provider = provider.to_string();
+    match err {
+        OpenAIError::ApiError(e) => {
+            let message = if e.api_error.message.is_empty() {
+                e.status_code
+                    .canonical_reason()
+                    .unwrap_or("no message")
+                    .to_string()
+            } else {
+                shorten(&e.api_error.message)
+            };
+            by_status(
+                &provider,
+                e.status_code,
+                attempts,
+                env_var,
+                message,
+                e.api_error.code.as_deref(),
+            )
+        }
+        // An error status whose body was not OpenAI's error JSON (a proxy's text page).
+        OpenAIError::JSONDeserialize(_, body) if last_status.is_some_and(|s| !s.is_success()) => {
+            let status = last_status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let message = if body.trim().is_empty() {
+                status.to_string()
+            } else {
+                shorten(&body)
+            };
+            by_status(&provider, status, attempts, env_var, message, None)
+        }
+        OpenAIError::JSONDeserialize(e, body) => {
+            // A stream may end with an error object instead of a chunk.
+            let message = match serde_json::from_str::<WrappedError>(&body) {
+                Ok(w) => format!(
+                    "the server reported an error: {}",
+                    shorten(&w.error.message)
+                ),
+                Err(_) => format!("{e} in `{}`", shorten(&body)),
+            };
+            LlmError::InvalidReply { provider, message }
+        }
+        OpenAIError::Reqwest(e) if e.is_decode() => LlmError::InvalidReply {
+            provider,
+            message: chain(&e),
+        },
+        OpenAIError::Reqwest(e) => LlmError::Network {
+            provider,
+            message: chain(&e),
+        },
+        OpenAIError::StreamError(e) => match *e {
+            // The connection broke mid-stream.
+            StreamError::EventStream(m) if m.starts_with("Transport") => LlmError::Network {
+                provider,
+                message: m,
+            },
+            other => LlmError::InvalidReply {
+                provider,
+                message: other.to_string(),
+            },
+        },
+        OpenAIError::InvalidArgument(m) => LlmError::Config {
+            model: model.into(),
+            message: m,
+        },
+        other => LlmError::Network {
+            provider,
+            message: chain(&other),
+        },
+    }
+}
