@@ -22,7 +22,7 @@ use ralph_actors::schema::test_run::{CaseStatus, Category, TestCase};
 use regex::Regex;
 
 use super::language::Language;
-use super::report::trace;
+use super::reading::trace;
 
 /// Which languages' tools print a pattern.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -16,6 +16,7 @@ pub mod lint;
 pub mod parse;
 pub mod plan;
 pub mod project;
+mod reading;
 pub mod report;
 pub mod sandbox;
 #[cfg(test)]

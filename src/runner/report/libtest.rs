@@ -15,9 +15,9 @@ use std::path::Path;
 use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase};
 use serde::Deserialize;
 
-use super::join_id;
-use super::trace::{self, regex, OUTPUT_MAX_BYTES, STACK_MAX_BYTES};
-use crate::runner::parse::clip;
+use super::ids::join_id;
+use crate::runner::reading::text::clip;
+use crate::runner::reading::trace::{self, regex, OUTPUT_MAX_BYTES, STACK_MAX_BYTES};
 
 #[derive(Deserialize)]
 struct Event<'a> {

@@ -8,9 +8,10 @@ use std::path::Path;
 use ralph_actors::schema::test_run::{CaseStatus, TestCase};
 use serde::Deserialize;
 
-use super::trace::{self, STACK_MAX_BYTES};
-use super::{join_id, unique_ids};
-use crate::runner::parse::{clip, is_timeout_message, strip_ansi};
+use super::ids::{join_id, unique_ids};
+use crate::runner::reading::strip_ansi;
+use crate::runner::reading::text::{clip, is_timeout_message};
+use crate::runner::reading::trace::{self, STACK_MAX_BYTES};
 
 // Strings are borrowed from the report where they hold no escapes (see jest.rs).
 #[derive(Deserialize)]

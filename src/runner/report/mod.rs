@@ -3,26 +3,28 @@
 //! result schema.
 //!
 //! Layout: one reader per format ([`jest`] also reads vitest, whose report is jest-shaped;
-//! [`libtest`] also reads nextest's libtest-json); [`trace`] reads stack traces and error lines
-//! for all of them, the plain-text parsers and the classifier.
+//! [`libtest`] also reads nextest's libtest-json), each building its ids with [`ids`]; what the
+//! readers share with the plain-text parsers (stack traces and error lines, message clipping,
+//! pytest's node ids, the [`Parsed`] result) is in [`crate::runner::reading`], so that neither
+//! depends on the other. The formats, the error and [`parse_report`] stay here: they call the
+//! readers, and the readers never use them.
 //!
 //! Unlike the plain-text parsers, a reader returns every test the tool reported, passing and
 //! skipped ones too, and computes the totals from them; each reader's tests check those totals
 //! against the tool's own counts. Categories are not set here: see
 //! [`crate::runner::classify`].
 
+mod ids;
 mod jest;
-pub(crate) mod junit;
+mod junit;
 mod libtest;
 mod mocha;
-pub(crate) mod trace;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use ralph_actors::schema::test_run::{CaseStatus, TestCase, Totals};
 
-use super::Parsed;
+use super::reading::Parsed;
 
 /// A report format a test tool can be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,37 +104,6 @@ pub(crate) fn totals_of(tests: &[TestCase]) -> Totals {
         }
     }
     totals
-}
-
-/// Makes ids unique without losing any test: a second test of the same id (jest allows two
-/// tests of one name in one block) gets ` #2`, a third ` #3`. Stable as long as the order is.
-pub(crate) fn unique_ids(tests: &mut [TestCase]) {
-    // Counted on borrowed ids, renamed after: duplicates are rare, copies of every id are not.
-    let mut renames: Vec<(usize, u32)> = Vec::new();
-    {
-        let mut seen: HashMap<&str, u32> = HashMap::with_capacity(tests.len());
-        for (i, t) in tests.iter().enumerate() {
-            let n = seen.entry(t.id.as_str()).or_insert(0);
-            *n += 1;
-            if *n > 1 {
-                renames.push((i, *n));
-            }
-        }
-    }
-    for (i, n) in renames {
-        if let Some(t) = tests.get_mut(i) {
-            t.id = format!("{} #{n}", t.id);
-        }
-    }
-}
-
-/// `file::name`, or whichever of the two is known.
-pub(crate) fn join_id(file: Option<&str>, name: &str) -> String {
-    match file {
-        Some(f) if !f.is_empty() && !name.is_empty() && f != name => format!("{f}::{name}"),
-        Some(f) if !f.is_empty() => f.to_string(),
-        _ => name.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::*;
 use crate::runner::classify::classify_case;
 use crate::runner::language::Language;
+use crate::runner::reading::pytest_ids::python_node_id;
 use ralph_actors::schema::test_run::{Location, ResultSource, RunStatus, TestRun};
 
 /// (name, format, the directory the tool ran in, language)
@@ -498,7 +499,7 @@ fn junit_from_other_tools_and_node_ids_without_files() {
     // xunit2 gives no file: the module is the classname up to the first class.
     let cwd = Path::new("/nonexistent-project");
     assert_eq!(
-        junit::python_node_id("tests.unit.test_a.TestX.TestInner", "test_y[2]", None, cwd),
+        python_node_id("tests.unit.test_a.TestX.TestInner", "test_y[2]", None, cwd),
         (
             "tests/unit/test_a.py::TestX::TestInner::test_y[2]".into(),
             "TestX > TestInner > test_y[2]".into(),
@@ -506,7 +507,7 @@ fn junit_from_other_tools_and_node_ids_without_files() {
         )
     );
     assert_eq!(
-        junit::python_node_id("test_top", "test_y", None, cwd).0,
+        python_node_id("test_top", "test_y", None, cwd).0,
         "test_top.py::test_y"
     );
 }

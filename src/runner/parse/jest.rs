@@ -1,0 +1,249 @@
+//! jest's and vitest's default reporters: vitest's output copies jest's closely enough to share
+//! how a source excerpt is told from a message.
+
+use std::path::Path;
+
+use ralph_actors::schema::test_run::Totals;
+
+use super::cases::{add_counts, join_id, Bucket, Cases};
+use crate::runner::reading::text::clip;
+use crate::runner::reading::trace::{self, regex};
+use crate::runner::reading::Parsed;
+
+// ---------------------------------------------------------------------------------------------
+// vitest
+
+/// `      Tests  2 failed | 2 passed | 1 skipped (5)`; each failure is a block headed
+/// ` FAIL  src/a.test.ts > suite > name` (or ` FAIL  src/a.test.ts [ src/a.test.ts ]` for a file
+/// that did not load).
+pub(crate) fn vitest(out: &str, cwd: &Path) -> Option<Parsed> {
+    let summary = regex!(r"^\s*Tests\s{2,}(.*\d+ [a-z]+.*?)\s*\(\d+\)\s*$")?;
+    let fail = regex!(r"^\s*FAIL\s+(?:\|[^|]+\|\s+)?(.+?)\s*$")?;
+    let lines: Vec<&str> = out.lines().collect();
+    let last = lines.iter().rposition(|l| summary.is_match(l))?;
+
+    let mut totals = Totals::default();
+    if let Some(c) = summary.captures(lines[last]) {
+        add_counts(&mut totals, &c[1], |w| match w {
+            "passed" => Some(Bucket::Passed),
+            "failed" => Some(Bucket::Failed),
+            "skipped" | "todo" => Some(Bucket::Skipped),
+            _ => None,
+        });
+    }
+
+    let mut cases = Cases::default();
+    let mut suites_failed = 0;
+    for (i, line) in lines[..last].iter().enumerate() {
+        let Some(c) = fail.captures(line) else {
+            continue;
+        };
+        let title = &c[1];
+        let (id, suite) = match title.split_once(" > ") {
+            Some((file, name)) => (join_id(Some(file), name), false),
+            // `file [ file ]`: the file failed before its tests ran.
+            None => (title.split(" [").next().unwrap_or(title).to_string(), true),
+        };
+        let body = lines[i + 1..last].iter().copied().take_while(|l| {
+            let t = l.trim_start();
+            !(t.starts_with('⎯')
+                || t.starts_with("❯ ")
+                || fail.is_match(l)
+                || t.starts_with("Test Files ")
+                || is_code_frame(t, '|'))
+        });
+        if suite && !cases.index.contains_key(&id) {
+            suites_failed += 1;
+        }
+        let n = cases.add(id, clip(body));
+        // The block's frames (`❯ src/a.test.ts:9:34`) run to the next failure or rule.
+        let end = lines[i + 1..last]
+            .iter()
+            .position(|l| fail.is_match(l) || l.trim_start().starts_with('⎯'))
+            .map_or(last, |p| i + 1 + p);
+        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
+    }
+    // A file that failed to load counts no tests; count it so a failed run never shows 0 failed.
+    totals.failed += suites_failed;
+    Some(Parsed {
+        framework: "vitest",
+        format: "vitest-text",
+        totals,
+        tests: cases.tests,
+    })
+}
+
+/// A source excerpt line: `  3| code` (vitest) or `> 3 | code` (jest).
+fn is_code_frame(trimmed: &str, bar: char) -> bool {
+    let t = trimmed.strip_prefix('>').unwrap_or(trimmed).trim_start();
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && t[digits..].trim_start().starts_with(bar)
+}
+
+// ---------------------------------------------------------------------------------------------
+// jest
+
+/// `Tests:       2 failed, 1 skipped, 2 passed, 5 total`; failures are blocks headed
+/// `  ● Suite › name` under a `FAIL path/to/file.test.js` line.
+pub(crate) fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
+    let summary = regex!(r"^Tests:\s+(.*\d+ total)\s*$")?;
+    let file_line = regex!(r"^\s*(?:FAIL|PASS)\s+(.+?)(?:\s+\(\d+(?:\.\d+)?\s*m?s\))?\s*$")?;
+    let lines: Vec<&str> = out.lines().collect();
+    let last = lines.iter().rposition(|l| summary.is_match(l))?;
+
+    let mut totals = Totals::default();
+    if let Some(c) = summary.captures(lines[last]) {
+        add_counts(&mut totals, &c[1], |w| match w {
+            "passed" => Some(Bucket::Passed),
+            "failed" => Some(Bucket::Failed),
+            "skipped" | "todo" | "pending" => Some(Bucket::Skipped),
+            _ => None,
+        });
+    }
+
+    let mut cases = Cases::default();
+    let mut suites_failed = 0;
+    let mut file: Option<&str> = None;
+    for (i, line) in lines[..last].iter().enumerate() {
+        if let Some(c) = file_line.captures(line) {
+            // With projects, a display name comes first: the path is the last word.
+            file = c.get(1).and_then(|m| m.as_str().split_whitespace().last());
+            continue;
+        }
+        let Some(name) = line.strip_prefix("  ● ") else {
+            continue;
+        };
+        if name.starts_with("Console") {
+            continue;
+        }
+        let name = name.trim_end();
+        let suite = name == "Test suite failed to run";
+        // As in jest's JSON report: a file that did not run is its own id, and blocks are
+        // joined by ` > ` rather than jest's ` › `.
+        let id = if suite {
+            file.unwrap_or(name).to_string()
+        } else {
+            join_id(file, &name.replace(" › ", " > "))
+        };
+        let ends = |l: &str| {
+            l.starts_with("  ● ")
+                || file_line.is_match(l)
+                || l.starts_with("Test Suites:")
+                || l.starts_with("Summary of all failing tests")
+        };
+        let body: Vec<&str> = lines[i + 1..last]
+            .iter()
+            .copied()
+            .take_while(|l| {
+                let t = l.trim_start();
+                !(ends(l) || t.starts_with("at ") || is_code_frame(t, '|'))
+            })
+            .collect();
+        // A parse error comes after a long explanation of jest's configuration.
+        let body = match body.iter().position(|l| l.trim() == "Details:") {
+            Some(d) => &body[d + 1..],
+            None => &body[..],
+        };
+        if suite && !cases.index.contains_key(&id) {
+            suites_failed += 1;
+        }
+        let n = cases.add(id, clip(body.iter().copied()));
+        let end = lines[i + 1..last]
+            .iter()
+            .position(|l| ends(l))
+            .map_or(last, |p| i + 1 + p);
+        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
+    }
+    // A suite that failed to run counts no tests; count it so a failed run never shows 0 failed.
+    totals.failed += suites_failed;
+    Some(Parsed {
+        framework: "jest",
+        format: "jest-text",
+        totals,
+        tests: cases.tests,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::parse::samples::{ids, message, parsed, totals};
+
+    #[test]
+    fn jest_failures_and_totals() {
+        let p = parsed("jest", "/tmp/jsamp");
+        assert_eq!(p.framework, "jest");
+        assert_eq!(p.totals, totals(2, 2, 1));
+        // Blocks joined by ` > `, as in jest's JSON report.
+        assert_eq!(
+            ids(&p),
+            [
+                "src/sum.test.js::Suite > name",
+                "src/sum.test.js::Suite > inner > deep fails"
+            ]
+        );
+        assert_eq!(
+            message(&p, "src/sum.test.js::Suite > name"),
+            "expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2"
+        );
+        assert_eq!(
+            message(&p, "src/sum.test.js::Suite > inner > deep fails"),
+            "deep boom"
+        );
+        // The frame after the message: where it failed.
+        let t = &p.tests[0];
+        assert_eq!(
+            t.location.as_ref().map(|l| (l.file.as_str(), l.line)),
+            Some(("src/sum.test.js", Some(3)))
+        );
+    }
+
+    #[test]
+    fn jest_suites_that_fail_to_run_count_as_failures() {
+        let p = parsed("jest_bad", "/tmp/jsamp");
+        assert_eq!(p.totals, totals(0, 2, 0));
+        // As in jest's JSON report: a file that did not run is its own id, and a parse
+        // error's message is the error after jest's long explanation.
+        assert_eq!(ids(&p), ["bad/imp.test.js", "bad/syn.test.js"]);
+        assert_eq!(
+            message(&p, "bad/imp.test.js"),
+            "Cannot find module 'nosuch' from 'bad/imp.test.js'"
+        );
+        assert_eq!(
+            message(&p, "bad/syn.test.js"),
+            "SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"
+        );
+        assert_eq!(p.tests[1].error_type.as_deref(), Some("SyntaxError"));
+        assert_eq!(
+            p.tests[1]
+                .location
+                .as_ref()
+                .map(|l| (l.file.as_str(), l.line, l.column)),
+            Some(("bad/syn.test.js", Some(1), Some(26)))
+        );
+    }
+
+    #[test]
+    fn vitest_failures_suites_and_totals() {
+        let p = parsed("vitest", "/tmp/jsamp");
+        assert_eq!(p.framework, "vitest");
+        // 2 failed tests plus the file that did not load.
+        assert_eq!(p.totals, totals(2, 3, 1));
+        assert_eq!(
+            ids(&p),
+            [
+                "vt/syn.test.ts",
+                "vt/a.test.ts::suite > name",
+                "vt/a.test.ts::suite > inner > deep"
+            ]
+        );
+        assert_eq!(
+            message(&p, "vt/a.test.ts::suite > name"),
+            "AssertionError: expected 2 to be 3 // Object.is equality\n\n- Expected\n+ Received\n\n- 3\n+ 2"
+        );
+        assert_eq!(
+            message(&p, "vt/a.test.ts::suite > inner > deep"),
+            "Error: deep boom"
+        );
+        assert!(message(&p, "vt/syn.test.ts").contains("[PARSE_ERROR]"));
+    }
+}
