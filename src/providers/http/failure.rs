@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use ralph_actors::ports::llm::LlmError;
 use reqwest::StatusCode;
 
 use crate::http::retry::{is_retryable_status, Attempted};
@@ -25,6 +26,59 @@ pub(crate) fn says_too_long(message: &str) -> bool {
     ]
     .iter()
     .any(|p| m.contains(p))
+}
+
+/// What an HTTP status means to a user, whichever provider answered: the one mapping every
+/// client shares, so that a 401 names the key's variable and a 429 counts as rate limiting alike.
+pub(crate) fn status_kind(
+    provider: &str,
+    env_var: &str,
+    status: u16,
+    attempts: u32,
+    server_delay: Option<Duration>,
+    problem: Problem,
+) -> LlmError {
+    let provider = provider.to_string();
+    let Problem {
+        message,
+        auth,
+        too_long,
+        ..
+    } = problem;
+    match status {
+        _ if auth => LlmError::Auth {
+            provider,
+            env_var: env_var.to_string(),
+            message,
+        },
+        401 | 403 => LlmError::Auth {
+            provider,
+            env_var: env_var.to_string(),
+            message,
+        },
+        429 => LlmError::RateLimited {
+            provider,
+            attempts,
+            retry_after_ms: server_delay.map(|d| d.as_millis() as u64),
+            message,
+        },
+        // Only the prompt makes a request body too large.
+        413 => LlmError::ContextTooLong { provider, message },
+        400 if too_long || says_too_long(&message) => {
+            LlmError::ContextTooLong { provider, message }
+        }
+        s if s >= 500 => LlmError::Server {
+            provider,
+            status: s,
+            attempts,
+            message,
+        },
+        s => LlmError::Request {
+            provider,
+            status: s,
+            message,
+        },
+    }
 }
 
 /// What a provider's error body says, as its parser reads it.

@@ -11,7 +11,7 @@ use ralph_actors::ports::llm::LlmError;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, Url};
 
-use super::failure::{says_too_long, ErrorParser, Failure, Problem};
+use super::failure::{status_kind, ErrorParser, Failure, Problem};
 use crate::http::retry::{self, retry, RetryPolicy};
 use crate::http::text::chain;
 use crate::providers::options::ClientOptions;
@@ -210,47 +210,14 @@ impl Transport {
         attempts: u32,
         server_delay: Option<Duration>,
     ) -> LlmError {
-        let provider = self.provider.to_string();
-        let Problem {
-            message,
-            auth,
-            too_long,
-            ..
-        } = problem;
-        match status {
-            _ if auth => LlmError::Auth {
-                provider,
-                env_var: self.api_key_env.clone(),
-                message,
-            },
-            401 | 403 => LlmError::Auth {
-                provider,
-                env_var: self.api_key_env.clone(),
-                message,
-            },
-            429 => LlmError::RateLimited {
-                provider,
-                attempts,
-                retry_after_ms: server_delay.map(|d| d.as_millis() as u64),
-                message,
-            },
-            // Only the prompt makes a request body too large.
-            413 => LlmError::ContextTooLong { provider, message },
-            400 if too_long || says_too_long(&message) => {
-                LlmError::ContextTooLong { provider, message }
-            }
-            s if s >= 500 => LlmError::Server {
-                provider,
-                status: s,
-                attempts,
-                message,
-            },
-            s => LlmError::Request {
-                provider,
-                status: s,
-                message,
-            },
-        }
+        status_kind(
+            self.provider,
+            &self.api_key_env,
+            status,
+            attempts,
+            server_delay,
+            problem,
+        )
     }
 }
 

@@ -15,40 +15,19 @@ fn by_status(
     message: String,
     code: Option<&str>,
 ) -> LlmError {
-    let provider = provider.to_string();
-    match status.as_u16() {
-        401 | 403 => LlmError::Auth {
-            provider,
-            env_var: env_var.into(),
-            message,
-        },
-        429 if code == Some("insufficient_quota") => LlmError::Request {
-            provider,
+    if status == StatusCode::TOO_MANY_REQUESTS && code == Some("insufficient_quota") {
+        return LlmError::Request {
+            provider: provider.to_string(),
             status: 429,
             message: format!("{message} (the account has no quota left; see its billing page)"),
-        },
-        429 => LlmError::RateLimited {
-            provider,
-            attempts,
-            retry_after_ms: None,
-            message,
-        },
-        413 => LlmError::ContextTooLong { provider, message },
-        400 if code == Some("context_length_exceeded") || http::says_too_long(&message) => {
-            LlmError::ContextTooLong { provider, message }
-        }
-        s if status.is_server_error() => LlmError::Server {
-            provider,
-            status: s,
-            attempts,
-            message,
-        },
-        s => LlmError::Request {
-            provider,
-            status: s,
-            message,
-        },
+        };
     }
+    let problem = http::Problem {
+        message,
+        too_long: code == Some("context_length_exceeded"),
+        ..http::Problem::default()
+    };
+    http::status_kind(provider, env_var, status.as_u16(), attempts, None, problem)
 }
 
 /// Maps async-openai's errors to the kinds a user can act on, named for `provider`.
