@@ -72,6 +72,14 @@ pub enum UsageError {
     /// A `ralph-loop vault` argument (no vault yet, an import file that is not an export).
     #[error("{0}")]
     Vault(String),
+    /// A model the run may call has no price, so the budget could not bound it.
+    #[error(
+        "no price is known for {model} (a model of the {role}), so the budget cannot bound its \
+         calls: set its price in dollars per million tokens under `prices:` in \
+         ralph.config.yaml (prices: {{\"{model}\": {{input: 0.5, output: 1.5}}}}), or run it \
+         unbounded with `budgets.allow_unpriced: true`"
+    )]
+    Unpriced { model: String, role: String },
 }
 
 impl UsageError {

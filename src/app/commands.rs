@@ -59,6 +59,9 @@ pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     )?;
     session.save_original(&plan.workspace.target)?;
     let state = new_state(&session, &plan);
+    // Saved before any work, so a session killed in its first step (SIGQUIT, SIGKILL) is
+    // found and resumed like any other.
+    session.write_json("state.json", &state)?;
     execute(plan, session, state, groups)
 }
 

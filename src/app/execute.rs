@@ -3,6 +3,7 @@
 //! ([`ralph_actors::supervisor::run::RunDeps`]) that knows nothing of signals or terminals.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use actix::Actor;
@@ -14,6 +15,7 @@ use ralph_actors::schema::report::{MemoryStatus, Report};
 use ralph_actors::schema::state::SessionState;
 use ralph_actors::supervisor::actor::{StartRun, Supervisor};
 use ralph_actors::supervisor::run::{MemoryDeps, RunDeps};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::plan::Plan;
@@ -60,7 +62,8 @@ pub(crate) fn execute(
             state.ledger.clone(),
         );
         let cancel = CancellationToken::new();
-        let signals = tokio::spawn(on_ctrl_c(cancel.clone(), groups));
+        let stop_signal = Arc::new(AtomicI32::new(0));
+        let signals = tokio::spawn(on_signals(cancel.clone(), stop_signal.clone(), groups));
         let supervisor = Supervisor::new(RunDeps {
             settings: Arc::new(plan.settings),
             workspace: Arc::new(plan.workspace),
@@ -71,6 +74,7 @@ pub(crate) fn execute(
             ledger: Arc::new(ledger),
             events: events.clone(),
             cancel,
+            stop_signal,
             state,
             memory,
             hooks: Vec::new(),
@@ -96,19 +100,63 @@ pub(crate) fn execute(
     Ok(report?.exit_code)
 }
 
-/// Ctrl+C once: the run stops its step, saves its session and reports (exit 130). Twice: every
-/// test process group is killed and the process exits at once.
-async fn on_ctrl_c(cancel: CancellationToken, groups: ProcessGroups) {
-    if tokio::signal::ctrl_c().await.is_err() {
+/// Ctrl+C (SIGINT), SIGTERM or SIGHUP once: the run stops its step, saves its session and
+/// reports, and exits 130, 143 or 129. Any of them again: every test process group is killed
+/// and the process exits at once with that signal's code. SIGQUIT quits at once (131), killing
+/// the test groups first; the session keeps the state saved at its last step and resumes from
+/// there.
+async fn on_signals(cancel: CancellationToken, stop_signal: Arc<AtomicI32>, groups: ProcessGroups) {
+    let Some(mut signals) = Signals::listen() else {
+        eprintln!("ralph-loop: cannot listen for signals; Ctrl+C will stop the run at once");
         return;
-    }
-    eprintln!(
-        "interrupted: ending the current step and saving the session (Ctrl+C again to quit at once)"
-    );
-    cancel.cancel();
-    if tokio::signal::ctrl_c().await.is_ok() {
+    };
+    let first = signals.next().await;
+    if first == libc::SIGQUIT {
+        eprintln!("quit: killing the test processes and exiting now");
         groups.kill_all();
-        std::process::exit(130);
+        std::process::exit(128 + first);
+    }
+    let name = match first {
+        libc::SIGTERM => "terminated",
+        libc::SIGHUP => "hung up",
+        _ => "interrupted",
+    };
+    eprintln!(
+        "{name}: ending the current step and saving the session (Ctrl+C again to quit at once)"
+    );
+    stop_signal.store(first, Ordering::SeqCst);
+    cancel.cancel();
+    let second = signals.next().await;
+    groups.kill_all();
+    std::process::exit(128 + second);
+}
+
+/// The signals that stop a run.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+    quit: Signal,
+}
+
+impl Signals {
+    fn listen() -> Option<Self> {
+        Some(Self {
+            int: signal(SignalKind::interrupt()).ok()?,
+            term: signal(SignalKind::terminate()).ok()?,
+            hup: signal(SignalKind::hangup()).ok()?,
+            quit: signal(SignalKind::quit()).ok()?,
+        })
+    }
+
+    /// The number of the next signal to arrive.
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+            _ = self.quit.recv() => libc::SIGQUIT,
+        }
     }
 }
 

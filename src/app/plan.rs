@@ -12,7 +12,7 @@ use ralph_actors::policy::integrity;
 use ralph_actors::ports::llm::LlmClient;
 use ralph_actors::ports::runner::TestRunner;
 use ralph_actors::role::Role;
-use ralph_actors::settings::RunSettings;
+use ralph_actors::settings::{ModelSpec, RunSettings};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{OutputFormat, RunArgs};
@@ -160,6 +160,15 @@ pub(crate) fn plan(
     // set); a recording answers for any.
     let (llm, mut notes) = providers::build(&source, &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
+    let prices = providers::prices::with_overrides(config.prices.clone());
+    // A replay bills nothing; a live run must be able to price every model it may call.
+    if !matches!(source, LlmSource::Replay(_)) {
+        notes.extend(check_priced(
+            &settings.models,
+            &prices,
+            config.budgets.allow_unpriced,
+        )?);
+    }
     settings.context_windows = settings
         .models
         .iter()
@@ -178,13 +187,47 @@ pub(crate) fn plan(
         test_command,
         runner,
         report_dir,
-        prices: providers::prices::with_overrides(config.prices.clone()),
+        prices,
         settings,
         output,
         llm,
         memory: config.memory.enabled.then(|| config.clone()),
         notes,
     })
+}
+
+/// Every model the run may call (each role's, then its fallbacks) has a price, from config or
+/// the bundled table; a provider's own cost report cannot be counted on before the call. With
+/// `budgets.allow_unpriced` the unpriced ones are allowed, and a note says so.
+fn check_priced(
+    models: &BTreeMap<Role, ModelSpec>,
+    prices: &Prices,
+    allow_unpriced: bool,
+) -> Result<Vec<String>> {
+    let mut unpriced: Vec<&str> = Vec::new();
+    for (role, spec) in models {
+        for model in std::iter::once(&spec.model).chain(&spec.fallbacks) {
+            if prices.get(model).is_some() || unpriced.contains(&model.as_str()) {
+                continue;
+            }
+            if !allow_unpriced {
+                return Err(UsageError::Unpriced {
+                    model: model.clone(),
+                    role: role.to_string(),
+                }
+                .into());
+            }
+            unpriced.push(model);
+        }
+    }
+    Ok(unpriced
+        .into_iter()
+        .map(|m| {
+            format!(
+                "budgets.allow_unpriced: {m} has no known price; its calls count as $0 unless the provider reports their cost, so the budget does not bound them"
+            )
+        })
+        .collect())
 }
 
 /// How to reach each provider: config, then micro-agent's overrides, then the environment.

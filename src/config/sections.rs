@@ -81,6 +81,9 @@ pub struct Budgets {
     /// `None`: no time limit.
     #[serde(deserialize_with = "opt_positive")]
     pub max_duration_minutes: Option<f64>,
+    /// Lets a run call models with no known price (counted at $0 unless the provider reports a
+    /// cost); without it such a run is refused at start, since the budget could not bound it.
+    pub allow_unpriced: bool,
 }
 
 impl Default for Budgets {
@@ -89,6 +92,7 @@ impl Default for Budgets {
             max_iterations: 30,
             max_cost_usd: 2.0,
             max_duration_minutes: None,
+            allow_unpriced: false,
         }
     }
 }

@@ -389,6 +389,7 @@ impl LlmClient for AnthropicClient {
             usage: raw.usage.map(WireUsage::to_usage),
             text: raw.text,
             model: raw.model,
+            ..Outcome::default()
         };
         Ok(http::finish(
             PROVIDER, &request, model, outcome, attempts, started,

@@ -421,6 +421,7 @@ impl LlmClient for GeminiClient {
             usage: raw.usage.map(UsageMetadata::to_usage),
             text: raw.text,
             model: raw.model.unwrap_or_default(),
+            ..Outcome::default()
         };
         Ok(http::finish(
             PROVIDER, &request, model, outcome, attempts, started,

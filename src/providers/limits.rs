@@ -346,6 +346,7 @@ mod tests {
                 text: "ok".into(),
                 usage: Usage::default(),
                 model: request.model,
+                ..ChatReply::default()
             })
         }
     }

@@ -284,6 +284,7 @@ impl LlmClient for OllamaClient {
             usage,
             text: raw.text,
             model: raw.model,
+            ..Outcome::default()
         };
         Ok(http::finish(
             PROVIDER, &request, model, outcome, attempts, started,

@@ -327,6 +327,7 @@ mod tests {
                 text: "VERDICT: APPROVE".into(),
                 usage: Usage::default(),
                 model: "gpt-4.1-mini".into(),
+                ..ChatReply::default()
             },
         };
         std::fs::write(

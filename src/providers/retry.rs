@@ -12,7 +12,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -29,6 +29,8 @@ use crate::http::retry::{is_retryable_status, retry, server_delay, Attempted, Re
 pub struct CallState {
     attempts: AtomicU32,
     last_status: AtomicU16,
+    /// The cost the server put on its last successful response, as `f64` bits (0 = none).
+    reported_cost: AtomicU64,
     /// When the whole call times out: a retry that could not start before then is not made,
     /// so the caller sees the server's error rather than a bare timeout.
     deadline: Option<Instant>,
@@ -39,6 +41,7 @@ impl CallState {
         Self {
             attempts: AtomicU32::new(0),
             last_status: AtomicU16::new(0),
+            reported_cost: AtomicU64::new(0),
             deadline,
         }
     }
@@ -46,6 +49,16 @@ impl CallState {
     /// Requests sent so far (at least 1 once the call has begun).
     pub fn attempts(&self) -> u32 {
         self.attempts.load(Ordering::Relaxed)
+    }
+
+    /// What the server said the call cost, in dollars: LiteLLM's proxy sends it as the
+    /// `x-litellm-response-cost` header (on whole replies; a stream's headers leave before the
+    /// cost is known, and then it sends none or 0).
+    pub fn reported_cost(&self) -> Option<f64> {
+        match f64::from_bits(self.reported_cost.load(Ordering::Relaxed)) {
+            c if c > 0.0 && c.is_finite() => Some(c),
+            _ => None,
+        }
     }
 
     /// The HTTP status of the last response, if any came.
@@ -160,6 +173,20 @@ fn is_quota_exhausted(body: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
+/// The header a LiteLLM proxy prices each reply in (dollars, a decimal string).
+pub const RESPONSE_COST_HEADER: &str = "x-litellm-response-cost";
+
+fn response_cost(headers: &reqwest::header::HeaderMap) -> Option<f64> {
+    headers
+        .get(RESPONSE_COST_HEADER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|c| c.is_finite() && *c > 0.0)
+}
+
 async fn attempt(
     factory: HttpRequestFactory,
     http: reqwest::Client,
@@ -178,6 +205,9 @@ async fn attempt(
     let status = response.status();
     call.last_status.store(status.as_u16(), Ordering::Relaxed);
     if !is_retryable_status(status.as_u16()) {
+        if let Some(cost) = response_cost(response.headers()) {
+            call.reported_cost.store(cost.to_bits(), Ordering::Relaxed);
+        }
         return Ok(response);
     }
     let server_delay = server_delay(response.headers());

@@ -242,6 +242,16 @@ impl TokenCounter for TiktokenCounter {
     fn count(&self, model: &str, messages: &[ChatMessage]) -> u64 {
         count_messages(model, messages)
     }
+
+    /// Exact for OpenAI's own models, named as such: tiktoken is their tokenizer. Not for
+    /// `gpt-oss` (served by local engines whose chat templates add their own tokens), nor for
+    /// an Azure deployment under a name of its own, nor any other family (a ratio estimate).
+    fn is_exact(&self, model: &str) -> bool {
+        let name = bare(model);
+        matches!(Family::for_model(model), Family::OpenAi(_))
+            && Encoding::of_openai_model(name).is_some()
+            && !name.starts_with("gpt-oss")
+    }
 }
 
 #[cfg(test)]
@@ -265,6 +275,24 @@ mod tests {
         }
         for m in ["openai/gpt-4", "gpt-4-turbo", "gpt-3.5-turbo"] {
             assert_eq!(Encoding::for_model(m), Encoding::Cl100kBase, "{m}");
+        }
+    }
+
+    #[test]
+    fn only_openai_s_own_models_count_exactly() {
+        let c = TiktokenCounter::new();
+        for m in ["openai/gpt-4.1", "gpt-4o-mini", "openai/o3", "azure/gpt-4o"] {
+            assert!(c.is_exact(m), "{m}");
+        }
+        for m in [
+            "anthropic/claude-sonnet-4-5",
+            "gemini/gemini-2.5-flash",
+            "ollama/qwen2.5-coder:7b",
+            "openai/smollm2-135m",
+            "openai/gpt-oss-20b",
+            "azure/code-fixer",
+        ] {
+            assert!(!c.is_exact(m), "{m}");
         }
     }
 

@@ -274,3 +274,56 @@ fn the_bundled_demo_recording_fixes_the_example() {
     assert_eq!(report["iterations"], 2);
     assert_eq!(report["critic_rejections"], 1);
 }
+
+/// SIGTERM and SIGHUP stop a run as Ctrl+C does, with their own exit codes; SIGQUIT quits at
+/// once. Each, sent while the tests run, leaves no test process behind and a session that
+/// resumes to a fix.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_stopping_signal_kills_the_tests_and_leaves_a_resumable_session() {
+    for (signal, exit, reason) in [
+        (Signal::SIGTERM, 143, Some("terminated (SIGTERM)")),
+        (Signal::SIGHUP, 129, Some("hung up (SIGHUP)")),
+        (Signal::SIGQUIT, 131, None),
+    ] {
+        let dir = fixture("py-median");
+        let llm = MockLlm::start().await;
+        llm.helpful()
+            .script("artisan", [text(code("python", FIXED_PY))]);
+        // The tests hang while `slow` exists: long enough to be stopped mid-run.
+        let marker = format!("sleep 41.{}", signal as i32);
+        std::fs::write(dir.path().join("slow"), "").unwrap();
+        let command = format!("sh -c 'if [ -f slow ]; then {marker}; fi; python3 -m pytest -q'");
+        let mut child = spawn_ralph(dir.path(), &llm, &["median.py", "-t", &command]);
+        wait_for("the test command", Duration::from_secs(30), || {
+            processes_matching(&marker) > 0
+        });
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        assert_eq!(
+            wait_exit(&mut child, Duration::from_secs(10)),
+            exit,
+            "{signal:?}"
+        );
+        wait_for("the test processes to die", Duration::from_secs(5), || {
+            processes_matching(&marker) == 0
+        });
+        let session = session_dir(dir.path());
+        let state = read_json(&session.join("state.json"));
+        if let Some(reason) = reason {
+            assert_eq!(state["status"], "interrupted", "{signal:?}");
+            let report = report(dir.path());
+            assert_eq!(report["status"], "interrupted");
+            assert_eq!(report["exit_code"], exit);
+            assert_eq!(report["reason"], reason);
+        } else {
+            // Quit at once: the state of the last step, still resumable.
+            assert_eq!(state["status"], "running", "{signal:?}");
+        }
+        std::fs::remove_file(dir.path().join("slow")).unwrap();
+        ralph(dir.path(), &llm).arg("resume").assert().code(0);
+        assert_eq!(report(dir.path())["status"], "success", "{signal:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+            FIXED_PY
+        );
+    }
+}

@@ -1,6 +1,7 @@
 mod support;
 
 mod architecture;
+mod budget;
 mod cli;
 mod context;
 mod criteria;

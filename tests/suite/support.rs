@@ -69,6 +69,21 @@ struct Script {
     queues: BTreeMap<String, VecDeque<Answer>>,
     /// Answers given when a role's queue is empty.
     fallback: BTreeMap<String, Answer>,
+    /// How the server counts and bills, when not as usual.
+    billing: Billing,
+}
+
+/// How the mock server counts a prompt and what it reports of a reply's cost.
+#[derive(Clone, Debug, Default)]
+pub struct Billing {
+    /// Prompt tokens per character; `None`: 0.25 (about 4 characters a token).
+    pub tokens_per_char: Option<f64>,
+    /// Report 0 tokens in and out, as Gemini's final stream chunk did behind LiteLLM.
+    pub zero_usage: bool,
+    /// Send this as `x-litellm-response-cost`, as a LiteLLM proxy does.
+    pub cost_header: Option<String>,
+    /// Bill the scripted reply length whatever the request's `max_tokens`.
+    pub ignore_max_tokens: bool,
 }
 
 /// The wire protocol a mock server speaks.
@@ -209,9 +224,19 @@ impl Respond for Responder {
                 *otherwise
             });
         }
-        // Usage as a real server reports it: the prompt's size (about 4 characters a token) and
-        // a reply capped by the request's own limit.
-        let prompt = (asked.prompt_chars / 4) as u64;
+        // Usage as a real server reports it: the prompt's size (about 4 characters a token,
+        // unless the test says otherwise) and a reply capped by the request's own limit.
+        let billing = self.1.lock().unwrap().billing.clone();
+        let prompt = match billing.tokens_per_char {
+            Some(ratio) => (asked.prompt_chars as f64 * ratio).ceil() as u64,
+            None => (asked.prompt_chars / 4) as u64,
+        };
+        let billed = |r: ResponseTemplate| match &billing.cost_header {
+            Some(cost) => r.insert_header("x-litellm-response-cost", cost.as_str()),
+            None => r,
+        };
+        let zero = billing.zero_usage;
+        let usage = |prompt: u64, out: u64| if zero { (0, 0) } else { (prompt, out) };
         match answer {
             None => ResponseTemplate::new(500)
                 .set_body_string(format!("no scripted answer for {}", asked.role)),
@@ -230,11 +255,16 @@ impl Respond for Responder {
                 text,
                 completion_tokens,
             }) => {
-                let out = completion_tokens.min(asked.max_tokens.unwrap_or(u64::MAX));
-                reply(self.0, &asked, &text, prompt, out)
+                let cap = match billing.ignore_max_tokens {
+                    true => u64::MAX,
+                    false => asked.max_tokens.unwrap_or(u64::MAX),
+                };
+                let (prompt, out) = usage(prompt, completion_tokens.min(cap));
+                billed(reply(self.0, &asked, &text, prompt, out))
             }
             Some(Answer::Slow { text, delay }) => {
-                reply(self.0, &asked, &text, prompt, 200).set_delay(delay)
+                let (prompt, out) = usage(prompt, 200);
+                billed(reply(self.0, &asked, &text, prompt, out)).set_delay(delay)
             }
             Some(Answer::IfPrompt { .. }) => unreachable!("resolved above"),
         }
@@ -460,6 +490,12 @@ impl MockLlm {
     }
 
     /// The usual supporting cast: a Librarian that analyses and a Critic that approves.
+    /// Counts and bills as `billing` says from now on.
+    pub fn bill(&self, billing: Billing) -> &Self {
+        self.script.lock().unwrap().billing = billing;
+        self
+    }
+
     pub fn helpful(&self) -> &Self {
         self.always(
             "librarian",

@@ -42,6 +42,9 @@ use crate::schema::usage::Usage;
 pub struct Outcome {
     pub status: Status,
     pub reason: String,
+    /// The process's exit code when it is not the status's own (an interrupt by SIGTERM
+    /// exits 143, by SIGHUP 129).
+    pub exit_code: Option<i32>,
 }
 
 impl Outcome {
@@ -49,6 +52,7 @@ impl Outcome {
         Self {
             status,
             reason: reason.into(),
+            exit_code: None,
         }
     }
 }

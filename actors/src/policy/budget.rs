@@ -5,7 +5,11 @@
 //! at the input price and the output at the output price for at most `max_tokens`. When the
 //! remaining budget cannot pay a useful reply, the call is refused; otherwise `max_tokens` is
 //! lowered to what the budget can pay, so a provider that honours `max_tokens` cannot make the run
-//! cross the cap. After the call the reservation is replaced by the reported usage.
+//! cross the cap. After the call the reservation is replaced by what the call cost: the cost the
+//! provider reported for it, else its usage at the configured or bundled price. A call abandoned
+//! before its reply (Ctrl+C, the time limit, a stall) may still be billed, so it is charged its
+//! whole reservation. A call that cost more than its reservation (a provider that ignores
+//! `max_tokens`) is recorded as an [`Overrun`]: the one case no client can prevent.
 //!
 //! A [`Ledger`] keeps one run's accounts (by role, model and tokens, saved with the session) and
 //! draws on one or more [`Budget`]s: its own cap, and a budget shared with other runs when
@@ -20,6 +24,7 @@ use crate::events::bus::EventBus;
 use crate::events::event::Event;
 use crate::role::Role;
 use crate::schema::state::LedgerSnapshot;
+use crate::schema::usage::Overrun;
 use crate::schema::usage::Usage;
 
 /// Dollars per million tokens.
@@ -120,6 +125,28 @@ pub struct Grant {
     pub max_tokens: u32,
     reserved: f64,
     price: Price,
+    /// The model has a known price: what the call may cost is bounded by the reservation.
+    priced: bool,
+}
+
+impl Grant {
+    /// The most the call was allowed to cost.
+    pub fn reserved(&self) -> f64 {
+        self.reserved
+    }
+
+    /// The model's price, as the grant was reserved at.
+    pub fn price(&self) -> Price {
+        self.price
+    }
+}
+
+/// What settling a call came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    pub cost: f64,
+    /// Set when the call cost more than was reserved for it.
+    pub overrun: Option<Overrun>,
 }
 
 /// A sum of money calls draw on: a cap, what has been spent against it and what is reserved for
@@ -215,18 +242,23 @@ impl Ledger {
     }
 
     pub fn price_of(&self, model: &str) -> Price {
+        self.lookup(model).0
+    }
+
+    /// The model's price, and whether it is known.
+    fn lookup(&self, model: &str) -> (Price, bool) {
         match self.prices.get(model) {
-            Some(p) => p,
+            Some(p) => (p, true),
             None => {
                 let first = self.accounts().unpriced_warned.insert(model.to_string());
                 if first {
                     self.events.emit(Event::Warning {
                         message: format!(
-                            "no price known for {model}: its calls count as $0; set one under `prices:` in ralph.config.yaml"
+                            "no price known for {model}: its calls count as $0 unless the provider reports their cost; set one under `prices:` in ralph.config.yaml"
                         ),
                     });
                 }
-                Price::FREE
+                (Price::FREE, false)
             }
         }
     }
@@ -248,7 +280,7 @@ impl Ledger {
         prompt_tokens: u64,
         max_tokens: u32,
     ) -> Result<Grant, BudgetExceeded> {
-        let price = self.price_of(model);
+        let (price, priced) = self.lookup(model);
         let mut locked = self.lock_budgets();
         // The budget with the least left decides; its figures go in a refusal.
         let (tightest, available) = locked
@@ -302,12 +334,54 @@ impl Ledger {
             max_tokens: granted,
             reserved,
             price,
+            priced,
         })
     }
 
-    /// Replaces a grant's reservation by the reported usage; returns the call's cost.
+    /// Replaces a grant's reservation by the reported usage at the model's price; returns the
+    /// call's cost.
     pub fn settle(&self, grant: Grant, usage: &Usage) -> f64 {
-        let cost = grant.price.cost(usage);
+        self.settle_call(grant, usage, None).cost
+    }
+
+    /// Replaces a grant's reservation by what the call cost: `reported` (the provider's own
+    /// figure) when it gave one, else `usage` at the model's price. A priced call that cost
+    /// more than its reservation is recorded as an overrun and returned as one.
+    pub fn settle_call(&self, grant: Grant, usage: &Usage, reported: Option<f64>) -> Settled {
+        let cost = reported
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .unwrap_or_else(|| grant.price.cost(usage));
+        // A relative slack for the float arithmetic of the reservation itself.
+        let overrun =
+            (grant.priced && cost > grant.reserved * (1.0 + 1e-9) + 1e-12).then(|| Overrun {
+                role: grant.role.to_string(),
+                model: grant.model.clone(),
+                reserved_usd: grant.reserved,
+                cost_usd: cost,
+            });
+        self.book(&grant, cost, usage);
+        if let Some(o) = &overrun {
+            self.accounts().snap.overruns.push(o.clone());
+        }
+        Settled { cost, overrun }
+    }
+
+    /// Charges a call abandoned before its reply (Ctrl+C, the time limit, a stall, a timeout)
+    /// its whole reservation: the provider may bill what it generated, and no usage will come.
+    /// Returns the charge.
+    pub fn charge_abandoned(&self, grant: Grant) -> f64 {
+        let cost = grant.reserved;
+        self.book(&grant, cost, &Usage::default());
+        self.accounts().snap.abandoned_calls += 1;
+        cost
+    }
+
+    /// Counts one reply charged by estimate.
+    pub fn note_estimated(&self) {
+        self.accounts().snap.estimated_calls += 1;
+    }
+
+    fn book(&self, grant: &Grant, cost: f64, usage: &Usage) {
         for (_, money) in self.lock_budgets().iter_mut() {
             money.reserved = (money.reserved - grant.reserved).max(0.0);
             money.spent += cost;
@@ -319,7 +393,6 @@ impl Ledger {
         *s.by_model.entry(grant.model.clone()).or_default() += cost;
         s.tokens += *usage;
         *s.tokens_by_role.entry(grant.role.to_string()).or_default() += *usage;
-        cost
     }
 
     /// Drops a grant whose call failed before any usage was reported.
@@ -528,5 +601,78 @@ mod tests {
                 prop_assert!(l.spent() <= cap + 1e-9, "spent {} > cap {}", l.spent(), cap);
             }
         }
+    }
+
+    proptest! {
+        /// A provider may ignore `max_tokens` or bill a longer reply than asked for. Whatever
+        /// the usages, a call within its grant is never an overrun; one beyond it is recorded
+        /// with its excess, and a run that stops at its first overrun (as the Caller does) ends
+        /// over the cap by no more than that one call's excess.
+        #[test]
+        fn overruns_are_recorded_and_bounded_by_one_call(
+            cap in 0.0f64..5.0,
+            input in 0.01f64..100.0,
+            output in 0.01f64..300.0,
+            calls in proptest::collection::vec((1u64..200_000, 1u32..16_000, 0.0f64..=3.0), 1..60),
+        ) {
+            let l = ledger(cap, input, output);
+            for (prompt, max_tokens, out_frac) in calls {
+                let Ok(g) = l.authorize(Role::Artisan, "openai/m", prompt, max_tokens) else { continue };
+                let (granted, reserved) = (g.max_tokens, g.reserved());
+                let out = (granted as f64 * out_frac) as u64;
+                let before = l.spent();
+                let settled = l.settle_call(g, &Usage { input_tokens: prompt, output_tokens: out, ..Usage::default() }, None);
+                let within = out <= u64::from(granted);
+                prop_assert_eq!(settled.overrun.is_some(), !within && settled.cost > reserved * (1.0 + 1e-9) + 1e-12);
+                match settled.overrun {
+                    Some(o) => {
+                        prop_assert!((o.excess_usd() - (settled.cost - reserved)).abs() < 1e-12);
+                        let snap = l.snapshot();
+                        prop_assert_eq!(snap.overruns.last(), Some(&o));
+                        prop_assert!(l.spent() <= before + reserved + o.excess_usd() + 1e-9);
+                        prop_assert!(l.spent() <= cap + o.excess_usd() + 1e-9);
+                        break;
+                    }
+                    None => prop_assert!(l.spent() <= cap + 1e-9),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_provider_s_cost_outranks_the_price_and_abandoned_calls_keep_their_reservation() {
+        let l = ledger(1.0, 1.0, 10.0);
+        let g = l
+            .authorize(Role::Artisan, "openai/m", 1000, 1000)
+            .expect("grant");
+        let usage = Usage {
+            input_tokens: 1000,
+            output_tokens: 10,
+            ..Usage::default()
+        };
+        let settled = l.settle_call(g, &usage, Some(0.0042));
+        assert_eq!(settled.cost, 0.0042);
+        assert!(settled.overrun.is_none());
+        let g = l
+            .authorize(Role::Critic, "openai/m", 1000, 1000)
+            .expect("grant");
+        let reserved = g.reserved();
+        assert!(reserved > 0.0);
+        assert_eq!(l.charge_abandoned(g), reserved);
+        let snap = l.snapshot();
+        assert_eq!(snap.abandoned_calls, 1);
+        assert!((snap.spent - (0.0042 + reserved)).abs() < 1e-12);
+        assert!((snap.by_role["critic"] - reserved).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_unpriced_model_s_reported_cost_counts_without_an_overrun() {
+        let l = Ledger::new(1.0, Prices::default(), EventBus::discard());
+        let g = l
+            .authorize(Role::Artisan, "openai/local", 10, 100)
+            .expect("grant");
+        let settled = l.settle_call(g, &Usage::default(), Some(0.25));
+        assert_eq!((settled.cost, settled.overrun), (0.25, None));
+        assert_eq!(l.spent(), 0.25);
     }
 }

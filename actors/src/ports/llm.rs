@@ -51,12 +51,19 @@ pub struct ChatRequest {
     pub max_tokens: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatReply {
     pub text: String,
     pub usage: Usage,
     /// The model that answered, as the provider named it.
     pub model: String,
+    /// What the provider said the call cost, in dollars, when it says so (LiteLLM's
+    /// `x-litellm-response-cost`): it outranks every price table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The provider reported no usage, and `usage` is the client's estimate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 /// Why a call failed, in the terms a user can act on.
@@ -164,6 +171,13 @@ pub trait LlmClient: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait TokenCounter: Send + Sync {
     fn count(&self, model: &str, messages: &[ChatMessage]) -> u64;
+
+    /// Whether [`TokenCounter::count`] is the model's own tokenizer's count. When it is not (an
+    /// estimate by ratio), the budget reserves by [`ByteBoundCounter`] instead, which cannot
+    /// undercount.
+    fn is_exact(&self, _model: &str) -> bool {
+        false
+    }
 }
 
 /// A counter that needs no vocabulary: every BPE token covers at least one byte, so bytes plus

@@ -17,10 +17,11 @@ use crate::events::bus::EventBus;
 use crate::events::event::Event;
 use crate::policy::budget::{Grant, Ledger};
 use crate::ports::llm::{
-    ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, LlmClient, TokenCounter,
+    ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, TokenCounter,
 };
 use crate::role::Role;
 use crate::schema::report::FallbackRecord;
+use crate::schema::usage::Usage;
 use crate::settings::ModelSpec;
 
 /// What the model-calling roles share: the client, the ledger that meters every call, and the
@@ -41,6 +42,8 @@ pub struct Caller {
     context_peak: Mutex<BTreeMap<Role, f64>>,
     /// Roles whose last prompt reached [`CONTEXT_LIMIT`]: their history is to be dropped.
     over_limit: Mutex<BTreeSet<Role>>,
+    /// Models already warned about for replies without usage.
+    estimated_warned: Mutex<BTreeSet<String>>,
 }
 
 /// The share of a context window past which a model leaves its "smart zone": a prompt this
@@ -65,6 +68,7 @@ impl Caller {
             windows: BTreeMap::new(),
             context_peak: Mutex::new(BTreeMap::new()),
             over_limit: Mutex::new(BTreeSet::new()),
+            estimated_warned: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -189,7 +193,7 @@ impl Caller {
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
     ) -> Result<ChatReply> {
-        let grant = self.authorize(role, model, spec.max_tokens, &messages)?;
+        let (grant, prompt_bound) = self.authorize(role, model, spec.max_tokens, &messages)?;
         let request = ChatRequest {
             role,
             model: model.to_string(),
@@ -209,36 +213,98 @@ impl Caller {
                 }
             },
             _ = cancel.cancelled() => {
-                // The provider may still bill a request we abandoned; we cannot know its usage.
-                self.ledger.release(grant);
+                // The provider may still bill a request we abandoned, and no usage will come:
+                // it keeps its reservation.
+                self.ledger.charge_abandoned(grant);
                 return Err(Error::Cancelled);
             }
         };
         let duration_ms = started.elapsed().as_millis() as u64;
         self.llm_ms.fetch_add(duration_ms, Ordering::Relaxed);
-        match result {
-            Ok(reply) => {
-                let cost = self.ledger.settle(grant, &reply.usage);
-                // The provider's own count of the whole prompt (`input_tokens` includes the
-                // cached tokens).
-                let context_used = self.measure(iteration, role, model, reply.usage.input_tokens);
-                self.events.emit(Event::LlmCallFinished {
-                    iteration,
-                    role,
-                    model: model.to_string(),
-                    usage: reply.usage,
-                    cost_usd: cost,
-                    total_cost_usd: self.ledger.spent(),
-                    duration_ms,
-                    context_used,
-                });
-                Ok(reply)
-            }
+        let mut reply = match result {
+            Ok(reply) => reply,
             Err(e) => {
-                self.ledger.release(grant);
-                Err(e.into())
+                if matches!(e, LlmError::Timeout { .. } | LlmError::Stalled { .. }) {
+                    // The server was generating when we gave up on it.
+                    let charged = self.ledger.charge_abandoned(grant);
+                    self.events.emit(Event::Warning {
+                        message: format!(
+                            "{role} call on {model} abandoned ({e}); charged the ${charged:.4} reserved for it, as the provider may bill it"
+                        ),
+                    });
+                } else {
+                    self.ledger.release(grant);
+                }
+                return Err(e.into());
             }
+        };
+        if let Some(estimate) = self.estimate_if_unreported(model, &reply, prompt_bound, &grant) {
+            reply.usage = estimate;
         }
+        let granted = grant.max_tokens;
+        let settled = self.ledger.settle_call(grant, &reply.usage, reply.cost_usd);
+        // The provider's own count of the whole prompt (`input_tokens` includes the cached
+        // tokens).
+        let context_used = self.measure(iteration, role, model, reply.usage.input_tokens);
+        self.events.emit(Event::LlmCallFinished {
+            iteration,
+            role,
+            model: model.to_string(),
+            usage: reply.usage,
+            cost_usd: settled.cost,
+            total_cost_usd: self.ledger.spent(),
+            duration_ms,
+            context_used,
+        });
+        if let Some(overrun) = settled.overrun {
+            // The provider billed more than could be reserved for: later calls cannot be
+            // bounded either, so the run stops here.
+            let out = reply.usage.output_tokens;
+            let why = if out > u64::from(granted) {
+                format!("the reply was billed {out} output tokens where {granted} were allowed")
+            } else {
+                format!(
+                    "the prompt was billed {} tokens where {prompt_bound} were reserved",
+                    reply.usage.input_tokens
+                )
+            };
+            return Err(Error::Budget(format!(
+                "{overrun}: {why}; the run stops at once"
+            )));
+        }
+        Ok(reply)
+    }
+
+    /// The usage to charge a reply by when its provider reported none, or reported zero for a
+    /// reply with text (seen with Gemini's final stream chunk behind LiteLLM): the prompt at the
+    /// bound it was reserved at, the reply at its byte count (at most what was granted). Warns
+    /// once per model.
+    fn estimate_if_unreported(
+        &self,
+        model: &str,
+        reply: &ChatReply,
+        prompt_bound: u64,
+        grant: &Grant,
+    ) -> Option<Usage> {
+        let zero = reply.usage.output_tokens == 0 && !reply.text.trim().is_empty();
+        if !(reply.usage_estimated || zero) || reply.cost_usd.is_some() {
+            return None;
+        }
+        let usage = Usage {
+            input_tokens: reply.usage.input_tokens.max(prompt_bound),
+            output_tokens: (reply.text.len() as u64).min(u64::from(grant.max_tokens)),
+            ..reply.usage
+        };
+        self.ledger.note_estimated();
+        if lock(&self.estimated_warned).insert(model.to_string()) {
+            self.events.emit(Event::Warning {
+                message: format!(
+                    "{model} reported no token usage for a reply; charged by estimate ({} in, {} out, upper bounds), here and for its later replies like it",
+                    usage.input_tokens, usage.output_tokens
+                ),
+            });
+        }
+        Some(usage)
     }
 }
 
@@ -247,26 +313,34 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Caller {
-    /// Reserves the call's cost. The prompt's byte count bounds its tokens from above (a BPE token
-    /// covers at least one byte) and costs nothing to compute; only when that bound would not fit
-    /// in the budget as it stands is the prompt counted exactly, which needs the tokenizer's
-    /// tables (a few hundred milliseconds and tens of megabytes the first time).
+    /// Reserves the call's cost, and returns the prompt count it was reserved at. The prompt's
+    /// byte count bounds its tokens from above (a BPE token covers at least one byte) and costs
+    /// nothing to compute. Only for a model whose tokenizer is known exactly, and only when that
+    /// bound would not fit in the budget as it stands, is the prompt counted exactly, which
+    /// needs the tokenizer's tables (a few hundred milliseconds and tens of megabytes the first
+    /// time). An estimate by ratio could undercount (a llama.cpp server counted 2,948 tokens
+    /// where o200k × 1.15 gave 2,770), so for every other model the bound is what is reserved.
     fn authorize(
         &self,
         role: Role,
         model: &str,
         max_tokens: u32,
         messages: &[ChatMessage],
-    ) -> Result<Grant> {
+    ) -> Result<(Grant, u64)> {
         let bound = ByteBoundCounter.count(model, messages);
-        match self.ledger.authorize(role, model, bound, max_tokens) {
-            Ok(grant) if grant.max_tokens == max_tokens => return Ok(grant),
+        let first = self.ledger.authorize(role, model, bound, max_tokens);
+        if !self.counter.is_exact(model) {
+            return first.map(|g| (g, bound)).map_err(|e| Error::Budget(e.0));
+        }
+        match first {
+            Ok(grant) if grant.max_tokens == max_tokens => return Ok((grant, bound)),
             Ok(grant) => self.ledger.release(grant),
             Err(_) => {}
         }
         let exact = self.counter.count(model, messages);
         self.ledger
             .authorize(role, model, exact, max_tokens)
+            .map(|g| (g, exact))
             .map_err(|e| Error::Budget(e.0))
     }
 }

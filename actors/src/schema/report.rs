@@ -123,6 +123,16 @@ pub struct Report {
     pub cost_by_model: BTreeMap<String, f64>,
     pub tokens: Usage,
     pub tokens_by_role: BTreeMap<String, Usage>,
+    /// Calls that cost more than was reserved for them (a provider that ignored the output
+    /// cap): which, and by how much. The run stops at the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overruns: Vec<crate::schema::usage::Overrun>,
+    /// Calls abandoned before their reply, each charged its reservation.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_calls: u32,
+    /// Replies without usage from their provider, charged by estimate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u32,
     pub tests_before: Option<TestsSnapshot>,
     pub tests_after: Option<TestsSnapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

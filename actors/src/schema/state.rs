@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::role::Role;
 use crate::schema::context::ContextSummary;
 use crate::schema::report::{FallbackRecord, MemoryReport, TestsSnapshot, Timings};
-use crate::schema::usage::Usage;
+use crate::schema::usage::{Overrun, Usage};
 
 /// What a session has done so far; `state.json` in the session folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +87,20 @@ pub struct LedgerSnapshot {
     pub by_model: BTreeMap<String, f64>,
     pub tokens: Usage,
     pub tokens_by_role: BTreeMap<String, Usage>,
+    /// Calls that cost more than was reserved for them (see [`Overrun`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overruns: Vec<Overrun>,
+    /// Calls abandoned before a reply (Ctrl+C, the time limit, a stalled stream, a timeout):
+    /// each is charged what was reserved for it, since the provider may bill it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_calls: u32,
+    /// Replies whose provider reported no usage (or zero with text): charged by estimate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Counts how many iterations ended on each fingerprint.

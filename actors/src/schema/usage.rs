@@ -1,4 +1,5 @@
-//! Token usage, as providers report it and the ledger adds it up.
+//! Token usage, as providers report it and the ledger adds it up, and the calls that cost more
+//! than was reserved for them.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,5 +20,39 @@ impl std::ops::AddAssign for Usage {
         self.output_tokens += o.output_tokens;
         self.cache_read_tokens += o.cache_read_tokens;
         self.cache_write_tokens += o.cache_write_tokens;
+    }
+}
+
+/// A call that cost more than the ledger reserved for it: the provider ignored the output cap
+/// it was sent, or counted far more prompt tokens than the prompt has bytes. No client can
+/// prevent this one case; the run stops at once when it happens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overrun {
+    pub role: String,
+    pub model: String,
+    /// What the ledger had reserved for the call.
+    pub reserved_usd: f64,
+    /// What the call cost.
+    pub cost_usd: f64,
+}
+
+impl Overrun {
+    /// How much more the call cost than was reserved.
+    pub fn excess_usd(&self) -> f64 {
+        self.cost_usd - self.reserved_usd
+    }
+}
+
+impl std::fmt::Display for Overrun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} call on {} cost ${:.6}, ${:.6} more than the ${:.6} reserved for it",
+            self.role,
+            self.model,
+            self.cost_usd,
+            self.excess_usd(),
+            self.reserved_usd
+        )
     }
 }

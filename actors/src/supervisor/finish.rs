@@ -16,7 +16,11 @@ const FINAL_WRITE: Duration = Duration::from_secs(10);
 
 impl Run {
     pub(super) async fn finish(mut self, outcome: Outcome) -> Report {
-        let Outcome { status, reason } = outcome;
+        let Outcome {
+            status,
+            reason,
+            exit_code,
+        } = outcome;
         let wait = self.record_wait();
         self.settle_record(Some(wait)).await;
         self.sync_state();
@@ -35,7 +39,7 @@ impl Run {
         let mut report = Report {
             session_id: st.session_id.clone(),
             status,
-            exit_code: status.exit_code(),
+            exit_code: exit_code.unwrap_or(status.exit_code()),
             reason,
             target: st.target.clone(),
             test_command: st.test_command.clone(),
@@ -46,6 +50,9 @@ impl Run {
             cost_by_model: l.by_model.clone(),
             tokens: l.tokens,
             tokens_by_role: l.tokens_by_role.clone(),
+            overruns: l.overruns.clone(),
+            abandoned_calls: l.abandoned_calls,
+            estimated_calls: l.estimated_calls,
             tests_before: st.tests_before.clone(),
             tests_after: st.tests_after.clone(),
             stuck_on: if status == Status::Success {
@@ -116,6 +123,9 @@ pub(crate) fn error_report(reason: &str) -> Report {
         cost_by_model: BTreeMap::new(),
         tokens: Default::default(),
         tokens_by_role: BTreeMap::new(),
+        overruns: Vec::new(),
+        abandoned_calls: 0,
+        estimated_calls: 0,
         tests_before: None,
         tests_after: None,
         stuck_on: None,

@@ -1,6 +1,7 @@
 //! A run as a value: what it is made of ([`RunDeps`]), and the [`Run`] those parts become once
 //! its actors are started. [`Run::execute`] (in `driver`) steps it to its end.
 
+use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -46,6 +47,10 @@ pub struct RunDeps {
     /// Stops the run as a user would (Ctrl+C): the step under way ends, the state and report
     /// are written, the run ends `interrupted`.
     pub cancel: CancellationToken,
+    /// The signal behind `cancel`, when one was (its number; 0 for none, as when a caller
+    /// cancels of its own accord): SIGTERM and SIGHUP end the run `interrupted` with their own
+    /// exit codes (143, 129) and reasons.
+    pub stop_signal: Arc<AtomicI32>,
     /// A new session's state, or the state of the session being resumed. Without `memory`,
     /// `state.memory` says why (off, or unavailable with the reason).
     pub state: SessionState,
@@ -58,6 +63,11 @@ pub struct RunDeps {
     /// printer and the report.
     pub preamble: Vec<Event>,
 }
+
+/// SIGHUP's number, as [`RunDeps::stop_signal`] holds it.
+pub const SIGHUP: i32 = 1;
+/// SIGTERM's number, as [`RunDeps::stop_signal`] holds it.
+pub const SIGTERM: i32 = 15;
 
 /// What the MemoryVault actor is built from.
 pub struct MemoryDeps {
@@ -118,6 +128,7 @@ pub struct Run {
     pub(super) started: Instant,
     /// The caller's stop (Ctrl+C).
     pub(super) user_cancel: CancellationToken,
+    pub(super) stop_signal: Arc<AtomicI32>,
     /// Ctrl+C or the time limit: ends the step under way.
     pub(super) steps: CancellationToken,
     pub(super) time_up: CancellationToken,
@@ -181,6 +192,7 @@ impl Run {
             started: Instant::now(),
             steps: d.cancel.child_token(),
             user_cancel: d.cancel,
+            stop_signal: d.stop_signal,
             time_up: CancellationToken::new(),
             done: CancellationToken::new(),
             test_ms: 0,

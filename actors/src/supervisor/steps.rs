@@ -28,7 +28,7 @@ use crate::schema::attempt::FixAttempt;
 use crate::schema::report::{Status, TestsSnapshot};
 use crate::schema::state::{timestamp, IterationRecord};
 use crate::schema::test_run::{Category, TestRun};
-use crate::supervisor::run::Run;
+use crate::supervisor::run::{Run, SIGHUP, SIGTERM};
 
 /// What a step returns: the next state, or the run's end; `Err` when a failure ends it.
 pub(super) type Step = std::result::Result<Next, Outcome>;
@@ -462,10 +462,21 @@ impl Run {
         }
     }
 
-    /// How the run ends when the user or the clock stopped it.
+    /// How the run ends when the user, a signal or the clock stopped it.
     pub(super) fn cancelled(&self) -> Outcome {
         if self.user_cancel.is_cancelled() {
-            Outcome::new(Status::Interrupted, "interrupted by the user")
+            // The binary's edge names the signal before it cancels.
+            match self.stop_signal.load(std::sync::atomic::Ordering::SeqCst) {
+                SIGTERM => Outcome {
+                    exit_code: Some(128 + SIGTERM),
+                    ..Outcome::new(Status::Interrupted, "terminated (SIGTERM)")
+                },
+                SIGHUP => Outcome {
+                    exit_code: Some(128 + SIGHUP),
+                    ..Outcome::new(Status::Interrupted, "hung up (SIGHUP)")
+                },
+                _ => Outcome::new(Status::Interrupted, "interrupted by the user"),
+            }
         } else if self.time_up.is_cancelled() {
             let secs = self.settings.max_duration.map_or(0.0, |d| d.as_secs_f64());
             let limit = if secs < 60.0 {

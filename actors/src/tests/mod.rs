@@ -5,6 +5,7 @@
 //! Supervisor tests is [`MemStore`], a small in-memory fake that keeps everything saved so the
 //! tests can read it back.
 
+mod caller;
 mod machine;
 mod roles;
 mod session;
@@ -90,6 +91,7 @@ fn reply(text: &str, usage: Usage) -> ChatReply {
         text: text.to_string(),
         usage,
         model: MODEL.to_string(),
+        ..ChatReply::default()
     }
 }
 

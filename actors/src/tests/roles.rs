@@ -625,6 +625,7 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
     let log = Log::default();
     let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
     let mut counter = MockTokenCounter::new();
+    counter.expect_is_exact().return_const(true);
     counter
         .expect_count()
         .withf(|model, messages: &[ChatMessage]| model == MODEL && messages.len() == 2)
@@ -641,10 +642,34 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
 }
 
 #[actix_rt::test]
+async fn a_model_without_an_exact_tokenizer_is_reserved_by_bytes_near_the_budget() {
+    // Found against llama.cpp: o200k × 1.15 estimated 2,770 prompt tokens where the server
+    // counted 2,948. For such a model the byte count is reserved, however tight the budget.
+    let log = Log::default();
+    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
+    let mut counter = MockTokenCounter::new();
+    counter.expect_is_exact().return_const(false);
+    counter.expect_count().never();
+    // $1 per million prompt tokens and $10 per million output tokens, $0.01 in all.
+    let caller = caller(mock, counter, prices(1.0, 10.0), 0.01);
+    let artisan = Artisan::new(caller, Arc::new(settings())).start();
+    propose(&artisan, None).await.expect("proposal");
+    let sent = requests(&log, Role::Artisan);
+    let bytes = ByteBoundCounter.count(MODEL, &sent[0].messages);
+    let prompt_cost = bytes as f64 * (1.0 + crate::policy::budget::PROMPT_MARGIN) * 1.0 / 1e6;
+    let affordable = ((0.01 - prompt_cost) * 1e6 / 10.0).floor() as u32;
+    assert_eq!(
+        sent[0].max_tokens, affordable,
+        "{bytes} prompt bytes reserved"
+    );
+}
+
+#[actix_rt::test]
 async fn an_ample_budget_needs_no_exact_token_count() {
     let log = Log::default();
     let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
     let mut counter = MockTokenCounter::new();
+    counter.expect_is_exact().return_const(true);
     // The prompt's byte count already fits the budget: the tokenizer is never consulted.
     counter.expect_count().never();
     let caller = caller(mock, counter, prices(1.0, 10.0), 100.0);

@@ -135,6 +135,7 @@ impl Session {
             counter: Arc::new(ByteBoundCounter),
             events,
             cancel: CancellationToken::new(),
+            stop_signal: Default::default(),
             hooks: self.hooks.clone(),
             preamble: Vec::new(),
             state,

@@ -16,7 +16,8 @@ pub(crate) fn estimate_usage(model: &str, messages: &[ChatMessage], reply: &str)
         output_tokens: counter.count_text(model, reply),
         ..Usage::default()
     };
-    tracing::warn!(
+    // The caller warns, once per model, through the run's event stream.
+    tracing::debug!(
         "{model}: the server reported no token usage; counting {} in and {} out by estimate",
         usage.input_tokens,
         usage.output_tokens
@@ -34,6 +35,8 @@ pub(crate) struct Outcome {
     pub usage: Option<Usage>,
     /// The reply stopped at `max_tokens`.
     pub cut_short: bool,
+    /// What the server said the call cost (LiteLLM's `x-litellm-response-cost`).
+    pub cost_usd: Option<f64>,
 }
 
 /// The reply to `request` after `attempts` attempts since `started`: the usage reported or an
@@ -53,6 +56,7 @@ pub(crate) fn finish(
             request.max_tokens
         );
     }
+    let usage_estimated = outcome.usage.is_none();
     let usage = outcome
         .usage
         .unwrap_or_else(|| estimate_usage(&request.model, &request.messages, &outcome.text));
@@ -74,5 +78,7 @@ pub(crate) fn finish(
         } else {
             outcome.model
         },
+        cost_usd: outcome.cost_usd,
+        usage_estimated,
     }
 }

@@ -161,6 +161,7 @@ impl<C: Config + Clone> Wire<C> {
             usage: raw.usage.as_ref().map(usage_of),
             text: raw.text,
             model: raw.model,
+            cost_usd: call.reported_cost(),
         };
         Ok(http::finish(
             provider,

@@ -1,0 +1,265 @@
+//! What a call is charged: the provider's reported cost, an estimate when no usage came, the
+//! whole reservation when the call was abandoned, and an overrun that stops the run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::error::Error;
+use crate::events::event::Event;
+use crate::ports::llm::ChatMessage;
+use crate::settings::ModelSpec;
+
+fn spec(max_tokens: u32) -> ModelSpec {
+    ModelSpec {
+        model: MODEL.into(),
+        temperature: None,
+        max_tokens,
+        fallbacks: Vec::new(),
+    }
+}
+
+fn messages() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::system("You fix code."),
+        ChatMessage::user("Fix the median of an even-length list."),
+    ]
+}
+
+/// A Caller over `llm` whose ledger (capped at `cap`) and events the test can read.
+fn metered(llm: MockLlmClient, cap: f64) -> (Arc<Caller>, Arc<Ledger>, EventBus) {
+    let events = EventBus::new("caller-test");
+    let ledger = Arc::new(Ledger::new(
+        cap,
+        prices(INPUT_PRICE, OUTPUT_PRICE),
+        events.clone(),
+    ));
+    let caller = Arc::new(Caller::new(
+        Arc::new(llm),
+        Arc::new(ByteBoundCounter),
+        ledger.clone(),
+        events.clone(),
+    ));
+    (caller, ledger, events)
+}
+
+fn warnings(rx: &mut crate::events::bus::Subscription) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(e) = rx.try_recv() {
+        if let Event::Warning { message } = &e.event {
+            out.push(message.clone());
+        }
+    }
+    out
+}
+
+#[actix_rt::test]
+async fn a_reply_with_text_but_zero_usage_is_charged_by_estimate_and_warned_once() {
+    // Found against LiteLLM: Gemini's final stream chunk reported usageMetadata 0/0/0.
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Ok(reply("Sort the list first.", Usage::default()))
+    });
+    let (caller, ledger, events) = metered(mock, 1.0);
+    let mut rx = events.subscribe();
+    let cancel = CancellationToken::new();
+    for _ in 0..2 {
+        caller
+            .call(1, Role::Librarian, &spec(1000), messages(), &cancel)
+            .await
+            .expect("reply");
+    }
+    let snap = ledger.snapshot();
+    assert_eq!(snap.estimated_calls, 2);
+    let bytes = ByteBoundCounter.count(MODEL, &messages());
+    let reply_bytes = "Sort the list first.".len() as u64;
+    assert_eq!(snap.tokens.input_tokens, 2 * bytes);
+    assert_eq!(snap.tokens.output_tokens, 2 * reply_bytes);
+    assert!((snap.spent - 2.0 * cost_of(usage(bytes, reply_bytes))).abs() < 1e-12);
+    let warned = warnings(&mut rx);
+    let about: Vec<_> = warned
+        .iter()
+        .filter(|w| w.contains("reported no token usage"))
+        .collect();
+    assert_eq!(about.len(), 1, "{warned:?}");
+}
+
+#[actix_rt::test]
+async fn missing_usage_estimated_by_the_provider_is_charged_at_the_bound_too() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Ok(ChatReply {
+            usage_estimated: true,
+            ..reply("ok", usage(3, 1))
+        })
+    });
+    let (caller, ledger, _) = metered(mock, 1.0);
+    caller
+        .call(
+            1,
+            Role::Critic,
+            &spec(1000),
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("reply");
+    let snap = ledger.snapshot();
+    assert_eq!(snap.estimated_calls, 1);
+    assert_eq!(
+        snap.tokens.input_tokens,
+        ByteBoundCounter.count(MODEL, &messages())
+    );
+}
+
+#[actix_rt::test]
+async fn the_provider_s_reported_cost_is_what_is_charged() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Ok(ChatReply {
+            cost_usd: Some(0.000_123),
+            ..reply("ok", usage(100, 10))
+        })
+    });
+    let (caller, ledger, _) = metered(mock, 1.0);
+    caller
+        .call(
+            1,
+            Role::Critic,
+            &spec(1000),
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("reply");
+    assert_eq!(ledger.spent(), 0.000_123);
+    assert_eq!(ledger.snapshot().estimated_calls, 0);
+}
+
+#[actix_rt::test]
+async fn a_timed_out_call_keeps_its_reservation_as_spent() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Err(LlmError::Timeout {
+            provider: "test".into(),
+            seconds: 120,
+        })
+    });
+    let (caller, ledger, events) = metered(mock, 1.0);
+    let mut rx = events.subscribe();
+    let err = caller
+        .call(
+            1,
+            Role::Artisan,
+            &spec(1000),
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect_err("timed out");
+    assert!(matches!(err, Error::Llm(LlmError::Timeout { .. })), "{err}");
+    let bytes = ByteBoundCounter.count(MODEL, &messages());
+    let reserved = bytes as f64 * (1.0 + crate::policy::budget::PROMPT_MARGIN) * INPUT_PRICE / 1e6
+        + 1000.0 * OUTPUT_PRICE / 1e6;
+    let snap = ledger.snapshot();
+    assert_eq!(snap.abandoned_calls, 1);
+    assert!((snap.spent - reserved).abs() < 1e-12, "{}", snap.spent);
+    assert!(warnings(&mut rx).iter().any(|w| w.contains("abandoned")));
+}
+
+#[actix_rt::test]
+async fn a_refused_call_costs_nothing() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Err(LlmError::Request {
+            provider: "test".into(),
+            status: 400,
+            message: "bad request".into(),
+        })
+    });
+    let (caller, ledger, _) = metered(mock, 1.0);
+    caller
+        .call(
+            1,
+            Role::Artisan,
+            &spec(1000),
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(ledger.spent(), 0.0);
+    assert_eq!(ledger.snapshot().abandoned_calls, 0);
+}
+
+#[actix_rt::test]
+async fn a_call_abandoned_at_ctrl_c_keeps_its_reservation_as_spent() {
+    // A client that never answers: the call is abandoned at the cancel.
+    struct Hung;
+    #[async_trait::async_trait]
+    impl LlmClient for Hung {
+        async fn complete(&self, _: ChatRequest) -> Result<ChatReply, LlmError> {
+            futures::future::pending().await
+        }
+    }
+    let ledger = Arc::new(Ledger::new(
+        1.0,
+        prices(INPUT_PRICE, OUTPUT_PRICE),
+        EventBus::discard(),
+    ));
+    let caller = Caller::new(
+        Arc::new(Hung),
+        Arc::new(ByteBoundCounter),
+        ledger.clone(),
+        EventBus::discard(),
+    );
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stop.cancel();
+    });
+    let err = tokio::time::timeout(
+        NO_HANG,
+        caller.call(1, Role::Artisan, &spec(1000), messages(), &cancel),
+    )
+    .await
+    .expect("no hang")
+    .expect_err("cancelled");
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    assert_eq!(ledger.snapshot().abandoned_calls, 1);
+    assert!(ledger.spent() > 1000.0 * OUTPUT_PRICE / 1e6);
+}
+
+#[actix_rt::test]
+async fn a_reply_longer_than_granted_is_an_overrun_that_stops_the_run() {
+    let log = Log::default();
+    // The provider ignores max_tokens and bills 5,000 output tokens.
+    let mock = llm(&log, |_, _| Ok(reply("a long reply", usage(50, 5000))));
+    let (caller, ledger, _) = metered(mock, 1.0);
+    let err = caller
+        .call(
+            1,
+            Role::Artisan,
+            &spec(1000),
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect_err("overrun");
+    let Error::Budget(why) = &err else {
+        panic!("{err}")
+    };
+    assert!(why.contains("the artisan call on test/model"), "{why}");
+    assert!(
+        why.contains("billed 5000 output tokens where 1000 were allowed"),
+        "{why}"
+    );
+    let snap = ledger.snapshot();
+    assert_eq!(snap.overruns.len(), 1);
+    let o = &snap.overruns[0];
+    assert!((o.cost_usd - cost_of(usage(50, 5000))).abs() < 1e-12);
+    assert!(o.excess_usd() > 0.0 && o.cost_usd > o.reserved_usd);
+}
