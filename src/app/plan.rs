@@ -388,21 +388,85 @@ pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
         let model = canonical(flag)?;
         return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
     }
-    flag.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|pair| {
-            let (role, name) = pair.split_once('=').ok_or_else(|| {
-                UsageError::flag("--models", format!("--models: `{pair}` is not role=model"))
-            })?;
-            let role: Role = role
-                .trim()
-                .parse()
-                .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))?;
-            Ok((role, canonical(name)?))
-        })
-        .collect()
+    let mut pairs: Vec<(Role, String)> = Vec::new();
+    for pair in flag.split(',').filter(|p| !p.trim().is_empty()) {
+        let (role, name) = pair.split_once('=').ok_or_else(|| {
+            UsageError::flag("--models", format!("--models: `{pair}` is not role=model"))
+        })?;
+        let role: Role = role
+            .trim()
+            .parse()
+            .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))?;
+        if pairs.iter().any(|(r, _)| *r == role) {
+            return Err(UsageError::flag(
+                "--models",
+                format!("--models: the {role} is given a model twice"),
+            )
+            .into());
+        }
+        pairs.push((role, canonical(name)?));
+    }
+    Ok(pairs)
 }
 
 fn env(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(flag: &str) -> String {
+        parse_models_flag(flag).expect_err(flag).to_string()
+    }
+
+    #[test]
+    fn models_flag_sets_every_role_or_the_named_ones() {
+        let all = parse_models_flag("gpt-mini").expect("one model");
+        assert_eq!(all.len(), Role::with_models().count());
+        assert!(all.iter().all(|(_, m)| m == "openai/gpt-4.1-mini"));
+        let some = parse_models_flag(" librarian = gemini ,artisan=claude,,").expect("pairs");
+        assert_eq!(
+            some,
+            [
+                (Role::Librarian, "gemini/gemini-2.5-pro".to_string()),
+                (Role::Artisan, "anthropic/claude-sonnet-4-5".to_string()),
+            ]
+        );
+        assert_eq!(
+            parse_models_flag("critic=ollama/qwen2.5-coder:7b").expect("a tag's colon"),
+            [(Role::Critic, "ollama/qwen2.5-coder:7b".to_string())]
+        );
+    }
+
+    #[test]
+    fn every_bad_models_flag_is_named() {
+        let cases = [
+            ("", "empty model name"),
+            ("   ", "empty model name"),
+            ("artisan=", "empty model name"),
+            ("=gpt", "unknown role ``"),
+            ("painter=gpt", "unknown role `painter`"),
+            ("Artisan=gpt", "unknown role `Artisan`"),
+            ("librarian=gemini,critic", "`critic` is not role=model"),
+            (
+                "artisan=gpt,artisan=claude",
+                "the artisan is given a model twice",
+            ),
+            (
+                "artisan=mistral",
+                "`mistral` is neither `provider/model` nor an alias",
+            ),
+            ("artisan=acme/model", "unknown provider `acme`"),
+            ("artisan=openai/", "names no model after the provider"),
+            ("artisan=gpt=claude", "`gpt=claude` is neither"),
+            ("artisan:gpt", "`artisan:gpt` is neither"),
+        ];
+        for (flag, expected) in cases {
+            let message = err(flag);
+            assert!(message.starts_with("--models: "), "{flag:?}: {message}");
+            assert!(message.contains(expected), "{flag:?}: {message}");
+        }
+    }
 }

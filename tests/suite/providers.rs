@@ -190,3 +190,75 @@ async fn defaults_need_only_one_providers_key() {
         "{models:?}"
     );
 }
+
+/// The user's own example, `--models librarian=gemini,artisan=claude,critic=gpt-mini`: three
+/// roles on three providers' wire protocols in one run, each priced at its own model's rate.
+#[tokio::test(flavor = "multi_thread")]
+async fn three_roles_on_three_providers_in_one_run() {
+    let gemini = MockLlm::start_with(Protocol::Gemini).await;
+    let anthropic = MockLlm::start_with(Protocol::Anthropic).await;
+    let openai = MockLlm::start().await;
+    gemini.helpful();
+    openai.helpful();
+    anthropic.script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", FIXED_PY)),
+        ],
+    );
+    let dir = fixture("py-median");
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, dir.path());
+    cmd.env("GEMINI_BASE_URL", gemini.uri())
+        .env("GEMINI_API_KEY", "g-test")
+        .env("ANTHROPIC_BASE_URL", anthropic.uri())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("OPENAI_BASE_URL", openai.base_url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .args([
+            "median.py",
+            "--models",
+            "librarian=gemini,artisan=claude,critic=gpt-mini",
+        ])
+        .assert()
+        .code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    // Each server heard only its own role.
+    for (llm, role) in [
+        (&gemini, "librarian"),
+        (&anthropic, "artisan"),
+        (&openai, "critic"),
+    ] {
+        let requests = llm.requests().await;
+        assert!(!requests.is_empty(), "{role}");
+        assert!(
+            requests.iter().all(|(r, _)| r == role),
+            "{role}: {requests:?}"
+        );
+    }
+    let report = report(dir.path());
+    let by_model = report["cost_by_model"].as_object().unwrap();
+    let mut models: Vec<&str> = by_model.keys().map(String::as_str).collect();
+    models.sort();
+    assert_eq!(
+        models,
+        [
+            "anthropic/claude-sonnet-4-5",
+            "gemini/gemini-2.5-pro",
+            "openai/gpt-4.1-mini"
+        ]
+    );
+    for (role, model) in [
+        ("librarian", "gemini/gemini-2.5-pro"),
+        ("artisan", "anthropic/claude-sonnet-4-5"),
+        ("critic", "openai/gpt-4.1-mini"),
+    ] {
+        let by_role = report["cost_by_role"][role].as_f64().unwrap();
+        assert!(by_role > 0.0, "{role}");
+        assert_eq!(by_role, by_model[model].as_f64().unwrap(), "{role}");
+    }
+}
