@@ -43,6 +43,18 @@ pub enum OutputFormat {
     Jsonl,
 }
 
+/// What a run that ends without success leaves in the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailureArg {
+    /// The best state reached: the version whose tests did best (the default).
+    Best,
+    /// The file as it was before the run.
+    Original,
+    /// The file as the run last left it.
+    Last,
+}
+
 /// The flags of a run. Saved in the session folder so `resume` runs with the same ones.
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 pub struct RunArgs {
@@ -78,6 +90,11 @@ pub struct RunArgs {
     /// Let the Artisan edit, delete or skip tests (otherwise such a proposal is rejected).
     #[arg(long)]
     pub allow_test_edits: bool,
+    /// What a run that ends without success leaves in the file (default: best, or the config's
+    /// `on_failure`).
+    #[arg(long, value_enum, value_name = "STATE")]
+    #[serde(default)]
+    pub on_failure: Option<OnFailureArg>,
     /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git root).
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -30,6 +30,9 @@ pub enum Error {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     Vault(#[from] crate::vault::VaultError),
+    /// Another run holds the target.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -108,6 +111,8 @@ impl Error {
             | Error::Sandbox(_)
             | Error::Settings(_) => 2,
             Error::Session(e) => e.exit_code(),
+            Error::Lock(crate::lock::LockError::Held { .. }) => 2,
+            Error::Lock(_) => 1,
             Error::Llm(LlmError::Config { .. }) => 2,
             Error::Vault(_) | Error::Io { .. } | Error::Llm(_) | Error::Internal(_) => 1,
         }

@@ -11,7 +11,8 @@
 //! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
 //!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
 //!   coverage, lint, Docker), [`workspace`] (the project's files) with [`context`] (the
-//!   Librarian's import graph and packing), [`session`] (the `.ralph/session-<uuid>/` store),
+//!   Librarian's import graph and packing), [`session`] (the `.ralph/session-<uuid>/` store)
+//!   with [`lock`] (one run per target file),
 //!   [`vault`] (the MemoryVault on LanceDB, embedders).
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
@@ -23,6 +24,7 @@ pub mod context;
 pub mod error;
 pub mod fsutil;
 pub mod http;
+pub mod lock;
 pub mod micro_agent;
 pub mod models;
 pub mod printers;

@@ -1,6 +1,7 @@
 //! The session store: `.ralph/session-<uuid>/` with `iterations.log`,
-//! `test-results-iteration-<N>.json`, `state.json`, `report.json`, the run's flags (`run.json`)
-//! and a copy of the target as it was before the first iteration (`original/`).
+//! `test-results-iteration-<N>.json`, `state.json`, `report.json`, the run's flags (`run.json`),
+//! a copy of the target as it was before the first iteration (`original/`), and every state of
+//! the target the run may go back to (`checkpoints/iteration-<N>`, 0 the original).
 //!
 //! Every file but the append-only log is written atomically, so an interrupted run leaves each
 //! file whole: the previous version or the new one.
@@ -177,6 +178,12 @@ impl SessionDir {
             .map_err(|e| SessionError::io(format!("cannot back up {}", target.display()), e))
     }
 
+    /// Where the content written at an iteration is kept (0: the original).
+    fn checkpoint_path(&self, iteration: u32) -> PathBuf {
+        self.path("checkpoints")
+            .join(format!("iteration-{iteration}"))
+    }
+
     /// The highest N of the `test-results-iteration-<N>.json` files.
     fn last_results_index(&self) -> Option<u32> {
         std::fs::read_dir(&self.dir)
@@ -254,5 +261,31 @@ impl SessionStore for SessionDir {
     async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
         self.write_json("report.json", report)
             .map_err(|e| store_error(e, &self.path("report.json"), true))
+    }
+
+    async fn test_results(&self, iteration: u32) -> Result<Option<TestRun>, StoreError> {
+        let name = format!("test-results-iteration-{iteration}.json");
+        self.read_json(&name)
+            .map_err(|e| store_error(e, &self.path(&name), false))
+    }
+
+    async fn save_checkpoint(&self, iteration: u32, content: &str) -> Result<(), StoreError> {
+        let path = self.checkpoint_path(iteration);
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            write_atomic(&path, content.as_bytes())
+        };
+        write().map_err(|e| StoreError::write(path.display().to_string(), e))
+    }
+
+    async fn load_checkpoint(&self, iteration: u32) -> Result<Option<String>, StoreError> {
+        let path = self.checkpoint_path(iteration);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::read(path.display().to_string(), e)),
+        }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::criteria::Thresholds;
 use crate::prompt::templates::Templates;
 use crate::role::Role;
+pub use crate::schema::report::OnFailure;
 
 /// The model a role runs on, and how it is sampled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,6 +64,8 @@ pub struct RunSettings {
     /// files (the target and its nearest imports).
     pub context_share: f64,
     pub templates: Templates,
+    /// What a run that ends without success leaves in the target.
+    pub on_failure: OnFailure,
 }
 
 impl RunSettings {
@@ -124,6 +127,7 @@ impl RunSettings {
             context_windows: BTreeMap::new(),
             context_share: 0.25,
             templates: Templates::default(),
+            on_failure: OnFailure::Best,
         }
     }
 }

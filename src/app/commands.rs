@@ -11,6 +11,7 @@ use crate::app::execute::execute;
 use crate::app::plan::{plan, Overrides, Plan};
 use crate::cli::{ResumeArgs, RunArgs, StatusArgs};
 use crate::error::{Error, Result};
+use crate::lock::{Holder, TargetLock};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::runner::detect;
@@ -47,8 +48,10 @@ fn plan_or_say(
 pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     let cwd = current_dir()?;
     let groups = ProcessGroups::new();
-    let plan = plan_or_say(&args, &cwd, &overrides, &groups)?;
+    let mut plan = plan_or_say(&args, &cwd, &overrides, &groups)?;
+    let mut lock = lock_target(&mut plan)?;
     let session = SessionDir::create(&plan.root)?;
+    claim(&mut lock, &session, &plan)?;
     session.write_json(
         "run.json",
         &RunSpec {
@@ -63,6 +66,31 @@ pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     // found and resumed like any other.
     session.write_json("state.json", &state)?;
     execute(plan, session, state, groups)
+}
+
+/// Takes the target's lock for the run (held until the process ends), or says which session
+/// holds it. A lock left by a run that died is taken over, with a note.
+fn lock_target(plan: &mut Plan) -> Result<TargetLock> {
+    let lock = TargetLock::acquire(&plan.root, &plan.workspace.target)?;
+    if let Some(dead) = &lock.taken_over {
+        plan.notes.push(format!(
+            "{} was locked by session {} (pid {}), which ended without releasing it; taken over",
+            plan.workspace.display(&plan.workspace.target),
+            dead.session,
+            dead.pid
+        ));
+    }
+    Ok(lock)
+}
+
+fn claim(lock: &mut TargetLock, session: &SessionDir, plan: &Plan) -> Result<()> {
+    lock.claim(&Holder {
+        session: session.id.clone(),
+        pid: std::process::id(),
+        target: plan.workspace.display(&plan.workspace.target),
+        started_at: ralph_actors::schema::state::timestamp(),
+    })?;
+    Ok(())
 }
 
 fn new_state(session: &SessionDir, plan: &Plan) -> SessionState {
@@ -118,7 +146,9 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         })
         .collect();
     let groups = ProcessGroups::new();
-    let plan = plan_or_say(&run_args, &spec.cwd, &overrides, &groups)?;
+    let mut plan = plan_or_say(&run_args, &spec.cwd, &overrides, &groups)?;
+    let mut lock = lock_target(&mut plan)?;
+    claim(&mut lock, &session, &plan)?;
     let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
     state.status = "running".into();
     execute(plan, session, state, groups)

@@ -12,10 +12,10 @@ use ralph_actors::policy::integrity;
 use ralph_actors::ports::llm::LlmClient;
 use ralph_actors::ports::runner::TestRunner;
 use ralph_actors::role::Role;
-use ralph_actors::settings::{ModelSpec, RunSettings};
+use ralph_actors::settings::{ModelSpec, OnFailure, RunSettings};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{OutputFormat, RunArgs};
+use crate::cli::{OnFailureArg, OutputFormat, RunArgs};
 use crate::config::{self, Config, SandboxType};
 use crate::error::{Error, Result, UsageError};
 use crate::models::ModelName;
@@ -320,6 +320,13 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
             .parse()
             .map_err(|e| UsageError::flag("--language", format!("--language: {e}")))?;
         config.testing.language = Some(language.as_str().to_string());
+    }
+    if let Some(policy) = args.on_failure {
+        config.on_failure = match policy {
+            OnFailureArg::Best => OnFailure::Best,
+            OnFailureArg::Original => OnFailure::Original,
+            OnFailureArg::Last => OnFailure::Last,
+        };
     }
     if args.allow_test_edits {
         config.testing.allow_test_edits = true;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ralph_actors::policy::budget::Price;
+use ralph_actors::settings::OnFailure;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,9 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     pub prompts: Prompts,
     pub output: Output,
+    /// What a run that ends without success leaves in the target.
+    #[serde(deserialize_with = "on_failure")]
+    pub on_failure: OnFailure,
     /// The directory of the file this was loaded from, `None` for built-in defaults. `load`
     /// has already resolved every relative path of the file against it.
     #[serde(skip)]
@@ -66,6 +70,7 @@ impl Default for Config {
             prices: BTreeMap::new(),
             prompts: Prompts::default(),
             output: Output::default(),
+            on_failure: OnFailure::Best,
             base_dir: None,
         }
     }
@@ -371,6 +376,15 @@ impl std::str::FromStr for Output {
             )),
         }
     }
+}
+
+/// By hand, as [`Output`]: a clear message for a bad value.
+fn on_failure<'de, D: Deserializer<'de>>(d: D) -> Result<OnFailure, D::Error> {
+    let name = Text {
+        expecting: "best, original or last",
+        check: |s| s.parse::<OnFailure>().map(|o| o.as_str().into()),
+    };
+    d.deserialize_str(name)?.parse().map_err(de::Error::custom)
 }
 
 // By hand: the derived impl answers a non-string with yaml_serde's "expected a YAML tag".

@@ -72,6 +72,7 @@ impl Config {
             context_windows: std::collections::BTreeMap::new(),
             context_share: self.librarian.context_share,
             templates,
+            on_failure: self.on_failure,
         })
     }
 

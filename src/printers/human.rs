@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use ralph_actors::events::event::Envelope;
 use ralph_actors::events::event::{Event, Phase};
 use ralph_actors::schema::context::ContextChoice;
-use ralph_actors::schema::report::{MemoryStatus, Report};
+use ralph_actors::schema::report::{FileLeft, MemoryStatus, OnFailure, Report};
 
 use crate::printers::printer::Printer;
 
@@ -234,8 +234,9 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
         .collect();
     writeln!(
         out,
-        "  {} iterations · {:.1}s · ${:.4} ({}) · {} in / {} out tokens",
+        "  {} iteration{} · {:.1}s · ${:.4} ({}) · {} in / {} out tokens",
         report.iterations,
+        if report.iterations == 1 { "" } else { "s" },
         report.duration_ms as f64 / 1000.0,
         report.cost_usd,
         if roles.is_empty() {
@@ -283,12 +284,46 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
         )?,
         MemoryStatus::Off => {}
     }
+    if let Some(left) = &report.file_left {
+        write_file_left(report, left, out)?;
+    }
     writeln!(
         out,
         "  report: .ralph/session-{}/report.json",
         report.session_id
     )?;
     out.flush()
+}
+
+/// For a run that did not succeed: what the target holds now, and where the original is.
+fn write_file_left(report: &Report, left: &FileLeft, out: &mut impl Write) -> std::io::Result<()> {
+    let state = match (left.policy, left.iteration) {
+        (_, Some(0)) => "the original".to_string(),
+        (OnFailure::Best, Some(n)) => format!("the best state reached, iteration {n}'s version"),
+        (_, Some(n)) => format!("iteration {n}'s version"),
+        (_, None) => "the last proposal, untested".to_string(),
+    };
+    let tests = left
+        .tests
+        .as_ref()
+        .map(|t| format!(" ({})", t.summary))
+        .unwrap_or_default();
+    let undone = match report.reverts {
+        0 => String::new(),
+        1 => " · 1 worse proposal undone".to_string(),
+        n => format!(" · {n} worse proposals undone"),
+    };
+    let name = std::path::Path::new(&report.target)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "  file: {} holds {state}{tests}{undone} (on_failure: {}); the original is in .ralph/session-{}/original/{name}",
+        report.target,
+        left.policy.as_str(),
+        report.session_id
+    )
 }
 
 /// The files a context adds beside the target, for one line: the first few by name.

@@ -119,7 +119,7 @@ async fn status_prints_the_last_report() {
         .arg("status")
         .assert()
         .success()
-        .stdout(predicate::str::contains("success").and(predicate::str::contains("1 iterations")));
+        .stdout(predicate::str::contains("success").and(predicate::str::contains("1 iteration ·")));
     ralph(dir.path(), &llm)
         .args(["status", "--json"])
         .assert()

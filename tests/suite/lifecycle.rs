@@ -327,3 +327,67 @@ async fn every_stopping_signal_kills_the_tests_and_leaves_a_resumable_session() 
         );
     }
 }
+
+const MEAN_PY: &str = "def mean(values):\n    return sum(values) / (len(values) + 1)\n";
+const FIXED_MEAN_PY: &str = "def mean(values):\n    return sum(values) / len(values)\n";
+const TEST_MEAN_PY: &str =
+    "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n";
+
+/// Two runs on two targets of one project at once both succeed; a third on a target already
+/// being fixed is refused, naming the session that holds it.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() {
+    let dir = fixture("py-median");
+    write(dir.path(), "mean.py", MEAN_PY);
+    write(dir.path(), "test_mean.py", TEST_MEAN_PY);
+    let llm = MockLlm::start().await;
+    // Slow enough that the two runs overlap and the third finds its target held.
+    let slow = |code_: &str| Answer::Slow {
+        text: code("python", code_),
+        delay: Duration::from_millis(1500),
+    };
+    llm.helpful().always(
+        "artisan",
+        if_prompt("def mean(", slow(FIXED_MEAN_PY), slow(FIXED_PY)),
+    );
+    let mut median = spawn_ralph(
+        dir.path(),
+        &llm,
+        &["median.py", "-t", "python3 -m pytest -q test_median.py"],
+    );
+    let mut mean = spawn_ralph(
+        dir.path(),
+        &llm,
+        &["mean.py", "-t", "python3 -m pytest -q test_mean.py"],
+    );
+    wait_for(
+        "both runs' first model call",
+        Duration::from_secs(30),
+        || futures::executor::block_on(llm.requests_of("artisan")).len() >= 2,
+    );
+    let third = ralph(dir.path(), &llm)
+        .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&third.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("median.py is being fixed by another run (session "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("pid {}", median.id())), "{stderr}");
+    assert_eq!(wait_exit(&mut median, Duration::from_secs(60)), 0);
+    assert_eq!(wait_exit(&mut mean, Duration::from_secs(60)), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("mean.py")).unwrap(),
+        FIXED_MEAN_PY
+    );
+    // Released on exit: the target can be run again.
+    ralph(dir.path(), &llm)
+        .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])
+        .assert()
+        .code(0);
+}

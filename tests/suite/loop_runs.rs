@@ -270,3 +270,69 @@ async fn unauthorized_names_the_provider_and_the_variable() {
 
     assert_eq!(report(dir.path())["status"], "error");
 }
+
+/// Found with a real small model: a failed run left the file worse than it started. Now a
+/// proposal that does worse (here a syntax error) is undone, and the run leaves the best state
+/// it reached, saying so and where the original is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_run_leaves_the_best_state_and_says_where_the_original_is() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", "def median(values:\n    return 0\n")),
+        ],
+    );
+    let out = ralph(dir.path(), &llm)
+        .args(["median.py", "-m", "2"])
+        .assert()
+        .code(4);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        HALF_FIXED_PY,
+        "iteration 1's version, which failed one test where the original failed two"
+    );
+    let first = report(dir.path());
+    assert_eq!(first["reverts"], 1);
+    assert_eq!(first["file_left"]["policy"], "best");
+    assert_eq!(first["file_left"]["iteration"], 1);
+    assert_eq!(first["file_left"]["tests"]["failed"], 1);
+    let session = session_dir(dir.path());
+    assert!(session.join("checkpoints/iteration-2").is_file());
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(
+            "iteration 2: the proposal made things worse (it brought a new SYNTAX failure)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("file: median.py holds the best state reached, iteration 1's version"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 worse proposal undone"), "{stderr}");
+    let original = format!(
+        "the original is in .ralph/{}/original/median.py",
+        session.file_name().unwrap().to_string_lossy()
+    );
+    assert!(stderr.contains(&original), "{stderr}");
+
+    // `--on-failure last` keeps whatever the run left last, and `original` the original.
+    for (policy, expected) in [("original", None), ("last", Some(HALF_FIXED_PY))] {
+        let dir = fixture("py-median");
+        let before = std::fs::read_to_string(dir.path().join("median.py")).unwrap();
+        llm.script("artisan", [text(code("python", HALF_FIXED_PY))]);
+        ralph(dir.path(), &llm)
+            .args(["median.py", "-m", "1", "--on-failure", policy])
+            .assert()
+            .code(4);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+            expected.map_or(before, str::to_string),
+            "{policy}"
+        );
+        assert_eq!(report(dir.path())["file_left"]["policy"], policy);
+    }
+}

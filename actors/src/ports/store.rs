@@ -65,4 +65,11 @@ pub trait SessionStore: Send + Sync {
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError>;
     async fn save_state(&self, state: &SessionState) -> Result<(), StoreError>;
     async fn save_report(&self, report: &Report) -> Result<(), StoreError>;
+    /// `test-results-iteration-<N>.json`, if it was saved: read when a session resumes on a
+    /// state other than its last.
+    async fn test_results(&self, iteration: u32) -> Result<Option<TestRun>, StoreError>;
+    /// Keeps the content written at iteration `iteration` (0: the original), so that the run
+    /// can go back to it.
+    async fn save_checkpoint(&self, iteration: u32, content: &str) -> Result<(), StoreError>;
+    async fn load_checkpoint(&self, iteration: u32) -> Result<Option<String>, StoreError>;
 }

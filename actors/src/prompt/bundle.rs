@@ -46,6 +46,10 @@ pub struct ContextBundle {
     /// Chaos role), notes a hook attached. Empty unless a hook spoke.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The last iteration's proposal made things worse and was undone: what was tried and why
+    /// it was undone, for the Artisan.
+    #[serde(default)]
+    pub undone: Option<String>,
 }
 
 /// The language name a fenced block and a prompt use for a file.

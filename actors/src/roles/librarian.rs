@@ -191,6 +191,7 @@ impl Handler<GatherContext> for Librarian {
                 context: summary,
                 memory: Vec::new(),
                 notes: Vec::new(),
+                undone: None,
             };
             let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
             if settings.librarian_analyze && failed {

@@ -50,6 +50,64 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// What a run that ends without success leaves in the target file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// The best state reached: the written proposal (or the original) whose tests did best.
+    #[default]
+    Best,
+    /// The file as it was before the run.
+    Original,
+    /// Whatever was written last, tested or not.
+    Last,
+}
+
+impl OnFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Best => "best",
+            OnFailure::Original => "original",
+            OnFailure::Last => "last",
+        }
+    }
+}
+
+impl std::str::FromStr for OnFailure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "best" => Ok(OnFailure::Best),
+            "original" => Ok(OnFailure::Original),
+            "last" => Ok(OnFailure::Last),
+            other => Err(format!(
+                "unknown on_failure `{other}` (expected best, original or last)"
+            )),
+        }
+    }
+}
+
+/// A state of the target worth keeping: the original (iteration 0) or a written proposal, with
+/// its tests' outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub iteration: u32,
+    pub tests: TestsSnapshot,
+}
+
+/// What a run that ended without success left in the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileLeft {
+    /// The `on_failure` setting that chose it.
+    pub policy: OnFailure,
+    /// The iteration whose state the file holds (0: the original); `None` for a last proposal
+    /// that was never tested.
+    pub iteration: Option<u32>,
+    /// That state's tests, when they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TestsSnapshot>,
+}
+
 /// A count of tests at one moment of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestsSnapshot {
@@ -158,6 +216,12 @@ pub struct Report {
     /// What the MemoryVault did in this run.
     #[serde(default)]
     pub memory: MemoryReport,
+    /// Proposals undone because they made the tests worse.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reverts: u32,
+    /// For a run that did not succeed: which state of the target it left, by `on_failure`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_left: Option<FileLeft>,
     pub started_at: String,
     pub finished_at: String,
 }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::role::Role;
 use crate::schema::context::ContextSummary;
-use crate::schema::report::{FallbackRecord, MemoryReport, TestsSnapshot, Timings};
+use crate::schema::report::{
+    Checkpoint, FallbackRecord, FileLeft, MemoryReport, TestsSnapshot, Timings,
+};
 use crate::schema::usage::{Overrun, Usage};
 
 /// What a session has done so far; `state.json` in the session folder.
@@ -47,7 +49,28 @@ pub struct SessionState {
     /// The MemoryVault's status and counts so far.
     #[serde(default)]
     pub memory: MemoryReport,
+    /// The best state the target has reached (iteration 0: as it was): a proposal that does
+    /// worse is undone to it, and a run that fails leaves it by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<Checkpoint>,
+    /// The iteration whose state the target holds now (0: the original); `None` while a
+    /// proposal is written but not yet tested.
+    #[serde(default = "original")]
+    pub on_disk: Option<u32>,
+    /// Proposals undone so far.
+    #[serde(default)]
+    pub reverts: u32,
+    /// What the last undoing told the next iteration's Artisan, until it is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone: Option<String>,
+    /// Set when the run ended without success: the state it left in the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_left: Option<FileLeft>,
     pub started_at: String,
+}
+
+fn original() -> Option<u32> {
+    Some(0)
 }
 
 impl SessionState {
@@ -73,6 +96,11 @@ impl SessionState {
             fallbacks: Vec::new(),
             context_use: BTreeMap::new(),
             memory: MemoryReport::default(),
+            best: None,
+            on_disk: Some(0),
+            reverts: 0,
+            undone: None,
+            file_left: None,
             started_at: timestamp(),
         }
     }

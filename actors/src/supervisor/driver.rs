@@ -149,6 +149,6 @@ impl Run {
         let read = self.store.last_test_results();
         let last = watched(&self.steps, read).await.map_err(|e| self.fail(e))?;
         self.last_run = last.map(std::sync::Arc::new);
-        Ok(())
+        self.resume_checkpoints().await
     }
 }

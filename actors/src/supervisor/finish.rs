@@ -12,7 +12,7 @@ use crate::supervisor::run::Run;
 
 /// How long each final write (state, report) may take: a hung disk must not hold the report,
 /// which the caller still gets and prints.
-const FINAL_WRITE: Duration = Duration::from_secs(10);
+pub(super) const FINAL_WRITE: Duration = Duration::from_secs(10);
 
 impl Run {
     pub(super) async fn finish(mut self, outcome: Outcome) -> Report {
@@ -23,6 +23,9 @@ impl Run {
         } = outcome;
         let wait = self.record_wait();
         self.settle_record(Some(wait)).await;
+        if let Some(problem) = self.leave_file(status).await {
+            self.warn(problem);
+        }
         self.sync_state();
         let wall_ms = self.started.elapsed().as_millis() as u64;
         let llm_ms = self.caller.llm_ms.load(Ordering::Relaxed);
@@ -73,6 +76,8 @@ impl Run {
                 .map(|(r, u)| (r.to_string(), *u))
                 .collect(),
             memory: st.memory.clone(),
+            reverts: st.reverts,
+            file_left: st.file_left.clone(),
             started_at: st.started_at.clone(),
             finished_at: timestamp(),
         };
@@ -138,6 +143,8 @@ pub(crate) fn error_report(reason: &str) -> Report {
         fallbacks: Vec::new(),
         context_use: BTreeMap::new(),
         memory: MemoryReport::default(),
+        reverts: 0,
+        file_left: None,
         started_at: timestamp(),
         finished_at: timestamp(),
     }

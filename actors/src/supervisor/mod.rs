@@ -5,10 +5,12 @@
 //!   stop signal passed in) and its bookkeeping;
 //! - `driver`: [`run::Run::execute`], the one loop that steps every state;
 //! - `steps`: what each state does and which comes next; `memory`: recall and record;
-//!   `hook_points`: where the hooks are called; `finish`: the report;
+//!   `hook_points`: where the hooks are called; `checkpoints`: the best state kept on disk, a
+//!   worse proposal undone, the file a failed run leaves; `finish`: the report;
 //! - [`actor`]: the same run behind an actix mailbox (`StartRun`, `Interrupt`).
 
 pub mod actor;
+mod checkpoints;
 mod driver;
 mod finish;
 mod hook_points;

@@ -138,6 +138,9 @@ pub struct Run {
     pub(super) stuck_on: Option<String>,
     /// The last test run, carried in memory from one iteration to the next.
     pub(super) last_run: Option<Arc<TestRun>>,
+    /// The best state's content and tests (`state.best` says which iteration it is).
+    pub(super) best_content: Option<String>,
+    pub(super) best_run: Option<Arc<TestRun>>,
     /// `None` when memory is off, unavailable, or stopped working during the run.
     pub(super) vault: Option<Addr<MemoryVault>>,
     pub(super) project_id: String,
@@ -198,6 +201,8 @@ impl Run {
             test_ms: 0,
             stuck_on: None,
             last_run: None,
+            best_content: None,
+            best_run: None,
             vault,
             project_id,
             pending_record: None,

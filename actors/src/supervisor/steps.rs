@@ -40,6 +40,7 @@ impl Run {
         let run = self.test(0).await?;
         self.state.tests_before = Some(TestsSnapshot::from(&*run));
         self.state.tests_after = Some(TestsSnapshot::from(&*run));
+        self.keep_original(&run).await?;
         if run.criteria_met() {
             return Ok(Next::Stop(Outcome::new(
                 Status::Success,
@@ -114,6 +115,7 @@ impl Run {
             )
             .await?;
         bundle.notes = std::mem::take(&mut self.state.hook_notes);
+        bundle.undone = self.state.undone.take();
         it.context = Some(Arc::new(bundle));
         Ok(Next::Continue(State::Recall(it)))
     }
@@ -231,6 +233,8 @@ impl Run {
         self.state.critic_rejections += it.rejections;
         match &code {
             Some(code) => {
+                // From here until its tests have run, the file holds an untested proposal.
+                self.state.on_disk = None;
                 let write = self.workspace.write_target(code.clone());
                 watched(&self.steps, write)
                     .await
@@ -320,6 +324,7 @@ impl Run {
             };
             self.remember(n, attempt);
         }
+        self.judge_proposal(n, it.written.as_deref(), &run).await?;
         if passed {
             if let Gate::Veto { reasons } = self.gate(&it, &run).await {
                 self.state.hook_notes = reasons;

@@ -262,6 +262,7 @@ struct Saved {
     iterations: Vec<IterationRecord>,
     states: Vec<SessionState>,
     reports: Vec<Report>,
+    checkpoints: BTreeMap<u32, String>,
 }
 
 impl MemStore {
@@ -304,6 +305,24 @@ impl SessionStore for MemStore {
     async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
         self.saved().reports.push(report.clone());
         Ok(())
+    }
+    async fn test_results(&self, iteration: u32) -> Result<Option<TestRun>, StoreError> {
+        Ok(self
+            .saved()
+            .results
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == iteration)
+            .map(|(_, run)| run.clone()))
+    }
+    async fn save_checkpoint(&self, iteration: u32, content: &str) -> Result<(), StoreError> {
+        self.saved()
+            .checkpoints
+            .insert(iteration, content.to_string());
+        Ok(())
+    }
+    async fn load_checkpoint(&self, iteration: u32) -> Result<Option<String>, StoreError> {
+        Ok(self.saved().checkpoints.get(&iteration).cloned())
     }
 }
 

@@ -13,6 +13,7 @@ use crate::ports::memory::{MemoryError, MockVectorStore};
 use crate::schema::attempt::FixAttempt;
 use crate::schema::report::MemoryStatus;
 use crate::schema::report::Status;
+use crate::settings::OnFailure;
 use crate::supervisor::actor::{Interrupt, StartRun};
 
 #[actix_rt::test]
@@ -305,6 +306,36 @@ async fn an_llm_auth_error_ends_the_run_as_an_error() {
 
 #[actix_rt::test]
 async fn interrupt_during_a_slow_test_run_is_interrupted_and_saves_state_and_report() {
+    interrupted_during_the_tests(OnFailure::Last).await;
+}
+
+/// By default an interrupted run leaves the best state it reached: here the original, since
+/// the proposal written was never tested.
+#[actix_rt::test]
+async fn an_interrupted_run_leaves_the_best_state_by_default() {
+    let (session, report) = interrupted_during_the_tests(OnFailure::Best).await;
+    assert_eq!(
+        session.file(),
+        TARGET,
+        "back to the best state: the original"
+    );
+    let left = report.file_left.expect("file_left");
+    assert_eq!((left.policy, left.iteration), (OnFailure::Best, Some(0)));
+    assert_eq!(left.tests.map(|t| t.failed), Some(1));
+    assert_eq!(
+        session
+            .store
+            .saved()
+            .checkpoints
+            .get(&0)
+            .map(String::as_str),
+        Some(TARGET)
+    );
+}
+
+/// Interrupts a run while the tests of its first proposal run; `on_failure` says what the
+/// file is left with. With `last`, the untested proposal stays.
+async fn interrupted_during_the_tests(on_failure: OnFailure) -> (Session, Report) {
     let log = Log::default();
     let entered = Arc::new(Notify::new());
     let mut inner = MockTestRunner::new();
@@ -326,7 +357,9 @@ async fn interrupt_during_a_slow_test_run_is_interrupted_and_saves_state_and_rep
         calls: AtomicUsize::new(0),
         entered: entered.clone(),
     };
-    let session = Session::new(settings(), team(&log), runner);
+    let mut s = settings();
+    s.on_failure = on_failure;
+    let session = Session::new(s, team(&log), runner);
     let addr = session.start();
 
     let run = addr.send(StartRun);
@@ -347,17 +380,27 @@ async fn interrupt_during_a_slow_test_run_is_interrupted_and_saves_state_and_rep
     );
     assert_eq!(report.reason, "interrupted by the user");
     assert_eq!(report.iterations, 0, "iteration 1 did not complete");
-    assert_eq!(
-        session.file(),
-        FIXED,
-        "the proposal was written before the tests ran"
-    );
+    if on_failure == OnFailure::Last {
+        assert_eq!(
+            session.file(),
+            FIXED,
+            "the proposal was written before the tests ran"
+        );
+        let left = report.file_left.clone().expect("file_left");
+        assert_eq!((left.policy, left.iteration), (OnFailure::Last, None));
+    }
     let saved = session.store.saved();
     let state = saved.states.last().expect("save_state was called");
     assert_eq!(state.status, "interrupted");
     assert_eq!(state.ledger.spent, report.cost_usd);
     assert!(report.cost_usd > 0.0);
-    assert_eq!(saved.reports, vec![report], "save_report was called once");
+    assert_eq!(
+        saved.reports,
+        vec![report.clone()],
+        "save_report was called once"
+    );
+    drop(saved);
+    (session, report)
 }
 
 #[actix_rt::test]
@@ -742,4 +785,100 @@ async fn without_memory_the_report_says_off() {
     let report = session.run().await;
     assert_eq!(report.memory.status, MemoryStatus::Off);
     assert!(!user_prompt(&requests(&log, Role::Artisan)[0]).contains("Fixes tried before"));
+}
+
+/// A failed run of `failed` tests, each its own id, the same message.
+fn failing_tests(failed: u32) -> TestRun {
+    let mut run = failing("AssertionError: wrong median");
+    run.totals.failed = failed;
+    run.totals.passed = 5 - failed.min(5);
+    run.tests = (0..failed)
+        .map(|i| crate::schema::test_run::TestCase {
+            id: format!("tests/test_stats.py::test_{i}"),
+            status: CaseStatus::Fail,
+            message: Some("AssertionError: wrong median".into()),
+            ..Default::default()
+        })
+        .collect();
+    run
+}
+
+/// Iteration 1 halves the failures; iterations 2 and 3 make things worse and are undone, the
+/// Artisan told why; the run ends at its limit with iteration 1's version in the file.
+#[actix_rt::test]
+async fn a_proposal_that_does_worse_is_undone_and_the_best_state_is_left() {
+    const BETTER: &str = "def median(xs):\n    return sorted(xs)[len(xs) // 2]\n";
+    const WORSE: &str = "def median(xs):\n    return 0\n";
+    const WORST: &str = "def median(xs):\n    return None\n";
+    let log = Log::default();
+    let llm = llm(&log, |request, n| {
+        Ok(match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply([BETTER, WORSE, WORST][n.min(2)]), ARTISAN_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        })
+    });
+    let mut s = settings();
+    s.max_iterations = 3;
+    let session = Session::new(
+        s,
+        llm,
+        runner(vec![
+            failing_tests(2),
+            failing_tests(1),
+            failing_tests(3),
+            failing_tests(4),
+        ]),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
+    assert_eq!(session.file(), BETTER, "the best state is left");
+    assert_eq!(report.reverts, 2);
+    let left = report.file_left.clone().expect("file_left");
+    assert_eq!((left.policy, left.iteration), (OnFailure::Best, Some(1)));
+    assert_eq!(left.tests.map(|t| t.failed), Some(1));
+    let saved = session.store.saved();
+    let kept: Vec<u32> = saved.checkpoints.keys().copied().collect();
+    assert_eq!(kept, [0, 1, 2, 3], "every written proposal is a checkpoint");
+    assert_eq!(saved.checkpoints[&2], WORSE);
+    drop(saved);
+    let artisan = requests(&log, Role::Artisan);
+    let third = user_prompt(&artisan[2]);
+    assert!(third.contains("# Your last change was undone"), "{third}");
+    assert!(
+        third.contains("iteration 2 made things worse (3 tests failed where 1 failed before it)"),
+        "{third}"
+    );
+    assert!(third.contains("back to iteration 1's version"), "{third}");
+    assert!(
+        third.contains(BETTER),
+        "the Artisan works from the best version again: {third}"
+    );
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("iteration 3: the proposal made things worse")));
+}
+
+/// `on_failure: original` puts the file back as it was, whatever was reached.
+#[actix_rt::test]
+async fn on_failure_original_restores_the_original() {
+    let log = Log::default();
+    let mut s = settings();
+    s.max_iterations = 1;
+    s.on_failure = OnFailure::Original;
+    let session = Session::new(
+        s,
+        team(&log),
+        runner(vec![failing_tests(2), failing_tests(1)]),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::MaxIterations);
+    assert_eq!(session.file(), TARGET);
+    let left = report.file_left.expect("file_left");
+    assert_eq!(
+        (left.policy, left.iteration),
+        (OnFailure::Original, Some(0))
+    );
+    assert_eq!(left.tests.map(|t| t.failed), Some(2));
 }
