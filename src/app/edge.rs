@@ -9,9 +9,11 @@ pub fn init_tracing() {
     // separate (events), so logs never mix into `--output json`.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    // Colour only on a terminal: redirected to a file, escape codes are noise.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

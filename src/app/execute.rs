@@ -61,6 +61,11 @@ pub(crate) fn execute(
             events.clone(),
             state.ledger.clone(),
         );
+        // Every provider's retries reach the live view and the report's warnings.
+        let retry_events = events.clone();
+        let _retries = crate::http::retry::observe_retries(move |message| {
+            retry_events.emit(Event::Warning { message });
+        });
         let cancel = CancellationToken::new();
         let stop_signal = Arc::new(AtomicI32::new(0));
         let signals = tokio::spawn(on_signals(cancel.clone(), stop_signal.clone(), groups));

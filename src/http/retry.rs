@@ -119,16 +119,52 @@ where
         }
     })
     .notify(|failure: &E, wait| {
+        let attempt = attempts.load(Ordering::Relaxed);
         tracing::warn!(
             service,
-            attempt = attempts.load(Ordering::Relaxed),
+            attempt,
             wait_ms = wait.as_millis() as u64,
             "{service}: {}; retrying in {:.1}s",
             failure.describe(),
             wait.as_secs_f64()
         );
+        tell_observer(format!(
+            "{service}: {} (attempt {attempt}); retrying in {:.1}s",
+            failure.describe(),
+            wait.as_secs_f64()
+        ));
     })
     .await
+}
+
+type Observer = std::sync::Arc<dyn Fn(String) + Send + Sync>;
+
+/// Who hears of each retry besides the log: the run's event stream, so that a user sees a
+/// provider being retried in the live view and the report. Set at the binary's edge.
+static OBSERVER: std::sync::RwLock<Option<Observer>> = std::sync::RwLock::new(None);
+
+/// Tells `observer` of every retry until the returned guard is dropped.
+pub fn observe_retries(observer: impl Fn(String) + Send + Sync + 'static) -> RetryObserver {
+    *OBSERVER.write().unwrap_or_else(|e| e.into_inner()) = Some(std::sync::Arc::new(observer));
+    RetryObserver(())
+}
+
+/// Stops the retry observer when dropped.
+#[derive(Debug)]
+#[must_use = "retries are observed until this is dropped"]
+pub struct RetryObserver(());
+
+impl Drop for RetryObserver {
+    fn drop(&mut self) {
+        *OBSERVER.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+fn tell_observer(message: String) {
+    let observer = OBSERVER.read().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(observer) = observer {
+        observer(message);
+    }
 }
 
 /// The delay the server asked for: `retry-after-ms` (OpenAI, milliseconds) first, then

@@ -75,9 +75,11 @@ impl<W: Write> Human<W> {
                 max_cost_usd,
                 max_iterations,
                 resumed_from_iteration,
+                spent_usd,
             } => {
                 self.max_iterations = *max_iterations;
                 self.iteration = *resumed_from_iteration;
+                self.cost = *spent_usd;
                 let resumed = if *resumed_from_iteration > 0 {
                     format!(" (resumed after iteration {resumed_from_iteration})")
                 } else {
@@ -172,7 +174,7 @@ impl<W: Write> Human<W> {
                 self.prefix(),
                 r.role,
                 r.from,
-                r.reason,
+                one_line(&r.reason),
                 r.to
             )?,
             Event::ContextGathered {
@@ -192,7 +194,7 @@ impl<W: Write> Human<W> {
                     String::new()
                 }
             )?,
-            Event::Warning { message } => writeln!(out, "warning: {message}")?,
+            Event::Warning { message } => writeln!(out, "warning: {}", one_line(message))?,
             Event::MemoryRecalled {
                 attempts,
                 worked,
@@ -205,7 +207,7 @@ impl<W: Write> Human<W> {
                 if *attempts == 1 { "" } else { "s" }
             )?,
             Event::MemoryRecorded { .. } => {}
-            Event::Note { message } => writeln!(out, "note: {message}")?,
+            Event::Note { message } => writeln!(out, "note: {}", one_line(message))?,
             Event::ProposalAmended { hook, .. } => {
                 writeln!(out, "{} ·   proposal amended by {hook}", self.prefix())?
             }
@@ -326,6 +328,21 @@ fn write_file_left(report: &Report, left: &FileLeft, out: &mut impl Write) -> st
     )
 }
 
+/// A message that may hold line breaks (a server's multi-line error) on one line of the live
+/// view: its lines joined, runs of blanks squeezed.
+fn one_line(message: &str) -> std::borrow::Cow<'_, str> {
+    if !message.contains(['\n', '\r']) {
+        return message.into();
+    }
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ⏎ ")
+        .into()
+}
+
 /// The files a context adds beside the target, for one line: the first few by name.
 fn context_files(included: &[ContextChoice]) -> String {
     // The target is always there; naming it again would only push the others off the line.
@@ -353,6 +370,15 @@ mod context_line_tests {
     use ralph_actors::schema::context::ContextRelation;
 
     use super::*;
+
+    #[test]
+    fn a_multi_line_message_keeps_to_one_line() {
+        assert_eq!(one_line("plain"), "plain");
+        assert_eq!(
+            one_line("openai: server error 500:\n  Traceback:\n\n  boom\r\n"),
+            "openai: server error 500: ⏎ Traceback: ⏎ boom"
+        );
+    }
 
     fn choice(path: &str, distance: u32) -> ContextChoice {
         ContextChoice {

@@ -18,6 +18,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use async_openai::error::{ApiError, ApiErrorResponse, OpenAIError, WrappedError};
+
+use crate::providers::http::LenientError;
 use async_openai::middleware::HttpRequestFactory;
 use reqwest::header::AUTHORIZATION;
 use reqwest::{Response, StatusCode};
@@ -151,9 +153,18 @@ impl Failed {
 fn api_error(status: StatusCode, body: &[u8]) -> OpenAIError {
     let api_error = match serde_json::from_slice::<WrappedError>(body) {
         Ok(w) => w.error,
-        Err(_) => ApiError {
-            message: String::from_utf8_lossy(body).trim().to_string(),
-            ..ApiError::default()
+        // llama.cpp's and vLLM's error JSON (a numeric `code`, or the fields at the top level).
+        Err(_) => match LenientError::read(&String::from_utf8_lossy(body)) {
+            Some(e) => ApiError {
+                message: e.message,
+                code: e.code,
+                r#type: e.kind,
+                ..ApiError::default()
+            },
+            None => ApiError {
+                message: String::from_utf8_lossy(body).trim().to_string(),
+                ..ApiError::default()
+            },
         },
     };
     OpenAIError::ApiError(ApiErrorResponse {

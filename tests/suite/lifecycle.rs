@@ -117,7 +117,19 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
 
     // Resume: no second baseline, the cost so far carries over, and the fix lands.
     let spent_before = state["ledger"]["spent"].as_f64().unwrap();
-    ralph(dir.path(), &llm).arg("resume").assert().code(0);
+    let resumed = ralph(dir.path(), &llm).arg("resume").assert().code(0);
+    // The live view goes on from what the session had spent, not from $0.
+    let stderr = String::from_utf8_lossy(&resumed.get_output().stderr).to_string();
+    let first_phase = stderr
+        .lines()
+        .find(|l| l.starts_with('['))
+        .unwrap_or_default()
+        .to_string();
+    assert!(spent_before > 0.0);
+    assert!(
+        first_phase.contains(&format!("${spent_before:.4}")),
+        "{first_phase}\n{stderr}"
+    );
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 1);

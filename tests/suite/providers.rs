@@ -262,3 +262,67 @@ async fn three_roles_on_three_providers_in_one_run() {
         assert_eq!(by_role, by_model[model].as_f64().unwrap(), "{role}");
     }
 }
+
+/// Found against llama.cpp: a slow model's call past `timeout_seconds` ended the run with no
+/// hint. It is tried once more (here answered), the first attempt is charged as abandoned, and
+/// the retry, like every provider retry, shows in the live view and the report.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_out_call_is_retried_and_retries_are_shown() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            Answer::Slow {
+                text: code("python", FIXED_PY),
+                delay: std::time::Duration::from_secs(4),
+            },
+            text(code("python", FIXED_PY)),
+        ],
+    );
+    // The Critic's first request meets a busy server, retried by the provider client.
+    llm.script(
+        "critic",
+        [
+            Answer::Status {
+                status: 503,
+                body:
+                    r#"{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}"#
+                        .into(),
+                headers: vec![("retry-after".into(), "0".into())],
+            },
+            text("VERDICT: APPROVE"),
+        ],
+    );
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "providers:\n  openai:\n    timeout_seconds: 1\n",
+    );
+    let out = ralph(dir.path(), &llm)
+        .args(["median.py", "--models", "gpt-mini"])
+        .assert()
+        .code(0);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("no reply within 1s; a slow model (a local one on a CPU) may need more: raise providers.openai.timeout_seconds"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("trying openai/gpt-4.1-mini once more"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("openai: status 503 (attempt 1); retrying in"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("\u{1b}["),
+        "no colour codes off a terminal"
+    );
+    let report = report(dir.path());
+    assert_eq!(report["abandoned_calls"], 1);
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("retrying in"), "{warnings}");
+    assert!(warnings.contains("once more"), "{warnings}");
+}

@@ -44,6 +44,9 @@ pub enum Event {
         max_cost_usd: f64,
         max_iterations: u32,
         resumed_from_iteration: u32,
+        /// What the session had spent before this run (a resumed session's ledger).
+        #[serde(default, skip_serializing_if = "is_zero_usd")]
+        spent_usd: f64,
     },
     IterationStarted {
         iteration: u32,
@@ -152,4 +155,8 @@ pub struct Envelope {
     pub time: DateTime<Utc>,
     #[serde(flatten)]
     pub event: Event,
+}
+
+fn is_zero_usd(usd: &f64) -> bool {
+    *usd == 0.0
 }

@@ -64,8 +64,10 @@ impl Snapshot {
                 max_cost_usd,
                 max_iterations,
                 resumed_from_iteration,
+                spent_usd,
                 ..
             } => {
+                self.cost_usd = *spent_usd;
                 self.target = Some(target.clone());
                 self.test_command = Some(test_command.clone());
                 self.models = models.clone();

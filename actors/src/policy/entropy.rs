@@ -158,8 +158,26 @@ fn failure_text(run: &TestRun) -> String {
     }
 }
 
-/// The first line worth showing a user for what the run is stuck on.
+/// The first line worth showing a user for what the run is stuck on. A run killed at its time
+/// or memory limit says so first: its output is only the progress marks printed so far.
 pub fn headline(run: &TestRun) -> String {
+    let killed = match run.status {
+        crate::schema::test_run::RunStatus::MemoryLimit => Some("killed at the memory limit"),
+        crate::schema::test_run::RunStatus::Timeout => Some("killed at the time limit"),
+        _ => None,
+    };
+    if let Some(killed) = killed {
+        let first = run
+            .failures()
+            .find_map(|t| t.message.as_deref())
+            .and_then(|m| m.lines().find(|l| !l.trim().is_empty()))
+            .map(|l| format!(": {}", l.trim()))
+            .unwrap_or_default();
+        return format!("the tests were {killed}{first}")
+            .chars()
+            .take(300)
+            .collect();
+    }
     let interesting = |l: &&str| {
         let l = l.trim();
         !l.is_empty()
@@ -183,6 +201,20 @@ pub fn headline(run: &TestRun) -> String {
 mod tests {
     use super::*;
     use crate::schema::test_run::{Category, ResultSource, RunStatus, Totals};
+
+    /// Found with a real small model: "last failure: FFFFF" after a memory-limit kill.
+    #[test]
+    fn a_killed_run_s_headline_says_it_was_killed_not_its_progress_marks() {
+        let mut killed = run("test_median.py FFFFF");
+        killed.status = RunStatus::MemoryLimit;
+        killed.tests.clear();
+        assert_eq!(
+            headline(&killed),
+            "the tests were killed at the memory limit"
+        );
+        killed.status = RunStatus::Timeout;
+        assert_eq!(headline(&killed), "the tests were killed at the time limit");
+    }
 
     fn run(output: &str) -> TestRun {
         TestRun {

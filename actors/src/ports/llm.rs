@@ -100,7 +100,10 @@ pub enum LlmError {
     ContextTooLong { provider: String, message: String },
     #[error("{provider}: network error: {message}")]
     Network { provider: String, message: String },
-    #[error("{provider}: no reply within {seconds}s")]
+    #[error(
+        "{provider}: no reply within {seconds}s; a slow model (a local one on a CPU) may need \
+         more: raise providers.{provider}.timeout_seconds"
+    )]
     Timeout { provider: String, seconds: u64 },
     #[error("{provider}: the reply stream stalled for {seconds}s after {attempts} attempts")]
     Stalled {

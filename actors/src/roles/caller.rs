@@ -150,10 +150,22 @@ impl Caller {
             });
         };
         for (i, model) in candidates.iter().enumerate() {
-            match self
+            let mut result = self
                 .call_one(iteration, role, model, spec, messages.clone(), cancel)
-                .await
-            {
+                .await;
+            // A call past its time limit is tried once more, as a stalled stream is, before
+            // the role falls back: a slow local model is often just slow.
+            if let Err(Error::Llm(e @ LlmError::Timeout { .. })) = &result {
+                if !cancel.is_cancelled() {
+                    self.events.emit(Event::Warning {
+                        message: format!("{role}: {e}; trying {model} once more"),
+                    });
+                    result = self
+                        .call_one(iteration, role, model, spec, messages.clone(), cancel)
+                        .await;
+                }
+            }
+            match result {
                 Err(Error::Llm(e)) if e.falls_back() && i < last => {
                     if e.is_permanent() {
                         lock(&self.dead).insert(model.to_string());

@@ -130,6 +130,7 @@ impl Run {
             max_cost_usd: s.max_cost_usd,
             max_iterations: s.max_iterations,
             resumed_from_iteration: self.state.iteration,
+            spent_usd: self.caller.ledger.spent(),
         });
         for event in std::mem::take(&mut self.preamble) {
             self.events.emit(event);

@@ -138,8 +138,10 @@ async fn the_provider_s_reported_cost_is_what_is_charged() {
     assert_eq!(ledger.snapshot().estimated_calls, 0);
 }
 
+/// A call past its time limit is tried once more before the role gives up on the model; each
+/// abandoned attempt keeps its reservation as spent, since the provider may bill it.
 #[actix_rt::test]
-async fn a_timed_out_call_keeps_its_reservation_as_spent() {
+async fn a_timed_out_call_is_tried_once_more_and_each_attempt_is_charged() {
     let log = Log::default();
     let mock = llm(&log, |_, _| {
         Err(LlmError::Timeout {
@@ -160,13 +162,69 @@ async fn a_timed_out_call_keeps_its_reservation_as_spent() {
         .await
         .expect_err("timed out");
     assert!(matches!(err, Error::Llm(LlmError::Timeout { .. })), "{err}");
+    assert!(
+        err.to_string()
+            .contains("raise providers.test.timeout_seconds"),
+        "{err}"
+    );
+    assert_eq!(log.lock().unwrap().len(), 2, "tried once more");
     let bytes = ByteBoundCounter.count(MODEL, &messages());
     let reserved = bytes as f64 * (1.0 + crate::policy::budget::PROMPT_MARGIN) * INPUT_PRICE / 1e6
         + 1000.0 * OUTPUT_PRICE / 1e6;
     let snap = ledger.snapshot();
-    assert_eq!(snap.abandoned_calls, 1);
-    assert!((snap.spent - reserved).abs() < 1e-12, "{}", snap.spent);
-    assert!(warnings(&mut rx).iter().any(|w| w.contains("abandoned")));
+    assert_eq!(snap.abandoned_calls, 2);
+    assert!(
+        (snap.spent - 2.0 * reserved).abs() < 1e-12,
+        "{}",
+        snap.spent
+    );
+    let warned = warnings(&mut rx);
+    assert!(warned.iter().any(|w| w.contains("abandoned")), "{warned:?}");
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains("trying test/model once more")),
+        "{warned:?}"
+    );
+}
+
+/// After the second timeout the role falls back to its next model.
+#[actix_rt::test]
+async fn a_model_that_times_out_twice_falls_back() {
+    let log = Log::default();
+    let mock = llm(&log, |request, _| {
+        if request.model == MODEL {
+            Err(LlmError::Timeout {
+                provider: "test".into(),
+                seconds: 120,
+            })
+        } else {
+            Ok(reply("ok", usage(10, 1)))
+        }
+    });
+    let (caller, _, _) = metered(mock, 1.0);
+    let spec = ModelSpec {
+        fallbacks: vec!["test/fallback".into()],
+        ..spec(1000)
+    };
+    caller
+        .call(
+            1,
+            Role::Artisan,
+            &spec,
+            messages(),
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the fallback answers");
+    let models: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.model.clone())
+        .collect();
+    assert_eq!(models, [MODEL, MODEL, "test/fallback"]);
+    assert_eq!(caller.fallbacks().len(), 1);
 }
 
 #[actix_rt::test]

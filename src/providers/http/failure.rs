@@ -23,6 +23,9 @@ pub(crate) fn says_too_long(message: &str) -> bool {
         "input token count",
         "too many tokens",
         "too many input tokens",
+        // llama.cpp: "the request exceeds the available context size, try increasing it".
+        "available context size",
+        "exceed_context_size",
     ]
     .iter()
     .any(|p| m.contains(p))

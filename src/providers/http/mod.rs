@@ -15,7 +15,8 @@
 //!
 //! - [`transport`]: the connection pool, and the transport that makes a call's attempts and turns
 //!   what failed into an error a user can act on.
-//! - [`failure`]: why an attempt gave no reply, and what a provider's error body says.
+//! - [`failure`]: why an attempt gave no reply, and what a provider's error body says;
+//!   [`error_body`]: error JSON as other servers write it (llama.cpp, vLLM), read leniently.
 //! - [`endpoint`]: a client's setup: its base URL, its key and the headers that carry it.
 //! - [`read`]: how an attempt reads its reply: whole, or as a stream under the idle timeout.
 //! - [`request`]: what every provider's request is made of alike.
@@ -24,6 +25,7 @@
 //! [`LlmError`]: ralph_actors::ports::llm::LlmError
 
 mod endpoint;
+mod error_body;
 mod failure;
 mod read;
 mod reply;
@@ -37,7 +39,8 @@ pub(crate) use crate::http::text::{chain, shorten};
 pub(crate) use endpoint::{
     join, key_env_or, missing_key, non_empty, resolve_base_url, resolve_key, Endpoint, Site,
 };
-pub(crate) use failure::{status_kind, Failure, Problem};
+pub(crate) use error_body::LenientError;
+pub(crate) use failure::{says_too_long, status_kind, Failure, Problem};
 pub(crate) use read::{ndjson, parse_chunk, read_json, sse};
 pub(crate) use reply::{estimate_usage, finish, Outcome};
 pub(crate) use request::{model_id, split_system, temperature};

@@ -322,6 +322,55 @@ mod tests {
         );
     }
 
+    /// Found against llama.cpp's server: its error bodies carry a numeric `code`, which
+    /// async-openai cannot read; they are still the typed errors they are.
+    #[tokio::test]
+    async fn llama_cpp_and_vllm_error_bodies_are_typed() {
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4301,"n_ctx":4096}}"#;
+        let server = serving(
+            ResponseTemplate::new(400).set_body_raw(llama, "application/json"),
+            1,
+        )
+        .await;
+        let err = client(&server, |_| {})
+            .complete(request("openai/smollm2-135m"))
+            .await
+            .expect_err("400");
+        assert!(
+            matches!(&err, LlmError::ContextTooLong { message, .. } if message == "the request exceeds the available context size, try increasing it"),
+            "{err:?}"
+        );
+        let vllm = r#"{"object":"error","message":"The model `qwen` does not exist.","type":"NotFoundError","param":null,"code":404}"#;
+        let server = serving(
+            ResponseTemplate::new(404).set_body_raw(vllm, "application/json"),
+            1,
+        )
+        .await;
+        let err = client(&server, |_| {})
+            .complete(request("openai/qwen"))
+            .await
+            .expect_err("404");
+        assert!(
+            matches!(&err, LlmError::Request { status: 404, message, .. } if message == "The model `qwen` does not exist."),
+            "{err:?}"
+        );
+        // A retried status with such a body: after the retries, its message, not raw JSON.
+        let busy = r#"{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}"#;
+        let server = serving(
+            ResponseTemplate::new(503).set_body_raw(busy, "application/json"),
+            1,
+        )
+        .await;
+        let err = client(&server, |o| o.max_retries = 0)
+            .complete(request("openai/qwen"))
+            .await
+            .expect_err("503");
+        assert!(
+            matches!(&err, LlmError::Server { status: 503, message, .. } if message == "Loading model"),
+            "{err:?}"
+        );
+    }
+
     #[tokio::test]
     async fn waits_for_retry_after_then_succeeds() {
         waits_for_retry_after(

@@ -1,11 +1,11 @@
 //! async-openai's errors as the kinds a user can act on: one mapping for OpenAI and Azure, which
 //! say the same things in the same shapes.
 
-use async_openai::error::{OpenAIError, StreamError, WrappedError};
+use async_openai::error::{OpenAIError, StreamError};
 use ralph_actors::ports::llm::LlmError;
 use reqwest::StatusCode;
 
-use crate::providers::http::{self, chain, shorten};
+use crate::providers::http::{self, chain, says_too_long, shorten, LenientError};
 
 fn by_status(
     provider: &str,
@@ -24,7 +24,10 @@ fn by_status(
     }
     let problem = http::Problem {
         message,
-        too_long: code == Some("context_length_exceeded"),
+        too_long: matches!(
+            code,
+            Some("context_length_exceeded" | "exceed_context_size_error")
+        ),
         ..http::Problem::default()
     };
     http::status_kind(provider, env_var, status.as_u16(), attempts, None, problem)
@@ -59,26 +62,51 @@ pub(crate) fn map_error(
                 e.api_error.code.as_deref(),
             )
         }
-        // An error status whose body was not OpenAI's error JSON (a proxy's text page).
+        // An error status whose body async-openai could not read: another server's error JSON
+        // (llama.cpp's and vLLM's numeric `code`, vLLM's top-level fields) or a proxy's text page.
         OpenAIError::JSONDeserialize(_, body) if last_status.is_some_and(|s| !s.is_success()) => {
             let status = last_status.unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let message = if body.trim().is_empty() {
-                status.to_string()
-            } else {
-                shorten(&body)
-            };
-            by_status(&provider, status, attempts, env_var, message, None)
+            match LenientError::read(&body) {
+                Some(e) => by_status(
+                    &provider,
+                    status,
+                    attempts,
+                    env_var,
+                    shorten(&e.message),
+                    if e.too_long() {
+                        Some("context_length_exceeded")
+                    } else {
+                        e.code.as_deref()
+                    },
+                ),
+                None => {
+                    let message = if body.trim().is_empty() {
+                        status.to_string()
+                    } else {
+                        shorten(&body)
+                    };
+                    by_status(&provider, status, attempts, env_var, message, None)
+                }
+            }
         }
         OpenAIError::JSONDeserialize(e, body) => {
             // A stream may end with an error object instead of a chunk.
-            let message = match serde_json::from_str::<WrappedError>(&body) {
-                Ok(w) => format!(
-                    "the server reported an error: {}",
-                    shorten(&w.error.message)
-                ),
-                Err(_) => format!("{e} in `{}`", shorten(&body)),
-            };
-            LlmError::InvalidReply { provider, message }
+            match LenientError::read(&body) {
+                Some(err) if says_too_long(&err.message) || err.too_long() => {
+                    LlmError::ContextTooLong {
+                        provider,
+                        message: shorten(&err.message),
+                    }
+                }
+                Some(err) => LlmError::InvalidReply {
+                    provider,
+                    message: format!("the server reported an error: {}", shorten(&err.message)),
+                },
+                None => LlmError::InvalidReply {
+                    provider,
+                    message: format!("{e} in `{}`", shorten(&body)),
+                },
+            }
         }
         OpenAIError::Reqwest(e) if e.is_decode() => LlmError::InvalidReply {
             provider,
