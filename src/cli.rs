@@ -111,11 +111,22 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ResumeArgs {
-    /// The session to resume (default: the most recent interrupted one).
+    /// The session to continue (default: the most recent one that stopped short of success:
+    /// interrupted, out of budget or iterations, or stuck).
     pub session: Option<String>,
-    /// Raise the session's cost cap.
+    /// A new cost cap in US dollars for the whole session (what it spent still counts).
     #[arg(long, value_name = "USD")]
     pub budget: Option<f64>,
+    /// A new iteration limit for the whole session (the iterations done still count).
+    #[arg(short = 'm', long = "max-iterations", value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// A new time limit in minutes for the whole session (the time it ran still counts).
+    #[arg(long, value_name = "MINUTES")]
+    pub max_duration: Option<f64>,
+    /// Words for the Artisan, shown as the user's from the next iteration on (say what to try,
+    /// or what the tests mean).
+    #[arg(long, value_name = "TEXT")]
+    pub guidance: Option<String>,
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
 }

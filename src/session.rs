@@ -30,12 +30,22 @@ pub enum SessionError {
     NoMatch { want: String, dir: PathBuf },
     #[error("`{want}` matches {count} sessions; give more of the id")]
     Ambiguous { want: String, count: usize },
-    #[error("no interrupted session under {} to resume", .0.display())]
+    #[error("no session under {} stopped short of success to resume", .0.display())]
     NothingToResume(PathBuf),
     #[error("session {0} has no run.json; it cannot be resumed")]
     NoRunSpec(String),
-    #[error("session {id} ended with `{status}`; only an interrupted session can be resumed")]
+    #[error(
+        "session {id} ended with `{status}`; only a session that stopped short of success \
+         (interrupted, budget_exceeded, max_iterations, entropy_detected) can be resumed"
+    )]
     NotResumable { id: String, status: String },
+    /// Resuming would stop again at once: the limit it stopped at is still the limit.
+    #[error("session {id} stopped at {what}; {fix}")]
+    SameLimit {
+        id: String,
+        what: String,
+        fix: String,
+    },
     #[error("{} is damaged: {message}", path.display())]
     Damaged { path: PathBuf, message: String },
     #[error("{context}: {source}")]

@@ -5,6 +5,7 @@
 use crate::ports::llm::LlmError;
 use crate::ports::runner::RunnerError;
 use crate::ports::store::StoreError;
+use crate::ports::user::UserError;
 use crate::ports::workspace::WorkspaceError;
 use crate::prompt::templates::TemplateError;
 use crate::role::Role;
@@ -25,6 +26,8 @@ pub enum Error {
     Workspace(#[from] WorkspaceError),
     #[error("session store: {0}")]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    User(#[from] UserError),
     /// A prompt template that compiled at start-up failed to render (a variable of the wrong
     /// shape in a user's override).
     #[error(transparent)]
@@ -44,6 +47,7 @@ impl Error {
             Error::Runner(e) => e.is_transient(),
             Error::Workspace(e) => e.is_transient(),
             Error::Store(e) => e.is_transient(),
+            Error::User(e) => e.is_transient(),
             Error::Budget(_)
             | Error::RoleFailed { .. }
             | Error::RolePanicked { .. }

@@ -130,8 +130,17 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         .into());
     }
     let mut run_args = spec.args;
+    if let Some(st) = &state {
+        check_limits(&session.id, st, &args)?;
+    }
     if args.budget.is_some() {
         run_args.budget = args.budget;
+    }
+    if args.max_iterations.is_some() {
+        run_args.max_iterations = args.max_iterations;
+    }
+    if args.max_duration.is_some() {
+        run_args.max_duration = args.max_duration;
     }
     if args.output.is_some() {
         run_args.output = args.output;
@@ -150,12 +159,41 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
     let mut lock = lock_target(&mut plan)?;
     claim(&mut lock, &session, &plan)?;
     let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
+    if state.status == "entropy_detected" {
+        // The user chose to go on: the failures seen so far no longer count toward the breaker.
+        state.breaker.seen.clear();
+    }
+    if let Some(guidance) = args.guidance.filter(|g| !g.trim().is_empty()) {
+        state.guidance = Some(guidance);
+    }
     state.status = "running".into();
     execute(plan, session, state, groups)
 }
 
+/// A session that stopped at a limit resumes only past that limit.
+fn check_limits(id: &str, st: &SessionState, args: &ResumeArgs) -> Result<()> {
+    let same = |what: String, fix: String| -> Result<()> {
+        Err(SessionError::SameLimit {
+            id: id.to_string(),
+            what,
+            fix,
+        }
+        .into())
+    };
+    match st.status.as_str() {
+        "max_iterations" if args.max_iterations.is_none_or(|m| m <= st.iteration) => same(
+            format!("max_iterations after {} iterations", st.iteration),
+            format!("pass -m N with N above {}", st.iteration),
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn is_resumable(status: &str) -> bool {
-    status == "running" || status == "interrupted"
+    matches!(
+        status,
+        "running" | "interrupted" | "budget_exceeded" | "max_iterations" | "entropy_detected"
+    )
 }
 
 /// `ralph-loop status [SESSION]`

@@ -68,7 +68,13 @@ pub(crate) fn execute(
         });
         let cancel = CancellationToken::new();
         let stop_signal = Arc::new(AtomicI32::new(0));
-        let signals = tokio::spawn(on_signals(cancel.clone(), stop_signal.clone(), groups));
+        let signals = tokio::spawn(on_signals(
+            cancel.clone(),
+            stop_signal.clone(),
+            groups,
+            events.clone(),
+        ));
+        let session_dir = session.clone();
         let supervisor = Supervisor::new(RunDeps {
             settings: Arc::new(plan.settings),
             workspace: Arc::new(plan.workspace),
@@ -83,10 +89,11 @@ pub(crate) fn execute(
             state,
             memory,
             hooks: Vec::new(),
+            user: crate::app::terminal::user(plan.output),
             preamble,
         })
         .start();
-        let report = supervisor
+        let mut report = supervisor
             .send(StartRun)
             .await
             .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
@@ -94,9 +101,15 @@ pub(crate) fn execute(
         let _ = printer.await;
         if let (Some(store), Some(config)) = (vault_store, plan.memory.as_ref()) {
             // Best effort: a vault that cannot be pruned now is pruned after the next run. The
-            // session has ended (its report is written), so this goes to stderr alone.
+            // printer has finished, so the warning is said on stderr and added to the report
+            // already written: nothing is said that the report lacks.
             if let Err(e) = vault::housekeep(&store, config.memory.max_patterns).await {
-                eprintln!("ralph-loop: memory vault housekeeping failed: {e}");
+                let warning = format!("memory vault housekeeping failed: {e}");
+                eprintln!("warning: {warning}");
+                report.warnings.push(warning);
+                if let Err(e) = session_dir.write_json("report.json", &report) {
+                    eprintln!("ralph-loop: cannot add that to report.json: {e}");
+                }
             }
         }
         Ok::<Report, Error>(report)
@@ -110,9 +123,16 @@ pub(crate) fn execute(
 /// and the process exits at once with that signal's code. SIGQUIT quits at once (131), killing
 /// the test groups first; the session keeps the state saved at its last step and resumes from
 /// there.
-async fn on_signals(cancel: CancellationToken, stop_signal: Arc<AtomicI32>, groups: ProcessGroups) {
+async fn on_signals(
+    cancel: CancellationToken,
+    stop_signal: Arc<AtomicI32>,
+    groups: ProcessGroups,
+    events: EventBus,
+) {
     let Some(mut signals) = Signals::listen() else {
-        eprintln!("ralph-loop: cannot listen for signals; Ctrl+C will stop the run at once");
+        events.emit(Event::Warning {
+            message: "cannot listen for signals; Ctrl+C will stop the run at once".into(),
+        });
         return;
     };
     let first = signals.next().await;
@@ -126,9 +146,11 @@ async fn on_signals(cancel: CancellationToken, stop_signal: Arc<AtomicI32>, grou
         libc::SIGHUP => "hung up",
         _ => "interrupted",
     };
-    eprintln!(
-        "{name}: ending the current step and saving the session (Ctrl+C again to quit at once)"
-    );
+    events.emit(Event::Note {
+        message: format!(
+            "{name}: ending the current step and saving the session (Ctrl+C again to quit at once)"
+        ),
+    });
     stop_signal.store(first, Ordering::SeqCst);
     cancel.cancel();
     let second = signals.next().await;

@@ -1,11 +1,13 @@
 //! The wiring of a run at the binary's edge: [`plan`] turns flags and config into a run,
 //! [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
-//! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics.
+//! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
+//! `terminal` the person the circuit breaker asks before it stops a run.
 
 pub mod commands;
 pub mod edge;
 pub mod execute;
 pub mod plan;
+mod terminal;
 pub mod vault;
 
 pub use commands::{resume, run, status};

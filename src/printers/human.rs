@@ -289,6 +289,10 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
     if let Some(left) = &report.file_left {
         write_file_left(report, left, out)?;
     }
+    for (i, step) in report.next_steps.iter().enumerate() {
+        let label = if i == 0 { "next:" } else { "     " };
+        writeln!(out, "  {label} {}", one_line(step))?;
+    }
     writeln!(
         out,
         "  report: .ralph/session-{}/report.json",

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use predicates::prelude::*;
 
 use super::support::*;
 
@@ -402,4 +403,169 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
         .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])
         .assert()
         .code(0);
+}
+
+/// A session stopped at a limit continues with `resume`: past that limit only (`-m`), the
+/// money already spent still counting, the user's guidance shown to the Artisan as theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        if_prompt(
+            "raise ValueError on an empty list",
+            text(code("python", FIXED_PY)),
+            text(code("python", HALF_FIXED_PY)),
+        ),
+    );
+    ralph(dir.path(), &llm)
+        .args(["median.py", "-m", "1"])
+        .assert()
+        .code(4);
+    let spent = report(dir.path())["cost_usd"].as_f64().unwrap();
+    let steps = report(dir.path())["next_steps"].to_string();
+    assert!(steps.contains("ralph-loop resume"), "{steps}");
+
+    // The same limit would stop it again at once.
+    ralph(dir.path(), &llm)
+        .arg("resume")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pass -m N with N above 1"));
+
+    ralph(dir.path(), &llm)
+        .args(["resume", "-m", "3", "--guidance"])
+        .arg("raise ValueError on an empty list, as the test expects")
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["iterations"], 2);
+    assert!(report["cost_usd"].as_f64().unwrap() > spent);
+    let asked = llm.requests_of("artisan").await;
+    let last = asked.last().unwrap().to_string();
+    assert!(last.contains("# The user's guidance"), "{last}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+}
+
+/// Drives `ralph-loop` in a pseudo-terminal (Python's `pty`): answers each `(prompt, reply)` in
+/// turn when the prompt shows, then reads to the end. Returns the exit code and what the
+/// terminal showed.
+fn in_terminal(
+    dir: &Path,
+    llm: &MockLlm,
+    args: &[&str],
+    dialogue: &[(&str, &str)],
+) -> (i32, String) {
+    const DRIVER: &str = r#"
+import json, os, pty, select, sys, time
+args, dialogue = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(args[0], args)
+seen = b""
+def read(deadline):
+    global seen
+    r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+    if not r:
+        return False
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        return None
+    if not chunk:
+        return None
+    seen += chunk
+    return True
+for prompt, reply in dialogue:
+    deadline = time.time() + 90
+    while prompt.encode() not in seen:
+        if time.time() > deadline or read(deadline) is None:
+            sys.stdout.write(seen.decode(errors="replace"))
+            sys.exit(97)
+    seen = seen.replace(prompt.encode(), b"<answered>", 1)
+    os.write(fd, (reply + "\n").encode())
+deadline = time.time() + 90
+while read(deadline):
+    pass
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let binary = assert_cmd::cargo::cargo_bin("ralph-loop");
+    let mut argv = vec![binary.display().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(DRIVER)
+        .arg(serde_json::to_string(&argv).unwrap())
+        .arg(serde_json::to_string(dialogue).unwrap())
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+/// FR-019 in a real terminal: the breaker asks, the user types guidance, the Artisan follows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
+    let dir = fixture("py-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "circuit_breaker:\n  entropy_threshold: 2\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        if_prompt(
+            "raise ValueError on an empty list",
+            text(code("python", FIXED_PY)),
+            text(code("python", HALF_FIXED_PY)),
+        ),
+    );
+    let (code, shown) = in_terminal(
+        dir.path(),
+        &llm,
+        &["median.py"],
+        &[
+            ("[r] raise the threshold to 4 >", "g"),
+            (
+                "guidance for the Artisan (one line):",
+                "raise ValueError on an empty list",
+            ),
+        ],
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(
+        shown.contains("stuck: the same failure ended 2 iterations (threshold 2)"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["iterations"], 3);
+
+    // Headless (no terminal), the same run stops at the breaker with exit 5, as before.
+    let dir = fixture("py-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "circuit_breaker:\n  entropy_threshold: 2\n",
+    );
+    ralph(dir.path(), &llm).arg("median.py").assert().code(5);
 }

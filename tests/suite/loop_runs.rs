@@ -301,6 +301,43 @@ async fn a_failed_run_leaves_the_best_state_and_says_where_the_original_is() {
     assert_eq!(first["file_left"]["tests"]["failed"], 1);
     let session = session_dir(dir.path());
     assert!(session.join("checkpoints/iteration-2").is_file());
+    assert_eq!(
+        std::fs::read_to_string(session.join("checkpoints/iteration-0")).unwrap(),
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/py-median/median.py")
+        )
+        .unwrap()
+    );
+    // iterations.log holds the fields docs/report.md names, no more.
+    let documented = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.md"),
+    )
+    .unwrap();
+    let row = documented
+        .lines()
+        .find(|l| l.starts_with("| `iterations.log`"))
+        .unwrap();
+    let log = std::fs::read_to_string(session.join("iterations.log")).unwrap();
+    let outcomes: Vec<String> = log
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            for key in record.as_object().unwrap().keys() {
+                assert!(
+                    row.contains(&format!("`{key}`")),
+                    "{key} is not documented: {row}"
+                );
+            }
+            record["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(outcomes, ["failed", "undone"]);
+    assert!(
+        first["next_steps"][0].as_str().unwrap().contains("-m 7`"),
+        "{}",
+        first["next_steps"]
+    );
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(
         stderr.contains(

@@ -9,9 +9,11 @@
 //! | [`workspace`] | `Workspace` | the target, its test file, instructions, manifest and neighbourhood, read fresh; atomic writes of the target |
 //! | [`store`] | `SessionStore` | the session folder: results, the iteration log, state, report |
 //! | [`memory`] | `VectorStore`, `Embedder` | the MemoryVault's storage and embedding model |
+//! | [`user`] | `User` | the person at the terminal, when there is one: the breaker asks before it stops |
 
 pub mod llm;
 pub mod memory;
 pub mod runner;
 pub mod store;
+pub mod user;
 pub mod workspace;

@@ -50,6 +50,9 @@ pub struct ContextBundle {
     /// it was undone, for the Artisan.
     #[serde(default)]
     pub undone: Option<String>,
+    /// What the user told the Artisan (`resume --guidance`, or typed when the breaker asked).
+    #[serde(default)]
+    pub guidance: Option<String>,
 }
 
 /// The language name a fenced block and a prompt use for a file.

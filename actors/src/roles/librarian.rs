@@ -192,6 +192,7 @@ impl Handler<GatherContext> for Librarian {
                 memory: Vec::new(),
                 notes: Vec::new(),
                 undone: None,
+                guidance: None,
             };
             let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
             if settings.librarian_analyze && failed {

@@ -219,6 +219,10 @@ pub struct Report {
     /// Proposals undone because they made the tests worse.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reverts: u32,
+    /// What to try next, from how the run ended and its last test run (empty on a clean
+    /// success).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_steps: Vec<String>,
     /// For a run that did not succeed: which state of the target it left, by `on_failure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_left: Option<FileLeft>,

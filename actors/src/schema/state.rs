@@ -63,6 +63,10 @@ pub struct SessionState {
     /// What the last undoing told the next iteration's Artisan, until it is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undone: Option<String>,
+    /// The user's words for the Artisan (`resume --guidance`, or typed when the breaker asked),
+    /// shown from the next iteration on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guidance: Option<String>,
     /// Set when the run ended without success: the state it left in the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_left: Option<FileLeft>,
@@ -100,6 +104,7 @@ impl SessionState {
             on_disk: Some(0),
             reverts: 0,
             undone: None,
+            guidance: None,
             file_left: None,
             started_at: timestamp(),
         }
@@ -167,6 +172,8 @@ pub struct IterationRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
     pub cost_usd: f64,
+    /// `passed`, `failed`, or `undone` (the proposal did worse than the best state and was
+    /// reverted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// The project files the Librarian added to the prompt, and why.

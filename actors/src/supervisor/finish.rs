@@ -8,6 +8,7 @@ use crate::events::event::Event;
 use crate::machine::state::Outcome;
 use crate::schema::report::{MemoryReport, Report, Status, Timings};
 use crate::schema::state::timestamp;
+use crate::supervisor::next_steps::{next_steps, Ending};
 use crate::supervisor::run::Run;
 
 /// How long each final write (state, report) may take: a hung disk must not hold the report,
@@ -39,6 +40,16 @@ impl Run {
         self.state.status = status.as_str().to_string();
         let st = &self.state;
         let l = &st.ledger;
+        let steps = next_steps(&Ending {
+            status,
+            reason: &reason,
+            session_id: &st.session_id,
+            iterations: st.iteration,
+            spent: l.spent,
+            last: self.last_run.as_deref(),
+            stuck_on: self.stuck_on.as_deref(),
+            settings: &self.settings,
+        });
         let mut report = Report {
             session_id: st.session_id.clone(),
             status,
@@ -77,6 +88,7 @@ impl Run {
                 .collect(),
             memory: st.memory.clone(),
             reverts: st.reverts,
+            next_steps: steps,
             file_left: st.file_left.clone(),
             started_at: st.started_at.clone(),
             finished_at: timestamp(),
@@ -144,6 +156,7 @@ pub(crate) fn error_report(reason: &str) -> Report {
         context_use: BTreeMap::new(),
         memory: MemoryReport::default(),
         reverts: 0,
+        next_steps: Vec::new(),
         file_left: None,
         started_at: timestamp(),
         finished_at: timestamp(),

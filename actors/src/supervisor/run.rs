@@ -16,6 +16,7 @@ use crate::ports::llm::{LlmClient, TokenCounter};
 use crate::ports::memory::{Embedder, VectorStore};
 use crate::ports::runner::TestRunner;
 use crate::ports::store::SessionStore;
+use crate::ports::user::User;
 use crate::ports::workspace::Workspace;
 use crate::role::Role;
 use crate::roles::artisan::Artisan;
@@ -58,6 +59,9 @@ pub struct RunDeps {
     pub memory: Option<MemoryDeps>,
     /// Parts that join the run at its hook points, in order.
     pub hooks: Vec<Arc<dyn Hook>>,
+    /// The person at the terminal, when there is one to ask (the breaker asks before it
+    /// stops); `None` for a headless run.
+    pub user: Option<Arc<dyn User>>,
     /// What the caller had to say while preparing the run (notes on models skipped, a vault
     /// that could not open): emitted right after `session_started`, so they reach every
     /// printer and the report.
@@ -120,6 +124,7 @@ pub struct Run {
     pub(super) caller: Arc<Caller>,
     pub(super) team: Team,
     pub(super) hooks: Vec<Arc<dyn Hook>>,
+    pub(super) user: Option<Arc<dyn User>>,
     pub(super) state: SessionState,
     /// The warnings and notes of the session's earlier runs (before a resume); this run's come
     /// from the event bus.
@@ -189,6 +194,7 @@ impl Run {
             caller,
             team,
             hooks: d.hooks,
+            user: d.user,
             earlier_warnings: std::mem::take(&mut state.warnings),
             earlier_notes: std::mem::take(&mut state.notes),
             state,

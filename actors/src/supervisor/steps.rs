@@ -87,16 +87,17 @@ impl Run {
             iteration: n,
             max_iterations: s.max_iterations,
         });
-        if n > 1 && (n - 1).is_multiple_of(s.context_reset_frequency) {
+        // With the default frequency of 1 no role keeps history, so there is nothing to reset:
+        // only the discarding of history that was kept counts, in the report and the events.
+        if s.context_reset_frequency > 1
+            && n > 1
+            && (n - 1).is_multiple_of(s.context_reset_frequency)
+        {
             for role in Role::ALL {
                 self.team.reset(role);
             }
             self.state.context_resets += 1;
-            // With the default frequency of 1 every iteration is fresh; the event marks only the
-            // discarding of history that was kept.
-            if s.context_reset_frequency > 1 {
-                self.events.emit(Event::ContextReset { iteration: n });
-            }
+            self.events.emit(Event::ContextReset { iteration: n });
         }
         Ok(Next::Continue(State::Context(Box::new(it))))
     }
@@ -116,6 +117,7 @@ impl Run {
             .await?;
         bundle.notes = std::mem::take(&mut self.state.hook_notes);
         bundle.undone = self.state.undone.take();
+        bundle.guidance = self.state.guidance.clone();
         it.context = Some(Arc::new(bundle));
         Ok(Next::Continue(State::Recall(it)))
     }
@@ -286,6 +288,15 @@ impl Run {
             self.stuck_on = Some(headline(&run));
         }
         let context = self.context_of(&it)?;
+        let reverts = self.state.reverts;
+        self.judge_proposal(n, it.written.as_deref(), &run).await?;
+        let outcome = if passed {
+            "passed"
+        } else if self.state.reverts > reverts {
+            "undone"
+        } else {
+            "failed"
+        };
         let record = IterationRecord {
             iteration: n,
             started_at: it.started_at.clone(),
@@ -296,7 +307,7 @@ impl Run {
             passed,
             fingerprint: fp.clone(),
             cost_usd: self.caller.ledger.spent() - it.cost_before,
-            outcome: None,
+            outcome: Some(outcome.into()),
             context: Some(context.context.clone()),
         };
         let append = self.store.append_iteration(&record);
@@ -324,7 +335,6 @@ impl Run {
             };
             self.remember(n, attempt);
         }
-        self.judge_proposal(n, it.written.as_deref(), &run).await?;
         if passed {
             if let Gate::Veto { reasons } = self.gate(&it, &run).await {
                 self.state.hook_notes = reasons;
@@ -352,6 +362,9 @@ impl Run {
                 .copied()
                 .unwrap_or(0);
             let stuck = self.stuck_on.clone().unwrap_or_default();
+            if self.ask_to_go_on(n, fp.as_deref(), &stuck, seen).await? {
+                return Ok(Next::Continue(State::Begin));
+            }
             return Ok(Next::Stop(Outcome::new(
                 Status::EntropyDetected,
                 format!(
@@ -453,7 +466,12 @@ impl Run {
     /// `context_reset_frequency` says: the role's next call starts afresh. Actix delivers the
     /// reset before any later message to the same actor.
     pub(super) fn reset_over_limit(&mut self, n: u32) {
-        for role in self.caller.take_over_limit() {
+        let over = self.caller.take_over_limit();
+        if self.settings.context_reset_frequency <= 1 {
+            // No role keeps history: every call already starts afresh.
+            return;
+        }
+        for role in over {
             // The Librarian keeps no history: each of its prompts is built afresh.
             if !self.team.reset(role) {
                 continue;

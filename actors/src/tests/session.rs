@@ -79,6 +79,8 @@ pub(super) struct Session {
     /// The session's event bus: subscribe before `start` to see every event.
     pub(super) events: EventBus,
     pub(super) hooks: Vec<Arc<dyn Hook>>,
+    /// The person the breaker asks; `None`: a headless run.
+    pub(super) user: Option<Arc<dyn crate::ports::user::User>>,
     /// The state to resume from; a new session's by default.
     pub(super) state: Option<SessionState>,
 }
@@ -99,6 +101,7 @@ impl Session {
             vault: None,
             events: EventBus::new("session-test"),
             hooks: Vec::new(),
+            user: None,
             state: None,
         }
     }
@@ -137,6 +140,7 @@ impl Session {
             cancel: CancellationToken::new(),
             stop_signal: Default::default(),
             hooks: self.hooks.clone(),
+            user: self.user.clone(),
             preamble: Vec::new(),
             state,
             memory: self.vault.clone().map(|store| MemoryDeps {

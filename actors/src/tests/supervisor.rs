@@ -882,3 +882,66 @@ async fn on_failure_original_restores_the_original() {
     );
     assert_eq!(left.tests.map(|t| t.failed), Some(2));
 }
+
+/// FR-019: at the breaker, a person at the terminal is asked. Going on with guidance starts
+/// the failure's count over and shows the Artisan the user's words; stopping ends the run
+/// `entropy_detected` as before.
+#[actix_rt::test]
+async fn the_breaker_asks_and_the_user_s_guidance_reaches_the_artisan() {
+    use crate::ports::user::{BreakerChoice, MockUser};
+    let log = Log::default();
+    let mut s = settings();
+    s.entropy_threshold = 2;
+    s.max_iterations = 10;
+    let mut user = MockUser::new();
+    let mut answers = vec![
+        BreakerChoice::Continue {
+            guidance: Some("sort the list before picking the middle".into()),
+        },
+        BreakerChoice::Stop,
+    ]
+    .into_iter();
+    user.expect_on_entropy().times(2).returning(move |stuck| {
+        assert_eq!((stuck.seen, stuck.threshold), (2, 2));
+        Ok(answers.next().expect("asked twice"))
+    });
+    let mut session = Session::new(s, team(&log), runner(vec![failing("AssertionError"); 5]));
+    session.user = Some(Arc::new(user));
+    let report = session.run().await;
+    assert_eq!(report.status, Status::EntropyDetected, "{}", report.reason);
+    assert_eq!(report.iterations, 4, "two more iterations after going on");
+    let artisan = requests(&log, Role::Artisan);
+    assert!(!user_prompt(&artisan[1]).contains("The user's guidance"));
+    let third = user_prompt(&artisan[2]);
+    assert!(third.contains("# The user's guidance"), "{third}");
+    assert!(
+        third.contains("> sort the list before picking the middle"),
+        "{third}"
+    );
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("the user chose to go on, with guidance for the Artisan")));
+}
+
+/// Raising the threshold lets the same failure end more iterations before the next question.
+#[actix_rt::test]
+async fn the_user_may_raise_the_breaker_s_threshold() {
+    use crate::ports::user::{BreakerChoice, MockUser};
+    let log = Log::default();
+    let mut s = settings();
+    s.entropy_threshold = 2;
+    s.max_iterations = 3;
+    let mut user = MockUser::new();
+    user.expect_on_entropy()
+        .times(1)
+        .returning(|_| Ok(BreakerChoice::RaiseThreshold(4)));
+    let mut session = Session::new(s, team(&log), runner(vec![failing("AssertionError"); 4]));
+    session.user = Some(Arc::new(user));
+    let report = session.run().await;
+    assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("raised the breaker's threshold to 4")));
+}
