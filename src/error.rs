@@ -69,9 +69,10 @@ pub enum UsageError {
     /// Something micro-agent offers that ralph-loop does not, said plainly.
     #[error("{0}")]
     Unsupported(&'static str),
-    /// `~/.micro-agent` or a `micro-agent config` argument.
+    /// `~/.micro-agent`, a `micro-agent config` argument, or what micro-agent's interactive mode
+    /// needs and does not have (a terminal).
     #[error("{0}")]
-    MicroAgentConfig(String),
+    MicroAgent(String),
     /// A `ralph-loop vault` argument (no vault yet, an import file that is not an export).
     #[error("{0}")]
     Vault(String),

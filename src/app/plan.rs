@@ -196,6 +196,50 @@ pub(crate) fn plan(
     })
 }
 
+/// A model to talk to before a run exists (micro-agent's interactive set-up): the Artisan's
+/// model as the flags and config name it, metered by a ledger under the configured budget.
+pub(crate) struct Assistant {
+    pub caller: ralph_actors::roles::caller::Caller,
+    pub spec: ModelSpec,
+    pub events: ralph_actors::events::bus::EventBus,
+}
+
+/// The [`Assistant`] for `args` (their `--models` and config) in `cwd`.
+pub(crate) fn assistant(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Assistant> {
+    let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
+    apply_flags(&mut config, args)?;
+    let spec = config
+        .model(Role::Artisan)
+        .ok_or_else(|| Error::Internal("the config names no model for the artisan".into()))?;
+    let mut models = BTreeMap::from([(Role::Artisan, spec)]);
+    let (llm, _notes) = providers::build(
+        &LlmSource::Live(provider_setups(&config, overrides)),
+        &mut models,
+    )?;
+    let prices = providers::prices::with_overrides(config.prices.clone());
+    check_priced(&models, &prices, config.budgets.allow_unpriced)?;
+    let events = ralph_actors::events::bus::EventBus::new("micro-agent-setup");
+    let ledger = Arc::new(ralph_actors::policy::budget::Ledger::new(
+        config.budgets.max_cost_usd,
+        prices,
+        events.clone(),
+    ));
+    let caller = ralph_actors::roles::caller::Caller::new(
+        llm,
+        Arc::new(providers::tokens::TiktokenCounter::new()),
+        ledger,
+        events.clone(),
+    );
+    let spec = models
+        .remove(&Role::Artisan)
+        .ok_or_else(|| Error::Internal("the artisan's model was lost while resolving it".into()))?;
+    Ok(Assistant {
+        caller,
+        spec,
+        events,
+    })
+}
+
 /// Every model the run may call (each role's, then its fallbacks) has a price, from config or
 /// the bundled table; a provider's own cost report cannot be counted on before the call. With
 /// `budgets.allow_unpriced` the unpriced ones are allowed, and a note says so.

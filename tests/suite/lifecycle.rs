@@ -452,71 +452,6 @@ async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
     );
 }
 
-/// Drives `ralph-loop` in a pseudo-terminal (Python's `pty`): answers each `(prompt, reply)` in
-/// turn when the prompt shows, then reads to the end. Returns the exit code and what the
-/// terminal showed.
-fn in_terminal(
-    dir: &Path,
-    llm: &MockLlm,
-    args: &[&str],
-    dialogue: &[(&str, &str)],
-) -> (i32, String) {
-    const DRIVER: &str = r#"
-import json, os, pty, select, sys, time
-args, dialogue = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(args[0], args)
-seen = b""
-def read(deadline):
-    global seen
-    r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
-    if not r:
-        return False
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        return None
-    if not chunk:
-        return None
-    seen += chunk
-    return True
-for prompt, reply in dialogue:
-    deadline = time.time() + 90
-    while prompt.encode() not in seen:
-        if time.time() > deadline or read(deadline) is None:
-            sys.stdout.write(seen.decode(errors="replace"))
-            sys.exit(97)
-    seen = seen.replace(prompt.encode(), b"<answered>", 1)
-    os.write(fd, (reply + "\n").encode())
-deadline = time.time() + 90
-while read(deadline):
-    pass
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(seen.decode(errors="replace"))
-sys.exit(os.waitstatus_to_exitcode(status))
-"#;
-    let binary = assert_cmd::cargo::cargo_bin("ralph-loop");
-    let mut argv = vec![binary.display().to_string()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(DRIVER)
-        .arg(serde_json::to_string(&argv).unwrap())
-        .arg(serde_json::to_string(dialogue).unwrap())
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-    )
-}
-
 /// FR-019 in a real terminal: the breaker asks, the user types guidance, the Artisan follows it.
 #[tokio::test(flavor = "multi_thread")]
 async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
@@ -536,8 +471,9 @@ async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
         ),
     );
     let (code, shown) = in_terminal(
+        "ralph-loop",
         dir.path(),
-        &llm,
+        &llm.openai_env(),
         &["median.py"],
         &[
             ("[r] raise the threshold to 4 >", "g"),

@@ -508,6 +508,14 @@ impl MockLlm {
         format!("{}/v1", self.server.uri())
     }
 
+    /// The environment that points an OpenAI client at this server.
+    pub fn openai_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("OPENAI_BASE_URL", self.base_url()),
+            ("OPENAI_API_KEY", "sk-test-key".into()),
+        ]
+    }
+
     /// Every chat request so far, as JSON, with its role.
     pub async fn requests(&self) -> Vec<(String, Value)> {
         self.server
@@ -690,4 +698,80 @@ pub fn user_prompt(request: &Value) -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// Drives one of the binaries in a pseudo-terminal (Python's `pty`), in `dir` with `HOME` there
+/// and `env`: answers each `(prompt, reply)` in turn when the prompt shows, then reads to the
+/// end. Returns the exit code and what the terminal showed.
+pub fn in_terminal(
+    binary: &str,
+    dir: &Path,
+    env: &[(&str, String)],
+    args: &[&str],
+    dialogue: &[(&str, &str)],
+) -> (i32, String) {
+    const DRIVER: &str = r#"
+import json, os, pty, select, sys, time
+args, dialogue = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(args[0], args)
+seen = b""
+def read(deadline):
+    global seen
+    r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+    if not r:
+        return False
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        return None
+    if not chunk:
+        return None
+    seen += chunk
+    return True
+for prompt, reply in dialogue:
+    deadline = time.time() + 90
+    while prompt.encode() not in seen:
+        if time.time() > deadline or read(deadline) is None:
+            sys.stdout.write(seen.decode(errors="replace"))
+            sys.exit(97)
+    seen = seen.replace(prompt.encode(), b"<answered>", 1)
+    os.write(fd, (reply + "\n").encode())
+deadline = time.time() + 90
+while read(deadline):
+    pass
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let binary = assert_cmd::cargo::cargo_bin(binary);
+    let mut argv = vec![binary.display().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-c")
+        .arg(DRIVER)
+        .arg(serde_json::to_string(&argv).unwrap())
+        .arg(serde_json::to_string(dialogue).unwrap())
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("RUST_LOG");
+    for var in [
+        "OPENAI_API_KEY",
+        "OPENAI_KEY",
+        "OPENAI_BASE_URL",
+        "MODEL",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
 }

@@ -4,6 +4,10 @@
 //! `MODEL`, `ANTHROPIC_MODEL`, `OPENAI_API_ENDPOINT`) and the same INI file `~/.micro-agent`,
 //! where the environment wins over the file as in micro-agent. micro-agent has one model, so
 //! `MODEL` runs every role. What ralph-loop cannot honour is said on stderr.
+//!
+//! - `interactive`: `micro-agent` without a file asks what to build, then runs;
+//! - `ask`: questions at the terminal; `micro-agent config` without arguments edits the file
+//!   through them.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -14,6 +18,9 @@ use clap::{Parser, Subcommand};
 use crate::app::{self, Overrides};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result, UsageError};
+
+mod ask;
+mod interactive;
 
 /// micro-agent's default for `--maxRuns`.
 pub const DEFAULT_MAX_RUNS: u32 = 20;
@@ -63,10 +70,10 @@ struct MicroArgs {
 
 #[derive(Debug, Subcommand)]
 enum MicroCommand {
-    /// Read or write ~/.micro-agent.
+    /// Read or write ~/.micro-agent (without arguments, at a terminal: edit it key by key).
     Config {
         #[command(subcommand)]
-        action: ConfigAction,
+        action: Option<ConfigAction>,
     },
 }
 
@@ -81,7 +88,7 @@ enum ConfigAction {
 fn config_path() -> Result<PathBuf> {
     std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".micro-agent"))
-        .ok_or(Error::Usage(UsageError::MicroAgentConfig(
+        .ok_or(Error::Usage(UsageError::MicroAgent(
             "HOME is not set, so ~/.micro-agent cannot be found".into(),
         )))
 }
@@ -91,12 +98,8 @@ fn load_ini(path: &std::path::Path) -> Result<ini::Ini> {
     if !path.exists() {
         return Ok(ini::Ini::new());
     }
-    ini::Ini::load_from_file(path).map_err(|e| {
-        Error::Usage(UsageError::MicroAgentConfig(format!(
-            "{}: {e}",
-            path.display()
-        )))
-    })
+    ini::Ini::load_from_file(path)
+        .map_err(|e| Error::Usage(UsageError::MicroAgent(format!("{}: {e}", path.display()))))
 }
 
 /// The values of micro-agent's keys: the INI file, then the environment over it.
@@ -125,13 +128,11 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
         }
     };
     if let Some(MicroCommand::Config { action }) = args.command {
-        return config_command(action);
+        return match action {
+            Some(action) => config_command(action),
+            None => edit_config(),
+        };
     }
-    let Some(file) = args.file_path else {
-        return Err(Error::Usage(UsageError::Unsupported(
-            "micro-agent's interactive mode is not supported: give a file path, e.g. `micro-agent ./src/add.ts -t \"npm test\"`",
-        )));
-    };
     if args.visual.is_some() {
         return Err(Error::Usage(UsageError::Unsupported(
             "visual matching (-v/--visual) is not supported by ralph-loop; run with -t and a test file instead",
@@ -144,10 +145,11 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
         )
     });
     let values = settings(|k| std::env::var(k).ok())?;
+    let interactive = args.file_path.is_none() || args.test.is_none();
     let (run, mut overrides) = translate(
         &values,
         RunArgs {
-            file: Some(file),
+            file: args.file_path,
             test_command: args.test,
             test_file: args.test_file,
             prompt: args.prompt,
@@ -162,7 +164,68 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
         .chain(overrides.notes)
         .map(|note| format!("micro-agent: {note}"))
         .collect();
+    if interactive {
+        // As micro-agent: with no file, or no test command, it asks.
+        return interactive::run(run, overrides);
+    }
     app::run(run, overrides)
+}
+
+/// `micro-agent config` without arguments: each key with its value (keys masked), then the key
+/// to set and its value, until an empty answer. Needs a terminal.
+fn edit_config() -> Result<i32> {
+    if !interactive::at_a_terminal() {
+        return Err(Error::Usage(UsageError::MicroAgent(
+            "`micro-agent config` without arguments edits ~/.micro-agent at a terminal; \
+             here, give `config set KEY=VALUE ...` or `config get [KEY ...]`"
+                .into(),
+        )));
+    }
+    let path = config_path()?;
+    let mut asker = ask::Asker {
+        input: std::io::stdin().lock(),
+        out: std::io::stderr(),
+    };
+    loop {
+        let ini = load_ini(&path)?;
+        asker.say(&format!("{}:", path.display()))?;
+        for key in KEYS {
+            let value = ini.general_section().get(*key).map_or_else(
+                || "(not set)".to_string(),
+                |v| {
+                    if key.ends_with("_KEY") {
+                        mask(v)
+                    } else {
+                        v.to_string()
+                    }
+                },
+            );
+            asker.say(&format!("  {key} = {value}"))?;
+        }
+        let key = asker.ask("Which key to set? (empty to finish)", None, |k| {
+            (!k.is_empty() && !KEYS.contains(&k)).then(|| format!("one of {}", KEYS.join(", ")))
+        })?;
+        if key.is_empty() {
+            return Ok(0);
+        }
+        let value = asker.ask(&format!("Value for {key}"), None, |_| None)?;
+        config_command(ConfigAction::Set {
+            pairs: vec![format!("{key}={value}")],
+        })?;
+    }
+}
+
+/// A secret shown by its last four characters.
+fn mask(secret: &str) -> String {
+    let tail: String = secret
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("…{tail}")
 }
 
 /// Maps micro-agent's settings onto a ralph-loop run.
@@ -213,12 +276,12 @@ fn config_command(action: ConfigAction) -> Result<i32> {
         ConfigAction::Set { pairs } => {
             for pair in pairs {
                 let Some((k, v)) = pair.split_once('=') else {
-                    return Err(Error::Usage(UsageError::MicroAgentConfig(format!(
+                    return Err(Error::Usage(UsageError::MicroAgent(format!(
                         "`{pair}` is not KEY=VALUE"
                     ))));
                 };
                 if !KEYS.contains(&k) {
-                    return Err(Error::Usage(UsageError::MicroAgentConfig(format!(
+                    return Err(Error::Usage(UsageError::MicroAgent(format!(
                         "Invalid config property: {k} (known: {})",
                         KEYS.join(", ")
                     ))));
