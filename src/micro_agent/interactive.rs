@@ -16,6 +16,7 @@ use ralph_actors::role::Role;
 use tokio_util::sync::CancellationToken;
 
 use super::ask::Asker;
+use super::ini::{config_command, ConfigAction};
 use crate::app::plan::{assistant, Assistant};
 use crate::app::{self, Overrides};
 use crate::cli::RunArgs;
@@ -97,7 +98,7 @@ fn ask_for_a_key<I: BufRead, O: Write>(
         None,
         |k| k.trim().is_empty().then(|| "The key, please".to_string()),
     )?;
-    super::config_command(super::ConfigAction::Set {
+    config_command(ConfigAction::Set {
         pairs: vec![format!("OPENAI_KEY={key}")],
     })?;
     overrides.keys.insert("openai".into(), key);

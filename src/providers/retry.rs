@@ -198,6 +198,39 @@ fn response_cost(headers: &reqwest::header::HeaderMap) -> Option<f64> {
         .filter(|c| c.is_finite() && *c > 0.0)
 }
 
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"))
+}
+
+/// A whole JSON reply whose `usage.cost` (OpenRouter's, in dollars) is kept as the call's
+/// reported cost, unless a header already gave one. The body is read here and handed on
+/// unchanged: async-openai's types have no field for it.
+async fn read_body_cost(response: Response, call: &CallState) -> Result<Response, Failed> {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| Failed::Fatal(OpenAIError::Reqwest(e)))?;
+    if call.reported_cost().is_none() {
+        let cost = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("usage")?.get("cost")?.as_f64())
+            .filter(|c| c.is_finite() && *c > 0.0);
+        if let Some(cost) = cost {
+            call.reported_cost.store(cost.to_bits(), Ordering::Relaxed);
+        }
+    }
+    let mut rebuilt = ::http::Response::new(body);
+    *rebuilt.status_mut() = status;
+    *rebuilt.headers_mut() = headers;
+    Ok(Response::from(rebuilt))
+}
+
 async fn attempt(
     factory: HttpRequestFactory,
     http: reqwest::Client,
@@ -218,6 +251,9 @@ async fn attempt(
     if !is_retryable_status(status.as_u16()) {
         if let Some(cost) = response_cost(response.headers()) {
             call.reported_cost.store(cost.to_bits(), Ordering::Relaxed);
+        }
+        if status.is_success() && is_json(&response) {
+            return read_body_cost(response, &call).await;
         }
         return Ok(response);
     }

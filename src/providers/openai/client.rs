@@ -322,6 +322,43 @@ mod tests {
         );
     }
 
+    /// A provider's own price for a call: OpenRouter's `usage.cost` in a whole reply's body,
+    /// LiteLLM's `x-litellm-response-cost` header (which wins when both are there).
+    #[tokio::test]
+    async fn reads_the_cost_a_provider_reports() {
+        let mut usage = usage_json(50, 3, 0);
+        usage["cost"] = serde_json::json!(0.000_321);
+        let server = serving(json_reply("All done.", Some(usage.clone())), 1).await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect("reply");
+        assert_eq!(reply.cost_usd, Some(0.000_321));
+        assert_eq!(reply.text, "All done.", "the body is handed on whole");
+        assert_eq!(reply.usage.input_tokens, 50);
+
+        let server = serving(
+            json_reply("ok", Some(usage)).insert_header("x-litellm-response-cost", "0.00125"),
+            1,
+        )
+        .await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect("reply");
+        assert_eq!(reply.cost_usd, Some(0.00125));
+
+        let server = serving(json_reply("ok", Some(usage_json(5, 1, 0))), 1).await;
+        let reply = client(&server, |o| o.stream = false)
+            .complete(request("openai/gpt-4o"))
+            .await
+            .expect("reply");
+        assert_eq!(
+            reply.cost_usd, None,
+            "no report, no cost: the price table decides"
+        );
+    }
+
     /// Found against llama.cpp's server: its error bodies carry a numeric `code`, which
     /// async-openai cannot read; they are still the typed errors they are.
     #[tokio::test]
