@@ -218,7 +218,12 @@ async fn a_provider_ignoring_max_tokens_stops_the_run_and_is_named() {
     let o = &overruns[0];
     assert_eq!(o["role"], "artisan");
     assert_eq!(o["model"], "openai/gpt-4.1-mini");
-    assert!(o["cost_usd"].as_f64().unwrap() > o["reserved_usd"].as_f64().unwrap());
+    let (cost, reserved) = (
+        o["cost_usd"].as_f64().unwrap(),
+        o["reserved_usd"].as_f64().unwrap(),
+    );
+    assert!(cost > reserved);
+    assert!((o["excess_usd"].as_f64().unwrap() - (cost - reserved)).abs() < 1e-12);
     let reason = report["reason"].as_str().unwrap();
     assert!(
         reason.contains("billed 200000 output tokens where 8192 were allowed"),

@@ -358,6 +358,7 @@ impl Ledger {
                 model: grant.model.clone(),
                 reserved_usd: grant.reserved,
                 cost_usd: cost,
+                excess_usd: cost - grant.reserved,
             });
         self.book(&grant, cost, usage);
         if let Some(o) = &overrun {
@@ -626,11 +627,11 @@ mod tests {
                 prop_assert_eq!(settled.overrun.is_some(), !within && settled.cost > reserved * (1.0 + 1e-9) + 1e-12);
                 match settled.overrun {
                     Some(o) => {
-                        prop_assert!((o.excess_usd() - (settled.cost - reserved)).abs() < 1e-12);
+                        prop_assert!((o.excess_usd - (settled.cost - reserved)).abs() < 1e-12);
                         let snap = l.snapshot();
                         prop_assert_eq!(snap.overruns.last(), Some(&o));
-                        prop_assert!(l.spent() <= before + reserved + o.excess_usd() + 1e-9);
-                        prop_assert!(l.spent() <= cap + o.excess_usd() + 1e-9);
+                        prop_assert!(l.spent() <= before + reserved + o.excess_usd + 1e-9);
+                        prop_assert!(l.spent() <= cap + o.excess_usd + 1e-9);
                         break;
                     }
                     None => prop_assert!(l.spent() <= cap + 1e-9),

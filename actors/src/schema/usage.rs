@@ -34,13 +34,9 @@ pub struct Overrun {
     pub reserved_usd: f64,
     /// What the call cost.
     pub cost_usd: f64,
-}
-
-impl Overrun {
-    /// How much more the call cost than was reserved.
-    pub fn excess_usd(&self) -> f64 {
-        self.cost_usd - self.reserved_usd
-    }
+    /// How much more it cost than was reserved.
+    #[serde(default)]
+    pub excess_usd: f64,
 }
 
 impl std::fmt::Display for Overrun {
@@ -48,11 +44,7 @@ impl std::fmt::Display for Overrun {
         write!(
             f,
             "the {} call on {} cost ${:.6}, ${:.6} more than the ${:.6} reserved for it",
-            self.role,
-            self.model,
-            self.cost_usd,
-            self.excess_usd(),
-            self.reserved_usd
+            self.role, self.model, self.cost_usd, self.excess_usd, self.reserved_usd
         )
     }
 }

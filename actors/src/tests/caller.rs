@@ -319,5 +319,5 @@ async fn a_reply_longer_than_granted_is_an_overrun_that_stops_the_run() {
     assert_eq!(snap.overruns.len(), 1);
     let o = &snap.overruns[0];
     assert!((o.cost_usd - cost_of(usage(50, 5000))).abs() < 1e-12);
-    assert!(o.excess_usd() > 0.0 && o.cost_usd > o.reserved_usd);
+    assert!(o.excess_usd > 0.0 && o.cost_usd > o.reserved_usd);
 }
