@@ -1,6 +1,7 @@
 //! The MemoryVault's storage and embeddings: `.ralph/memory.db`, an embedded LanceDB database.
 //!
-//! - [`store`]: [`LanceStore`], attempts and vectors in one table per embedding model;
+//! - [`store`]: [`LanceStore`], attempts and vectors in one table per embedding model, written
+//!   by several processes at once (`contention`: commit retries, the creation lock);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
 //!   configured [`embedder`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
@@ -12,6 +13,7 @@
 //! the binary's, with its other commands (`app::vault`): it reports in the binary's errors, which
 //! wrap [`VaultError`], so it cannot live here.
 
+mod contention;
 pub mod embed;
 mod error;
 mod housekeep;

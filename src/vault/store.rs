@@ -3,8 +3,9 @@
 //! One table per embedding model (`attempts_<model id>`), so vectors of different models or
 //! dimensions never meet in a search. Every write is an append; LanceDB commits it optimistically
 //! and, when another process committed first, a compatible append is rebased by LanceDB itself
-//! and anything it still reports as a conflict is retried here with jittered backoff. A table
-//! created by two processes at once is opened by whichever lost the race.
+//! and anything it still reports as a conflict is retried here with jittered backoff. Tables
+//! are created under a lock file (`create.lock` in the database's directory), so that two
+//! processes creating one table at once never both commit.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,15 +24,12 @@ use ralph_actors::ports::memory::{MemoryError, VectorStore};
 use ralph_actors::schema::attempt::{FixAttempt, Scored};
 use ralph_actors::schema::test_run::Category;
 
+use super::contention::{committed, creation_lock};
 use super::error::{Result, VaultError};
-use crate::http::retry::{retry, Attempted, RetryPolicy};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a
 /// hint, and checking for new versions on every read would cost each query a directory listing.
 const READ_CONSISTENCY: Duration = Duration::from_secs(2);
-
-/// Commit retries on a conflict with another writer, on top of LanceDB's own rebasing.
-const COMMIT_RETRIES: u32 = 12;
 
 /// Rows are deleted this many ids per statement, keeping each predicate a manageable size.
 const DELETE_CHUNK: usize = 500;
@@ -131,83 +129,45 @@ fn schema(dims: usize) -> Result<SchemaRef> {
     ])))
 }
 
-/// Whether an error is another writer winning a commit: worth another try. Lance's commit
-/// errors (`CommitConflict`, `RetryableCommitConflict`, `TooMuchWriteContention`,
-/// `DatasetAlreadyExists` for a table created at the same moment) reach us wrapped in
-/// `lancedb::Error::Lance`; their messages are what is stable across the two crates.
-fn is_conflict(e: &lancedb::Error) -> bool {
-    if matches!(e, lancedb::Error::TableAlreadyExists { .. }) {
-        return true;
-    }
-    let text = e.to_string().to_lowercase();
-    [
-        "commit conflict",
-        "concurrent writers",
-        // An append that met a concurrent overwrite (two processes creating the table at once)
-        // is retried on the table as it now is.
-        "incompatible with concurrent transaction",
-        "version conflict",
-        "already exists",
-    ]
-    .iter()
-    .any(|w| text.contains(w))
-}
-
-impl Attempted for lancedb::Error {
-    fn is_transient(&self) -> bool {
-        is_conflict(self)
-    }
-
-    fn describe(&self) -> String {
-        self.to_string()
-    }
-}
-
-/// Another writer is on the same table for a few milliseconds: short delays, many tries.
-const COMMIT_POLICY: RetryPolicy = RetryPolicy {
-    max_retries: COMMIT_RETRIES,
-    base_delay: Duration::from_millis(5),
-    max_delay: Duration::from_millis(500),
-    max_server_delay: Duration::ZERO,
-};
-
-/// Runs a commit (or an open) again while another writer wins the race.
-async fn committed<T, F, Fut>(op: F) -> std::result::Result<T, lancedb::Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = std::result::Result<T, lancedb::Error>>,
-{
-    let attempts = std::sync::atomic::AtomicU32::new(0);
-    retry(&COMMIT_POLICY, "memory vault", None, &attempts, op).await
-}
-
 impl LanceStore {
     /// Opens (creating when absent) the table `<prefix>_<embedder>` of the database at `uri`.
     pub async fn open(uri: &str, prefix: &str, embedder_id: &str, dims: usize) -> Result<Self> {
         let schema = schema(dims)?;
         let name = table_name(prefix, embedder_id);
-        let open = || async {
-            let db = lancedb::connect(uri)
+        let connect = || async {
+            lancedb::connect(uri)
                 .read_consistency_interval(READ_CONSISTENCY)
                 .execute()
-                .await?;
-            // Open first: a create that loses a race with another process's create can be
-            // committed by Lance as an overwrite of the new table, so creating is kept to when
-            // there is no table at all.
-            match db.open_table(&name).execute().await {
-                Err(lancedb::Error::TableNotFound { .. }) => {
-                    db.create_empty_table(&name, schema.clone())
-                        .mode(CreateTableMode::exist_ok(|r| r))
-                        .execute()
-                        .await
-                }
-                found => found,
-            }
+                .await
         };
-        let table = committed(open).await.map_err(|source| VaultError::Open {
+        let open = || async { connect().await?.open_table(&name).execute().await };
+        let failed = |source| VaultError::Open {
             uri: uri.to_string(),
             source,
-        })?;
+        };
+        let table = match committed(open).await {
+            Err(lancedb::Error::TableNotFound { .. }) => {
+                // A create that loses a race with another process's create can be committed
+                // by Lance as an overwrite of the new table, dropping what the winner has
+                // written since: processes create one at a time, under a lock file in the
+                // database's directory, and whoever comes second opens what the first made.
+                let _creating = creation_lock(uri).await?;
+                let create = || async {
+                    let db = connect().await?;
+                    match db.open_table(&name).execute().await {
+                        Err(lancedb::Error::TableNotFound { .. }) => {
+                            db.create_empty_table(&name, schema.clone())
+                                .mode(CreateTableMode::exist_ok(|r| r))
+                                .execute()
+                                .await
+                        }
+                        found => found,
+                    }
+                };
+                committed(create).await.map_err(failed)?
+            }
+            opened => opened.map_err(failed)?,
+        };
         let found = table.schema().await.map_err(VaultError::Lance)?;
         if found.fields() != schema.fields() {
             return Err(VaultError::Schema(format!(

@@ -263,8 +263,13 @@ fn eight_processes_write_at_once_and_lose_nothing() {
         .await
         .unwrap();
         let all = store.all().await.unwrap();
-        assert_eq!(all.len(), WRITERS * WRITES);
         let ids: std::collections::HashSet<_> = all.iter().map(|a| a.id.clone()).collect();
+        let lost: Vec<String> = (0..WRITERS)
+            .flat_map(|w| (0..WRITES).map(move |n| format!("w{w}-{n}")))
+            .filter(|id| !ids.contains(id))
+            .collect();
+        assert!(lost.is_empty(), "{} writes lost: {lost:?}", lost.len());
+        assert_eq!(all.len(), WRITERS * WRITES);
         assert_eq!(ids.len(), WRITERS * WRITES, "no attempt written twice");
         // Compaction merges the 800 single-row files; nothing is lost.
         let stats = store.compact().await.unwrap();
