@@ -20,30 +20,22 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/process.rs"]
+mod process;
 #[allow(dead_code)]
 #[path = "../tests/suite/support.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use process::{knob, runtime, target_dir, RALPH};
 use serde_json::{json, Value};
-use support::{code, Answer, MockLlm, FIXED_JS};
+use support::{code, Answer, MockLlm, FIXED_JS, HALF_FIXED_JS};
 
-/// The binary measured: this build's, or `RALPH_BENCH_BIN` (another build of ralph-loop, such
-/// as the previous commit's, measured with the very same harness to compare the two).
-static RALPH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    std::env::var("RALPH_BENCH_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ralph-loop").to_string())
-});
 const TEST_COMMAND: &str = "node --test test/";
-
-/// Sorts numerically and averages the middle pair, but still sorts its argument in place: one
-/// test (`does not change its argument`) keeps failing, so the fix takes two iterations.
-const HALF_FIXED_JS: &str = "function median(values) {\n  const ordered = values.sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;\n}\n\nmodule.exports = { median };\n";
 
 fn main() {
     // `cargo test --benches` runs this binary without `--bench`: do nothing then, benchmarks
@@ -56,11 +48,7 @@ fn main() {
     let starts = knob("RALPH_BENCH_STARTS", 200);
     let mem_runs = knob("RALPH_BENCH_MEM_RUNS", 5);
     let latency = Duration::from_millis(knob("RALPH_BENCH_LATENCY_MS", 50) as u64);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime();
 
     eprintln!("e2e: {}", *RALPH);
     eprintln!(
@@ -147,23 +135,6 @@ fn main() {
         Ok(()) => eprintln!("e2e: wrote {}", out.display()),
         Err(e) => eprintln!("e2e: cannot write {}: {e}", out.display()),
     }
-}
-
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(default)
-}
-
-/// `target/`, from the binary's own path (`target/release/ralph-loop`).
-fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_ralph-loop"))
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("target"))
 }
 
 /// What one whole run measured.

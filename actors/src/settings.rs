@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::criteria::Thresholds;
+pub use crate::policy::pace::{Analyze, CriticMode};
 use crate::prompt::templates::Templates;
 use crate::role::Role;
 pub use crate::schema::report::OnFailure;
@@ -43,10 +44,11 @@ pub struct RunSettings {
     /// their history for N iterations.
     pub context_reset_frequency: u32,
     pub entropy_threshold: u32,
-    pub critic_enabled: bool,
+    /// When the Critic reviews a proposal: before the tests, beside them, or not at all.
+    pub critic_mode: CriticMode,
     pub critic_max_rejections: u32,
-    /// The Librarian asks its model for a short analysis of the last failure.
-    pub librarian_analyze: bool,
+    /// When the Librarian asks its model for a short analysis of the last failure.
+    pub librarian_analyze: Analyze,
     /// The most bytes of test failures and output shown to a model.
     pub max_test_output_bytes: usize,
     /// Re-runs of a failed test run; a test that fails and then passes is FLAKY.
@@ -115,9 +117,9 @@ impl RunSettings {
             max_duration: None,
             context_reset_frequency: 1,
             entropy_threshold: 3,
-            critic_enabled: true,
+            critic_mode: CriticMode::Auto,
             critic_max_rejections: 2,
-            librarian_analyze: true,
+            librarian_analyze: Analyze::Auto,
             max_test_output_bytes: 12 * 1024,
             flaky_retries: 0,
             allow_test_edits: false,

@@ -13,6 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use ralph_actors::policy::budget::Price;
+use ralph_actors::settings::Analyze;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
@@ -383,4 +384,30 @@ pub(super) fn price_map<'de, D: Deserializer<'de>>(
         }
     }
     d.deserialize_map(PriceMap)
+}
+
+/// `librarian.analyze`: `auto`, `always` or `never`; `true` and `false` (the setting's values
+/// before `auto`) mean `always` and `never`.
+pub(super) fn analyze_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Analyze, D::Error> {
+    struct Mode;
+    impl Visitor<'_> for Mode {
+        type Value = Analyze;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("auto, always or never")
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Analyze, E> {
+            Ok(if v { Analyze::Always } else { Analyze::Never })
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Analyze, E> {
+            match v {
+                "auto" => Ok(Analyze::Auto),
+                "always" => Ok(Analyze::Always),
+                "never" => Ok(Analyze::Never),
+                other => Err(E::custom(format!(
+                    "must be auto, always or never, got `{other}`"
+                ))),
+            }
+        }
+    }
+    d.deserialize_any(Mode)
 }

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ralph_actors::policy::budget::Price;
-use ralph_actors::settings::OnFailure;
+use ralph_actors::settings::{Analyze, CriticMode, OnFailure};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{
-    at_least_one, context_share, must_be_true, opt_at_least_one_u64, opt_at_least_one_usize,
-    opt_directory, opt_language, opt_non_empty, opt_percent, opt_positive, opt_url, positive,
-    price_map, similarity, Text,
+    analyze_mode, at_least_one, context_share, must_be_true, opt_at_least_one_u64,
+    opt_at_least_one_usize, opt_directory, opt_language, opt_non_empty, opt_percent, opt_positive,
+    opt_url, positive, price_map, similarity, Text,
 };
 use super::providers::{provider_map, ProviderConfig};
 use super::roles::{Models, Prompts};
@@ -209,7 +209,11 @@ impl Default for CircuitBreaker {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CriticConfig {
+    /// `false` is `mode: off`, whatever `mode` says.
     pub enabled: bool,
+    /// When the review runs: before the tests (`gate`), beside them (`parallel`), `off`, or
+    /// `auto`: `gate` when the tests take longer than a review.
+    pub mode: CriticMode,
     pub max_rejections: u32,
 }
 
@@ -217,7 +221,19 @@ impl Default for CriticConfig {
     fn default() -> Self {
         Self {
             enabled: true,
+            mode: CriticMode::Auto,
             max_rejections: 2,
+        }
+    }
+}
+
+impl CriticConfig {
+    /// The mode a run uses: `enabled: false` turns the Critic off.
+    pub fn effective_mode(&self) -> CriticMode {
+        if self.enabled {
+            self.mode
+        } else {
+            CriticMode::Off
         }
     }
 }
@@ -225,7 +241,9 @@ impl Default for CriticConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LibrarianConfig {
-    pub analyze: bool,
+    /// When the Librarian asks its model for an analysis of the last failure.
+    #[serde(deserialize_with = "analyze_mode")]
+    pub analyze: Analyze,
     /// The share of the Artisan's context window the project's files may fill.
     #[serde(deserialize_with = "context_share")]
     pub context_share: f64,
@@ -234,7 +252,7 @@ pub struct LibrarianConfig {
 impl Default for LibrarianConfig {
     fn default() -> Self {
         Self {
-            analyze: true,
+            analyze: Analyze::Auto,
             context_share: 0.25,
         }
     }

@@ -60,7 +60,7 @@ impl Config {
             max_duration: self.max_duration(),
             context_reset_frequency: self.memory.context_reset_frequency,
             entropy_threshold: self.circuit_breaker.entropy_threshold,
-            critic_enabled: self.critic.enabled,
+            critic_mode: self.critic.effective_mode(),
             critic_max_rejections: self.critic.max_rejections,
             librarian_analyze: self.librarian.analyze,
             max_test_output_bytes: self.testing.prompt_output_bytes,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ralph_actors::prompt::templates::Templates;
 use ralph_actors::role::Role;
-use ralph_actors::settings::ModelSpec;
+use ralph_actors::settings::{Analyze, CriticMode, ModelSpec};
 
 use super::*;
 
@@ -337,12 +337,8 @@ fn run_settings_follow_the_file() {
     );
     assert_eq!((s.context_reset_frequency, s.entropy_threshold), (2, 4));
     assert_eq!(
-        (
-            s.critic_enabled,
-            s.critic_max_rejections,
-            s.librarian_analyze
-        ),
-        (false, 0, false)
+        (s.critic_mode, s.critic_max_rejections, s.librarian_analyze),
+        (CriticMode::Off, 0, Analyze::Never)
     );
     assert_eq!(s.max_test_output_bytes, 100);
     assert_eq!((s.flaky_retries, s.allow_test_edits), (2, true));
@@ -443,4 +439,58 @@ fn unreadable_file_names_its_path() {
     let e = load(&dir.path().join("gone.yaml")).expect_err("missing");
     assert!(matches!(e, ConfigError::Read { .. }));
     assert!(e.to_string().contains("gone.yaml: cannot read"), "{e}");
+}
+
+#[test]
+fn the_critic_s_mode_and_the_librarian_s_analysis_policy() {
+    let s = parse_str("")
+        .expect("parses")
+        .run_settings()
+        .expect("settings");
+    assert_eq!(
+        (s.critic_mode, s.librarian_analyze),
+        (CriticMode::Auto, Analyze::Auto)
+    );
+    for (yaml, mode, analyze) in [
+        (
+            "critic: { mode: gate }\nlibrarian: { analyze: always }",
+            CriticMode::Gate,
+            Analyze::Always,
+        ),
+        (
+            "critic: { mode: parallel }\nlibrarian: { analyze: never }",
+            CriticMode::Parallel,
+            Analyze::Never,
+        ),
+        (
+            "critic: { mode: off }\nlibrarian: { analyze: true }",
+            CriticMode::Off,
+            Analyze::Always,
+        ),
+        (
+            "critic: { enabled: false, mode: gate }\nlibrarian: { analyze: auto }",
+            CriticMode::Off,
+            Analyze::Auto,
+        ),
+    ] {
+        let s = parse_str(yaml)
+            .expect("parses")
+            .run_settings()
+            .expect("settings");
+        assert_eq!(
+            (s.critic_mode, s.librarian_analyze),
+            (mode, analyze),
+            "{yaml}"
+        );
+    }
+    let (msg, _) = err("librarian:\n  analyze: sometimes\n");
+    assert!(
+        msg.contains("2:12: librarian.analyze: must be auto, always or never, got `sometimes`"),
+        "{msg}"
+    );
+    let (msg, _) = err("critic:\n  mode: later\n");
+    assert!(
+        msg.contains("2:9: critic.mode: unknown variant `later`"),
+        "{msg}"
+    );
 }

@@ -93,18 +93,30 @@ impl AnthropicClient {
             }
             t.clamp(0.0, MAX_TEMPERATURE)
         });
+        // The first user message's stable prefix (see `ChatMessage::cache_prefix`): the merged
+        // first turn starts with it.
+        let cache_prefix = request
+            .messages
+            .iter()
+            .find(|m| m.speaker != Speaker::System)
+            .filter(|m| m.speaker == Speaker::User)
+            .map_or(0, |m| m.cache_prefix);
         Body {
             model,
             system,
             messages: turns
                 .into_iter()
-                .map(|(speaker, content)| Message {
+                .enumerate()
+                .map(|(i, (speaker, content))| Message {
                     role: if speaker == Speaker::Assistant {
                         "assistant"
                     } else {
                         "user"
                     },
-                    content,
+                    content: match i {
+                        0 => Content::cached(content, cache_prefix),
+                        _ => Content::Text(content),
+                    },
                 })
                 .collect(),
             max_tokens: request.max_tokens,
@@ -142,7 +154,49 @@ struct Body<'a> {
 #[derive(Debug, Serialize)]
 struct Message {
     role: &'static str,
-    content: String,
+    content: Content,
+}
+
+/// A message's content: plain text, or text blocks of which the first ends a cache
+/// breakpoint (`cache_control`): Anthropic then caches the prompt up to there (system prompt
+/// included) and serves it from the cache on the next call with the same prefix. A prefix
+/// shorter than the model's minimum (1,024 tokens for most models) is simply not cached.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Blocks(Vec<TextBlock>),
+}
+
+#[derive(Debug, Serialize)]
+struct TextBlock {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Content {
+    /// `text` with a cache breakpoint after its first `prefix` bytes, when that splits it.
+    fn cached(text: String, prefix: usize) -> Self {
+        if prefix == 0 || prefix >= text.len() || !text.is_char_boundary(prefix) {
+            return Content::Text(text);
+        }
+        let (stable, rest) = text.split_at(prefix);
+        let block = |text: &str, cache: bool| TextBlock {
+            kind: "text",
+            text: text.to_string(),
+            cache_control: cache.then_some(CacheControl { kind: "ephemeral" }),
+        };
+        Content::Blocks(vec![block(stable, true), block(rest, false)])
+    }
 }
 
 /// Anthropic's usage block; later blocks of a stream repeat or update earlier fields.
@@ -513,6 +567,33 @@ mod tests {
         assert_eq!(sent["max_tokens"], 321);
         assert_eq!(sent["temperature"], 0.2);
         assert_eq!(sent["stream"], true);
+    }
+
+    #[tokio::test]
+    async fn asks_to_cache_the_stable_prefix_of_the_first_user_message() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(sse_reply(&["ok"]))
+            .mount(&server)
+            .await;
+        let mut req = request(MODEL);
+        let stable = "# Tests\nassert median([1]) == 1";
+        let mut user = ralph_actors::ports::llm::ChatMessage::user(format!("{stable}\n\nfix it"));
+        user.cache_prefix = stable.len();
+        req.messages = vec![
+            ralph_actors::ports::llm::ChatMessage::system("You fix code."),
+            user,
+        ];
+        client(&server, |_| {}).complete(req).await.expect("reply");
+        let sent = last_body(&server).await;
+        assert_eq!(
+            sent["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "\n\nfix it"},
+            ]}])
+        );
     }
 
     #[tokio::test]

@@ -44,10 +44,12 @@ async fn python_fixed_in_two_iterations() {
     ] {
         assert!(report.get(key).is_some(), "report lacks {key}: {report}");
     }
-    // Librarian, Artisan and Critic in each of 2 iterations, 200 output tokens each.
+    // The Artisan and the Critic in each of 2 iterations, 200 output tokens each. The Librarian
+    // reads the project but asks its model nothing: each failure was new and the Artisan saw
+    // it whole (`librarian.analyze: auto`).
     let roles = report["cost_by_role"].as_object().unwrap();
-    assert_eq!(roles.len(), 3, "{roles:?}");
-    assert_eq!(report["tokens"]["output_tokens"], 1200);
+    assert_eq!(roles.len(), 2, "{roles:?}");
+    assert_eq!(report["tokens"]["output_tokens"], 800);
     // Each role's prompt measured against its model's context window (gpt-4.1: 1M tokens).
     let artisan_use = report["context_use"]["artisan"].as_f64().unwrap();
     assert!(artisan_use > 0.0 && artisan_use < 0.4, "{report:#}");
@@ -61,6 +63,11 @@ async fn python_fixed_in_two_iterations() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["passed"], false);
     assert_eq!(lines[1]["passed"], true);
+    for line in &lines {
+        // pytest takes longer than this mock's replies: the review gates the tests.
+        assert_eq!(line["critic"], "gate", "{line}");
+        assert!(line.get("analysis").is_none(), "{line}");
+    }
     for n in 0..=2 {
         let results = read_json(&session.join(format!("test-results-iteration-{n}.json")));
         assert_eq!(results["schema_version"], 2);
@@ -74,7 +81,7 @@ async fn python_fixed_in_two_iterations() {
     assert_eq!(artisan[1]["messages"].as_array().unwrap().len(), 2);
     let second = user_prompt(&artisan[1]);
     assert!(second.contains("test_empty_list_is_an_error"), "{second}");
-    assert!(second.contains("The Librarian's analysis"), "{second}");
+    assert!(!second.contains("The Librarian's analysis"), "{second}");
     assert!(artisan[0]["max_completion_tokens"].as_u64().unwrap() <= 8192);
     assert_eq!(artisan[0]["model"], "gpt-4.1");
 }
@@ -190,8 +197,8 @@ async fn max_iterations_stops_the_run_without_streaming() {
     assert_eq!(report["status"], "max_iterations");
     assert_eq!(report["iterations"], 2);
     assert_eq!(
-        report["tokens"]["output_tokens"], 1200,
-        "usage is read from plain JSON replies too"
+        report["tokens"]["output_tokens"], 800,
+        "usage is read from plain JSON replies too (the Artisan and the Critic, twice)"
     );
     let requests = llm.requests().await;
     assert!(
@@ -254,7 +261,7 @@ async fn unauthorized_names_the_provider_and_the_variable() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
     llm.always(
-        "librarian",
+        "artisan",
         Answer::Status {
             status: 401,
             body: r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#.into(),

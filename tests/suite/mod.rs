@@ -10,5 +10,6 @@ mod loop_runs;
 mod memory;
 mod micro_agent;
 mod output;
+mod pace;
 mod providers;
 mod runners;

@@ -38,15 +38,23 @@ async fn fix_on(
     report
 }
 
-/// The report's cost is the reported tokens at `input`/`output` dollars per million, exactly.
+/// The report's cost is the reported tokens at `input`/`output` dollars per million, exactly;
+/// prompt tokens read from or written to a cache (Anthropic's) at the model's cache prices.
 fn assert_priced(report: &serde_json::Value, model: &str, input: f64, output: f64) {
     let tokens = &report["tokens"];
     let (i, o) = (
         tokens["input_tokens"].as_f64().unwrap(),
         tokens["output_tokens"].as_f64().unwrap(),
     );
+    let (read, written) = (
+        tokens["cache_read_tokens"].as_f64().unwrap(),
+        tokens["cache_write_tokens"].as_f64().unwrap(),
+    );
     assert!(i > 0.0 && o > 0.0, "{report}");
-    let expected = (i * input + o * output) / 1_000_000.0;
+    // Anthropic's cache: reads at a tenth of the input price, writes at 1.25 times.
+    let expected =
+        ((i - read - written) * input + read * input * 0.1 + written * input * 1.25 + o * output)
+            / 1_000_000.0;
     let cost = report["cost_usd"].as_f64().unwrap();
     assert!((cost - expected).abs() < 1e-9, "cost {cost} != {expected}");
     let by_model = report["cost_by_model"].as_object().unwrap();
@@ -208,6 +216,12 @@ async fn three_roles_on_three_providers_in_one_run() {
         ],
     );
     let dir = fixture("py-median");
+    // The Librarian's analysis on every failure, so that its provider is called.
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "librarian: { analyze: always }\n",
+    );
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir.path());
     cmd.env("GEMINI_BASE_URL", gemini.uri())

@@ -16,6 +16,9 @@ pub const FIXED_PY: &str = "def median(values):\n    if not values:\n        rai
 /// Fixes the even case but not the empty list.
 pub const HALF_FIXED_PY: &str = "def median(values):\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
 pub const FIXED_JS: &str = "function median(values) {\n  const ordered = [...values].sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;\n}\n\nmodule.exports = { median };\n";
+/// Sorts numerically and averages the middle pair, but still sorts its argument in place: one
+/// test (`does not change its argument`) keeps failing, so the fix takes two iterations.
+pub const HALF_FIXED_JS: &str = "function median(values) {\n  const ordered = values.sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;\n}\n\nmodule.exports = { median };\n";
 
 /// A code block reply the Artisan could give.
 pub fn code(lang: &str, body: &str) -> String {
@@ -71,6 +74,10 @@ struct Script {
     fallback: BTreeMap<String, Answer>,
     /// How the server counts and bills, when not as usual.
     billing: Billing,
+    /// Prompt prefixes marked with `cache_control` (Anthropic) so far: a later request with the
+    /// same prefix reads it from the cache. The real API caches only prefixes of at least
+    /// 1,024 tokens (most models); this mock caches any.
+    cached: std::collections::BTreeSet<String>,
 }
 
 /// How the mock server counts a prompt and what it reports of a reply's cost.
@@ -106,6 +113,9 @@ pub struct MockLlm {
 
 /// What the mock needs to know of a request, whatever its protocol.
 struct Asked {
+    /// The characters of an Anthropic request's prompt up to its `cache_control` breakpoint,
+    /// and the breakpoint's text (system prompt and first block), if it has one.
+    cache_prefix: Option<(usize, String)>,
     role: String,
     model: String,
     stream: bool,
@@ -187,7 +197,22 @@ fn asked(protocol: Protocol, request: &Request, body: &Value) -> Asked {
         Protocol::Gemini => text_chars(&body["contents"]) + text_chars(&body["systemInstruction"]),
         _ => text_chars(&body["messages"]),
     };
+    let cache_prefix = match protocol {
+        Protocol::Anthropic => {
+            let block = &body["messages"][0]["content"][0];
+            block.get("cache_control").map(|_| {
+                let text = format!(
+                    "{}{}",
+                    body["system"].as_str().unwrap_or(""),
+                    block["text"].as_str().unwrap_or("")
+                );
+                (text.chars().count(), text)
+            })
+        }
+        _ => None,
+    };
     Asked {
+        cache_prefix,
         role: role_of_system(&system_text(protocol, body)),
         model,
         stream,
@@ -226,7 +251,24 @@ impl Respond for Responder {
         }
         // Usage as a real server reports it: the prompt's size (about 4 characters a token,
         // unless the test says otherwise) and a reply capped by the request's own limit.
-        let billing = self.1.lock().unwrap().billing.clone();
+        let (billing, cache) = {
+            let mut script = self.1.lock().unwrap();
+            // Anthropic's usage: a prefix seen before is read from the cache, a new one written.
+            let cache = asked.cache_prefix.clone().map(|(chars, text)| {
+                let tokens = (chars / 4) as u64;
+                match script.cached.insert(text) {
+                    true => Cache {
+                        written: tokens,
+                        read: 0,
+                    },
+                    false => Cache {
+                        written: 0,
+                        read: tokens,
+                    },
+                }
+            });
+            (script.billing.clone(), cache.unwrap_or_default())
+        };
         let prompt = match billing.tokens_per_char {
             Some(ratio) => (asked.prompt_chars as f64 * ratio).ceil() as u64,
             None => (asked.prompt_chars / 4) as u64,
@@ -260,11 +302,11 @@ impl Respond for Responder {
                     false => asked.max_tokens.unwrap_or(u64::MAX),
                 };
                 let (prompt, out) = usage(prompt, completion_tokens.min(cap));
-                billed(reply(self.0, &asked, &text, prompt, out))
+                billed(reply(self.0, &asked, &text, prompt, out, cache))
             }
             Some(Answer::Slow { text, delay }) => {
                 let (prompt, out) = usage(prompt, 200);
-                billed(reply(self.0, &asked, &text, prompt, out)).set_delay(delay)
+                billed(reply(self.0, &asked, &text, prompt, out, cache)).set_delay(delay)
             }
             Some(Answer::IfPrompt { .. }) => unreachable!("resolved above"),
         }
@@ -288,11 +330,25 @@ fn sse(events: Vec<(Option<&str>, Value)>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }
 
-fn reply(protocol: Protocol, asked: &Asked, text: &str, prompt: u64, out: u64) -> ResponseTemplate {
+/// Prompt tokens an Anthropic reply reports as written to or read from its cache.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cache {
+    written: u64,
+    read: u64,
+}
+
+fn reply(
+    protocol: Protocol,
+    asked: &Asked,
+    text: &str,
+    prompt: u64,
+    out: u64,
+    cache: Cache,
+) -> ResponseTemplate {
     let model = asked.model.as_str();
     match protocol {
         Protocol::OpenAi | Protocol::Azure => completion(model, text, prompt, out, asked.stream),
-        Protocol::Anthropic => anthropic_reply(model, text, prompt, out, asked.stream),
+        Protocol::Anthropic => anthropic_reply(model, text, prompt, out, asked.stream, cache),
         Protocol::Gemini => gemini_reply(model, text, prompt, out, asked.stream),
         Protocol::Ollama => ollama_reply(model, text, prompt, out, asked.stream),
     }
@@ -304,10 +360,13 @@ fn anthropic_reply(
     prompt: u64,
     out: u64,
     stream: bool,
+    cache: Cache,
 ) -> ResponseTemplate {
+    // Anthropic's `input_tokens` leaves out the tokens written to or read from the cache.
+    let uncached = prompt.saturating_sub(cache.written + cache.read);
     let usage = |out: u64| {
-        json!({"input_tokens": prompt, "output_tokens": out,
-               "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+        json!({"input_tokens": uncached, "output_tokens": out,
+               "cache_creation_input_tokens": cache.written, "cache_read_input_tokens": cache.read})
     };
     if !stream {
         return ResponseTemplate::new(200).set_body_json(json!({

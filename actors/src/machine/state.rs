@@ -20,6 +20,9 @@
 //!  └─────────────────────────────────────────────────────┘   (a hook's veto, or tests failing)
 //! ```
 //!
+//! `Check` goes straight to `Write` when the Critic's review does not gate the tests
+//! (`critic.mode` resolved to `parallel`, or `off`); in `parallel` the review runs during `Test`.
+//!
 //! Any step may also end the run with `budget_exceeded` (cost or time), `interrupted` or
 //! `error`. Every state carries what its step needs; the work of the iteration so far travels
 //! in [`Iteration`].
@@ -31,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::event::Phase;
 use crate::memory::signature::Failure;
+use crate::policy::pace::CriticMode;
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::Proposal;
 use crate::schema::report::Status;
@@ -92,6 +96,9 @@ pub struct Iteration {
     pub reply: String,
     /// The code written to the target, if any.
     pub written: Option<String>,
+    /// How the Critic's review and the tests are ordered in this iteration: `auto` resolved
+    /// at the last proposal's check.
+    pub critic_mode: CriticMode,
 }
 
 impl Iteration {

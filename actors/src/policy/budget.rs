@@ -16,6 +16,7 @@
 //! several run under one total (a batch). A call must fit every budget the ledger draws on.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -205,6 +206,8 @@ pub struct Ledger {
     prices: Prices,
     events: EventBus,
     accounts: Mutex<Accounts>,
+    /// Grants given and not yet settled, charged or released: calls under way.
+    open_grants: AtomicUsize,
 }
 
 impl Ledger {
@@ -222,6 +225,7 @@ impl Ledger {
                 snap,
                 unpriced_warned: BTreeSet::new(),
             }),
+            open_grants: AtomicUsize::new(0),
         }
     }
 
@@ -328,6 +332,7 @@ impl Ledger {
         for (_, money) in locked.iter_mut() {
             money.reserved += reserved;
         }
+        self.open_grants.fetch_add(1, Ordering::SeqCst);
         Ok(Grant {
             role,
             model: model.to_string(),
@@ -383,6 +388,7 @@ impl Ledger {
     }
 
     fn book(&self, grant: &Grant, cost: f64, usage: &Usage) {
+        self.close_grant();
         for (_, money) in self.lock_budgets().iter_mut() {
             money.reserved = (money.reserved - grant.reserved).max(0.0);
             money.spent += cost;
@@ -398,8 +404,26 @@ impl Ledger {
 
     /// Drops a grant whose call failed before any usage was reported.
     pub fn release(&self, grant: Grant) {
+        self.close_grant();
         for (_, money) in self.lock_budgets().iter_mut() {
             money.reserved = (money.reserved - grant.reserved).max(0.0);
+        }
+    }
+
+    fn close_grant(&self) {
+        let _ = self
+            .open_grants
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// Waits, at most `within`, until every call under way has been settled, charged or
+    /// released. A run that ends while calls are cancelled waits here so that their charges
+    /// reach its state and report; the calls hear the cancel and settle within moments.
+    pub async fn calls_settled(&self, within: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.open_grants.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }
 

@@ -1,10 +1,11 @@
 //! The rules a run is judged and bounded by, each a pure function of its inputs: the money
 //! ([`budget`]), the circuit breaker ([`entropy`]), the completion promise ([`criteria`]),
-//! flaky-test re-runs ([`flaky`]) and the check that a proposal leaves the tests alone
-//! ([`integrity`]).
+//! flaky-test re-runs ([`flaky`]), the check that a proposal leaves the tests alone
+//! ([`integrity`]) and which calls an iteration waits for ([`pace`]).
 
 pub mod budget;
 pub mod criteria;
 pub mod entropy;
 pub mod flaky;
 pub mod integrity;
+pub mod pace;

@@ -17,6 +17,16 @@ pub enum Speaker {
 pub struct ChatMessage {
     pub speaker: Speaker,
     pub content: String,
+    /// Bytes at the start of `content` that stay the same from one call of the role to the
+    /// next (the tests, the related files, the instructions): a provider that caches prompts
+    /// on request (Anthropic's `cache_control`) is asked to cache the prompt up to there.
+    /// 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_prefix: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ChatMessage {
@@ -24,18 +34,21 @@ impl ChatMessage {
         Self {
             speaker: Speaker::System,
             content: content.into(),
+            cache_prefix: 0,
         }
     }
     pub fn user(content: impl Into<String>) -> Self {
         Self {
             speaker: Speaker::User,
             content: content.into(),
+            cache_prefix: 0,
         }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
         Self {
             speaker: Speaker::Assistant,
             content: content.into(),
+            cache_prefix: 0,
         }
     }
 }

@@ -27,6 +27,13 @@ pub struct ContextBundle {
     pub test_command: String,
     pub last_results: Option<ResultsView>,
     pub analysis: Option<String>,
+    /// Why the Librarian's analysis ran (`librarian.analyze`); `None`: it did not.
+    #[serde(default)]
+    pub analysis_reason: Option<String>,
+    /// The Critic's review of the last proposal, which ran beside its tests (`critic.mode:
+    /// parallel`) and came in before this prompt: its reasons when it rejected.
+    #[serde(default)]
+    pub late_review: Option<String>,
     /// Project files near the target in its import graph, nearest first.
     #[serde(default)]
     pub related: Vec<RelatedFile>,

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::pace::Shown;
 use crate::schema::test_run::{Category, TestCase, TestRun};
 
 /// The last test run as the prompts show it.
@@ -21,6 +22,22 @@ pub struct ResultsView {
     pub unmet: Option<String>,
     /// The tail of the output, within what the failures left of the configured size.
     pub output: String,
+}
+
+impl ResultsView {
+    /// What the view shows, for `librarian.analyze: auto`.
+    pub fn shown(&self) -> Shown {
+        Shown {
+            passed: self.passed,
+            failing: self.failing.len(),
+            omitted: self.omitted,
+            undetailed: self.failures.is_empty()
+                || self
+                    .failures
+                    .iter()
+                    .any(|f| f.message.is_none() && f.stack.is_none()),
+        }
+    }
 }
 
 /// One failing test as the prompts show it.

@@ -1,6 +1,9 @@
 //! Prompt templates: one Markdown file per role under `prompts/`, compiled in (see
 //! [`Role::info`]) and overridable from config. A template is a system part and a user part
-//! separated by a line `<!-- user -->`; both are rendered with minijinja.
+//! separated by a line `<!-- user -->`; both are rendered with minijinja. A line `<!-- cache -->`
+//! in the user part ends what stays the same from one call of the role to the next: the
+//! bundled templates put the tests, related files and instructions first, so that providers
+//! can serve that prefix from their prompt cache (see [`ChatMessage::cache_prefix`]).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +14,8 @@ use crate::ports::llm::ChatMessage;
 use crate::role::Role;
 
 pub const SEPARATOR: &str = "<!-- user -->";
+/// Ends the user part's stable prefix.
+pub const CACHE_MARK: &str = "<!-- cache -->";
 
 /// Why a template cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,10 +87,19 @@ impl Templates {
                     message: e.to_string(),
                 })
         };
-        Ok([
-            ChatMessage::system(render(system)?),
-            ChatMessage::user(render(user)?),
-        ])
+        let user = match user.split_once(CACHE_MARK) {
+            Some((stable, rest)) => {
+                let (stable, rest) = (render(stable)?, render(rest)?);
+                let mut message = ChatMessage::user(match rest.is_empty() {
+                    true => stable.clone(),
+                    false => format!("{stable}\n\n{rest}"),
+                });
+                message.cache_prefix = stable.len();
+                message
+            }
+            None => ChatMessage::user(render(user)?),
+        };
+        Ok([ChatMessage::system(render(system)?), user])
     }
 }
 
@@ -104,6 +118,36 @@ mod tests {
         let t = Templates::default();
         for role in Role::with_models() {
             Templates::check(t.get(role).expect("template")).expect("compiles");
+        }
+    }
+
+    #[test]
+    fn the_cache_mark_ends_the_stable_prefix() {
+        let mut t = Templates::default();
+        t.set(
+            Role::Critic,
+            "Review.\n<!-- user -->\n# Tests\n{{ tests }}\n<!-- cache -->\n# Proposal\n{{ proposal }}\n".into(),
+        );
+        let vars = serde_json::json!({"tests": "t1", "proposal": "p1"});
+        let [system, user] = t.render(Role::Critic, &vars).expect("renders");
+        assert_eq!(system.content, "Review.");
+        assert_eq!(user.content, "# Tests\nt1\n\n# Proposal\np1");
+        assert_eq!(&user.content[..user.cache_prefix], "# Tests\nt1");
+        // The bundled templates all mark their prefix, and it holds the tests.
+        let bundle = serde_json::json!({
+            "iteration": 1, "target": {"path": "m.py", "language": "python", "content": "x"},
+            "test_file": {"path": "test_m.py", "content": "def test(): pass"},
+            "test_command": "pytest", "proposal": "y",
+            "last_results": {"summary": "1 failed", "passed": false, "failing": ["t"], "failures": [], "omitted": 0, "output": "boom"},
+        });
+        for role in Role::with_models() {
+            let [_, user] = Templates::default().render(role, &bundle).expect("renders");
+            let stable = &user.content[..user.cache_prefix];
+            assert!(stable.contains("def test(): pass"), "{role}: {stable}");
+            assert!(
+                !stable.contains("# Target"),
+                "{role}: the target varies: {stable}"
+            );
         }
     }
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,9 @@ pub struct Caller {
     over_limit: Mutex<BTreeSet<Role>>,
     /// Models already warned about for replies without usage.
     estimated_warned: Mutex<BTreeSet<String>>,
+    /// How long each role's last answered call took: what `critic.mode: auto` expects a
+    /// review to take.
+    last_call: Mutex<BTreeMap<Role, Duration>>,
 }
 
 /// The share of a context window past which a model leaves its "smart zone": a prompt this
@@ -69,7 +72,18 @@ impl Caller {
             context_peak: Mutex::new(BTreeMap::new()),
             over_limit: Mutex::new(BTreeSet::new()),
             estimated_warned: Mutex::new(BTreeSet::new()),
+            last_call: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// How long a review is expected to take: the Critic's last call, else the shortest last
+    /// call of any role (a review's reply is among the shortest); `None` before any call.
+    pub fn expected_review(&self) -> Option<Duration> {
+        let calls = lock(&self.last_call);
+        calls
+            .get(&Role::Critic)
+            .copied()
+            .or_else(|| calls.values().min().copied())
     }
 
     /// Measures every prompt against its role's context window.
@@ -227,14 +241,23 @@ impl Caller {
             _ = cancel.cancelled() => {
                 // The provider may still bill a request we abandoned, and no usage will come:
                 // it keeps its reservation.
-                self.ledger.charge_abandoned(grant);
+                let charged = self.ledger.charge_abandoned(grant);
+                self.events.emit(Event::Warning {
+                    message: format!(
+                        "{role} call on {model} abandoned as the run stopped; charged the ${charged:.4} reserved for it, as the provider may bill it"
+                    ),
+                });
                 return Err(Error::Cancelled);
             }
         };
-        let duration_ms = started.elapsed().as_millis() as u64;
+        let took = started.elapsed();
+        let duration_ms = took.as_millis() as u64;
         self.llm_ms.fetch_add(duration_ms, Ordering::Relaxed);
         let mut reply = match result {
-            Ok(reply) => reply,
+            Ok(reply) => {
+                lock(&self.last_call).insert(role, took);
+                reply
+            }
             Err(e) => {
                 if matches!(e, LlmError::Timeout { .. } | LlmError::Stalled { .. }) {
                     // The server was generating when we gave up on it.

@@ -1,5 +1,6 @@
 //! The Librarian: reads the project fresh from disk for each iteration and, when the last test
-//! run failed, asks its model for a short analysis for the Artisan.
+//! run failed in a way the Artisan cannot read whole (see [`pace::analysis`]), asks its model
+//! for a short analysis for the Artisan.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::events::event::Event;
+use crate::policy::pace::{self, Analyze, History};
 use crate::ports::workspace::Workspace;
 use crate::prompt::bundle::{language_of, ContextBundle, TargetView};
 use crate::prompt::results::view;
@@ -26,6 +28,9 @@ pub struct GatherContext {
     /// The last test run, as the Supervisor holds it: the baseline, or the previous
     /// iteration's.
     pub last: Option<Arc<TestRun>>,
+    /// What the Supervisor knows that the last run does not show, for `librarian.analyze:
+    /// auto`.
+    pub history: History,
     pub cancel: CancellationToken,
 }
 
@@ -45,7 +50,7 @@ pub fn context_budget(settings: &RunSettings) -> u32 {
             .unwrap_or(FALLBACK_WINDOW)
     };
     let mut window = window_of(Role::Artisan);
-    if settings.librarian_analyze {
+    if settings.librarian_analyze != Analyze::Never {
         window = window.min(window_of(Role::Librarian));
     }
     (f64::from(window) * settings.context_share).floor() as u32
@@ -185,6 +190,8 @@ impl Handler<GatherContext> for Librarian {
                     )
                 }),
                 analysis: None,
+                analysis_reason: None,
+                late_review: None,
                 related: pack.related,
                 excluded: pack.excluded,
                 unlisted,
@@ -194,8 +201,12 @@ impl Handler<GatherContext> for Librarian {
                 undone: None,
                 guidance: None,
             };
-            let failed = bundle.last_results.as_ref().is_some_and(|r| !r.passed);
-            if settings.librarian_analyze && failed {
+            let why = bundle
+                .last_results
+                .as_ref()
+                .and_then(|r| pace::analysis(settings.librarian_analyze, r.shown(), msg.history));
+            if let Some(why) = why {
+                bundle.analysis_reason = Some(why.to_string());
                 let messages = settings.templates.render(Role::Librarian, &bundle)?;
                 let reply = caller
                     .call(

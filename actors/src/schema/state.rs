@@ -179,6 +179,13 @@ pub struct IterationRecord {
     /// The project files the Librarian added to the prompt, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextSummary>,
+    /// Why the Librarian's analysis ran (`librarian.analyze`); absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
+    /// How the Critic's review met the tests: `gate` (before them), `parallel` (beside them)
+    /// or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<String>,
 }
 
 /// Now, as the state and the report write times: RFC 3339 in UTC, to the second.

@@ -22,6 +22,10 @@ impl Run {
             reason,
             exit_code,
         } = outcome;
+        self.end_reviews().await;
+        // Calls cancelled with the run charge their reservation as they hear the cancel: let
+        // them, so that the charge is in the state and the report.
+        self.caller.ledger.calls_settled(FINAL_WRITE / 5).await;
         let wait = self.record_wait();
         self.settle_record(Some(wait)).await;
         if let Some(problem) = self.leave_file(status).await {

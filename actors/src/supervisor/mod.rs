@@ -5,7 +5,7 @@
 //!   stop signal passed in) and its bookkeeping;
 //! - `driver`: [`run::Run::execute`], the one loop that steps every state;
 //! - `steps`: what each state does and which comes next; `memory`: recall and record;
-//!   `breaker`: asking the user before the circuit breaker stops a run;
+//!   `review`: the Critic's review beside the tests; `breaker`: asking the user before the circuit breaker stops a run;
 //!   `hook_points`: where the hooks are called; `checkpoints`: the best state kept on disk, a
 //!   worse proposal undone, the file a failed run leaves; `finish`: the report, with
 //!   `next_steps` (what to try next);
@@ -19,5 +19,6 @@ mod finish;
 mod hook_points;
 mod memory;
 mod next_steps;
+mod review;
 pub mod run;
 mod steps;

@@ -21,7 +21,7 @@ use crate::ports::workspace::Workspace;
 use crate::role::Role;
 use crate::roles::artisan::Artisan;
 use crate::roles::caller::Caller;
-use crate::roles::critic::Critic;
+use crate::roles::critic::{Critic, Review};
 use crate::roles::history::ResetContext;
 use crate::roles::librarian::Librarian;
 use crate::roles::tester::Tester;
@@ -114,6 +114,14 @@ pub(super) type PendingRecord = (
     std::pin::Pin<Box<actix::dev::Request<MemoryVault, Remember>>>,
 );
 
+/// A review under way beside (or after) its proposal's tests.
+pub(super) struct PendingReview {
+    pub(super) iteration: u32,
+    /// Ends this review alone, as the run ends with it still out.
+    pub(super) cancel: CancellationToken,
+    pub(super) request: std::pin::Pin<Box<actix::dev::Request<Critic, Review>>>,
+}
+
 /// A session under way. Its fields are the Supervisor's bookkeeping; the steps (in `steps`,
 /// `memory`, `finish`) read and update them.
 pub struct Run {
@@ -150,6 +158,11 @@ pub struct Run {
     pub(super) vault: Option<Addr<MemoryVault>>,
     pub(super) project_id: String,
     pub(super) pending_record: Option<PendingRecord>,
+    /// Reviews of failing proposals still to come in (`critic.mode: parallel`).
+    pub(super) pending_reviews: Vec<PendingReview>,
+    /// The fingerprints of this process's failing test runs, the baseline's first: a failure
+    /// seen before asks for the Librarian's analysis (`librarian.analyze: auto`).
+    pub(super) fingerprints: Vec<String>,
     pub(super) preamble: Vec<Event>,
 }
 
@@ -212,6 +225,8 @@ impl Run {
             vault,
             project_id,
             pending_record: None,
+            pending_reviews: Vec::new(),
+            fingerprints: Vec::new(),
             preamble: d.preamble,
         }
     }

@@ -4,7 +4,7 @@
 //! ends the run through `Err(Outcome)`, so that `?` reads as "or stop".
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, Message};
@@ -17,6 +17,7 @@ use crate::memory::attempt::{diff, hypothesis};
 use crate::policy::criteria;
 use crate::policy::entropy::{fingerprint, headline};
 use crate::policy::integrity;
+use crate::policy::pace::{self, CriticMode, History};
 use crate::prompt::reply::Proposal;
 use crate::role::Role;
 use crate::roles::artisan::Generate;
@@ -79,9 +80,10 @@ impl Run {
             critique: None,
             rejections: 0,
             retries: 0,
-            approved: !s.critic_enabled,
+            approved: s.critic_mode == CriticMode::Off,
             reply: String::new(),
             written: None,
+            critic_mode: s.critic_mode,
         };
         self.events.emit(Event::IterationStarted {
             iteration: n,
@@ -104,6 +106,13 @@ impl Run {
 
     /// The Librarian reads the project and the last run; hooks' notes are added.
     pub(super) async fn context(&mut self, mut it: Box<Iteration>) -> Step {
+        let history = History {
+            repeat: self
+                .fingerprints
+                .split_last()
+                .is_some_and(|(last, earlier)| earlier.contains(last)),
+            undone: self.state.undone.is_some(),
+        };
         let mut bundle = self
             .ask(
                 Role::Librarian,
@@ -111,6 +120,7 @@ impl Run {
                 GatherContext {
                     iteration: it.n,
                     last: self.last_run.clone(),
+                    history,
                     cancel: self.steps.clone(),
                 },
             )
@@ -124,6 +134,11 @@ impl Run {
 
     /// The Artisan proposes the whole file, with the critique of the last try if any.
     pub(super) async fn generate(&mut self, mut it: Box<Iteration>) -> Step {
+        if let Some(reasons) = self.late_reviews() {
+            if let Some(context) = it.context.as_mut() {
+                Arc::make_mut(context).late_review = Some(reasons);
+            }
+        }
         let context = self.context_of(&it)?;
         let proposal = self
             .ask(
@@ -182,10 +197,14 @@ impl Run {
                 return Ok(Next::Continue(State::Generate(it)));
             }
         }
-        if !s.critic_enabled {
-            return Ok(Next::Continue(State::Write(it, Some(code))));
+        // The review gates the tests only when they take longer than a review: there it
+        // saves a test run on a bad proposal; otherwise it runs beside them.
+        let tests = Duration::from_millis(self.last_run.as_ref().map_or(0, |r| r.duration_ms));
+        it.critic_mode = pace::critic_mode(s.critic_mode, tests, self.caller.expected_review());
+        if it.critic_mode == CriticMode::Gate {
+            return Ok(Next::Continue(State::Review(it, code)));
         }
-        Ok(Next::Continue(State::Review(it, code)))
+        Ok(Next::Continue(State::Write(it, Some(code))))
     }
 
     /// The Critic approves (the code is written), or rejects (back to the Artisan with its
@@ -204,16 +223,7 @@ impl Run {
                 },
             )
             .await?;
-        if !verdict.explicit {
-            self.warn(format!(
-                "iteration {n}: the Critic's reply had no VERDICT line; taken as APPROVE"
-            ));
-        }
-        self.events.emit(Event::CriticVerdict {
-            iteration: n,
-            approved: verdict.approved,
-            reasons: verdict.reasons.clone(),
-        });
+        self.heard(n, &verdict);
         if verdict.approved {
             it.approved = true;
             return Ok(Next::Continue(State::Write(it, Some(code))));
@@ -253,9 +263,34 @@ impl Run {
         Ok(Next::Continue(State::Test(it)))
     }
 
-    /// Runs the tests on what was written.
-    pub(super) async fn run_tests(&mut self, it: Box<Iteration>) -> Step {
+    /// Runs the tests on what was written, with the Critic's review beside them when it does
+    /// not gate them: a passing proposal waits for its review (a rejection is then a note); a
+    /// failing one does not, and its review reaches the Artisan if it is in by the next call.
+    pub(super) async fn run_tests(&mut self, mut it: Box<Iteration>) -> Step {
+        let review = match (&it.written, it.critic_mode) {
+            (Some(code), CriticMode::Parallel | CriticMode::Auto) => {
+                Some(self.start_review(&it, code.clone())?)
+            }
+            _ => None,
+        };
         let run = self.test(it.n).await?;
+        if let Some(review) = review {
+            if run.criteria_met() {
+                let verdict = self.await_review(review).await?;
+                it.approved = verdict.approved;
+                if !verdict.approved {
+                    self.events.emit(Event::Note {
+                        message: format!(
+                            "iteration {}: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): {}",
+                            it.n,
+                            one_line(&verdict.reasons)
+                        ),
+                    });
+                }
+            } else {
+                self.keep_review(review);
+            }
+        }
         Ok(Next::Continue(State::Decide(it, run)))
     }
 
@@ -309,6 +344,8 @@ impl Run {
             cost_usd: self.caller.ledger.spent() - it.cost_before,
             outcome: Some(outcome.into()),
             context: Some(context.context.clone()),
+            analysis: context.analysis_reason.clone(),
+            critic: Some(it.critic_mode.as_str().to_string()),
         };
         let append = self.store.append_iteration(&record);
         watched(&self.steps, append)
@@ -443,6 +480,9 @@ impl Run {
             }
         };
         criteria::judge(&mut run, &self.settings.thresholds());
+        if !run.criteria_met() {
+            self.fingerprints.push(fingerprint(&run));
+        }
         self.test_ms += run.duration_ms;
         self.events.emit(Event::TestsFinished {
             iteration: n,
@@ -524,4 +564,9 @@ impl Run {
             other => Outcome::new(Status::Error, other.to_string()),
         }
     }
+}
+
+/// `text` on one line, for a note.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -55,9 +55,14 @@ const FAILING_ID: &str = "tests/test_stats.py::test_even";
 /// Waits at most this long for anything a test awaits: a hang is a failure, not a stuck suite.
 const NO_HANG: Duration = Duration::from_secs(5);
 
-/// The defaults of the brief, every role on [`MODEL`].
+/// The defaults of the brief, every role on [`MODEL`], with every call on the critical path
+/// (the Librarian's analysis whenever the last run failed, the Critic's review before the
+/// tests): the scripted tests count on that order. The `auto` policies have their own tests.
 fn settings() -> RunSettings {
-    RunSettings::with_model(MODEL)
+    let mut s = RunSettings::with_model(MODEL);
+    s.librarian_analyze = crate::settings::Analyze::Always;
+    s.critic_mode = crate::settings::CriticMode::Gate;
+    s
 }
 
 fn prices(input: f64, output: f64) -> Prices {

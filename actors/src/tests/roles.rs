@@ -20,6 +20,7 @@ use crate::roles::librarian::{context_budget, GatherContext, Librarian};
 use crate::roles::tester::{RunTests, Tester};
 use crate::schema::context::{ContextChoice, ContextRelation, ExcludedFile, RelatedFile};
 use crate::schema::test_run::{CaseStatus, Category, Location, TestCase, TestRun};
+use crate::settings::Analyze;
 use crate::settings::{ModelSpec, RunSettings};
 
 // ---------------------------------------------------------------------------------------------
@@ -112,6 +113,7 @@ async fn gather(
     let msg = GatherContext {
         iteration: 3,
         last,
+        history: Default::default(),
         cancel: CancellationToken::new(),
     };
     timeout(NO_HANG, librarian.send(msg))
@@ -190,7 +192,7 @@ async fn librarian_asks_for_an_analysis_once_when_the_last_run_failed() {
 #[actix_rt::test]
 async fn librarian_does_not_analyse_when_librarian_analyze_is_off() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     let bundle = gather(
         s,
         workspace_read_once(),
@@ -257,7 +259,7 @@ fn helper_pack(budget: u32) -> ContextPack {
 #[actix_rt::test]
 async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     s.context_windows.insert(Role::Artisan, 100_000);
     s.context_share = 0.2;
     let mut ws = target_only_workspace();
@@ -272,6 +274,7 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
     let msg = GatherContext {
         iteration: 2,
         last: None,
+        history: Default::default(),
         cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
@@ -331,7 +334,7 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
 #[actix_rt::test]
 async fn librarian_goes_on_without_the_graph_and_warns() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     let mut ws = target_only_workspace();
     // No window known: the documented fallback, times the default share.
     ws.expect_related()
@@ -342,6 +345,7 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
     let msg = GatherContext {
         iteration: 1,
         last: None,
+        history: Default::default(),
         cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
@@ -365,7 +369,7 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
 #[actix_rt::test]
 async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     let mut ws = target_only_workspace();
     // Every build reports the same long file; the second iteration's build adds 14 more.
     let builds = std::sync::atomic::AtomicUsize::new(0);
@@ -388,6 +392,7 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
         let msg = GatherContext {
             iteration,
             last: None,
+            history: Default::default(),
             cancel: CancellationToken::new(),
         };
         timeout(NO_HANG, librarian.send(msg))
@@ -423,9 +428,9 @@ fn the_context_budget_fits_the_smaller_window_of_the_roles_that_read_it() {
     s.context_share = 0.25;
     s.context_windows.insert(Role::Artisan, 200_000);
     s.context_windows.insert(Role::Librarian, 100_000);
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     assert_eq!(context_budget(&s), 50_000);
-    s.librarian_analyze = true;
+    s.librarian_analyze = Analyze::Always;
     assert_eq!(context_budget(&s), 25_000);
     s.context_windows.insert(Role::Librarian, 1_000_000);
     assert_eq!(context_budget(&s), 50_000);
@@ -434,7 +439,7 @@ fn the_context_budget_fits_the_smaller_window_of_the_roles_that_read_it() {
 #[actix_rt::test]
 async fn librarian_cuts_the_test_output_to_its_tail() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     s.max_test_output_bytes = 100;
     let mut run = failing("AssertionError");
     // A run the tool's output named no test in: the output is all the Artisan gets.
@@ -469,7 +474,7 @@ async fn librarian_cuts_the_test_output_to_its_tail() {
 #[actix_rt::test]
 async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
     let mut s = settings();
-    s.librarian_analyze = false;
+    s.librarian_analyze = Analyze::Never;
     s.max_test_output_bytes = 900;
     let mut run = failing("AssertionError");
     let case = |id: &str, category, file: &str, message: &str| TestCase {

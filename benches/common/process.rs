@@ -1,0 +1,38 @@
+//! What the whole-process benchmarks share: the binary they measure, their knobs, their runtime
+//! and where they write their results.
+
+use std::path::{Path, PathBuf};
+
+/// The binary measured: this build's, or `RALPH_BENCH_BIN` (another build of ralph-loop, such
+/// as the previous commit's, measured with the very same harness to compare the two).
+pub static RALPH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("RALPH_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ralph-loop").to_string())
+});
+
+/// A positive whole number from the environment, or `default`.
+pub fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+/// One worker thread for the mock servers: the machine's other core is the binary's.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// `target/`, from the binary's own path (`target/release/ralph-loop`).
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_ralph-loop"))
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("target"))
+}
