@@ -90,6 +90,15 @@ pub struct RunArgs {
     /// Let the Artisan edit, delete or skip tests (otherwise such a proposal is rejected).
     #[arg(long)]
     pub allow_test_edits: bool,
+    /// Chaos attacks a fix whose unit tests pass before the run may succeed (the default for
+    /// ralph-loop; config `chaos.enabled`).
+    #[arg(long, overrides_with = "no_adversarial")]
+    #[serde(default)]
+    pub adversarial: bool,
+    /// No Chaos: the run succeeds when the unit tests pass.
+    #[arg(long, overrides_with = "adversarial")]
+    #[serde(default)]
+    pub no_adversarial: bool,
     /// What a run that ends without success leaves in the file (default: best, or the config's
     /// `on_failure`).
     #[arg(long, value_enum, value_name = "STATE")]

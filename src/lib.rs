@@ -10,7 +10,7 @@
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
 //! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
 //!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
-//!   coverage, lint, Docker), [`workspace`] (the project's files) with [`context`] (the
+//!   coverage, lint, Docker), [`chaos`] (Chaos's test files in the session folder), [`workspace`] (the project's files) with [`context`] (the
 //!   Librarian's import graph and packing), [`session`] (the `.ralph/session-<uuid>/` store)
 //!   with [`lock`] (one run per target file),
 //!   [`vault`] (the MemoryVault on LanceDB, embedders).
@@ -18,6 +18,7 @@
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
 pub mod app;
+pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod context;

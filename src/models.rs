@@ -38,7 +38,8 @@ pub struct DefaultModels {
 
 /// The spec's defaults when nothing is configured: the Librarian on Gemini (long context for
 /// reading), the Artisan on Claude (writing code), the Critic on a small GPT (a cheap second
-/// opinion from another family). Each falls back to the same kind of model of the other two
+/// opinion from another family), Chaos on a strong model of another family than the Artisan's
+/// (an adversary that thinks alike finds less). Each falls back to the same kind of model of the other two
 /// providers, so one key of any of them is enough to run. `None` for a role that calls no
 /// model.
 pub fn default_models(role: Role) -> Option<DefaultModels> {
@@ -54,6 +55,10 @@ pub fn default_models(role: Role) -> Option<DefaultModels> {
         Role::Critic => (
             "openai/gpt-4.1-mini",
             &["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"],
+        ),
+        Role::Chaos => (
+            "openai/gpt-4.1",
+            &["anthropic/claude-sonnet-4-5", "gemini/gemini-2.5-pro"],
         ),
         Role::Tester => return None,
     };

@@ -14,6 +14,7 @@ pub enum Role {
     Librarian,
     Artisan,
     Critic,
+    Chaos,
     Tester,
 }
 
@@ -32,7 +33,13 @@ pub struct RoleInfo {
 
 impl Role {
     /// Every role, in the order reports and the config list them.
-    pub const ALL: [Role; 4] = [Role::Librarian, Role::Artisan, Role::Critic, Role::Tester];
+    pub const ALL: [Role; 5] = [
+        Role::Librarian,
+        Role::Artisan,
+        Role::Critic,
+        Role::Chaos,
+        Role::Tester,
+    ];
 
     /// The table.
     pub const fn info(self) -> RoleInfo {
@@ -54,6 +61,13 @@ impl Role {
                 template: Some(include_str!("../../prompts/critic.md")),
                 default_max_tokens: 1024,
                 keeps_history: true,
+            },
+            Role::Chaos => RoleInfo {
+                name: "chaos",
+                template: Some(include_str!("../../prompts/chaos.md")),
+                // A whole test file, as long as the Artisan's.
+                default_max_tokens: 8192,
+                keeps_history: false,
             },
             Role::Tester => RoleInfo {
                 name: "tester",
@@ -116,7 +130,7 @@ mod tests {
             .expect_err("the tester has no model");
         assert_eq!(
             err,
-            "unknown role `tester` (expected librarian, artisan or critic)"
+            "unknown role `tester` (expected librarian, artisan, critic or chaos)"
         );
     }
 

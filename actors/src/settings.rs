@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::policy::adversarial::{ChaosSettings, Strategy};
 use crate::policy::criteria::Thresholds;
 pub use crate::policy::pace::{Analyze, CriticMode};
 use crate::prompt::templates::Templates;
@@ -68,6 +69,8 @@ pub struct RunSettings {
     pub templates: Templates,
     /// What a run that ends without success leaves in the target.
     pub on_failure: OnFailure,
+    /// Chaos, the adversary: whether it attacks a fix whose unit tests pass, and how.
+    pub chaos: ChaosSettings,
 }
 
 impl RunSettings {
@@ -75,6 +78,11 @@ impl RunSettings {
         // Every model role is filled by the config layer; a missing one is a programming error
         // caught by `RunSettings::validate`.
         &self.models[&role]
+    }
+
+    /// The roles that call a model in this run: Chaos only when it is on.
+    pub fn roles(&self) -> impl Iterator<Item = Role> + '_ {
+        Role::with_models().filter(|r| *r != Role::Chaos || self.chaos.enabled)
     }
 
     /// What success needs beyond the tests passing.
@@ -86,7 +94,7 @@ impl RunSettings {
     }
 
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if let Some(role) = Role::with_models().find(|r| !self.models.contains_key(r)) {
+        if let Some(role) = self.roles().find(|r| !self.models.contains_key(r)) {
             return Err(SettingsError::NoModel(role));
         }
         if self.context_reset_frequency == 0 {
@@ -98,7 +106,8 @@ impl RunSettings {
         Ok(())
     }
 
-    /// Defaults of the brief, with one model for every role.
+    /// Defaults of the brief, with one model for every role, except that Chaos is off: it needs
+    /// a runner of its own (`RunDeps::chaos`), which the caller turns it on with.
     pub fn with_model(model: &str) -> Self {
         let models = Role::with_models()
             .map(|role| {
@@ -130,6 +139,7 @@ impl RunSettings {
             context_share: 0.25,
             templates: Templates::default(),
             on_failure: OnFailure::Best,
+            chaos: ChaosSettings::off(),
         }
     }
 }

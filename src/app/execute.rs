@@ -10,6 +10,7 @@ use actix::Actor;
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::events::event::Event;
 use ralph_actors::policy::budget::Ledger;
+use ralph_actors::ports::chaos::ChaosRunner;
 use ralph_actors::ports::llm::TokenCounter;
 use ralph_actors::schema::report::{MemoryStatus, Report};
 use ralph_actors::schema::state::SessionState;
@@ -19,6 +20,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::plan::Plan;
+use crate::chaos::FsChaosRunner;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::printers;
@@ -55,6 +57,7 @@ pub(crate) fn execute(
         let mut state = state;
         let (memory, vault_store) =
             open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state).await;
+        let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
         let ledger = Ledger::resume(
             plan.settings.max_cost_usd,
             plan.prices,
@@ -80,6 +83,7 @@ pub(crate) fn execute(
             workspace: Arc::new(plan.workspace),
             store: Arc::new(session),
             runner: Arc::new(plan.runner),
+            chaos,
             llm: plan.llm,
             counter,
             ledger: Arc::new(ledger),
@@ -116,6 +120,42 @@ pub(crate) fn execute(
     });
     let _ = std::fs::remove_dir_all(&report_dir);
     Ok(report?.exit_code)
+}
+
+/// Chaos's runner, when Chaos is on and can attack this target; a note says why not otherwise.
+fn chaos_runner(
+    plan: &Plan,
+    session: &SessionDir,
+    groups: &ProcessGroups,
+    preamble: &mut Vec<Event>,
+) -> Option<Arc<dyn ChaosRunner>> {
+    if !plan.settings.chaos.enabled {
+        return None;
+    }
+    let workspace = &plan.workspace;
+    let unit_tests = workspace
+        .test_file
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok());
+    let plans: Vec<_> = plan.runner.plans().cloned().collect();
+    let runner = FsChaosRunner::new(
+        &workspace.target,
+        &plan.root,
+        &session.dir,
+        &plans,
+        unit_tests,
+        &plan.testing,
+        groups.clone(),
+    );
+    if runner.is_none() {
+        preamble.push(Event::Note {
+            message: format!(
+                "Chaos does not attack {} yet (only Python, JavaScript and TypeScript targets): the run ends when the unit tests pass",
+                workspace.target.display()
+            ),
+        });
+    }
+    runner.map(|r| Arc::new(r) as Arc<dyn ChaosRunner>)
 }
 
 /// Ctrl+C (SIGINT), SIGTERM or SIGHUP once: the run stops its step, saves its session and

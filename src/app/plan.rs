@@ -51,6 +51,8 @@ pub(crate) struct Plan {
     pub(crate) workspace: FsWorkspace,
     pub(crate) test_command: String,
     pub(crate) runner: ProjectRunner,
+    /// How the tests run: Chaos's files run the same way.
+    pub(crate) testing: TestingOptions,
     /// Where the test tools write their reports; removed when the run ends (the results are
     /// saved in the session).
     pub(crate) report_dir: PathBuf,
@@ -186,6 +188,7 @@ pub(crate) fn plan(
         workspace,
         test_command,
         runner,
+        testing: options,
         report_dir,
         prices,
         settings,
@@ -374,6 +377,12 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
     }
     if args.allow_test_edits {
         config.testing.allow_test_edits = true;
+    }
+    if args.adversarial {
+        config.chaos.enabled = true;
+    }
+    if args.no_adversarial {
+        config.chaos.enabled = false;
     }
     Ok(())
 }

@@ -215,6 +215,21 @@ pub(super) fn opt_language<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str
     }))
 }
 
+/// A list that must hold at least one item (`chaos.strategies`: to try nothing, turn Chaos off).
+pub(super) fn non_empty_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let list = Vec::<T>::deserialize(d)?;
+    if list.is_empty() {
+        return Err(de::Error::custom(
+            "the list is empty: name at least one (to use none, set chaos.enabled: false)",
+        ));
+    }
+    Ok(list)
+}
+
 /// `tests_pass` cannot be turned off: a run that ignores its tests has nothing to aim at.
 pub(super) fn must_be_true<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     struct True;

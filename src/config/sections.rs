@@ -1,17 +1,18 @@
 //! The file's top level ([`Config`]) and the sections that are plain settings: budgets, memory,
-//! the circuit breaker, critic, librarian, testing, success criteria, linting, sandbox and output.
+//! the circuit breaker, critic, librarian, chaos, testing, success criteria, linting, sandbox and
+//! output.
 //! The sections keyed by role are in `roles`, the providers' in `providers`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ralph_actors::policy::budget::Price;
-use ralph_actors::settings::{Analyze, CriticMode, OnFailure};
+use ralph_actors::settings::{Analyze, ChaosSettings, CriticMode, OnFailure, Strategy};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{
-    analyze_mode, at_least_one, context_share, must_be_true, opt_at_least_one_u64,
+    analyze_mode, at_least_one, context_share, must_be_true, non_empty_list, opt_at_least_one_u64,
     opt_at_least_one_usize, opt_directory, opt_language, opt_non_empty, opt_percent, opt_positive,
     opt_url, positive, price_map, similarity, Text,
 };
@@ -32,6 +33,7 @@ pub struct Config {
     pub circuit_breaker: CircuitBreaker,
     pub critic: CriticConfig,
     pub librarian: LibrarianConfig,
+    pub chaos: ChaosConfig,
     pub testing: Testing,
     pub success_criteria: SuccessCriteria,
     pub linting: Linting,
@@ -63,6 +65,7 @@ impl Default for Config {
             circuit_breaker: CircuitBreaker::default(),
             critic: CriticConfig::default(),
             librarian: LibrarianConfig::default(),
+            chaos: ChaosConfig::default(),
             testing: Testing::default(),
             success_criteria: SuccessCriteria::default(),
             linting: Linting::default(),
@@ -258,6 +261,35 @@ impl Default for LibrarianConfig {
     }
 }
 
+/// Chaos, the adversary that attacks a fix whose unit tests pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChaosConfig {
+    /// On for `ralph-loop`, off for the `micro-agent` binary; `--adversarial` /
+    /// `--no-adversarial` override it.
+    pub enabled: bool,
+    /// What Chaos tries: `boundary`, `property`, `concurrency`.
+    #[serde(deserialize_with = "non_empty_list")]
+    pub strategies: Vec<Strategy>,
+    /// Rounds at most: each a new attack, or a re-run of the findings a fix still fails.
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_rounds: u32,
+    /// Repairs of a test file that cannot run, per round.
+    pub max_repairs: u32,
+}
+
+impl Default for ChaosConfig {
+    fn default() -> Self {
+        let core = ChaosSettings::default();
+        Self {
+            enabled: core.enabled,
+            strategies: core.strategies,
+            max_rounds: core.max_rounds,
+            max_repairs: core.max_repairs,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Testing {
@@ -310,6 +342,9 @@ pub struct SuccessCriteria {
     pub coverage_threshold: Option<f64>,
     /// The most linter errors allowed; `None`: the linter does not run.
     pub linter_errors: Option<u32>,
+    /// While Chaos is on, success needs every adversarial test it found failing (and the
+    /// Critic kept) to pass; `false` reports Chaos's findings without fixing them.
+    pub adversarial_tests_pass: bool,
 }
 
 impl Default for SuccessCriteria {
@@ -318,6 +353,7 @@ impl Default for SuccessCriteria {
             tests_pass: true,
             coverage_threshold: None,
             linter_errors: None,
+            adversarial_tests_pass: true,
         }
     }
 }

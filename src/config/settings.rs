@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ralph_actors::prompt::templates::Templates;
 use ralph_actors::role::Role;
-use ralph_actors::settings::{ModelSpec, RunSettings};
+use ralph_actors::settings::{ChaosSettings, ModelSpec, RunSettings};
 
 use super::error::ConfigError;
 use super::providers::{Endpoint, PROVIDER_ENV};
@@ -51,7 +51,9 @@ impl Config {
                 templates.set(role, text);
             }
         }
+        // Chaos's model is resolved (and its provider's key checked) only when Chaos runs.
         let models = Role::with_models()
+            .filter(|r| *r != Role::Chaos || self.chaos.enabled)
             .filter_map(|r| Some((r, self.model(r)?)))
             .collect();
         Ok(RunSettings {
@@ -73,6 +75,13 @@ impl Config {
             context_share: self.librarian.context_share,
             templates,
             on_failure: self.on_failure,
+            chaos: ChaosSettings {
+                enabled: self.chaos.enabled,
+                strategies: self.chaos.strategies.clone(),
+                max_rounds: self.chaos.max_rounds,
+                max_repairs: self.chaos.max_repairs,
+                must_pass: self.success_criteria.adversarial_tests_pass,
+            },
         })
     }
 

@@ -494,3 +494,48 @@ fn the_critic_s_mode_and_the_librarian_s_analysis_policy() {
         "{msg}"
     );
 }
+
+#[test]
+fn chaos_settings_and_their_errors() {
+    let s = parse_str("")
+        .expect("parses")
+        .run_settings()
+        .expect("settings");
+    assert!(s.chaos.enabled && s.chaos.must_pass);
+    assert_eq!((s.chaos.max_rounds, s.chaos.max_repairs), (3, 2));
+    assert_eq!(s.model(Role::Chaos).model, "openai/gpt-4.1");
+    let s = parse_str(
+        "chaos:\n  strategies: [boundary]\n  max_rounds: 1\nsuccess_criteria:\n  adversarial_tests_pass: false\nmodels:\n  chaos: gpt-mini\n",
+    )
+    .expect("parses")
+    .run_settings()
+    .expect("settings");
+    assert_eq!(
+        s.chaos.strategies,
+        vec![ralph_actors::settings::Strategy::Boundary]
+    );
+    assert_eq!(s.chaos.max_rounds, 1);
+    assert!(!s.chaos.must_pass);
+    assert_eq!(s.model(Role::Chaos).model, "openai/gpt-4.1-mini");
+    // Off: Chaos's model is not resolved at all.
+    let s = parse_str("chaos: { enabled: false }\n")
+        .expect("parses")
+        .run_settings()
+        .expect("settings");
+    assert!(!s.models.contains_key(&Role::Chaos));
+    let (msg, _) = err("chaos:\n  strategies: []\n");
+    assert!(
+        msg.contains("ralph.config.yaml:2:3: chaos.strategies: the list is empty"),
+        "{msg}"
+    );
+    let (msg, _) = err("chaos:\n  strategies: [boundary, fuzzing]\n");
+    assert!(
+        msg.contains("chaos.strategies") && msg.contains("unknown variant `fuzzing`"),
+        "{msg}"
+    );
+    let (msg, _) = err("chaos:\n  max_rounds: 0\n");
+    assert!(
+        msg.contains("ralph.config.yaml:2:") && msg.contains("chaos.max_rounds"),
+        "{msg}"
+    );
+}

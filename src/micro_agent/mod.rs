@@ -106,6 +106,8 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
             test_file: args.test_file,
             prompt: args.prompt,
             max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
+            // micro-agent stops at green tests: no Chaos round, whatever the config says.
+            no_adversarial: true,
             ..RunArgs::default()
         },
     );

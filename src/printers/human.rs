@@ -217,6 +217,57 @@ impl<W: Write> Human<W> {
                 self.prefix(),
                 reasons.first().map(String::as_str).unwrap_or("no reason given")
             )?,
+            Event::ChaosSuite {
+                round,
+                tests,
+                failed,
+                repairs,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   chaos round {round}: {tests} adversarial test{}, {failed} failing{}",
+                self.prefix(),
+                if *tests == 1 { "" } else { "s" },
+                match repairs {
+                    0 => String::new(),
+                    1 => " (after 1 repair)".into(),
+                    n => format!(" (after {n} repairs)"),
+                }
+            )?,
+            Event::ChaosJudged { kept, dropped, .. } => {
+                writeln!(
+                    out,
+                    "{} ·   critic kept {} finding{}{}",
+                    self.prefix(),
+                    kept.len(),
+                    if kept.len() == 1 { "" } else { "s" },
+                    if kept.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", kept.join(", "))
+                    }
+                )?;
+                for (test, reason) in dropped {
+                    writeln!(
+                        out,
+                        "{} ·   critic dropped {test}: {}",
+                        self.prefix(),
+                        one_line(reason)
+                    )?;
+                }
+            }
+            Event::ChaosRecheck { fixed, open, .. } => writeln!(
+                out,
+                "{} ·   chaos findings: {} fixed, {} still failing{}",
+                self.prefix(),
+                fixed.len(),
+                open.len(),
+                if open.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", open.join(", "))
+                }
+            )?,
             Event::SessionFinished { report } => write_summary(report, out)?,
         }
         self.out.write_all(&text)?;
@@ -285,6 +336,21 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
             m.reason.as_deref().unwrap_or("unknown")
         )?,
         MemoryStatus::Off => {}
+    }
+    if let Some(a) = &report.adversarial {
+        let open = a.open().count();
+        writeln!(
+            out,
+            "  chaos: {} round{}, {} adversarial test{} written, {} finding{} ({} fixed, {open} open), {} dropped by the critic",
+            a.rounds,
+            if a.rounds == 1 { "" } else { "s" },
+            a.tests_generated,
+            if a.tests_generated == 1 { "" } else { "s" },
+            a.failures_found,
+            if a.failures_found == 1 { "" } else { "s" },
+            a.failures_fixed,
+            a.tests_rejected
+        )?;
     }
     if let Some(left) = &report.file_left {
         write_file_left(report, left, out)?;

@@ -142,7 +142,9 @@ async fn replies_without_usage_are_charged_by_estimate_on_every_protocol() {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.args(["median.py", "--models", model]).assert().code(0);
+        cmd.args(["median.py", "--no-adversarial", "--models", model])
+            .assert()
+            .code(0);
         let report = report(dir.path());
         let calls = llm.requests().await.len() as u64;
         assert_eq!(report["estimated_calls"], calls, "{model}: {report}");

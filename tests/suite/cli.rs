@@ -115,12 +115,12 @@ async fn status_prints_the_last_report() {
                     l["type"] == "session_finished" && l["report"]["status"] == "success"
                 })
         }));
-    ralph(dir.path(), &llm)
+    ralph_with_chaos(dir.path(), &llm)
         .arg("status")
         .assert()
         .success()
         .stdout(predicate::str::contains("success").and(predicate::str::contains("1 iteration ·")));
-    ralph(dir.path(), &llm)
+    ralph_with_chaos(dir.path(), &llm)
         .args(["status", "--json"])
         .assert()
         .success()

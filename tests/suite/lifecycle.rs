@@ -13,6 +13,7 @@ use super::support::*;
 fn spawn_ralph(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
     Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
         .args(args)
+        .arg("--no-adversarial")
         .current_dir(dir)
         .env("HOME", dir)
         .env("OPENAI_BASE_URL", llm.base_url())
@@ -118,7 +119,10 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
 
     // Resume: no second baseline, the cost so far carries over, and the fix lands.
     let spent_before = state["ledger"]["spent"].as_f64().unwrap();
-    let resumed = ralph(dir.path(), &llm).arg("resume").assert().code(0);
+    let resumed = ralph_with_chaos(dir.path(), &llm)
+        .arg("resume")
+        .assert()
+        .code(0);
     // The live view goes on from what the session had spent, not from $0.
     let stderr = String::from_utf8_lossy(&resumed.get_output().stderr).to_string();
     let first_phase = stderr
@@ -144,7 +148,10 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
         FIXED_PY
     );
     // A finished session cannot be resumed again.
-    ralph(dir.path(), &llm).arg("resume").assert().code(2);
+    ralph_with_chaos(dir.path(), &llm)
+        .arg("resume")
+        .assert()
+        .code(2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -234,7 +241,8 @@ async fn replay_reproduces_a_recorded_run() {
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, replayed.path());
     cmd.env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-        .args(["median.py", "--replay", recording.to_str().unwrap()])
+        .args(["median.py", "--no-adversarial", "--replay"])
+        .arg(recording.to_str().unwrap())
         .assert()
         .code(0);
     let replay = report(replayed.path());
@@ -275,6 +283,7 @@ fn the_bundled_demo_recording_fixes_the_example() {
     isolate(&mut cmd, &work);
     cmd.args([
         "src/median.js",
+        "--no-adversarial",
         "--replay",
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -332,7 +341,10 @@ async fn every_stopping_signal_kills_the_tests_and_leaves_a_resumable_session() 
             assert_eq!(state["status"], "running", "{signal:?}");
         }
         std::fs::remove_file(dir.path().join("slow")).unwrap();
-        ralph(dir.path(), &llm).arg("resume").assert().code(0);
+        ralph_with_chaos(dir.path(), &llm)
+            .arg("resume")
+            .assert()
+            .code(0);
         assert_eq!(report(dir.path())["status"], "success", "{signal:?}");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
@@ -428,13 +440,13 @@ async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
     assert!(steps.contains("ralph-loop resume"), "{steps}");
 
     // The same limit would stop it again at once.
-    ralph(dir.path(), &llm)
+    ralph_with_chaos(dir.path(), &llm)
         .arg("resume")
         .assert()
         .code(2)
         .stderr(predicate::str::contains("pass -m N with N above 1"));
 
-    ralph(dir.path(), &llm)
+    ralph_with_chaos(dir.path(), &llm)
         .args(["resume", "-m", "3", "--guidance"])
         .arg("raise ValueError on an empty list, as the test expects")
         .assert()
@@ -474,7 +486,7 @@ async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
         "ralph-loop",
         dir.path(),
         &llm.openai_env(),
-        &["median.py"],
+        &["median.py", "--no-adversarial"],
         &[
             ("[r] raise the threshold to 4 >", "g"),
             (

@@ -2,6 +2,7 @@ mod support;
 
 mod architecture;
 mod budget;
+mod chaos;
 mod cli;
 mod context;
 mod criteria;

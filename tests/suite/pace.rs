@@ -276,6 +276,7 @@ async fn the_artisan_s_stable_prompt_prefix_is_read_from_anthropic_s_cache_on_it
         .env("OPENAI_API_KEY", "sk-test")
         .args([
             "median.py",
+            "--no-adversarial",
             "--models",
             "artisan=claude",
             "--output",

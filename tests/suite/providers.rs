@@ -28,7 +28,9 @@ async fn fix_on(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.args(["median.py", "--models", model]).assert().code(0);
+    cmd.args(["median.py", "--no-adversarial", "--models", model])
+        .assert()
+        .code(0);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
         FIXED_PY
@@ -232,6 +234,7 @@ async fn three_roles_on_three_providers_in_one_run() {
         .env("OPENAI_API_KEY", "sk-test")
         .args([
             "median.py",
+            "--no-adversarial",
             "--models",
             "librarian=gemini,artisan=claude,critic=gpt-mini",
         ])

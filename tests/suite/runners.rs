@@ -208,16 +208,6 @@ fn project(stack: &Stack) -> TempDir {
     dir
 }
 
-fn link_node_modules(dir: &Path) {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-tools/node_modules");
-    assert!(
-        tools.join(".bin").is_dir(),
-        "{} is missing: run scripts/setup-deps",
-        tools.display()
-    );
-    std::os::unix::fs::symlink(tools, dir.join("node_modules")).unwrap();
-}
-
 fn limits(timeout: Duration, memory_limit_mb: Option<u64>) -> Limits {
     Limits {
         timeout,

@@ -132,8 +132,15 @@ fn system_text(protocol: Protocol, body: &Value) -> String {
     text.unwrap_or_default().to_string()
 }
 
-/// Which role a request is from, by the system prompt of the bundled templates.
+/// Which role a request is from, by the system prompt of the bundled templates: `judge` for the
+/// Critic's judgement of Chaos's tests, `chaos` for Chaos.
 pub fn role_of_system(system: &str) -> String {
+    if system.contains("Chaos, the team's adversary") {
+        return "judge".into();
+    }
+    if system.contains("You are Chaos") {
+        return "chaos".into();
+    }
     for role in ["Librarian", "Artisan", "Critic"] {
         if system.contains(&format!("You are the {role}")) {
             return role.to_lowercase();
@@ -648,6 +655,17 @@ impl MockLlm {
 }
 
 /// A copy of `tests/fixtures/<name>` in a temp dir, made a git repository as real projects are.
+/// Links `dir/node_modules` to the suite's JavaScript tools (`tests/node-tools`).
+pub fn link_node_modules(dir: &Path) {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-tools/node_modules");
+    assert!(
+        tools.join(".bin").is_dir(),
+        "{} is missing: run scripts/setup-deps",
+        tools.display()
+    );
+    std::os::unix::fs::symlink(tools, dir.join("node_modules")).unwrap();
+}
+
 pub fn fixture(name: &str) -> TempDir {
     let dir = tempfile::Builder::new()
         .prefix("ralph-test-")
@@ -682,7 +700,18 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// `ralph-loop` in `dir`, talking to `llm`, isolated from the user's environment.
+/// A run of `ralph-loop` in `dir` against `llm`, Chaos off: the suite's other tests are about
+/// the loop up to green tests, and the mock answers no Chaos role unless a test scripts one
+/// (see `chaos.rs`, which runs with [`ralph_with_chaos`]).
 pub fn ralph(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
+    let mut cmd = ralph_with_chaos(dir, llm);
+    cmd.arg("--no-adversarial");
+    cmd
+}
+
+/// `ralph-loop` in `dir` against `llm`, with no flag added: Chaos as the config says (on by
+/// default), and subcommands (`resume`, `status`).
+pub fn ralph_with_chaos(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir);
     cmd.env("OPENAI_BASE_URL", llm.base_url())

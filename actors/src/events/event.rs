@@ -18,6 +18,8 @@ pub enum Phase {
     Review,
     Test,
     Decide,
+    /// Chaos attacks a fix whose unit tests pass.
+    Adversarial,
 }
 
 impl Phase {
@@ -29,6 +31,7 @@ impl Phase {
             Phase::Review => "review",
             Phase::Test => "test",
             Phase::Decide => "decide",
+            Phase::Adversarial => "adversarial",
         }
     }
 }
@@ -138,6 +141,30 @@ pub enum Event {
         iteration: u32,
         hook: String,
         reasons: Vec<String>,
+    },
+    /// Chaos's test file for a round ran against the fix (after `repairs` repairs).
+    ChaosSuite {
+        iteration: u32,
+        round: u32,
+        /// Where it is kept, relative to the project root.
+        path: String,
+        tests: u32,
+        failed: u32,
+        repairs: u32,
+    },
+    /// The Critic judged Chaos's failing tests: those kept are findings for the Artisan.
+    ChaosJudged {
+        iteration: u32,
+        round: u32,
+        kept: Vec<String>,
+        /// `(test, reason)` of each test dropped.
+        dropped: Vec<(String, String)>,
+    },
+    /// The findings of earlier rounds ran again on a new fix.
+    ChaosRecheck {
+        iteration: u32,
+        fixed: Vec<String>,
+        open: Vec<String>,
     },
     SessionFinished {
         report: Box<Report>,

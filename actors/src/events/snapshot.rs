@@ -41,6 +41,8 @@ pub struct Snapshot {
     /// Attempts the MemoryVault recalled and recorded.
     pub memory_recalled: u32,
     pub memory_recorded: u32,
+    /// Chaos's findings a fix does not pass yet.
+    pub adversarial_open: Vec<String>,
     /// The final report, once the session has finished.
     pub report: Option<Box<Report>>,
 }
@@ -117,7 +119,10 @@ impl Snapshot {
                 self.cost_usd = report.cost_usd;
                 self.report = Some(report.clone());
             }
-            Event::TestIntegrity { .. }
+            Event::ChaosJudged { kept, .. } => self.adversarial_open.extend(kept.iter().cloned()),
+            Event::ChaosRecheck { open, .. } => self.adversarial_open = open.clone(),
+            Event::ChaosSuite { .. }
+            | Event::TestIntegrity { .. }
             | Event::ContextReset { .. }
             | Event::ContextHigh { .. }
             | Event::ContextGathered { .. }

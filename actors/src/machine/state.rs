@@ -17,7 +17,11 @@
 //!  │                              ▼
 //!  │                            Write ─► Test ─► Decide ─┬─► Stop(success)
 //!  │                                                     ├─► Stop(entropy_detected)
-//!  └─────────────────────────────────────────────────────┘   (a hook's veto, or tests failing)
+//!  ├─────────────────────────────────────────────────────┤   (a hook's veto, or tests failing)
+//!  │                                                     ▼   (tests pass, Chaos on)
+//!  │                                                  Attack ─┬─► Stop(success)
+//!  └──────────────────────────────────────────────────────────┤   (Chaos's findings)
+//!                                                             └─► Stop(max_iterations: rounds spent)
 //! ```
 //!
 //! `Check` goes straight to `Write` when the Critic's review does not gate the tests
@@ -138,6 +142,8 @@ pub enum State {
     Test(Box<Iteration>),
     /// The run is judged: the success criteria, the hooks' gate, the breaker.
     Decide(Box<Iteration>, Arc<TestRun>),
+    /// The unit tests pass: Chaos re-runs its earlier findings and attacks the fix.
+    Attack(Box<Iteration>),
 }
 
 /// A state's name without its data, for observers.
@@ -155,6 +161,7 @@ pub enum StateKind {
     Write,
     Test,
     Decide,
+    Attack,
     /// The run has ended.
     Done,
 }
@@ -173,6 +180,7 @@ impl State {
             State::Write(..) => StateKind::Write,
             State::Test(_) => StateKind::Test,
             State::Decide(..) => StateKind::Decide,
+            State::Attack(_) => StateKind::Attack,
         }
     }
 
@@ -187,7 +195,8 @@ impl State {
             | State::Review(it, _)
             | State::Write(it, _)
             | State::Test(it)
-            | State::Decide(it, _) => Some(it),
+            | State::Decide(it, _)
+            | State::Attack(it) => Some(it),
         }
     }
 }
@@ -202,6 +211,7 @@ impl StateKind {
             StateKind::Review => Some(Phase::Review),
             StateKind::TestBaseline | StateKind::Test => Some(Phase::Test),
             StateKind::Decide => Some(Phase::Decide),
+            StateKind::Attack => Some(Phase::Adversarial),
             StateKind::Begin
             | StateKind::Recall
             | StateKind::Check

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::memory::view::MemoryView;
+use crate::policy::adversarial::Candidate;
 use crate::ports::workspace::SourceFile;
 use crate::prompt::results::ResultsView;
 use crate::schema::context::{ContextSummary, ExcludedFile, RelatedFile};
@@ -60,6 +61,25 @@ pub struct ContextBundle {
     /// What the user told the Artisan (`resume --guidance`, or typed when the breaker asked).
     #[serde(default)]
     pub guidance: Option<String>,
+    /// Chaos's findings the fix does not pass yet, with their test files (filled by the
+    /// Supervisor).
+    #[serde(default)]
+    pub adversarial: Option<AdversarialView>,
+}
+
+/// What the Artisan is shown of Chaos's open findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdversarialView {
+    pub failures: Vec<Candidate>,
+    /// The files that hold them.
+    pub suites: Vec<SuiteView>,
+}
+
+/// One of Chaos's test files, as a prompt shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteView {
+    pub path: String,
+    pub content: String,
 }
 
 /// The language name a fenced block and a prompt use for a file.

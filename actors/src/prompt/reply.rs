@@ -1,5 +1,6 @@
-//! The roles' replies: the Artisan's fenced code block (a [`Proposal`]) and the Critic's
-//! [`Verdict`].
+//! The roles' replies: the Artisan's fenced code block (a [`Proposal`]), the Critic's
+//! [`Verdict`] and its [`Judgement`] of Chaos's failing tests. (Chaos's reply is one fenced
+//! block too, read with [`extract_code`].)
 
 use std::sync::LazyLock;
 
@@ -79,9 +80,109 @@ pub fn parse_verdict(reply: &str) -> Verdict {
     }
 }
 
+/// The Critic's judgement of Chaos's failing tests: which it dropped, and why. A test the reply
+/// does not name is kept: it failed, and nobody said it was wrong.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judgement {
+    /// `(test, reason)` of each test the Critic dropped.
+    pub dropped: Vec<(String, String)>,
+    /// Tests the reply named on neither a KEEP nor a DROP line.
+    pub unjudged: Vec<String>,
+}
+
+// A constant pattern, exercised by the tests below.
+#[allow(clippy::expect_used)]
+static JUDGED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^[\s*#>_`-]*(KEEP|DROP)[\s*_`]*:\s*(.*)$").expect("static regex")
+});
+
+/// Reads `KEEP: <test>` and `DROP: <test>: <reason>` lines for each of `tests`. A line names the
+/// test whose id it holds, or else whose own name (the id's last part, after `::`, `.` or ` > `);
+/// the longest match wins, when one name holds another; the reason is what follows the name.
+pub fn parse_judgement(reply: &str, tests: &[String]) -> Judgement {
+    let mut judged = std::collections::BTreeMap::<&str, Option<String>>::new();
+    for line in reply.lines() {
+        let Some(c) = JUDGED.captures(line.trim()) else {
+            continue;
+        };
+        let rest = c.get(2).map_or("", |m| m.as_str());
+        let named = |name: fn(&str) -> &str| {
+            tests
+                .iter()
+                .filter_map(|t| rest.find(name(t)).map(|at| (t.as_str(), at, name(t).len())))
+                .max_by_key(|(_, _, len)| *len)
+        };
+        let Some((test, at, len)) = named(|t| t).or_else(|| named(short_name)) else {
+            continue;
+        };
+        let reason = rest[at + len..]
+            .trim_start_matches(|c: char| c.is_whitespace() || "`:-—–".contains(c))
+            .trim();
+        let drop = c[1].eq_ignore_ascii_case("DROP");
+        judged.insert(test, drop.then(|| reason.to_string()));
+    }
+    let mut out = Judgement::default();
+    for test in tests {
+        match judged.get(test.as_str()) {
+            Some(Some(reason)) => out.dropped.push((
+                test.clone(),
+                if reason.is_empty() {
+                    "no reason given".to_string()
+                } else {
+                    reason.clone()
+                },
+            )),
+            Some(None) => {}
+            None => out.unjudged.push(test.clone()),
+        }
+    }
+    out
+}
+
+/// A test id's own name: `test_empty` of `chaos.py::test_empty` or `chaos.TestX.test_empty`,
+/// `rejects NaN` of `median > rejects NaN`.
+fn short_name(id: &str) -> &str {
+    [" > ", "::", "."]
+        .iter()
+        .find_map(|sep| id.rsplit_once(sep).map(|(_, name)| name))
+        .filter(|name| !name.is_empty())
+        .unwrap_or(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judgements_name_each_test_and_keep_the_unnamed() {
+        let tests = vec![
+            "test_chaos.py::test_empty".to_string(),
+            "test_chaos.py::test_empty_string".to_string(),
+            "test_chaos.py::test_nan".to_string(),
+        ];
+        let reply = "Thinking...\n- KEEP: test_chaos.py::test_empty\n**DROP**: `test_chaos.py::test_empty_string`: strings are not numbers the contract accepts\n";
+        let j = parse_judgement(reply, &tests);
+        assert_eq!(
+            j.dropped,
+            vec![(
+                "test_chaos.py::test_empty_string".to_string(),
+                "strings are not numbers the contract accepts".to_string()
+            )]
+        );
+        assert_eq!(j.unjudged, vec!["test_chaos.py::test_nan".to_string()]);
+        let j = parse_judgement("drop: test_chaos.py::test_nan", &tests);
+        assert_eq!(j.dropped[0].1, "no reason given");
+        // A test named by its own name alone.
+        let j = parse_judgement(
+            "DROP: test_empty_string — not numbers\nKEEP: test_nan",
+            &tests,
+        );
+        assert_eq!(
+            j.dropped,
+            vec![(tests[1].clone(), "not numbers".to_string())]
+        );
+        assert_eq!(j.unjudged, vec![tests[0].clone()]);
+    }
 
     #[test]
     fn extracts_the_single_block() {

@@ -16,6 +16,9 @@ use crate::role::Role;
 pub const SEPARATOR: &str = "<!-- user -->";
 /// Ends the user part's stable prefix.
 pub const CACHE_MARK: &str = "<!-- cache -->";
+/// The Critic's second task: judging whether Chaos's failing tests expect what the target's
+/// contract implies (`prompts/judge.md`, bundled).
+pub const JUDGE: &str = include_str!("../../../prompts/judge.md");
 
 /// Why a template cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,32 +78,43 @@ impl Templates {
         vars: &S,
     ) -> Result<[ChatMessage; 2], TemplateError> {
         let source = self.get(role).ok_or(TemplateError::Missing(role))?;
-        let (system, user) = split(source)?;
-        let mut env = Environment::new();
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
-        let render = |src: &str| -> Result<String, TemplateError> {
-            env.render_str(src, vars)
-                .map(|s| s.trim().to_string())
-                .map_err(|e| TemplateError::Render {
-                    role,
-                    message: e.to_string(),
-                })
-        };
-        let user = match user.split_once(CACHE_MARK) {
-            Some((stable, rest)) => {
-                let (stable, rest) = (render(stable)?, render(rest)?);
-                let mut message = ChatMessage::user(match rest.is_empty() {
-                    true => stable.clone(),
-                    false => format!("{stable}\n\n{rest}"),
-                });
-                message.cache_prefix = stable.len();
-                message
-            }
-            None => ChatMessage::user(render(user)?),
-        };
-        Ok([ChatMessage::system(render(system)?), user])
+        render_source(role, source, vars)
     }
+}
+
+/// The system and user messages of a template's `source` for `vars`, rendered for `role`
+/// (named in errors): for templates that are a role's second task, such as the Critic's
+/// judgement of Chaos's tests ([`JUDGE`]).
+pub fn render_source<S: Serialize>(
+    role: Role,
+    source: &str,
+    vars: &S,
+) -> Result<[ChatMessage; 2], TemplateError> {
+    let (system, user) = split(source)?;
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    let render = |src: &str| -> Result<String, TemplateError> {
+        env.render_str(src, vars)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| TemplateError::Render {
+                role,
+                message: e.to_string(),
+            })
+    };
+    let user = match user.split_once(CACHE_MARK) {
+        Some((stable, rest)) => {
+            let (stable, rest) = (render(stable)?, render(rest)?);
+            let mut message = ChatMessage::user(match rest.is_empty() {
+                true => stable.clone(),
+                false => format!("{stable}\n\n{rest}"),
+            });
+            message.cache_prefix = stable.len();
+            message
+        }
+        None => ChatMessage::user(render(user)?),
+    };
+    Ok([ChatMessage::system(render(system)?), user])
 }
 
 fn split(source: &str) -> Result<(&str, &str), TemplateError> {
@@ -139,6 +153,8 @@ mod tests {
             "test_file": {"path": "test_m.py", "content": "def test(): pass"},
             "test_command": "pytest", "proposal": "y",
             "last_results": {"summary": "1 failed", "passed": false, "failing": ["t"], "failures": [], "omitted": 0, "output": "boom"},
+            "layout": {"framework": "pytest", "language": "python", "file_name": "test_chaos_round_1.py", "import_hint": "import m"},
+            "strategies": ["boundary", "property"], "round": 1, "max_rounds": 3,
         });
         for role in Role::with_models() {
             let [_, user] = Templates::default().render(role, &bundle).expect("renders");
@@ -149,5 +165,16 @@ mod tests {
                 "{role}: the target varies: {stable}"
             );
         }
+        // The Critic's judgement of Chaos's tests too.
+        let mut judged = bundle.clone();
+        judged["suite"] = "def test_empty(): median([])".into();
+        judged["failures"] = serde_json::json!([{"test": "c::test_empty", "message": "boom"}]);
+        let [_, user] = render_source(Role::Critic, JUDGE, &judged).expect("renders");
+        assert!(user.content[..user.cache_prefix].contains("def test(): pass"));
+        assert!(
+            user.content.contains("## c::test_empty"),
+            "{}",
+            user.content
+        );
     }
 }

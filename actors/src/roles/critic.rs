@@ -1,4 +1,5 @@
-//! The Critic: reviews a proposal before any test runs.
+//! The Critic: reviews a proposal (before its tests, or beside them), and judges whether the
+//! tests Chaos wrote that fail expect what the target's contract implies.
 
 use std::sync::Arc;
 
@@ -8,8 +9,10 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
+use crate::policy::adversarial::Candidate;
 use crate::prompt::bundle::ContextBundle;
-use crate::prompt::reply::{parse_verdict, Verdict};
+use crate::prompt::reply::{parse_judgement, parse_verdict, Judgement, Verdict};
+use crate::prompt::templates::{render_source, JUDGE};
 use crate::role::Role;
 use crate::roles::caller::{guarded, Caller};
 use crate::roles::history::{History, ResetContext};
@@ -23,6 +26,28 @@ pub struct Review {
     pub context: Arc<ContextBundle>,
     pub code: String,
     pub cancel: CancellationToken,
+}
+
+/// Supervisor → Critic: judge Chaos's failing tests before the Artisan is asked to pass them.
+#[derive(Message)]
+#[rtype(result = "Result<Judgement>")]
+pub struct Judge {
+    pub iteration: u32,
+    pub round: u32,
+    pub context: Arc<ContextBundle>,
+    /// Chaos's test file.
+    pub suite: String,
+    pub failures: Vec<Candidate>,
+    pub cancel: CancellationToken,
+}
+
+#[derive(Serialize)]
+struct JudgeVars<'a> {
+    #[serde(flatten)]
+    context: &'a ContextBundle,
+    round: u32,
+    suite: &'a str,
+    failures: &'a [Candidate],
 }
 
 #[derive(Serialize)]
@@ -81,6 +106,36 @@ impl Handler<Review> for Critic {
             act.history.record(user, &text);
             Ok(parse_verdict(&text))
         }))
+    }
+}
+
+impl Handler<Judge> for Critic {
+    type Result = ResponseActFuture<Self, Result<Judgement>>;
+
+    fn handle(&mut self, msg: Judge, _: &mut Context<Self>) -> Self::Result {
+        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        // A judgement is a task of its own: no review history goes with it.
+        let fut = guarded(Role::Critic, async move {
+            let vars = JudgeVars {
+                context: &msg.context,
+                round: msg.round,
+                suite: &msg.suite,
+                failures: &msg.failures,
+            };
+            let messages = render_source(Role::Critic, JUDGE, &vars)?.to_vec();
+            let reply = caller
+                .call(
+                    msg.iteration,
+                    Role::Critic,
+                    settings.model(Role::Critic),
+                    messages,
+                    &msg.cancel,
+                )
+                .await?;
+            let tests: Vec<String> = msg.failures.iter().map(|f| f.test.clone()).collect();
+            Ok(parse_judgement(&reply.text, &tests))
+        });
+        Box::pin(wrap_future::<_, Self>(fut))
     }
 }
 

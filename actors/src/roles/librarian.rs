@@ -200,6 +200,7 @@ impl Handler<GatherContext> for Librarian {
                 notes: Vec::new(),
                 undone: None,
                 guidance: None,
+                adversarial: None,
             };
             let why = bundle
                 .last_results

@@ -1,11 +1,13 @@
 //! The actors of a run. Each role's actor owns the ports it uses and answers one message,
 //! defined beside it: [`librarian`] (`GatherContext`), [`artisan`] (`Generate`), [`critic`]
-//! (`Review`), [`tester`] (`RunTests`) and the MemoryVault ([`vault`]: `Recall`, `Remember`).
+//! (`Review`, `Judge`), [`chaos`] (`Write`, `RunSuite`, `Rerun`), [`tester`] (`RunTests`) and
+//! the MemoryVault ([`vault`]: `Recall`, `Remember`).
 //! [`caller`] is what the model-calling roles share (metered calls, fallbacks, context use);
 //! [`history`] the conversation a role may keep.
 
 pub mod artisan;
 pub mod caller;
+pub mod chaos;
 pub mod critic;
 pub mod history;
 pub mod librarian;

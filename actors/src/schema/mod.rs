@@ -4,10 +4,12 @@
 //! - [`test_run`]: the unified test-result schema (`test-results-iteration-<N>.json`);
 //! - [`context`]: what the Librarian packed into a prompt, and why;
 //! - [`attempt`]: a fix attempt as the MemoryVault keeps and recalls it;
+//! - [`adversarial`]: Chaos's findings and the report's `adversarial` section;
 //! - [`report`]: the final report and its parts (statuses and exit codes);
 //! - [`state`]: `state.json` and `iterations.log`, what a resume needs;
 //! - [`usage`]: token usage.
 
+pub mod adversarial;
 pub mod attempt;
 pub mod context;
 pub mod report;

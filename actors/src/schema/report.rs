@@ -226,6 +226,9 @@ pub struct Report {
     /// For a run that did not succeed: which state of the target it left, by `on_failure`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_left: Option<FileLeft>,
+    /// What Chaos did (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adversarial: Option<crate::schema::adversarial::AdversarialReport>,
     pub started_at: String,
     pub finished_at: String,
 }

@@ -70,6 +70,13 @@ pub struct SessionState {
     /// Set when the run ended without success: the state it left in the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_left: Option<FileLeft>,
+    /// What Chaos has done so far (absent until its first round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adversarial: Option<crate::schema::adversarial::AdversarialReport>,
+    /// The checkpoint Chaos judged best so far, with its open findings: a later fix that leaves
+    /// more of them open is undone back to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adversarial_floor: Option<crate::schema::adversarial::Floor>,
     pub started_at: String,
 }
 
@@ -106,6 +113,8 @@ impl SessionState {
             undone: None,
             guidance: None,
             file_left: None,
+            adversarial: None,
+            adversarial_floor: None,
             started_at: timestamp(),
         }
     }

@@ -107,20 +107,34 @@ impl Run {
             }
         };
         let content = self.best_content(best.iteration).await?;
+        self.last_run = self.best_run.clone();
+        let why = worse_because(&tests, &best.tests);
+        self.undo(n, best.iteration, content, &why, &headline(run))
+            .await
+    }
+
+    /// Puts checkpoint `back_to`'s `content` back in the target in place of iteration `n`'s
+    /// proposal, which made things worse (`why`; its first failure `first`), and tells the
+    /// Artisan what was tried and why it was undone.
+    pub(super) async fn undo(
+        &mut self,
+        n: u32,
+        back_to: u32,
+        content: String,
+        why: &str,
+        first: &str,
+    ) -> Result<(), Outcome> {
         let write = self.workspace.write_target(content);
         watched(&self.steps, write)
             .await
             .map_err(|e| self.fail(e))?;
-        self.state.on_disk = Some(best.iteration);
+        self.state.on_disk = Some(back_to);
         self.state.reverts += 1;
-        self.last_run = self.best_run.clone();
-        let why = worse_because(&tests, &best.tests);
-        let back = version(best.iteration);
+        let back = version(back_to);
         self.state.undone = Some(format!(
             "Your change in iteration {n} made things worse ({why}), so it was undone: the file \
-             is back to {back}, shown above. Its first failure was: {}. Do not make that change \
-             again; take another approach.",
-            headline(run)
+             is back to {back}, shown above. Its first failure was: {first}. Do not make that \
+             change again; take another approach."
         ));
         self.events.emit(Event::Note {
             message: format!(
@@ -130,11 +144,8 @@ impl Run {
         Ok(())
     }
 
-    /// The content of checkpoint `iteration`: in memory, else from the session folder.
-    async fn best_content(&mut self, iteration: u32) -> Result<String, Outcome> {
-        if let Some(content) = &self.best_content {
-            return Ok(content.clone());
-        }
+    /// Checkpoint `iteration`'s content, from the session folder.
+    pub(super) async fn checkpoint_content(&mut self, iteration: u32) -> Result<String, Outcome> {
         let load = self.store.load_checkpoint(iteration);
         match watched(&self.steps, load).await.map_err(|e| self.fail(e))? {
             Some(content) => Ok(content),
@@ -143,6 +154,14 @@ impl Run {
                 format!("checkpoint {iteration} is missing from the session folder"),
             )),
         }
+    }
+
+    /// The content of checkpoint `iteration`: in memory, else from the session folder.
+    async fn best_content(&mut self, iteration: u32) -> Result<String, Outcome> {
+        if let Some(content) = &self.best_content {
+            return Ok(content.clone());
+        }
+        self.checkpoint_content(iteration).await
     }
 
     /// A resumed session: the best state's content and tests, and the tests of the state on

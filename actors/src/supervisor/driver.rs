@@ -8,7 +8,6 @@ use futures::FutureExt;
 
 use crate::events::event::Event;
 use crate::machine::state::{Next, Outcome, State, StateKind};
-use crate::role::Role;
 use crate::roles::caller::{panic_message, watched};
 use crate::schema::report::{Report, Status};
 use crate::supervisor::run::Run;
@@ -96,6 +95,7 @@ impl Run {
             State::Write(it, code) => self.write(it, code).await,
             State::Test(it) => self.run_tests(it).await,
             State::Decide(it, run) => self.decide(it, run).await,
+            State::Attack(it) => self.attack(it).await,
         };
         stepped.unwrap_or_else(Next::Stop)
     }
@@ -124,8 +124,10 @@ impl Run {
             session_id: self.state.session_id.clone(),
             target: self.state.target.clone(),
             test_command: self.state.test_command.clone(),
-            models: Role::with_models()
-                .map(|r| (r, s.model(r).model.clone()))
+            models: s
+                .models
+                .iter()
+                .map(|(r, m)| (*r, m.model.clone()))
                 .collect(),
             max_cost_usd: s.max_cost_usd,
             max_iterations: s.max_iterations,

@@ -94,6 +94,7 @@ impl Run {
             reverts: st.reverts,
             next_steps: steps,
             file_left: st.file_left.clone(),
+            adversarial: st.adversarial.clone(),
             started_at: st.started_at.clone(),
             finished_at: timestamp(),
         };
@@ -162,6 +163,7 @@ pub(crate) fn error_report(reason: &str) -> Report {
         reverts: 0,
         next_steps: Vec::new(),
         file_left: None,
+        adversarial: None,
         started_at: timestamp(),
         finished_at: timestamp(),
     }

@@ -5,7 +5,8 @@
 //!   stop signal passed in) and its bookkeeping;
 //! - `driver`: [`run::Run::execute`], the one loop that steps every state;
 //! - `steps`: what each state does and which comes next; `memory`: recall and record;
-//!   `review`: the Critic's review beside the tests; `breaker`: asking the user before the circuit breaker stops a run;
+//!   `review`: the Critic's review beside the tests; `chaos`: Chaos's rounds on a passing
+//!   fix; `breaker`: asking the user before the circuit breaker stops a run;
 //!   `hook_points`: where the hooks are called; `checkpoints`: the best state kept on disk, a
 //!   worse proposal undone, the file a failed run leaves; `finish`: the report, with
 //!   `next_steps` (what to try next);
@@ -13,6 +14,7 @@
 
 pub mod actor;
 mod breaker;
+mod chaos;
 mod checkpoints;
 mod driver;
 mod finish;

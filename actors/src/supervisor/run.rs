@@ -12,6 +12,7 @@ use crate::events::bus::EventBus;
 use crate::events::event::Event;
 use crate::machine::hooks::Hook;
 use crate::policy::budget::Ledger;
+use crate::ports::chaos::ChaosRunner;
 use crate::ports::llm::{LlmClient, TokenCounter};
 use crate::ports::memory::{Embedder, VectorStore};
 use crate::ports::runner::TestRunner;
@@ -21,6 +22,7 @@ use crate::ports::workspace::Workspace;
 use crate::role::Role;
 use crate::roles::artisan::Artisan;
 use crate::roles::caller::Caller;
+use crate::roles::chaos::Chaos;
 use crate::roles::critic::{Critic, Review};
 use crate::roles::history::ResetContext;
 use crate::roles::librarian::Librarian;
@@ -39,6 +41,8 @@ pub struct RunDeps {
     pub workspace: Arc<dyn Workspace>,
     pub store: Arc<dyn SessionStore>,
     pub runner: Arc<dyn TestRunner>,
+    /// Runs Chaos's test files; Chaos attacks only with one (and `settings.chaos.enabled`).
+    pub chaos: Option<Arc<dyn ChaosRunner>>,
     pub llm: Arc<dyn LlmClient>,
     pub counter: Arc<dyn TokenCounter>,
     /// This run's accounts, drawing on its budget (and any budget shared with other runs).
@@ -90,6 +94,8 @@ pub(super) struct Team {
     pub(super) artisan: Addr<Artisan>,
     pub(super) critic: Addr<Critic>,
     pub(super) tester: Addr<Tester>,
+    /// `None` when Chaos is off.
+    pub(super) chaos: Option<Addr<Chaos>>,
 }
 
 impl Team {
@@ -101,7 +107,7 @@ impl Team {
         match role {
             Role::Artisan => self.artisan.do_send(ResetContext),
             Role::Critic => self.critic.do_send(ResetContext),
-            Role::Librarian | Role::Tester => return false,
+            Role::Librarian | Role::Chaos | Role::Tester => return false,
         }
         true
     }
@@ -187,6 +193,10 @@ impl Run {
             artisan: Artisan::new(caller.clone(), d.settings.clone()).start(),
             critic: Critic::new(caller.clone(), d.settings.clone()).start(),
             tester: Tester::new(d.runner, d.settings.flaky_retries).start(),
+            chaos: d
+                .chaos
+                .filter(|_| d.settings.chaos.enabled)
+                .map(|runner| Chaos::new(caller.clone(), d.settings.clone(), runner).start()),
         };
         let mut state = d.state;
         let (vault, project_id) = match d.memory {

@@ -128,6 +128,7 @@ impl Run {
         bundle.notes = std::mem::take(&mut self.state.hook_notes);
         bundle.undone = self.state.undone.take();
         bundle.guidance = self.state.guidance.clone();
+        bundle.adversarial = self.adversarial_view().await;
         it.context = Some(Arc::new(bundle));
         Ok(Next::Continue(State::Recall(it)))
     }
@@ -381,15 +382,12 @@ impl Run {
         }
         self.checkpoint().await?;
         if passed {
-            let plural = if n == 1 { "" } else { "s" };
-            let extra = if run.criteria.len() > 1 {
-                " and every success criterion is met"
-            } else {
-                ""
-            };
+            if self.chaos_due() {
+                return Ok(Next::Continue(State::Attack(it)));
+            }
             return Ok(Next::Stop(Outcome::new(
                 Status::Success,
-                format!("all tests pass{extra} after {n} iteration{plural}"),
+                self.success_reason(n),
             )));
         }
         if tripped {
@@ -411,6 +409,16 @@ impl Run {
             )));
         }
         Ok(Next::Continue(State::Begin))
+    }
+
+    /// Why a run whose tests pass after `n` iterations succeeds, in words.
+    pub(super) fn success_reason(&self, n: u32) -> String {
+        let plural = if n == 1 { "" } else { "s" };
+        let extra = match &self.last_run {
+            Some(run) if run.criteria.len() > 1 => " and every success criterion is met",
+            _ => "",
+        };
+        format!("all tests pass{extra} after {n} iteration{plural}")
     }
 
     /// The iteration's context; the Context step sets it before any state that reads it.

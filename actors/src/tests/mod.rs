@@ -6,6 +6,7 @@
 //! tests can read it back.
 
 mod caller;
+mod chaos;
 mod machine;
 mod roles;
 mod session;

@@ -83,6 +83,8 @@ pub(super) struct Session {
     pub(super) user: Option<Arc<dyn crate::ports::user::User>>,
     /// The state to resume from; a new session's by default.
     pub(super) state: Option<SessionState>,
+    /// Runs Chaos's files; `None`: Chaos cannot attack.
+    pub(super) chaos: Option<Arc<dyn crate::ports::chaos::ChaosRunner>>,
 }
 
 impl Session {
@@ -103,6 +105,7 @@ impl Session {
             hooks: Vec::new(),
             user: None,
             state: None,
+            chaos: None,
         }
     }
 
@@ -134,6 +137,7 @@ impl Session {
             workspace: Arc::new(workspace(&self.file)),
             store: self.store.clone(),
             runner: self.runner.clone(),
+            chaos: self.chaos.clone(),
             llm: self.llm.clone(),
             counter: Arc::new(ByteBoundCounter),
             events,

@@ -1,0 +1,230 @@
+//! Chaos's rules: what it is asked to try ([`Strategy`]), how many rounds it gets
+//! ([`ChaosSettings`]), and how a run of its tests is read: a file that could not run at all
+//! goes back to Chaos for repair ([`could_not_run`]); failing tests are candidates for the
+//! Critic's judgement ([`candidates`]).
+//!
+//! A round is one pass of Chaos over a fix whose unit tests pass: the accepted tests of earlier
+//! rounds run again, and when they all pass, Chaos writes a new test file. Failures it finds go
+//! to the Artisan; they never count toward the entropy breaker.
+
+use serde::{Deserialize, Serialize};
+
+use crate::schema::test_run::{Category, RunStatus, TestRun};
+
+/// What Chaos tries (`chaos.strategies`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// null, 0, -1, the integer limits, NaN and infinities, empty and huge inputs, unicode.
+    Boundary,
+    /// Invariants over at least 100 generated inputs (Hypothesis, fast-check, proptest).
+    Property,
+    /// Interleaved calls with varied timing, for async or shared-state code.
+    Concurrency,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 3] = [
+        Strategy::Boundary,
+        Strategy::Property,
+        Strategy::Concurrency,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Boundary => "boundary",
+            Strategy::Property => "property",
+            Strategy::Concurrency => "concurrency",
+        }
+    }
+}
+
+/// How Chaos runs (`chaos:` in config, `--adversarial` / `--no-adversarial`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChaosSettings {
+    pub enabled: bool,
+    pub strategies: Vec<Strategy>,
+    /// Rounds at most: each a new attack, or a re-run of the accepted tests that still fail.
+    pub max_rounds: u32,
+    /// Times a test file that cannot run goes back to Chaos to be repaired, per round.
+    pub max_repairs: u32,
+    /// Success needs every accepted adversarial test to pass
+    /// (`success_criteria.adversarial_tests_pass`); otherwise Chaos's findings are reported
+    /// and the run ends after its first round.
+    pub must_pass: bool,
+}
+
+impl Default for ChaosSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            strategies: Strategy::ALL.to_vec(),
+            max_rounds: 3,
+            max_repairs: 2,
+            must_pass: true,
+        }
+    }
+}
+
+impl ChaosSettings {
+    /// Chaos off: the run ends when the unit tests pass (micro-agent's behaviour).
+    pub fn off() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a test file could not run at all (an import that fails, a syntax error, no test found, a
+/// file that hangs), from its run: what goes back to Chaos for repair. `None` when its tests ran.
+pub fn could_not_run(run: &TestRun) -> Option<String> {
+    let why = if run.tests.is_empty() {
+        match run.status {
+            RunStatus::Timeout => "it ran past its time limit before any test finished",
+            RunStatus::MemoryLimit => "it ran past its memory limit before any test finished",
+            _ => "no test ran",
+        }
+    } else if run.totals.passed == 0
+        && run.failures().count() > 0
+        && run
+            .failures()
+            .all(|t| matches!(t.category, Some(Category::Syntax | Category::Environment)))
+    {
+        "it failed to load"
+    } else if matches!(run.status, RunStatus::Timeout | RunStatus::MemoryLimit)
+        && run.failures().count() == 0
+    {
+        "it ran past its limits"
+    } else {
+        return None;
+    };
+    let detail: Vec<String> = run
+        .failures()
+        .filter_map(|t| t.message.clone().or_else(|| t.stack.clone()))
+        .take(3)
+        .collect();
+    let output = tail(&run.output, 3000);
+    Some(match detail.is_empty() {
+        true => format!("{why}.\n{output}"),
+        false => format!("{why}:\n{}\n{output}", detail.join("\n")),
+    })
+}
+
+/// A failing adversarial test, for the Critic's judgement and the Artisan's prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub test: String,
+    pub message: Option<String>,
+}
+
+/// The failing tests of a run of Chaos's file, without those already dropped.
+pub fn candidates(run: &TestRun, dropped: &[String]) -> Vec<Candidate> {
+    run.failures()
+        .filter(|t| !dropped.contains(&t.id))
+        .map(|t| Candidate {
+            test: t.id.clone(),
+            message: match (&t.error_type, &t.message) {
+                (Some(kind), Some(m)) if !m.starts_with(kind.as_str()) => {
+                    Some(format!("{kind}: {m}"))
+                }
+                (_, Some(m)) => Some(m.clone()),
+                (Some(kind), None) => Some(kind.clone()),
+                (None, None) => t.stack.clone(),
+            },
+        })
+        .collect()
+}
+
+/// The last `max` bytes of `text`, at a character boundary.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::test_run::{CaseStatus, TestCase, Totals};
+
+    fn case(id: &str, status: CaseStatus, category: Option<Category>) -> TestCase {
+        TestCase {
+            id: id.into(),
+            name: id.into(),
+            file: None,
+            status,
+            duration_ms: None,
+            category,
+            error_type: Some("AssertionError".into()),
+            message: Some(format!("{id} failed")),
+            stack: None,
+            location: None,
+            stdout: None,
+            stderr: None,
+            fingerprint: None,
+        }
+    }
+
+    fn run(tests: Vec<TestCase>, status: RunStatus) -> TestRun {
+        let mut run = TestRun::new("pytest chaos.py", status);
+        run.totals = Totals {
+            passed: tests
+                .iter()
+                .filter(|t| t.status == CaseStatus::Pass)
+                .count() as u32,
+            failed: tests
+                .iter()
+                .filter(|t| t.status == CaseStatus::Fail)
+                .count() as u32,
+            ..Totals::default()
+        };
+        run.tests = tests;
+        run.output = "E   ModuleNotFoundError: No module named 'hypothesis'".into();
+        run
+    }
+
+    #[test]
+    fn a_file_that_did_not_load_goes_back_for_repair() {
+        let none = run(vec![], RunStatus::Error);
+        assert!(could_not_run(&none)
+            .expect("nothing ran")
+            .starts_with("no test ran."));
+        let import = run(
+            vec![case(
+                "chaos.py",
+                CaseStatus::Fail,
+                Some(Category::Environment),
+            )],
+            RunStatus::Failed,
+        );
+        let why = could_not_run(&import).expect("it failed to load");
+        assert!(why.contains("No module named 'hypothesis'"), "{why}");
+    }
+
+    #[test]
+    fn failing_tests_are_candidates_unless_dropped() {
+        let r = run(
+            vec![
+                case("t::ok", CaseStatus::Pass, None),
+                case("t::empty", CaseStatus::Fail, Some(Category::Logic)),
+                case("t::nan", CaseStatus::Fail, Some(Category::Logic)),
+            ],
+            RunStatus::Failed,
+        );
+        assert_eq!(could_not_run(&r), None);
+        let c = candidates(&r, &["t::nan".to_string()]);
+        assert_eq!(
+            c,
+            vec![Candidate {
+                test: "t::empty".into(),
+                message: Some("AssertionError: t::empty failed".into()),
+            }]
+        );
+    }
+}

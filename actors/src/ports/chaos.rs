@@ -1,0 +1,59 @@
+//! The port to Chaos's tests: how a generated test file fits the project (for Chaos's prompt),
+//! and running it, saved in the session folder, against the target as it is on disk.
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::ports::runner::RunnerError;
+use crate::schema::test_run::TestRun;
+
+/// How a Chaos test file fits the project: what its prompt says about the file it must write.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChaosLayout {
+    /// The framework that runs it: `pytest`, `jest`, `vitest`, `mocha`, `node`, `unittest`,
+    /// `cargo`.
+    pub framework: String,
+    /// `python`, `javascript`, `typescript`, `rust`.
+    pub language: String,
+    /// The file's name (round 1's; later rounds differ only in the number).
+    pub file_name: String,
+    /// How the file imports the target, exactly (`from median import median`,
+    /// `const { median } = require('../../../src/median')`).
+    pub import_hint: String,
+    /// The property-based testing library, with how to import it, when one is available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property_library: Option<String>,
+    /// How the library's runs are sized and seeded, in the prompt's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property_setup: Option<String>,
+    /// Anything else the file must do to run (a test module's attribute, an ESM import).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Runs Chaos's test files. Each round's file is kept in the session folder; running it kills
+/// its process group on `cancel`, as the unit tests' runner does.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait::async_trait]
+pub trait ChaosRunner: Send + Sync {
+    /// How round `round`'s file fits the project.
+    fn layout(&self, round: u32) -> ChaosLayout;
+
+    /// Saves `suite` as round `round`'s file and runs it; the file's path relative to the
+    /// project root is [`ChaosRunner::path`].
+    async fn run(
+        &self,
+        round: u32,
+        suite: &str,
+        cancel: CancellationToken,
+    ) -> Result<TestRun, RunnerError>;
+
+    /// Runs round `round`'s saved file again (a re-check of its findings after a fix).
+    async fn rerun(&self, round: u32, cancel: CancellationToken) -> Result<TestRun, RunnerError>;
+
+    /// Round `round`'s saved file, if there is one.
+    async fn suite(&self, round: u32) -> Option<String>;
+
+    /// Where round `round`'s file is, relative to the project root.
+    fn path(&self, round: u32) -> String;
+}

@@ -1,0 +1,94 @@
+//! What Chaos did in a run: its findings (adversarial tests that failed on a fix whose unit tests
+//! passed) and the report's `adversarial` section.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a finding stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingStatus {
+    /// The test fails on the file as it is: the Artisan is asked to fix it.
+    Open,
+    /// A later fix passes it.
+    Fixed,
+}
+
+/// One adversarial test that failed on a fix whose unit tests passed, and that the Critic
+/// judged a legitimate expectation of the target's contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The round whose suite holds the test.
+    pub round: u32,
+    /// The test's id as its framework reports it.
+    pub test: String,
+    /// Why it failed, first lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub status: FindingStatus,
+}
+
+/// A generated test the Critic judged not legitimate for the target's contract: dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub round: u32,
+    pub test: String,
+    pub reason: String,
+}
+
+/// One round's test file, kept in the session folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suite {
+    pub round: u32,
+    /// The file, relative to the project root (under `.ralph/session-<id>/chaos/`).
+    pub path: String,
+    /// Tests it holds (as the framework counted them on its first run).
+    pub tests: u32,
+    /// Repairs it needed before it ran.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repairs: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The checkpoint Chaos judged best so far: the iteration whose version it is, and how many
+/// findings it left open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floor {
+    pub iteration: u32,
+    pub open: u32,
+}
+
+/// The report's `adversarial` section (absent when Chaos is off).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdversarialReport {
+    /// The strategies Chaos was asked to use (`chaos.strategies`).
+    pub strategies: Vec<String>,
+    /// Rounds taken: each a new attack, or a re-run of the accepted tests that still failed.
+    pub rounds: u32,
+    /// Tests in the suites Chaos wrote.
+    pub tests_generated: u32,
+    /// Failing tests the Critic judged not legitimate, dropped.
+    pub tests_rejected: u32,
+    /// Failing tests accepted as findings.
+    pub failures_found: u32,
+    /// Findings a later fix passes.
+    pub failures_fixed: u32,
+    /// Every finding, fixed or still open.
+    pub findings: Vec<Finding>,
+    /// Every test dropped, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
+    /// The suites, in the session folder.
+    pub suites: Vec<Suite>,
+}
+
+impl AdversarialReport {
+    /// Findings still failing.
+    pub fn open(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Open)
+    }
+}

@@ -1,0 +1,470 @@
+//! The `Attack` state: Chaos's rounds on a fix whose unit tests pass.
+//!
+//! A round either re-runs the findings of earlier rounds that a fix has not yet passed, or,
+//! when every finding passes, has Chaos write a new test file: it runs against the fix (a file
+//! that cannot run goes back to Chaos for repair, `chaos.max_repairs` times), the Critic judges
+//! its failing tests, and those it keeps go to the Artisan as a new iteration. A fix that leaves
+//! more findings failing than the best state Chaos has judged is undone back to that state.
+//! Findings never count toward the entropy breaker. The run succeeds when a round finds
+//! nothing, or when the rounds are spent and every finding passes; it stops `max_iterations`
+//! when they are spent with findings still failing.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use actix::Addr;
+
+use crate::events::event::Event;
+use crate::machine::state::{Iteration, Next, Outcome, State};
+use crate::policy::adversarial::{candidates, could_not_run, Candidate};
+use crate::prompt::bundle::{AdversarialView, ContextBundle, SuiteView};
+use crate::role::Role;
+use crate::roles::chaos::{Chaos, EarlierTest, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write};
+use crate::roles::critic::Judge;
+use crate::schema::adversarial::{
+    AdversarialReport, Finding, FindingStatus, Floor, Rejected, Suite,
+};
+use crate::schema::report::Status;
+use crate::schema::test_run::{CaseStatus, TestRun};
+use crate::supervisor::run::Run;
+use crate::supervisor::steps::Step;
+
+impl Run {
+    /// Whether a fix whose unit tests pass goes to Chaos before the run may succeed.
+    pub(super) fn chaos_due(&self) -> bool {
+        self.settings.chaos.enabled && self.team.chaos.is_some()
+    }
+
+    /// One round of Chaos on the fix on disk; see the module's docs.
+    pub(super) async fn attack(&mut self, it: Box<Iteration>) -> Step {
+        let n = it.n;
+        let Some(chaos) = self.team.chaos.clone() else {
+            return Ok(Next::Stop(self.chaos_passed(n)));
+        };
+        let max_rounds = self.settings.chaos.max_rounds;
+        let strategies = self
+            .settings
+            .chaos
+            .strategies
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect();
+        let report = self
+            .state
+            .adversarial
+            .get_or_insert_with(|| AdversarialReport {
+                strategies,
+                ..AdversarialReport::default()
+            });
+        if report.open().next().is_some() {
+            let open = self.recheck(&chaos, n).await?;
+            if open > 0 {
+                let report = self.adversarial();
+                report.rounds += 1;
+                if report.rounds > max_rounds {
+                    return Ok(Next::Stop(self.rounds_spent()));
+                }
+                self.checkpoint().await?;
+                return Ok(Next::Continue(State::Begin));
+            }
+        }
+        if self.adversarial().rounds >= max_rounds {
+            return Ok(Next::Stop(self.chaos_passed(n)));
+        }
+        self.adversarial().rounds += 1;
+        let round = self.adversarial().rounds;
+        let found = self.new_round(&chaos, &it, round).await?;
+        self.checkpoint().await?;
+        if found == 0 {
+            return Ok(Next::Stop(self.chaos_passed(n)));
+        }
+        if !self.settings.chaos.must_pass {
+            self.events.emit(Event::Note {
+                message: format!(
+                    "Chaos found {found} failing adversarial test{} (success_criteria.adversarial_tests_pass is false: reported, not fixed)",
+                    plural(found)
+                ),
+            });
+            return Ok(Next::Stop(self.chaos_passed(n)));
+        }
+        Ok(Next::Continue(State::Begin))
+    }
+
+    /// The report's section, which `attack` creates before any round.
+    fn adversarial(&mut self) -> &mut AdversarialReport {
+        self.state.adversarial.get_or_insert_with(Default::default)
+    }
+
+    /// Chaos writes round `round`'s file, it runs on the fix, and the Critic judges what fails.
+    /// Returns how many findings it kept.
+    async fn new_round(
+        &mut self,
+        chaos: &Addr<Chaos>,
+        it: &Iteration,
+        round: u32,
+    ) -> Result<u32, Outcome> {
+        let n = it.n;
+        let context = self.fix_context(it)?;
+        let earlier = self.earlier_tests();
+        let max_repairs = self.settings.chaos.max_repairs;
+        let mut repair = None;
+        let mut repairs = 0;
+        let (suite, SuiteRun { run, path }) = loop {
+            let attack = self
+                .ask(
+                    Role::Chaos,
+                    chaos,
+                    Write {
+                        iteration: n,
+                        round,
+                        context: context.clone(),
+                        earlier: earlier.clone(),
+                        repair: repair.take(),
+                        cancel: self.steps.clone(),
+                    },
+                )
+                .await?;
+            let (suite, problem) = match attack.suite {
+                None => (
+                    attack.reply,
+                    "Your reply had no fenced code block: reply with the whole test file in one."
+                        .to_string(),
+                ),
+                Some(suite) => {
+                    let ran = self
+                        .ask(
+                            Role::Chaos,
+                            chaos,
+                            RunSuite {
+                                round,
+                                suite: suite.clone(),
+                                cancel: self.steps.clone(),
+                            },
+                        )
+                        .await?;
+                    match could_not_run(&ran.run) {
+                        None => break (suite, ran),
+                        Some(why) => (suite, why),
+                    }
+                }
+            };
+            if repairs >= max_repairs {
+                self.warn(format!(
+                    "iteration {n}: Chaos's round {round} test file could not run after {repairs} repair{}: {}; the round found nothing",
+                    plural(repairs),
+                    first_line(&problem)
+                ));
+                return Ok(0);
+            }
+            repairs += 1;
+            repair = Some(Repair {
+                suite,
+                error: problem,
+            });
+        };
+        let tests = run.tests.len() as u32;
+        let failures = candidates(&run, &[]);
+        let report = self.adversarial();
+        report.tests_generated += tests;
+        report.suites.push(Suite {
+            round,
+            path: path.clone(),
+            tests,
+            repairs,
+        });
+        self.events.emit(Event::ChaosSuite {
+            iteration: n,
+            round,
+            path,
+            tests,
+            failed: failures.len() as u32,
+            repairs,
+        });
+        if failures.is_empty() {
+            return Ok(0);
+        }
+        let judgement = self
+            .ask(
+                Role::Critic,
+                &self.team.critic,
+                Judge {
+                    iteration: n,
+                    round,
+                    context,
+                    suite,
+                    failures: failures.clone(),
+                    cancel: self.steps.clone(),
+                },
+            )
+            .await?;
+        if !judgement.unjudged.is_empty() {
+            self.warn(format!(
+                "iteration {n}: the Critic's judgement of Chaos's round {round} named no verdict for {}; kept",
+                judgement.unjudged.join(", ")
+            ));
+        }
+        let dropped: Vec<String> = judgement.dropped.iter().map(|(t, _)| t.clone()).collect();
+        let kept: Vec<&Candidate> = failures
+            .iter()
+            .filter(|f| !dropped.contains(&f.test))
+            .collect();
+        let on_disk = self.state.on_disk.unwrap_or(n);
+        let report = self.adversarial();
+        report.tests_rejected += dropped.len() as u32;
+        report
+            .rejected
+            .extend(judgement.dropped.iter().map(|(test, reason)| Rejected {
+                round,
+                test: test.clone(),
+                reason: reason.clone(),
+            }));
+        report.findings.extend(kept.iter().map(|f| Finding {
+            round,
+            test: f.test.clone(),
+            message: f.message.clone(),
+            status: FindingStatus::Open,
+        }));
+        report.failures_found = report.findings.len() as u32;
+        let open = report.open().count() as u32;
+        self.events.emit(Event::ChaosJudged {
+            iteration: n,
+            round,
+            kept: kept.iter().map(|f| f.test.clone()).collect(),
+            dropped: judgement.dropped,
+        });
+        // The fix on disk is what Chaos has judged, with these findings open.
+        self.state.adversarial_floor = Some(Floor {
+            iteration: on_disk,
+            open,
+        });
+        Ok(kept.len() as u32)
+    }
+
+    /// Re-runs the files holding open findings on the fix on disk; marks those it passes
+    /// fixed. A fix that leaves more open than the best state judged so far is undone back to
+    /// it (and its findings re-run there). Returns the findings still open.
+    async fn recheck(&mut self, chaos: &Addr<Chaos>, n: u32) -> Result<u32, Outcome> {
+        let (fixed, open) = self.rerun_findings(chaos).await?;
+        self.events.emit(Event::ChaosRecheck {
+            iteration: n,
+            fixed,
+            open: open.clone(),
+        });
+        let here = self.state.on_disk;
+        let now = open.len() as u32;
+        match self.state.adversarial_floor {
+            Some(floor) if now > floor.open && here != Some(floor.iteration) => {
+                let content = self.checkpoint_content(floor.iteration).await?;
+                let why = format!(
+                    "it left {now} adversarial test{} failing where {} failed before",
+                    plural(now),
+                    floor.open
+                );
+                let first = open.first().cloned().unwrap_or_default();
+                self.undo(n, floor.iteration, content.clone(), &why, &first)
+                    .await?;
+                // The state undone to is the best again (the unit tests rank the two alike).
+                if let Some(best) = self.state.best.as_mut() {
+                    best.iteration = floor.iteration;
+                }
+                self.best_content = Some(content);
+                let (_, open) = self.rerun_findings(chaos).await?;
+                Ok(open.len() as u32)
+            }
+            _ => {
+                if let Some(here) = here {
+                    self.state.adversarial_floor = Some(Floor {
+                        iteration: here,
+                        open: now,
+                    });
+                }
+                Ok(now)
+            }
+        }
+    }
+
+    /// Runs every file with an open finding again and updates the findings: `(fixed, open)`,
+    /// the tests that pass now and those still failing.
+    async fn rerun_findings(
+        &mut self,
+        chaos: &Addr<Chaos>,
+    ) -> Result<(Vec<String>, Vec<String>), Outcome> {
+        let rounds: BTreeSet<u32> = self
+            .state
+            .adversarial
+            .iter()
+            .flat_map(|r| r.findings.iter())
+            .map(|f| f.round)
+            .collect();
+        let mut runs = Vec::new();
+        for round in rounds {
+            let run = self
+                .ask(
+                    Role::Chaos,
+                    chaos,
+                    Rerun {
+                        round,
+                        cancel: self.steps.clone(),
+                    },
+                )
+                .await?;
+            runs.push((round, run));
+        }
+        let report = self.adversarial();
+        let (mut fixed, mut open) = (Vec::new(), Vec::new());
+        for finding in &mut report.findings {
+            let Some((_, run)) = runs.iter().find(|(r, _)| *r == finding.round) else {
+                continue;
+            };
+            let was = finding.status;
+            finding.status = match outcome_of(run, &finding.test) {
+                Some(CaseStatus::Pass) => FindingStatus::Fixed,
+                _ => FindingStatus::Open,
+            };
+            match finding.status {
+                FindingStatus::Open => open.push(finding.test.clone()),
+                FindingStatus::Fixed if was == FindingStatus::Open => {
+                    fixed.push(finding.test.clone())
+                }
+                FindingStatus::Fixed => {}
+            }
+        }
+        report.failures_fixed = report
+            .findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Fixed)
+            .count() as u32;
+        Ok((fixed, open))
+    }
+
+    /// The iteration's context with the target as the fix on disk has it.
+    fn fix_context(&self, it: &Iteration) -> Result<Arc<ContextBundle>, Outcome> {
+        let mut context = self.context_of(it)?;
+        if let Some(code) = &it.written {
+            if self.state.on_disk == Some(it.n) {
+                Arc::make_mut(&mut context).target.content = code.clone();
+            }
+        }
+        Ok(context)
+    }
+
+    /// What Chaos wrote before, and what became of it.
+    fn earlier_tests(&self) -> Vec<EarlierTest> {
+        let Some(report) = &self.state.adversarial else {
+            return Vec::new();
+        };
+        let found = report.findings.iter().map(|f| EarlierTest {
+            round: f.round,
+            test: f.test.clone(),
+            status: match f.status {
+                FindingStatus::Open => "found a failure, still open".into(),
+                FindingStatus::Fixed => "found a failure, since fixed".into(),
+            },
+            reason: None,
+        });
+        let dropped = report.rejected.iter().map(|r| EarlierTest {
+            round: r.round,
+            test: r.test.clone(),
+            status: "dropped by the Critic".into(),
+            reason: Some(r.reason.clone()),
+        });
+        found.chain(dropped).collect()
+    }
+
+    /// The open findings and their files, for the Artisan's next prompt.
+    pub(super) async fn adversarial_view(&self) -> Option<AdversarialView> {
+        let report = self.state.adversarial.as_ref()?;
+        let open: Vec<&Finding> = report.open().collect();
+        if open.is_empty() {
+            return None;
+        }
+        let chaos = self.team.chaos.as_ref()?;
+        let rounds: BTreeSet<u32> = open.iter().map(|f| f.round).collect();
+        let mut suites = Vec::new();
+        for round in rounds {
+            if let Ok(Some(content)) = chaos.send(SuiteOf { round }).await {
+                let path = report
+                    .suites
+                    .iter()
+                    .find(|s| s.round == round)
+                    .map(|s| s.path.clone())
+                    .unwrap_or_default();
+                suites.push(SuiteView { path, content });
+            }
+        }
+        Some(AdversarialView {
+            failures: open
+                .iter()
+                .map(|f| Candidate {
+                    test: f.test.clone(),
+                    message: f.message.clone(),
+                })
+                .collect(),
+            suites,
+        })
+    }
+
+    /// Chaos found nothing more: the run succeeds.
+    fn chaos_passed(&self, n: u32) -> Outcome {
+        let chaos = match &self.state.adversarial {
+            Some(r) if r.failures_fixed > 0 => format!(
+                "; Chaos's adversarial tests pass too ({} finding{} fixed in {} round{})",
+                r.failures_fixed,
+                plural(r.failures_fixed),
+                r.rounds,
+                plural(r.rounds)
+            ),
+            Some(r) if r.rounds > 0 => format!(
+                "; Chaos's adversarial tests pass too ({} round{})",
+                r.rounds,
+                plural(r.rounds)
+            ),
+            _ => String::new(),
+        };
+        Outcome::new(
+            Status::Success,
+            format!("{}{chaos}", self.success_reason(n)),
+        )
+    }
+
+    /// The rounds are spent with findings still failing.
+    fn rounds_spent(&self) -> Outcome {
+        let open: Vec<String> = self
+            .state
+            .adversarial
+            .iter()
+            .flat_map(|r| r.open())
+            .map(|f| f.test.clone())
+            .collect();
+        Outcome::new(
+            Status::MaxIterations,
+            format!(
+                "chaos.max_rounds ({}) spent with {} adversarial test{} still failing: {}",
+                self.settings.chaos.max_rounds,
+                open.len(),
+                plural(open.len() as u32),
+                open.join(", ")
+            ),
+        )
+    }
+}
+
+/// How `test` ended in `run`, if it ran.
+fn outcome_of(run: &TestRun, test: &str) -> Option<CaseStatus> {
+    run.tests.iter().find(|t| t.id == test).map(|t| t.status)
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}

@@ -1,0 +1,324 @@
+//! Chaos's rounds over mocks: a finding kept by the Critic goes to the Artisan and is re-run
+//! on the next fix; a test the Critic drops is not a finding; a file that cannot run is
+//! repaired; a fix that leaves more findings failing is undone; the rounds end the run when
+//! spent; findings never trip the breaker.
+
+use std::sync::{Arc, Mutex};
+
+use super::session::*;
+use super::*;
+use crate::policy::adversarial::ChaosSettings;
+use crate::ports::chaos::{ChaosLayout, MockChaosRunner};
+use crate::schema::adversarial::FindingStatus;
+use crate::schema::report::Status;
+
+const FIXED2: &str = "def median(xs):\n    if not xs:\n        raise ValueError('empty')\n    s = sorted(xs)\n    n = len(s)\n    return (s[(n - 1) // 2] + s[n // 2]) / 2\n";
+const FIXED3: &str = "def median(xs):\n    return sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0\n";
+const FIXED4: &str = "def median(xs):\n    if not xs:\n        raise ValueError('empty')\n    s = sorted(xs)\n    n = len(s)\n    return (s[(n - 1) // 2] + s[n // 2]) / 2.0\n";
+const SUITE: &str = "from stats import median\n\ndef test_empty():\n    median([])\n";
+
+fn chaos_settings(max_rounds: u32) -> RunSettings {
+    let mut s = settings();
+    s.chaos = ChaosSettings {
+        max_rounds,
+        ..ChaosSettings::default()
+    };
+    s
+}
+
+/// A run of Chaos's file: each `(test, passed)`.
+fn suite_run(tests: &[(&str, bool)]) -> TestRun {
+    let failed = tests.iter().filter(|(_, ok)| !ok).count() as u32;
+    TestRun {
+        status: if failed == 0 {
+            RunStatus::Passed
+        } else {
+            RunStatus::Failed
+        },
+        totals: Totals {
+            passed: tests.len() as u32 - failed,
+            failed,
+            ..Totals::default()
+        },
+        tests: tests
+            .iter()
+            .map(|(id, ok)| TestCase {
+                id: id.to_string(),
+                status: if *ok {
+                    CaseStatus::Pass
+                } else {
+                    CaseStatus::Fail
+                },
+                message: (!ok).then(|| format!("{id}: AssertionError")),
+                category: (!ok).then_some(Category::Logic),
+                ..TestCase::default()
+            })
+            .collect(),
+        ..passing()
+    }
+}
+
+/// A file that failed to import: no test ran.
+fn broken_suite() -> TestRun {
+    TestRun {
+        status: RunStatus::Failed,
+        exit_code: Some(2),
+        totals: Totals::default(),
+        tests: Vec::new(),
+        output: "E   ModuleNotFoundError: No module named 'stat'\n".into(),
+        ..passing()
+    }
+}
+
+/// A Chaos runner whose first runs of each round's new file give `fresh` in turn, and whose
+/// re-runs give `rerun(content of the target on disk)`.
+fn chaos_runner(
+    fresh: Vec<TestRun>,
+    file: &Arc<Mutex<String>>,
+    rerun: impl Fn(&str) -> TestRun + Send + Sync + 'static,
+) -> MockChaosRunner {
+    let mut mock = MockChaosRunner::new();
+    mock.expect_layout().returning(|_| ChaosLayout {
+        framework: "pytest".into(),
+        language: "python".into(),
+        file_name: "test_chaos_round_1.py".into(),
+        import_hint: "from stats import median".into(),
+        ..ChaosLayout::default()
+    });
+    mock.expect_path()
+        .returning(|round| format!(".ralph/session-test/chaos/test_chaos_round_{round}.py"));
+    let fresh = Mutex::new(fresh.into_iter());
+    mock.expect_run()
+        .returning(move |_, _, _| Ok(fresh.lock().unwrap().next().expect("a scripted run")));
+    let file = file.clone();
+    mock.expect_rerun()
+        .returning(move |_, _| Ok(rerun(&file.lock().unwrap())));
+    mock.expect_suite().returning(|_| Some(SUITE.to_string()));
+    mock
+}
+
+/// The team of `team`, with Chaos answering `SUITE` and the Critic judging by `judge(n)`.
+fn chaos_team(
+    log: &Log,
+    artisan: impl Fn(usize) -> String + Send + 'static,
+    judge: impl Fn(usize) -> String + Send + 'static,
+) -> MockLlmClient {
+    let judged = Arc::new(Mutex::new(0));
+    llm(log, move |request, n| {
+        let system = &request.messages[0].content;
+        Ok(match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply(&artisan(n)), ARTISAN_USAGE),
+            Role::Chaos => reply(
+                &format!("Empty lists are not handled.\n```python\n{SUITE}```"),
+                ARTISAN_USAGE,
+            ),
+            Role::Critic if system.contains("Chaos, the team's adversary") => {
+                let mut k = judged.lock().unwrap();
+                *k += 1;
+                reply(&judge(*k - 1), CRITIC_USAGE)
+            }
+            _ => reply("Fine.\nVERDICT: APPROVE", CRITIC_USAGE),
+        })
+    })
+}
+
+#[actix_rt::test]
+async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
+    let log = Log::default();
+    let llm = chaos_team(
+        &log,
+        |n| [FIXED, FIXED2][n.min(1)].to_string(),
+        |_| "KEEP: chaos::test_empty".into(),
+    );
+    let mut session = Session::new(
+        chaos_settings(3),
+        llm,
+        runner(vec![failing("AssertionError"), passing(), passing()]),
+    );
+    let fresh = vec![
+        suite_run(&[("chaos::test_empty", false), ("chaos::test_one", true)]),
+        suite_run(&[("chaos::test_nan", true)]),
+    ];
+    session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |file| {
+        suite_run(&[
+            ("chaos::test_empty", file == FIXED2),
+            ("chaos::test_one", true),
+        ])
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report
+            .reason
+            .contains("Chaos's adversarial tests pass too (1 finding fixed in 2 rounds)"),
+        "{}",
+        report.reason
+    );
+    let adversarial = report.adversarial.expect("Chaos ran");
+    assert_eq!(adversarial.rounds, 2);
+    assert_eq!(adversarial.tests_generated, 3);
+    assert_eq!(
+        (adversarial.failures_found, adversarial.failures_fixed),
+        (1, 1)
+    );
+    assert_eq!(adversarial.findings[0].status, FindingStatus::Fixed);
+    assert_eq!(adversarial.suites.len(), 2);
+    // The Artisan saw the finding and Chaos's file, apart from the unit tests' results.
+    let artisan = requests(&log, Role::Artisan);
+    let second = user_prompt(&artisan[1]);
+    assert!(second.contains("# Adversarial tests that fail"), "{second}");
+    assert!(second.contains("chaos::test_empty"), "{second}");
+    assert!(second.contains("def test_empty():"), "{second}");
+    // Round 2's Chaos knows what round 1 found.
+    let chaos = requests(&log, Role::Chaos);
+    assert!(user_prompt(&chaos[1])
+        .contains("`chaos::test_empty` (round 1): found a failure, since fixed"));
+    // Findings are not failures the breaker counts.
+    let state = session.store.saved().states.last().cloned().expect("state");
+    assert!(state.breaker.seen.len() <= 1, "{:?}", state.breaker);
+    assert_eq!(session.file(), FIXED2);
+}
+
+#[actix_rt::test]
+async fn a_test_the_critic_drops_is_no_finding() {
+    let log = Log::default();
+    let llm = chaos_team(
+        &log,
+        |_| FIXED.to_string(),
+        |_| "DROP: chaos::test_strings: the contract is about numbers".into(),
+    );
+    let mut session = Session::new(
+        chaos_settings(3),
+        llm,
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let fresh = vec![suite_run(&[
+        ("chaos::test_strings", false),
+        ("chaos::test_one", true),
+    ])];
+    session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
+        unreachable!("nothing to re-run")
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 1);
+    let adversarial = report.adversarial.expect("Chaos ran");
+    assert_eq!(adversarial.rounds, 1);
+    assert_eq!(adversarial.tests_rejected, 1);
+    assert!(adversarial.findings.is_empty());
+    assert_eq!(
+        adversarial.rejected[0].reason,
+        "the contract is about numbers"
+    );
+}
+
+#[actix_rt::test]
+async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
+    let log = Log::default();
+    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| String::new());
+    let mut session = Session::new(
+        chaos_settings(1),
+        llm,
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let fresh = vec![broken_suite(), suite_run(&[("chaos::test_one", true)])];
+    session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
+        unreachable!("nothing to re-run")
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    let chaos = requests(&log, Role::Chaos);
+    assert_eq!(chaos.len(), 2);
+    let repair = user_prompt(&chaos[1]);
+    assert!(
+        repair.contains("# Your last test file could not run"),
+        "{repair}"
+    );
+    assert!(repair.contains("No module named 'stat'"), "{repair}");
+    let adversarial = report.adversarial.expect("Chaos ran");
+    assert_eq!(adversarial.suites[0].repairs, 1);
+}
+
+#[actix_rt::test]
+async fn spent_rounds_with_findings_open_stop_the_run() {
+    let log = Log::default();
+    let llm = chaos_team(
+        &log,
+        |_| FIXED.to_string(),
+        |_| "KEEP: chaos::test_empty".into(),
+    );
+    let mut session = Session::new(
+        chaos_settings(1),
+        llm,
+        runner(vec![failing("AssertionError"), passing(), passing()]),
+    );
+    let fresh = vec![suite_run(&[("chaos::test_empty", false)])];
+    session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
+        suite_run(&[("chaos::test_empty", false)])
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
+    assert_eq!(
+        report.reason,
+        "chaos.max_rounds (1) spent with 1 adversarial test still failing: chaos::test_empty"
+    );
+    let adversarial = report.adversarial.expect("Chaos ran");
+    assert_eq!(adversarial.open().count(), 1);
+    // Unit tests never failed after the baseline: the breaker saw one failure, the baseline's.
+    assert_eq!(report.iterations, 2);
+}
+
+#[actix_rt::test]
+async fn a_fix_that_leaves_more_findings_failing_is_undone() {
+    let log = Log::default();
+    let llm = chaos_team(
+        &log,
+        |n| [FIXED, FIXED2, FIXED3, FIXED4][n.min(3)].to_string(),
+        |_| "KEEP: chaos::test_empty\nKEEP: chaos::test_even".into(),
+    );
+    let mut session = Session::new(
+        chaos_settings(3),
+        llm,
+        runner(vec![
+            failing("AssertionError"),
+            passing(),
+            passing(),
+            passing(),
+            passing(),
+        ]),
+    );
+    let fresh = vec![suite_run(&[
+        ("chaos::test_empty", false),
+        ("chaos::test_even", false),
+    ])];
+    session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |file| {
+        let (empty, even) = match file {
+            f if f == FIXED2 => (true, false),
+            f if f == FIXED4 => (true, true),
+            _ => (false, false),
+        };
+        suite_run(&[("chaos::test_empty", empty), ("chaos::test_even", even)])
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 4);
+    assert_eq!(report.reverts, 1);
+    let artisan = requests(&log, Role::Artisan);
+    let fourth = user_prompt(&artisan[3]);
+    assert!(
+        fourth.contains("Your change in iteration 3 made things worse (it left 2 adversarial tests failing where 1 failed before)"),
+        "{fourth}"
+    );
+    assert!(
+        fourth.contains(FIXED2),
+        "the file is back to iteration 2's: {fourth}"
+    );
+    assert_eq!(session.file(), FIXED4);
+}

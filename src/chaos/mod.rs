@@ -1,0 +1,225 @@
+//! Chaos's test files on disk: [`FsChaosRunner`], the real [`ChaosRunner`]. Each round's file is
+//! saved in the session folder (`.ralph/session-<id>/chaos/`), never among the project's own
+//! files, and run alone with the project's framework and the same limits, report reading and
+//! process-group supervision as the unit tests ([`ProjectRunner`]).
+//!
+//! - `layout`: which framework runs the files, their names, how they import the target;
+//! - `property`: the property-based testing libraries, installed aside when the project lacks
+//!   them.
+
+mod layout;
+mod property;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner};
+use ralph_actors::ports::runner::RunnerError;
+use ralph_actors::schema::test_run::TestRun;
+use tokio_util::sync::CancellationToken;
+
+use crate::process::groups::ProcessGroups;
+use crate::runner::detect;
+use crate::runner::language::Language;
+use crate::runner::plan::{Framework, TestPlan, TestingOptions};
+use crate::runner::project::ProjectRunner;
+pub use layout::{framework_for, Placement};
+
+/// Runs Chaos's files for one session.
+pub struct FsChaosRunner {
+    placement: Placement,
+    /// The project root: paths in reports are relative to it.
+    root: PathBuf,
+    options: TestingOptions,
+    groups: ProcessGroups,
+    /// The property library's variables, once it has been made importable.
+    property_env: Mutex<Option<Vec<(String, String)>>>,
+    /// Installing it failed once: not tried again in this run.
+    property_failed: AtomicBool,
+}
+
+impl FsChaosRunner {
+    /// The runner for `target`, whose unit tests run as `plans`, keeping its files in
+    /// `session_dir/chaos`; `None` when Chaos cannot attack this target (a Rust target, for
+    /// now).
+    pub fn new(
+        target: &Path,
+        root: &Path,
+        session_dir: &Path,
+        plans: &[TestPlan],
+        unit_tests: Option<String>,
+        options: &TestingOptions,
+        groups: ProcessGroups,
+    ) -> Option<Self> {
+        let (framework, language, cwd) = framework_for(plans, target, options)?;
+        let mut options = options.clone();
+        // Chaos's files are judged by their tests alone: no coverage, no linter.
+        options.coverage = false;
+        options.lint = false;
+        options.command = None;
+        Some(Self {
+            placement: Placement {
+                framework,
+                language,
+                cwd,
+                target: target.to_path_buf(),
+                dir: session_dir.join("chaos"),
+                unit_tests,
+            },
+            root: root.to_path_buf(),
+            options,
+            groups,
+            property_env: Mutex::new(None),
+            property_failed: AtomicBool::new(false),
+        })
+    }
+
+    /// The command that runs `file` alone, with the framework's report.
+    fn plan(&self, file: &Path, env: Vec<(String, String)>) -> TestPlan {
+        let p = &self.placement;
+        let mut plan = detect::framework_plan(
+            p.framework,
+            Some(p.language),
+            &p.cwd,
+            &self.options.report_dir,
+        );
+        let quoted = shell_quote(file);
+        plan.command = match p.framework {
+            Framework::Pytest => format!("{} -p no:cacheprovider {quoted}", plan.command),
+            Framework::Unittest => {
+                let dir = file.parent().unwrap_or(file);
+                let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+                format!(
+                    "python3 -m unittest discover -s {} -p {} -t {}",
+                    shell_quote(dir),
+                    shell_quote(Path::new(&name.unwrap_or_default())),
+                    shell_quote(dir)
+                )
+            }
+            Framework::Jest => format!("{} --runTestsByPath {quoted}", plan.command),
+            Framework::Node => format!("node --test {quoted}"),
+            _ => format!("{} {quoted}", plan.command),
+        };
+        if p.language == Language::Python {
+            // The target imports as a top-level module, as its own tests import it.
+            let mut path: Vec<String> = vec![
+                p.target
+                    .parent()
+                    .unwrap_or(&p.cwd)
+                    .to_string_lossy()
+                    .into_owned(),
+                p.cwd.to_string_lossy().into_owned(),
+            ];
+            path.extend(
+                env.iter()
+                    .filter(|(k, _)| k == "PYTHONPATH")
+                    .map(|(_, v)| v.clone()),
+            );
+            if let Ok(existing) = std::env::var("PYTHONPATH") {
+                path.push(existing);
+            }
+            plan.env.push(("PYTHONPATH".into(), path.join(":")));
+        }
+        plan
+    }
+
+    /// The property library's variables, installing it on first need.
+    async fn property_env(&self, suite: &str, cancel: &CancellationToken) -> Vec<(String, String)> {
+        let language = self.placement.language;
+        if !property::uses_library(language, suite) || self.property_failed.load(Ordering::Relaxed)
+        {
+            return Vec::new();
+        }
+        if let Some(env) = lock(&self.property_env).clone() {
+            return env;
+        }
+        match property::ensure(
+            language,
+            &self.placement.cwd,
+            &self.placement.dir,
+            &self.groups,
+            cancel,
+        )
+        .await
+        {
+            Ok(env) => {
+                *lock(&self.property_env) = Some(env.clone());
+                env
+            }
+            Err(why) => {
+                tracing::warn!("chaos: {why}");
+                self.property_failed.store(true, Ordering::Relaxed);
+                Vec::new()
+            }
+        }
+    }
+
+    async fn run_file(
+        &self,
+        round: u32,
+        suite: &str,
+        cancel: CancellationToken,
+    ) -> Result<TestRun, RunnerError> {
+        let file = self.placement.file(round);
+        let env = self.property_env(suite, &cancel).await;
+        let plan = self.plan(&file, env);
+        let runner = ProjectRunner::new(vec![plan], &self.options, self.placement.target.clone())
+            .with_groups(self.groups.clone());
+        runner.run_all(cancel).await
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.to_string_lossy().replace('\'', r"'\''"))
+}
+
+#[async_trait::async_trait]
+impl ChaosRunner for FsChaosRunner {
+    fn layout(&self, round: u32) -> ChaosLayout {
+        self.placement
+            .layout(round, property::library(self.placement.language))
+    }
+
+    async fn run(
+        &self,
+        round: u32,
+        suite: &str,
+        cancel: CancellationToken,
+    ) -> Result<TestRun, RunnerError> {
+        let file = self.placement.file(round);
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(&self.placement.dir)?;
+            crate::fsutil::write_atomic(&file, suite.as_bytes())
+        };
+        write()
+            .map_err(|e| RunnerError::Internal(format!("cannot save {}: {e}", file.display())))?;
+        self.run_file(round, suite, cancel).await
+    }
+
+    async fn rerun(&self, round: u32, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
+        let suite = self.suite(round).await.ok_or_else(|| {
+            RunnerError::Internal(format!(
+                "Chaos's round {round} file is missing: {}",
+                self.placement.file(round).display()
+            ))
+        })?;
+        self.run_file(round, &suite, cancel).await
+    }
+
+    async fn suite(&self, round: u32) -> Option<String> {
+        std::fs::read_to_string(self.placement.file(round)).ok()
+    }
+
+    fn path(&self, round: u32) -> String {
+        let file = self.placement.file(round);
+        file.strip_prefix(&self.root)
+            .unwrap_or(&file)
+            .to_string_lossy()
+            .into_owned()
+    }
+}

@@ -1,0 +1,377 @@
+//! Chaos through the binary, on real projects run by their real tools (pytest with Hypothesis,
+//! vitest with fast-check, the libraries installed aside when the project lacks them): a fix
+//! that passes its unit tests but fails a boundary case Chaos exposes is fixed in the next
+//! round; a wrong expectation is dropped by the Critic; a broken test file is repaired; a
+//! proposal that breaks the unit tests mid-round is undone; rounds spent with findings open stop
+//! the run without the breaker counting them; a budget too small for Chaos's call stops the run
+//! with the file at its passing state; `--no-adversarial` and micro-agent never call Chaos.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::support::*;
+
+/// Averages the middle pair without overflowing: the fix Chaos's boundary test asks for.
+const SAFE_PY: &str = "def median(values):\n    if not values:\n        raise ValueError(\"median of an empty list\")\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return ordered[mid - 1] / 2 + ordered[mid] / 2\n";
+
+/// Round 1 against `FIXED_PY`: a boundary value its `(a + b) / 2` overflows on, and a property
+/// over 100 generated lists that holds.
+const ATTACK_PY: &str = "import math\n\nfrom hypothesis import given, settings, strategies as st\n\nfrom median import median\n\n\ndef test_two_huge_equal_values():\n    assert median([1e308, 1e308]) == 1e308\n\n\n@settings(max_examples=100, derandomize=True)\n@given(st.lists(st.integers(min_value=-10**6, max_value=10**6), min_size=1))\ndef test_between_min_and_max(values):\n    assert min(values) <= median(values) <= max(values)\n";
+
+/// A later round that finds nothing.
+const QUIET_PY: &str = "from median import median\n\n\ndef test_a_single_value():\n    assert median([7]) == 7\n\n\ndef test_negative_values():\n    assert median([-3, -1, -2]) == -2\n";
+
+fn chaos_reply(lang: &str, suite: &str) -> Answer {
+    text(format!(
+        "The mean of the middle pair can overflow.\n\n```{lang}\n{suite}```\n"
+    ))
+}
+
+fn keep_all() -> Answer {
+    text(
+        "KEEP: test_two_huge_equal_values\nKEEP: the median of two equal huge values is that value",
+    )
+}
+
+fn adversarial(dir: &Path) -> Value {
+    report(dir)["adversarial"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script(
+            "artisan",
+            [
+                text(code("python", FIXED_PY)),
+                text(code("python", SAFE_PY)),
+            ],
+        )
+        .script(
+            "chaos",
+            [
+                chaos_reply("python", ATTACK_PY),
+                chaos_reply("python", QUIET_PY),
+            ],
+        )
+        .always("judge", keep_all());
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(report["iterations"], 2);
+    let a = &report["adversarial"];
+    assert_eq!(a["rounds"], 2, "{a:#}");
+    assert_eq!(
+        a["strategies"],
+        serde_json::json!(["boundary", "property", "concurrency"])
+    );
+    assert_eq!(a["tests_generated"], 4, "{a:#}");
+    assert_eq!(a["failures_found"], 1, "{a:#}");
+    assert_eq!(a["failures_fixed"], 1, "{a:#}");
+    let finding = &a["findings"][0];
+    assert!(
+        finding["test"]
+            .as_str()
+            .unwrap()
+            .ends_with("test_two_huge_equal_values"),
+        "{finding}"
+    );
+    assert_eq!(finding["status"], "fixed");
+    // Both files stay in the session folder, never among the project's files.
+    for suite in a["suites"].as_array().unwrap() {
+        let path = suite["path"].as_str().unwrap();
+        assert!(path.starts_with(".ralph/session-"), "{path}");
+        assert!(dir.path().join(path).is_file(), "{path}");
+    }
+    assert!(!dir.path().join("test_chaos_round_1.py").exists());
+    // The Artisan was shown the finding and Chaos's file, apart from the unit tests.
+    let artisan = llm.requests_of("artisan").await;
+    let second = user_prompt(&artisan[1]);
+    assert!(second.contains("# Adversarial tests that fail"), "{second}");
+    assert!(second.contains("test_two_huge_equal_values"), "{second}");
+    assert!(second.contains("max_examples=100"), "{second}");
+    // Chaos's first prompt says how its file runs and what to try.
+    let chaos = llm.requests_of("chaos").await;
+    let first = user_prompt(&chaos[0]);
+    assert!(first.contains("Framework: pytest (python)"), "{first}");
+    assert!(
+        first.contains("Import the target exactly as: `import median"),
+        "{first}"
+    );
+    assert!(first.contains("Hypothesis"), "{first}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        SAFE_PY
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_chaos_finds_the_overflow_of_the_middle_pair() {
+    let dir = fixture("stacks/ts-vitest");
+    link_node_modules(dir.path());
+    let fixed = std::fs::read_to_string(dir.path().join("src/median.ts")).unwrap();
+    // The starting bug: the upper middle value instead of the mean of the middle pair.
+    write(
+        dir.path(),
+        "src/median.ts",
+        &fixed.replace(
+            "return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;",
+            "return ordered[mid];",
+        ),
+    );
+    let safe = fixed.replace(
+        "(ordered[mid - 1] + ordered[mid]) / 2",
+        "ordered[mid - 1] / 2 + ordered[mid] / 2",
+    );
+    assert_ne!(safe, fixed);
+    // From `.ralph/session-<id>/chaos/`, as the prompt tells Chaos.
+    let attack = "import { expect, it } from 'vitest';\nimport fc from 'fast-check';\nimport { median } from '../../../src/median';\n\nit('the median of two equal huge values is that value', () => {\n  expect(median([Number.MAX_VALUE, Number.MAX_VALUE])).toBe(Number.MAX_VALUE);\n});\n\nit('lies between the smallest and the largest value', () => {\n  fc.assert(\n    fc.property(fc.array(fc.integer({ min: -1000000, max: 1000000 }), { minLength: 1 }), (xs) => {\n      const m = median(xs);\n      return m >= Math.min(...xs) && m <= Math.max(...xs);\n    }),\n    { numRuns: 100, seed: 42 },\n  );\n});\n";
+    let quiet = "import { expect, it } from 'vitest';\nimport { median } from '../../../src/median';\n\nit('a single value is its own median', () => {\n  expect(median([7])).toBe(7);\n});\n";
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script(
+            "artisan",
+            [
+                text(code("typescript", &fixed)),
+                text(code("typescript", &safe)),
+            ],
+        )
+        .script(
+            "chaos",
+            [
+                chaos_reply("typescript", attack),
+                chaos_reply("typescript", quiet),
+            ],
+        )
+        .always("judge", keep_all());
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.ts", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    let a = &report["adversarial"];
+    assert_eq!(
+        (a["rounds"].as_u64(), a["failures_fixed"].as_u64()),
+        (Some(2), Some(1)),
+        "{a:#}"
+    );
+    assert_eq!(a["tests_generated"], 3, "{a:#}");
+    let chaos = llm.requests_of("chaos").await;
+    let first = user_prompt(&chaos[0]);
+    assert!(first.contains("Framework: vitest (typescript)"), "{first}");
+    assert!(
+        first.contains("import { ... } from '../../../src/median';"),
+        "{first}"
+    );
+    assert!(first.contains("fast-check"), "{first}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/median.ts")).unwrap(),
+        safe
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_expectation_is_dropped_by_the_critic() {
+    let dir = fixture("py-median");
+    let wrong = "from median import median\n\n\ndef test_empty_is_none():\n    assert median([]) is None\n\n\ndef test_single():\n    assert median([4]) == 4\n";
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script("chaos", [chaos_reply("python", wrong)])
+        .always(
+            "judge",
+            text("DROP: test_empty_is_none: the unit tests require a ValueError for an empty list"),
+        );
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(report["iterations"], 1);
+    let a = &report["adversarial"];
+    assert_eq!(a["tests_rejected"], 1, "{a:#}");
+    assert_eq!(a["findings"], serde_json::json!([]));
+    assert_eq!(
+        a["rejected"][0]["reason"],
+        "the unit tests require a ValueError for an empty list"
+    );
+    // The judge saw the failure as pytest reported it.
+    let judge = llm.requests_of("judge").await;
+    assert!(user_prompt(&judge[0]).contains("test_empty_is_none"));
+    assert_eq!(llm.requests_of("artisan").await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_test_file_that_cannot_run_is_repaired() {
+    let dir = fixture("py-median");
+    let broken = QUIET_PY.replace("from median import", "from medain import");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script(
+            "chaos",
+            [
+                chaos_reply("python", &broken),
+                chaos_reply("python", QUIET_PY),
+            ],
+        );
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
+    let a = adversarial(dir.path());
+    assert_eq!(a["suites"][0]["repairs"], 1, "{a:#}");
+    assert_eq!(a["tests_generated"], 2, "{a:#}");
+    let chaos = llm.requests_of("chaos").await;
+    assert_eq!(chaos.len(), 2);
+    let repair = user_prompt(&chaos[1]);
+    assert!(
+        repair.contains("# Your last test file could not run"),
+        "{repair}"
+    );
+    assert!(repair.contains("medain"), "{repair}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script(
+            "artisan",
+            [
+                text(code("python", FIXED_PY)),
+                // Drops the empty-list check: a unit test fails again.
+                text(code("python", HALF_FIXED_PY)),
+                text(code("python", SAFE_PY)),
+            ],
+        )
+        .script(
+            "chaos",
+            [
+                chaos_reply("python", ATTACK_PY),
+                chaos_reply("python", QUIET_PY),
+            ],
+        )
+        .always("judge", keep_all());
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(report["iterations"], 3);
+    assert_eq!(report["reverts"], 1);
+    let artisan = llm.requests_of("artisan").await;
+    let third = user_prompt(&artisan[2]);
+    assert!(third.contains("so it was undone"), "{third}");
+    assert!(third.contains(FIXED_PY.lines().nth(2).unwrap()), "{third}");
+    assert!(
+        third.contains("# Adversarial tests that fail"),
+        "the finding is still open: {third}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
+    let dir = fixture("py-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "circuit_breaker:\n  entropy_threshold: 2\nchaos:\n  max_rounds: 2\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script("chaos", [chaos_reply("python", ATTACK_PY)])
+        .always("judge", keep_all());
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(4);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "max_iterations", "{report:#}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("chaos.max_rounds (2) spent with 1 adversarial test still failing:"),
+        "{reason}"
+    );
+    // One attack, then two fixes that did not pass it: three iterations, no entropy stop.
+    assert_eq!(report["iterations"], 3, "{report:#}");
+    assert_eq!(llm.requests_of("chaos").await.len(), 1);
+    assert_eq!(report["adversarial"]["findings"][0]["status"], "open");
+    // The file left passes its unit tests.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_budget_too_small_for_chaos_stops_with_the_passing_fix_on_disk() {
+    let dir = fixture("py-median");
+    // Chaos's model costs so much that its prompt alone is over what is left of the budget.
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "models:\n  chaos: openai/gpt-4.1\nprices:\n  openai/gpt-4.1: { input: 1000, output: 1000 }\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    ralph_with_chaos(dir.path(), &llm)
+        .args([
+            "median.py",
+            "--models",
+            "artisan=gpt-mini,critic=gpt-mini,librarian=gpt-mini",
+        ])
+        .args(["--budget", "0.5", "--output", "json"])
+        .assert()
+        .code(3);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "budget_exceeded", "{report:#}");
+    assert_eq!(report["adversarial"]["rounds"], 1, "{report:#}");
+    assert!(llm.requests_of("chaos").await.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_adversarial_and_micro_agent_never_call_chaos() {
+    let dir = fixture("py-median");
+    write(dir.path(), "ralph.config.yaml", "chaos:\n  enabled: true\n");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    ralph(dir.path(), &llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(0);
+    assert!(report(dir.path()).get("adversarial").is_none());
+
+    let again = fixture("py-median");
+    write(
+        again.path(),
+        "ralph.config.yaml",
+        "chaos:\n  enabled: true\n",
+    );
+    let mut cmd = assert_cmd::Command::cargo_bin("micro-agent").unwrap();
+    isolate(&mut cmd, again.path());
+    cmd.env("OPENAI_API_ENDPOINT", llm.base_url())
+        .env("OPENAI_KEY", "sk-micro")
+        .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])
+        .assert()
+        .code(0);
+    assert!(report(again.path()).get("adversarial").is_none());
+    assert!(llm.requests_of("chaos").await.is_empty());
+}
