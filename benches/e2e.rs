@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use process::{knob, runtime, target_dir, RALPH};
+use process::{knob, runtime, target_dir, NO_CHAOS, RALPH};
 use serde_json::{json, Value};
 use support::{code, Answer, MockLlm, FIXED_JS, HALF_FIXED_JS};
 
@@ -265,6 +265,7 @@ fn fix_run(
         .env("OPENAI_BASE_URL", llm.base_url())
         .env("OPENAI_API_KEY", "sk-bench")
         .args(["src/median.js", "-t", TEST_COMMAND, "--output", "json"])
+        .args(&*NO_CHAOS)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -11,6 +11,9 @@
 //! - **micro-agent**, when `RALPH_BENCH_MICRO_AGENT` names BuilderIO's `micro-agent` (from npm):
 //!   the tool itself, on the same server, the same fixture and the same two replies.
 //!
+//! Chaos is off in every ralph-loop run (`--no-adversarial`): SC-014 compares the loop up to
+//! green tests, which is what a single-model loop does; Chaos's rounds are a phase after it.
+//!
 //! Reported per fixture, latency and configuration: wall time (median), calls in total, calls
 //! on the critical path (the union of the calls' intervals, in calls: a call hidden behind
 //! another call adds nothing), cost, and the ratio to **single**. Run with `cargo bench --bench
@@ -37,7 +40,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use process::{knob, runtime, target_dir, RALPH};
+use process::{knob, runtime, target_dir, NO_CHAOS, RALPH};
 use serde_json::{json, Value};
 use support::{
     code, role_of_system, Answer, MockLlm, FIXED_JS, FIXED_PY, HALF_FIXED_JS, HALF_FIXED_PY,
@@ -253,7 +256,8 @@ fn fix(
                     fixture.test_command,
                     "--output",
                     "json",
-                ]);
+                ])
+                .args(&*NO_CHAOS);
             c
         }
         Loop::MicroAgent(path) => {

@@ -10,6 +10,22 @@ pub static RALPH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ralph-loop").to_string())
 });
 
+/// The flags that keep Chaos out of a run, for the binary measured: `--no-adversarial` when it
+/// knows the flag (builds before Chaos have neither the flag nor Chaos). The loop up to green
+/// tests is what these benchmarks time; the scripted server answers no Chaos role.
+pub static NO_CHAOS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    let help = std::process::Command::new(&*RALPH)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if help.contains("--no-adversarial") {
+        vec!["--no-adversarial"]
+    } else {
+        Vec::new()
+    }
+});
+
 /// A positive whole number from the environment, or `default`.
 pub fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
