@@ -265,7 +265,8 @@ async fn replay_reproduces_a_recorded_run() {
     );
 }
 
-/// The README's first command replays this recording; it must keep fixing the example.
+/// The README's first command replays this recording; it must keep fixing the example, and
+/// show Chaos finding an edge case the unit tests miss and getting it fixed.
 #[test]
 fn the_bundled_demo_recording_fixes_the_example() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,20 +282,33 @@ fn the_bundled_demo_recording_fixes_the_example() {
     assert!(status.success());
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, &work);
-    cmd.args([
-        "src/median.js",
-        "--no-adversarial",
-        "--replay",
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/median-js.session.jsonl"
-        ),
-    ])
-    .assert()
-    .code(0);
+    let out = cmd
+        .args([
+            "src/median.js",
+            "--replay",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/examples/median-js.session.jsonl"
+            ),
+        ])
+        .assert()
+        .code(0);
     let report = report(&work);
     assert_eq!(report["iterations"], 2);
-    assert_eq!(report["critic_rejections"], 1);
+    // The live view says what Chaos found, and that it was fixed.
+    let shown = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    for line in [
+        "chaos round 1: 4 adversarial tests, 1 failing",
+        "critic kept 1 finding: test::two equal huge values: the median is that value",
+        "chaos findings: 1 fixed, 0 still failing",
+        "chaos round 2: 3 adversarial tests, 0 failing",
+        "chaos: 2 rounds, 7 adversarial tests written, 1 finding (1 fixed, 0 open), 0 dropped by the critic",
+    ] {
+        assert!(shown.contains(line), "{line}\n{shown}");
+    }
+    assert!(std::fs::read_to_string(work.join("src/median.js"))
+        .unwrap()
+        .contains("ordered[mid - 1] / 2 + ordered[mid] / 2"));
 }
 
 /// SIGTERM and SIGHUP stop a run as Ctrl+C does, with their own exit codes; SIGQUIT quits at
