@@ -34,8 +34,13 @@ fn keep_all() -> Answer {
     )
 }
 
-fn adversarial(dir: &Path) -> Value {
-    report(dir)["adversarial"].clone()
+/// Fixes `median.py` in `dir` with Chaos on, expecting exit `code`; the report.
+fn fix_py(dir: &Path, llm: &MockLlm, code: i32) -> Value {
+    ralph_with_chaos(dir, llm)
+        .args(["median.py", "--output", "json"])
+        .assert()
+        .code(code);
+    report(dir)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -58,11 +63,7 @@ async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
             ],
         )
         .always("judge", keep_all());
-    ralph_with_chaos(dir.path(), &llm)
-        .args(["median.py", "--output", "json"])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
+    let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 2);
     let a = &report["adversarial"];
@@ -189,11 +190,7 @@ async fn a_wrong_expectation_is_dropped_by_the_critic() {
             "judge",
             text("DROP: test_empty_is_none: the unit tests require a ValueError for an empty list"),
         );
-    ralph_with_chaos(dir.path(), &llm)
-        .args(["median.py", "--output", "json"])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
+    let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 1);
     let a = &report["adversarial"];
@@ -223,11 +220,7 @@ async fn a_test_file_that_cannot_run_is_repaired() {
                 chaos_reply("python", QUIET_PY),
             ],
         );
-    ralph_with_chaos(dir.path(), &llm)
-        .args(["median.py", "--output", "json"])
-        .assert()
-        .code(0);
-    let a = adversarial(dir.path());
+    let a = fix_py(dir.path(), &llm, 0)["adversarial"].clone();
     assert_eq!(a["suites"][0]["repairs"], 1, "{a:#}");
     assert_eq!(a["tests_generated"], 2, "{a:#}");
     let chaos = llm.requests_of("chaos").await;
@@ -262,11 +255,7 @@ async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
             ],
         )
         .always("judge", keep_all());
-    ralph_with_chaos(dir.path(), &llm)
-        .args(["median.py", "--output", "json"])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
+    let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 3);
     assert_eq!(report["reverts"], 1);
@@ -293,11 +282,7 @@ async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
         .always("artisan", text(code("python", FIXED_PY)))
         .script("chaos", [chaos_reply("python", ATTACK_PY)])
         .always("judge", keep_all());
-    ralph_with_chaos(dir.path(), &llm)
-        .args(["median.py", "--output", "json"])
-        .assert()
-        .code(4);
-    let report = report(dir.path());
+    let report = fix_py(dir.path(), &llm, 4);
     assert_eq!(report["status"], "max_iterations", "{report:#}");
     let reason = report["reason"].as_str().unwrap();
     assert!(
