@@ -243,6 +243,17 @@ impl SessionStore for SessionDir {
             .map_err(|e| store_error(e, &self.path(&name), true))
     }
 
+    async fn save_adversarial_results(
+        &self,
+        iteration: u32,
+        round: u32,
+        run: &TestRun,
+    ) -> Result<(), StoreError> {
+        let name = format!("test-results-chaos-iteration-{iteration}-round-{round}.json");
+        self.write_json(&name, run)
+            .map_err(|e| store_error(e, &self.path(&name), true))
+    }
+
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
         let path = self.path("iterations.log");
         let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Damaged {

@@ -91,6 +91,19 @@ async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
         assert!(dir.path().join(path).is_file(), "{path}");
     }
     assert!(!dir.path().join("test_chaos_round_1.py").exists());
+    // Every run of a file is kept in the unified schema: round 1's, its re-run, round 2's.
+    let session = session_dir(dir.path());
+    for name in [
+        "test-results-chaos-iteration-1-round-1.json",
+        "test-results-chaos-iteration-2-round-1.json",
+        "test-results-chaos-iteration-2-round-2.json",
+    ] {
+        let run = read_json(&session.join(name));
+        assert_eq!(run["framework"], "pytest", "{name}");
+    }
+    // Their time is test time, not overhead.
+    let timings = &report["timings"];
+    assert!(timings["test_ms"].as_u64().unwrap() > timings["overhead_ms"].as_u64().unwrap());
     // The Artisan was shown the finding and Chaos's file, apart from the unit tests.
     let artisan = llm.requests_of("artisan").await;
     let second = user_prompt(&artisan[1]);

@@ -62,6 +62,14 @@ pub trait SessionStore: Send + Sync {
     /// The newest `test-results-iteration-<N>.json`: read once, when a session resumes.
     async fn last_test_results(&self) -> Result<Option<TestRun>, StoreError>;
     async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError>;
+    /// A run of Chaos's round `round` file during iteration `iteration`
+    /// (`test-results-chaos-iteration-<N>-round-<R>.json`).
+    async fn save_adversarial_results(
+        &self,
+        iteration: u32,
+        round: u32,
+        run: &TestRun,
+    ) -> Result<(), StoreError>;
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError>;
     async fn save_state(&self, state: &SessionState) -> Result<(), StoreError>;
     async fn save_report(&self, report: &Report) -> Result<(), StoreError>;

@@ -19,6 +19,7 @@ use crate::machine::state::{Iteration, Next, Outcome, State};
 use crate::policy::adversarial::{candidates, could_not_run, Candidate};
 use crate::prompt::bundle::{AdversarialView, ContextBundle, SuiteView};
 use crate::role::Role;
+use crate::roles::caller::watched;
 use crate::roles::chaos::{Chaos, EarlierTest, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write};
 use crate::roles::critic::Judge;
 use crate::schema::adversarial::{
@@ -142,6 +143,7 @@ impl Run {
                             },
                         )
                         .await?;
+                    self.adversarial_ran(n, round, &ran.run).await?;
                     match could_not_run(&ran.run) {
                         None => break (suite, ran),
                         Some(why) => (suite, why),
@@ -244,7 +246,7 @@ impl Run {
     /// fixed. A fix that leaves more open than the best state judged so far is undone back to
     /// it (and its findings re-run there). Returns the findings still open.
     async fn recheck(&mut self, chaos: &Addr<Chaos>, n: u32) -> Result<u32, Outcome> {
-        let (fixed, open) = self.rerun_findings(chaos).await?;
+        let (fixed, open) = self.rerun_findings(chaos, n).await?;
         self.events.emit(Event::ChaosRecheck {
             iteration: n,
             fixed,
@@ -268,7 +270,7 @@ impl Run {
                     best.iteration = floor.iteration;
                 }
                 self.best_content = Some(content);
-                let (_, open) = self.rerun_findings(chaos).await?;
+                let (_, open) = self.rerun_findings(chaos, n).await?;
                 Ok(open.len() as u32)
             }
             _ => {
@@ -288,6 +290,7 @@ impl Run {
     async fn rerun_findings(
         &mut self,
         chaos: &Addr<Chaos>,
+        n: u32,
     ) -> Result<(Vec<String>, Vec<String>), Outcome> {
         let rounds: BTreeSet<u32> = self
             .state
@@ -308,6 +311,7 @@ impl Run {
                     },
                 )
                 .await?;
+            self.adversarial_ran(n, round, &run).await?;
             runs.push((round, run));
         }
         let report = self.adversarial();
@@ -335,6 +339,13 @@ impl Run {
             .filter(|f| f.status == FindingStatus::Fixed)
             .count() as u32;
         Ok((fixed, open))
+    }
+
+    /// A run of Chaos's file, kept: saved in the session folder, its time counted as test time.
+    async fn adversarial_ran(&mut self, n: u32, round: u32, run: &TestRun) -> Result<(), Outcome> {
+        self.test_ms += run.duration_ms;
+        let save = self.store.save_adversarial_results(n, round, run);
+        watched(&self.steps, save).await.map_err(|e| self.fail(e))
     }
 
     /// The iteration's context with the target as the fix on disk has it.

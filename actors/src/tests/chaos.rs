@@ -180,6 +180,15 @@ async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
     let state = session.store.saved().states.last().cloned().expect("state");
     assert!(state.breaker.seen.len() <= 1, "{:?}", state.breaker);
     assert_eq!(session.file(), FIXED2);
+    // Each run of a Chaos file is kept: round 1's first run, its re-run, round 2's run.
+    let kept: Vec<(u32, u32)> = session
+        .store
+        .saved()
+        .adversarial
+        .iter()
+        .map(|(n, r, _)| (*n, *r))
+        .collect();
+    assert_eq!(kept, vec![(1, 1), (2, 1), (2, 2)]);
 }
 
 #[actix_rt::test]

@@ -265,6 +265,8 @@ struct MemStore {
 #[derive(Default)]
 struct Saved {
     results: Vec<(u32, TestRun)>,
+    /// Chaos's runs: iteration, round, run.
+    adversarial: Vec<(u32, u32, TestRun)>,
     iterations: Vec<IterationRecord>,
     states: Vec<SessionState>,
     reports: Vec<Report>,
@@ -298,6 +300,17 @@ impl SessionStore for MemStore {
     }
     async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError> {
         self.saved().results.push((iteration, run.clone()));
+        Ok(())
+    }
+    async fn save_adversarial_results(
+        &self,
+        iteration: u32,
+        round: u32,
+        run: &TestRun,
+    ) -> Result<(), StoreError> {
+        self.saved()
+            .adversarial
+            .push((iteration, round, run.clone()));
         Ok(())
     }
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
