@@ -12,7 +12,9 @@
 //! `RALPH_BENCH_VARIANT_ENV="K=V ..."` runs every fix a second time, interleaved, with those
 //! variables set, and reports that variant's overhead beside the plain one (an A/B in one run);
 //! `RALPH_BENCH_VARIANT_CONFIG="YAML"` does the same with that text as the project's
-//! `ralph.config.yaml` (for example `memory: { enabled: false }`);
+//! `ralph.config.yaml` (for example `memory: { enabled: false }`; `chaos: { enabled: true }`
+//! adds one round of Chaos that finds nothing, whose own overhead is then the variant's less
+//! the plain run's);
 //! `RALPH_BENCH_BIN` measures another build of `ralph-loop` (a previous commit's) with this
 //! harness; `RALPH_BENCH_WRAPPER` (a command, such as `strace -f -tt -o FILE`) runs every fix under it,
 //! which makes the timings meaningless.
@@ -36,6 +38,9 @@ use serde_json::{json, Value};
 use support::{code, Answer, MockLlm, FIXED_JS, HALF_FIXED_JS};
 
 const TEST_COMMAND: &str = "node --test test/";
+
+/// Chaos's file for a variant with Chaos on, from `.ralph/session-<id>/chaos/`: it passes.
+const CHAOS_JS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => assert.strictEqual(median([7]), 7));\ntest('repeated values', () => assert.strictEqual(median([2, 2, 2, 2]), 2));\n";
 
 fn main() {
     // `cargo test --benches` runs this binary without `--bench`: do nothing then, benchmarks
@@ -212,10 +217,15 @@ fn fix_run(
     budget: Option<f64>,
 ) -> FixRun {
     let dir = support::fixture("js-median");
+    // A variant config that names Chaos turns it on; every other run keeps it off.
+    let chaos = config.is_some_and(|c| c.contains("chaos:"));
     let llm = rt.block_on(MockLlm::start());
     llm.always("librarian", slow("`median` sorts as strings and mutates its argument; copy, sort numerically, average the middle pair.", latency))
         .always("critic", slow("The change is correct.\nVERDICT: APPROVE", latency))
-        .script("artisan", [slow(code("javascript", HALF_FIXED_JS), latency), slow(code("javascript", FIXED_JS), latency)]);
+        .script("artisan", [slow(code("javascript", HALF_FIXED_JS), latency), slow(code("javascript", FIXED_JS), latency)])
+        // Heard only when Chaos is on (a variant whose config turns it on): one round that finds
+        // nothing.
+        .always("chaos", slow(code("javascript", CHAOS_JS), latency));
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     rt.block_on(
         wiremock::Mock::given(Arrivals(arrivals.clone()))
@@ -265,7 +275,7 @@ fn fix_run(
         .env("OPENAI_BASE_URL", llm.base_url())
         .env("OPENAI_API_KEY", "sk-bench")
         .args(["src/median.js", "-t", TEST_COMMAND, "--output", "json"])
-        .args(&*NO_CHAOS)
+        .args(if chaos { &[][..] } else { &NO_CHAOS[..] })
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -307,16 +317,27 @@ fn fix_run(
                 && report["iterations"] == 2),
         "the benchmark run must be a two-iteration success: {report}"
     );
+    let duration = |p: &std::path::Path| {
+        support::read_json(p)["duration_ms"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
     let tests_ms: Vec<f64> = (0..)
         .map(|n| session.join(format!("test-results-iteration-{n}.json")))
         .take_while(|p| p.is_file())
-        .map(|p| {
-            support::read_json(&p)["duration_ms"]
-                .as_f64()
-                .unwrap_or(0.0)
-        })
+        .map(|p| duration(&p))
         .collect();
-    let test_ms = tests_ms.iter().sum();
+    // Chaos's runs are test time too.
+    let chaos_ms: f64 = std::fs::read_dir(&session)
+        .expect("session folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("test-results-chaos-"))
+        })
+        .map(|p| duration(&p))
+        .sum();
+    let test_ms = tests_ms.iter().sum::<f64>() + chaos_ms;
     let calls = rt.block_on(llm.requests()).len();
     let arrivals_ms = arrivals
         .lock()
