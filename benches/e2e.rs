@@ -317,11 +317,8 @@ fn fix_run(
                 && report["iterations"] == 2),
         "the benchmark run must be a two-iteration success: {report}"
     );
-    let duration = |p: &std::path::Path| {
-        support::read_json(p)["duration_ms"]
-            .as_f64()
-            .unwrap_or(0.0)
-    };
+    let duration =
+        |p: &std::path::Path| support::read_json(p)["duration_ms"].as_f64().unwrap_or(0.0);
     let tests_ms: Vec<f64> = (0..)
         .map(|n| session.join(format!("test-results-iteration-{n}.json")))
         .take_while(|p| p.is_file())

@@ -199,8 +199,10 @@ async fn a_test_the_critic_drops_is_no_finding() {
         |_| FIXED.to_string(),
         |_| "DROP: chaos::test_strings: the contract is about numbers".into(),
     );
+    let mut settings = chaos_settings(3);
+    settings.chaos.strategies = vec![crate::policy::adversarial::Strategy::Boundary];
     let mut session = Session::new(
-        chaos_settings(3),
+        settings,
         llm,
         runner(vec![failing("AssertionError"), passing()]),
     );
@@ -223,6 +225,12 @@ async fn a_test_the_critic_drops_is_no_finding() {
         adversarial.rejected[0].reason,
         "the contract is about numbers"
     );
+    // Chaos was asked for the strategies configured, and nothing else.
+    let chaos = requests(&log, Role::Chaos);
+    let prompt = user_prompt(&chaos[0]);
+    assert!(prompt.contains("- Boundary values"), "{prompt}");
+    assert!(!prompt.contains("- Properties"), "{prompt}");
+    assert!(!prompt.contains("- Concurrency"), "{prompt}");
 }
 
 #[actix_rt::test]
