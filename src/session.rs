@@ -254,6 +254,16 @@ impl SessionStore for SessionDir {
             .map_err(|e| store_error(e, &self.path(&name), true))
     }
 
+    async fn save_mutation_report(
+        &self,
+        document: &serde_json::Value,
+    ) -> Result<String, StoreError> {
+        let name = "mutation-report.json";
+        self.write_json(name, document)
+            .map_err(|e| store_error(e, &self.path(name), true))?;
+        Ok(format!("{RALPH_DIR}/{PREFIX}{}/{name}", self.id))
+    }
+
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
         let path = self.path("iterations.log");
         let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Damaged {

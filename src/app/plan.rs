@@ -109,6 +109,15 @@ pub(crate) fn plan(
         sandbox::check_docker()?;
     }
     let runner = ProjectRunner::build(&target, &root, &options)?.with_groups(groups.clone());
+    if settings.chaos.mutation() {
+        // Before any model is called, as a missing coverage tool is.
+        let cwd = runner
+            .plans()
+            .next()
+            .map_or(root.as_path(), |p| p.cwd.as_path());
+        crate::chaos::mutation::check_tool(&target, cwd)
+            .map_err(crate::runner::project::BuildError::MutationTool)?;
+    }
     let test_command = runner.command();
     let report_dir = options.report_dir.clone();
     let existing = |path: PathBuf, what: &'static str| -> Result<PathBuf> {

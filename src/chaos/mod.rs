@@ -5,17 +5,20 @@
 //!
 //! - `layout`: which framework runs the files, their names, how they import the target;
 //! - `property`: the property-based testing libraries, installed aside when the project lacks
-//!   them.
+//!   them;
+//! - `mutation`: mutation testing (StrykerJS, mutmut) in a scratch copy of the project.
 
 mod layout;
+pub mod mutation;
 mod property;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner};
+use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use ralph_actors::ports::runner::RunnerError;
+use ralph_actors::schema::mutation::MutationRun;
 use ralph_actors::schema::test_run::TestRun;
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +35,8 @@ pub struct FsChaosRunner {
     /// The project root: paths in reports are relative to it.
     root: PathBuf,
     options: TestingOptions,
+    /// The unit tests' command as the user gave it (`-t`), if they did: mutation testing runs it.
+    unit_command: Option<String>,
     groups: ProcessGroups,
     /// The property library's variables, once it has been made importable.
     property_env: Mutex<Option<Vec<(String, String)>>>,
@@ -54,6 +59,7 @@ impl FsChaosRunner {
     ) -> Option<Self> {
         let (framework, language, cwd) = framework_for(plans, target, options)?;
         let mut options = options.clone();
+        let unit_command = options.command.take();
         // Chaos's files are judged by their tests alone: no coverage, no linter.
         options.coverage = false;
         options.lint = false;
@@ -69,6 +75,7 @@ impl FsChaosRunner {
             },
             root: root.to_path_buf(),
             options,
+            unit_command,
             groups,
             property_env: Mutex::new(None),
             property_failed: AtomicBool::new(false),
@@ -77,13 +84,19 @@ impl FsChaosRunner {
 
     /// The command that runs `file` alone, with the framework's report.
     fn plan(&self, file: &Path, env: Vec<(String, String)>) -> TestPlan {
+        self.plan_in(file, env, &self.placement.cwd, &self.options.report_dir)
+    }
+
+    /// [`Self::plan`] run from `cwd`, reporting into `report_dir` (a scratch copy's).
+    fn plan_in(
+        &self,
+        file: &Path,
+        env: Vec<(String, String)>,
+        cwd: &Path,
+        report_dir: &Path,
+    ) -> TestPlan {
         let p = &self.placement;
-        let mut plan = detect::framework_plan(
-            p.framework,
-            Some(p.language),
-            &p.cwd,
-            &self.options.report_dir,
-        );
+        let mut plan = detect::framework_plan(p.framework, Some(p.language), cwd, report_dir);
         let quoted = shell_quote(file);
         plan.command = match p.framework {
             Framework::Pytest => format!("{} -p no:cacheprovider {quoted}", plan.command),
@@ -221,5 +234,48 @@ impl ChaosRunner for FsChaosRunner {
             .unwrap_or(&file)
             .to_string_lossy()
             .into_owned()
+    }
+
+    async fn mutate(
+        &self,
+        request: MutationRequest,
+        cancel: CancellationToken,
+    ) -> Result<MutationRun, RunnerError> {
+        let p = &self.placement;
+        let suites: Vec<PathBuf> = request.rounds.iter().map(|r| p.file(*r)).collect();
+        let mut texts = String::new();
+        for suite in &suites {
+            texts.push_str(&std::fs::read_to_string(suite).unwrap_or_default());
+        }
+        let env = self.property_env(&texts, &cancel).await;
+        let unit = |cwd: &Path| -> String {
+            self.unit_command.clone().unwrap_or_else(|| {
+                detect::framework_plan(
+                    p.framework,
+                    Some(p.language),
+                    cwd,
+                    &cwd.join(".ralph-reports"),
+                )
+                .command
+            })
+        };
+        let suite_command = |file: &Path, cwd: &Path| -> String {
+            self.plan_in(file, Vec::new(), cwd, &cwd.join(".ralph-reports"))
+                .command
+        };
+        let job = mutation::Job {
+            language: p.language,
+            root: &self.root,
+            cwd: &p.cwd,
+            target: &p.target,
+            unit_command: &unit,
+            suites,
+            suite_command: &suite_command,
+            env,
+            request: &request,
+            memory_limit_mb: self.options.limits.memory_limit_mb,
+            groups: &self.groups,
+        };
+        mutation::run(job, cancel).await
     }
 }

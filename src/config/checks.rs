@@ -205,6 +205,21 @@ pub(super) fn opt_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>
     }))
 }
 
+/// A mutation score gate: the seed's CON-009 bounds it to 70..=100 (below 70 a gate says
+/// little; above 100 nothing passes).
+pub(super) fn opt_mutation_score<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    d.deserialize_option(Optional(Number {
+        expecting: "a mutation score between 70 and 100",
+        check: |v| {
+            if (70.0..=100.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(format!("must be between 70 and 100, got {v}"))
+            }
+        },
+    }))
+}
+
 pub(super) fn opt_language<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_option(Optional(Text {
         expecting: "typescript, javascript, python or rust",

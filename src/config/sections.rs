@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::{
     analyze_mode, at_least_one, context_share, must_be_true, non_empty_list, opt_at_least_one_u64,
-    opt_at_least_one_usize, opt_directory, opt_language, opt_non_empty, opt_percent, opt_positive,
-    opt_url, positive, price_map, similarity, Text,
+    opt_at_least_one_usize, opt_directory, opt_language, opt_mutation_score, opt_non_empty,
+    opt_percent, opt_positive, opt_url, positive, price_map, similarity, Text,
 };
 use super::providers::{provider_map, ProviderConfig};
 use super::roles::{Models, Prompts};
@@ -268,7 +268,7 @@ pub struct ChaosConfig {
     /// On for `ralph-loop`, off for the `micro-agent` binary; `--adversarial` /
     /// `--no-adversarial` override it.
     pub enabled: bool,
-    /// What Chaos tries: `boundary`, `property`, `concurrency`.
+    /// What Chaos tries: `boundary`, `property`, `concurrency` (the default), `mutation`.
     #[serde(deserialize_with = "non_empty_list")]
     pub strategies: Vec<Strategy>,
     /// Rounds at most: each a new attack, or a re-run of the findings a fix still fails.
@@ -276,6 +276,9 @@ pub struct ChaosConfig {
     pub max_rounds: u32,
     /// Repairs of a test file that cannot run, per round.
     pub max_repairs: u32,
+    /// The longest one mutation run may take.
+    #[serde(deserialize_with = "at_least_one")]
+    pub mutation_timeout_seconds: u64,
 }
 
 impl Default for ChaosConfig {
@@ -286,6 +289,7 @@ impl Default for ChaosConfig {
             strategies: core.strategies,
             max_rounds: core.max_rounds,
             max_repairs: core.max_repairs,
+            mutation_timeout_seconds: core.mutation_timeout.as_secs(),
         }
     }
 }
@@ -345,6 +349,10 @@ pub struct SuccessCriteria {
     /// While Chaos is on, success needs every adversarial test it found failing (and the
     /// Critic kept) to pass; `false` reports Chaos's findings without fixing them.
     pub adversarial_tests_pass: bool,
+    /// The operational mutation score (percent, 70 to 100) success needs; setting it turns
+    /// mutation testing on. `None`: mutation testing runs only when `chaos.strategies` lists it.
+    #[serde(deserialize_with = "opt_mutation_score")]
+    pub mutation_score_min: Option<f64>,
 }
 
 impl Default for SuccessCriteria {
@@ -354,6 +362,7 @@ impl Default for SuccessCriteria {
             coverage_threshold: None,
             linter_errors: None,
             adversarial_tests_pass: true,
+            mutation_score_min: None,
         }
     }
 }

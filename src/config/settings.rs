@@ -81,6 +81,8 @@ impl Config {
                 max_rounds: self.chaos.max_rounds,
                 max_repairs: self.chaos.max_repairs,
                 must_pass: self.success_criteria.adversarial_tests_pass,
+                mutation_score_min: self.success_criteria.mutation_score_min,
+                mutation_timeout: Duration::from_secs(self.chaos.mutation_timeout_seconds),
             },
         })
     }

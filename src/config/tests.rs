@@ -533,6 +533,26 @@ fn chaos_settings_and_their_errors() {
         msg.contains("chaos.strategies") && msg.contains("unknown variant `fuzzing`"),
         "{msg}"
     );
+    // Mutation testing: off by default, on by its strategy or a gate, the gate within 70..=100.
+    assert!(!s.chaos.mutation());
+    let s = parse_str(
+        "success_criteria:\n  mutation_score_min: 85\nchaos:\n  mutation_timeout_seconds: 60\n",
+    )
+    .expect("parses")
+    .run_settings()
+    .expect("settings");
+    assert!(s.chaos.mutation());
+    assert_eq!(s.chaos.mutation_score_min, Some(85.0));
+    assert_eq!(s.chaos.mutation_timeout, std::time::Duration::from_secs(60));
+    for bad in ["69", "100.5"] {
+        let (msg, _) = err(&format!("success_criteria:\n  mutation_score_min: {bad}\n"));
+        assert!(
+            msg.contains("ralph.config.yaml:2:")
+                && msg.contains("success_criteria.mutation_score_min")
+                && msg.contains("between 70 and 100"),
+            "{msg}"
+        );
+    }
     let (msg, _) = err("chaos:\n  max_rounds: 0\n");
     assert!(
         msg.contains("ralph.config.yaml:2:") && msg.contains("chaos.max_rounds"),

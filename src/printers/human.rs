@@ -268,6 +268,38 @@ impl<W: Write> Human<W> {
                     format!(": {}", open.join(", "))
                 }
             )?,
+            Event::ChaosMutation {
+                tool,
+                mutants,
+                detected,
+                surviving,
+                equivalent,
+                score,
+                strict,
+                min_score,
+                duration_ms,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   mutation ({tool}, {:.1}s): {detected} of {mutants} mutant{} killed; score {score}%{}{}{}, {surviving} surviving",
+                self.prefix(),
+                *duration_ms as f64 / 1000.0,
+                if *mutants == 1 { "" } else { "s" },
+                if strict != score {
+                    format!(" ({strict}% strict)")
+                } else {
+                    String::new()
+                },
+                match min_score {
+                    Some(min) if score >= min => format!(" ≥ {min}%"),
+                    Some(min) => format!(" < {min}%"),
+                    None => String::new(),
+                },
+                match equivalent {
+                    0 => String::new(),
+                    n => format!(", {n} equivalent"),
+                },
+            )?,
             Event::SessionFinished { report } => write_summary(report, out)?,
         }
         self.out.write_all(&text)?;
@@ -351,6 +383,25 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
             a.failures_fixed,
             a.tests_rejected
         )?;
+        if let Some(m) = &a.mutation {
+            writeln!(
+                out,
+                "  mutation: {}% ({}% strict) by {}, {} surviving mutant{}{}",
+                m.scores.operational,
+                m.scores.strict,
+                m.tool,
+                a.surviving_mutants.len(),
+                if a.surviving_mutants.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                m.report_path
+                    .as_ref()
+                    .map(|p| format!(" · {p}"))
+                    .unwrap_or_default()
+            )?;
+        }
     }
     if let Some(left) = &report.file_left {
         write_file_left(report, left, out)?;

@@ -36,6 +36,9 @@ pub enum BuildError {
     Coverage(#[from] CoverageError),
     #[error(transparent)]
     Lint(#[from] LintError),
+    /// Mutation testing was asked for and its tool is missing: what to install.
+    #[error("{0}")]
+    MutationTool(String),
 }
 
 /// Runs a project's test plans in turn and merges their results; see [`ProjectRunner::run_all`].

@@ -10,6 +10,7 @@ mod lifecycle;
 mod loop_runs;
 mod memory;
 mod micro_agent;
+mod mutation;
 mod output;
 mod pace;
 mod providers;

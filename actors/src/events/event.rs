@@ -166,6 +166,26 @@ pub enum Event {
         fixed: Vec<String>,
         open: Vec<String>,
     },
+    /// A mutation run on the lines the fix changed: how its mutants fared.
+    ChaosMutation {
+        iteration: u32,
+        tool: String,
+        /// Mutants run this time (the survivors only, after Chaos's tests to kill them).
+        mutants: u32,
+        /// Of those, noticed by a test (killed or timed out).
+        detected: u32,
+        /// Undetected and not excluded as equivalent, over every mutant in scope.
+        surviving: u32,
+        /// Undetected ones excluded as equivalent, with reasons.
+        equivalent: u32,
+        /// The operational score over every mutant in scope, percent.
+        score: f64,
+        /// The strict score, percent.
+        strict: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_score: Option<f64>,
+        duration_ms: u64,
+    },
     SessionFinished {
         report: Box<Report>,
     },

@@ -43,6 +43,8 @@ pub struct Snapshot {
     pub memory_recorded: u32,
     /// Chaos's findings a fix does not pass yet.
     pub adversarial_open: Vec<String>,
+    /// The last mutation score (operational, percent) and the mutants still surviving.
+    pub mutation: Option<(f64, u32)>,
     /// The final report, once the session has finished.
     pub report: Option<Box<Report>>,
 }
@@ -121,6 +123,9 @@ impl Snapshot {
             }
             Event::ChaosJudged { kept, .. } => self.adversarial_open.extend(kept.iter().cloned()),
             Event::ChaosRecheck { open, .. } => self.adversarial_open = open.clone(),
+            Event::ChaosMutation {
+                score, surviving, ..
+            } => self.mutation = Some((*score, *surviving)),
             Event::ChaosSuite { .. }
             | Event::TestIntegrity { .. }
             | Event::ContextReset { .. }

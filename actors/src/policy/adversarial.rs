@@ -7,6 +7,8 @@
 //! rounds run again, and when they all pass, Chaos writes a new test file. Failures it finds go
 //! to the Artisan; they never count toward the entropy breaker.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::schema::test_run::{Category, RunStatus, TestRun};
@@ -21,10 +23,22 @@ pub enum Strategy {
     Property,
     /// Interleaved calls with varied timing, for async or shared-state code.
     Concurrency,
+    /// The mutation score of the lines the run changed (StrykerJS, mutmut), with tests written
+    /// to kill the mutants that survive. Off unless listed, or unless
+    /// `success_criteria.mutation_score_min` is set: it needs the tool installed.
+    Mutation,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 3] = [
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Boundary,
+        Strategy::Property,
+        Strategy::Concurrency,
+        Strategy::Mutation,
+    ];
+
+    /// What Chaos uses when `chaos.strategies` is not set.
+    pub const DEFAULT: [Strategy; 3] = [
         Strategy::Boundary,
         Strategy::Property,
         Strategy::Concurrency,
@@ -35,12 +49,13 @@ impl Strategy {
             Strategy::Boundary => "boundary",
             Strategy::Property => "property",
             Strategy::Concurrency => "concurrency",
+            Strategy::Mutation => "mutation",
         }
     }
 }
 
 /// How Chaos runs (`chaos:` in config, `--adversarial` / `--no-adversarial`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChaosSettings {
     pub enabled: bool,
     pub strategies: Vec<Strategy>,
@@ -52,16 +67,23 @@ pub struct ChaosSettings {
     /// (`success_criteria.adversarial_tests_pass`); otherwise Chaos's findings are reported
     /// and the run ends after its first round.
     pub must_pass: bool,
+    /// The operational mutation score success needs, percent
+    /// (`success_criteria.mutation_score_min`, 70 to 100).
+    pub mutation_score_min: Option<f64>,
+    /// The longest a mutation run may take (`chaos.mutation_timeout_seconds`).
+    pub mutation_timeout: Duration,
 }
 
 impl Default for ChaosSettings {
     fn default() -> Self {
         Self {
             enabled: true,
-            strategies: Strategy::ALL.to_vec(),
+            strategies: Strategy::DEFAULT.to_vec(),
             max_rounds: 3,
             max_repairs: 2,
             must_pass: true,
+            mutation_score_min: None,
+            mutation_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -73,6 +95,20 @@ impl ChaosSettings {
             enabled: false,
             ..Self::default()
         }
+    }
+
+    /// Whether mutation testing runs once Chaos's attacks find nothing.
+    pub fn mutation(&self) -> bool {
+        self.enabled
+            && (self.strategies.contains(&Strategy::Mutation) || self.mutation_score_min.is_some())
+    }
+
+    /// The strategies Chaos's own test files use (mutation is the tool's, not a file's).
+    pub fn attacks(&self) -> impl Iterator<Item = Strategy> + '_ {
+        self.strategies
+            .iter()
+            .copied()
+            .filter(|s| *s != Strategy::Mutation)
     }
 }
 

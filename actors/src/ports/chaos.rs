@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use std::time::Duration;
+
 use crate::ports::runner::RunnerError;
+use crate::schema::mutation::{Mutant, MutationRun};
 use crate::schema::test_run::TestRun;
 
 /// How a Chaos test file fits the project: what its prompt says about the file it must write.
@@ -29,6 +32,20 @@ pub struct ChaosLayout {
     /// Anything else the file must do to run (a test module's attribute, an ESM import).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A mutation run on the target as it is on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MutationRequest {
+    /// The lines to mutate (`[first, last]`, 1-based): those the run changed. Empty: the whole
+    /// file.
+    pub lines: Vec<[u32; 2]>,
+    /// Chaos's rounds whose files run beside the unit tests (their tests all pass on the fix).
+    pub rounds: Vec<u32>,
+    /// Only these mutants (a re-run of the survivors); empty: every mutant on `lines`.
+    pub only: Vec<Mutant>,
+    /// The longest the tool may run.
+    pub timeout: Duration,
 }
 
 /// Runs Chaos's test files. Each round's file is kept in the session folder; running it kills
@@ -56,4 +73,14 @@ pub trait ChaosRunner: Send + Sync {
 
     /// Where round `round`'s file is, relative to the project root.
     fn path(&self, round: u32) -> String;
+
+    /// Mutation-tests the target with the project's unit tests and the Chaos files named, in
+    /// a scratch copy of the project (the user's files are never mutated), with the language's
+    /// tool (StrykerJS, mutmut). Fails when the tool fails, runs past `request.timeout` or
+    /// finds the tests failing before any mutant.
+    async fn mutate(
+        &self,
+        request: MutationRequest,
+        cancel: CancellationToken,
+    ) -> Result<MutationRun, RunnerError>;
 }

@@ -70,6 +70,12 @@ pub trait SessionStore: Send + Sync {
         round: u32,
         run: &TestRun,
     ) -> Result<(), StoreError>;
+    /// The last mutation run's mutants in the mutation-testing-report-schema
+    /// (`mutation-report.json`); returns the file's path relative to the project root.
+    async fn save_mutation_report(
+        &self,
+        document: &serde_json::Value,
+    ) -> Result<String, StoreError>;
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError>;
     async fn save_state(&self, state: &SessionState) -> Result<(), StoreError>;
     async fn save_report(&self, report: &Report) -> Result<(), StoreError>;

@@ -12,11 +12,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::policy::adversarial::Strategy;
-use crate::ports::chaos::{ChaosLayout, ChaosRunner};
+use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::extract_code;
 use crate::role::Role;
 use crate::roles::caller::{guarded, Caller};
+use crate::schema::mutation::{Equivalent, Mutant, MutationRun};
 use crate::schema::test_run::TestRun;
 use crate::settings::RunSettings;
 
@@ -47,15 +48,18 @@ pub struct Write {
     pub context: Arc<ContextBundle>,
     pub earlier: Vec<EarlierTest>,
     pub repair: Option<Repair>,
+    /// Mutants no test noticed: this round's file is to kill them (a mutation round).
+    pub survivors: Vec<Mutant>,
     pub cancel: CancellationToken,
 }
 
-/// Chaos's answer: its reply, and the test file in it (`None` when the reply had no fenced
-/// block).
+/// Chaos's answer: its reply, the test file in it (`None` when the reply had no fenced
+/// block), and in a mutation round the survivors it argues are equivalent to the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attack {
     pub reply: String,
     pub suite: Option<String>,
+    pub equivalent: Vec<Equivalent>,
 }
 
 /// A round's file, run: its results and where it is kept (relative to the project root).
@@ -82,6 +86,14 @@ pub struct Rerun {
     pub cancel: CancellationToken,
 }
 
+/// Supervisor → Chaos: mutation-test the target on disk.
+#[derive(Message)]
+#[rtype(result = "Result<MutationRun>")]
+pub struct Mutate {
+    pub request: MutationRequest,
+    pub cancel: CancellationToken,
+}
+
 /// Supervisor → Chaos: round `round`'s saved file, for the Artisan's prompt.
 #[derive(Message)]
 #[rtype(result = "Option<String>")]
@@ -99,6 +111,7 @@ struct Vars<'a> {
     max_rounds: u32,
     earlier: &'a [EarlierTest],
     repair: Option<&'a Repair>,
+    survivors: &'a [Mutant],
 }
 
 pub struct Chaos {
@@ -138,16 +151,12 @@ impl Handler<Write> for Chaos {
             let vars = Vars {
                 context: &msg.context,
                 layout: runner.layout(msg.round),
-                strategies: settings
-                    .chaos
-                    .strategies
-                    .iter()
-                    .map(|s| Strategy::as_str(*s))
-                    .collect(),
+                strategies: settings.chaos.attacks().map(Strategy::as_str).collect(),
                 round: msg.round,
                 max_rounds: settings.chaos.max_rounds,
                 earlier: &msg.earlier,
                 repair: msg.repair.as_ref(),
+                survivors: &msg.survivors,
             };
             // Every call starts afresh: a round's file is judged by running it, not by what
             // Chaos said before.
@@ -161,9 +170,14 @@ impl Handler<Write> for Chaos {
                     &msg.cancel,
                 )
                 .await?;
+            let equivalent = match msg.survivors.is_empty() {
+                true => Vec::new(),
+                false => parse_equivalent(&reply.text, &msg.survivors),
+            };
             Ok(Attack {
                 suite: extract_code(&reply.text),
                 reply: reply.text,
+                equivalent,
             })
         }))
     }
@@ -195,6 +209,17 @@ impl Handler<Rerun> for Chaos {
     }
 }
 
+impl Handler<Mutate> for Chaos {
+    type Result = ResponseFuture<Result<MutationRun>>;
+
+    fn handle(&mut self, msg: Mutate, _: &mut Context<Self>) -> Self::Result {
+        let runner = self.runner.clone();
+        Box::pin(guarded(Role::Chaos, async move {
+            Ok(runner.mutate(msg.request, msg.cancel).await?)
+        }))
+    }
+}
+
 impl Handler<SuiteOf> for Chaos {
     type Result = ResponseFuture<Option<String>>;
 
@@ -202,4 +227,49 @@ impl Handler<SuiteOf> for Chaos {
         let runner = self.runner.clone();
         Box::pin(async move { runner.suite(msg.round).await })
     }
+}
+
+/// The `EQUIVALENT: <mutant id>: <reason>` lines of a reply (outside its code block), for
+/// survivors it was shown; a line without a reason does not count.
+pub fn parse_equivalent(reply: &str, survivors: &[Mutant]) -> Vec<Equivalent> {
+    let mut in_block = false;
+    let mut found: Vec<Equivalent> = Vec::new();
+    for line in reply.lines() {
+        let line = line.trim();
+        if line.starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let Some(rest) = line
+            .strip_prefix("EQUIVALENT:")
+            .or_else(|| line.strip_prefix("- EQUIVALENT:"))
+        else {
+            continue;
+        };
+        if in_block {
+            continue;
+        }
+        let rest = rest.trim().trim_start_matches('`');
+        let Some(m) = survivors
+            .iter()
+            .filter(|m| {
+                rest.strip_prefix(m.id.as_str())
+                    .is_some_and(|after| after.is_empty() || after.starts_with([':', ' ', '`']))
+            })
+            .max_by_key(|m| m.id.len())
+        else {
+            continue;
+        };
+        let reason = rest[m.id.len()..]
+            .trim_start_matches('`')
+            .trim_start_matches([':', ' ', '-', '\u{2014}'])
+            .trim();
+        if !reason.is_empty() && !found.iter().any(|e| e.id == m.id) {
+            found.push(Equivalent {
+                id: m.id.clone(),
+                reason: reason.to_string(),
+            });
+        }
+    }
+    found
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::schema::mutation::{Mutant, MutationReport};
+
 /// Where a finding stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,7 +63,7 @@ pub struct Floor {
 }
 
 /// The report's `adversarial` section (absent when Chaos is off).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AdversarialReport {
     /// The strategies Chaos was asked to use (`chaos.strategies`).
     pub strategies: Vec<String>,
@@ -82,6 +84,16 @@ pub struct AdversarialReport {
     pub rejected: Vec<Rejected>,
     /// The suites, in the session folder.
     pub suites: Vec<Suite>,
+    /// The operational mutation score (percent) of the last mutation run, when mutation
+    /// testing ran (`mutation` in `chaos.strategies`, or `success_criteria.mutation_score_min`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation_score: Option<f64>,
+    /// The mutants no test noticed in the last mutation run, less those judged equivalent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surviving_mutants: Vec<Mutant>,
+    /// The mutation runs: tool, scope, both scores, equivalents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<MutationReport>,
 }
 
 impl AdversarialReport {

@@ -5,6 +5,7 @@
 //! - [`context`]: what the Librarian packed into a prompt, and why;
 //! - [`attempt`]: a fix attempt as the MemoryVault keeps and recalls it;
 //! - [`adversarial`]: Chaos's findings and the report's `adversarial` section;
+//! - [`mutation`]: mutation testing's mutants and scores, whichever tool ran it;
 //! - [`report`]: the final report and its parts (statuses and exit codes);
 //! - [`state`]: `state.json` and `iterations.log`, what a resume needs;
 //! - [`usage`]: token usage.
@@ -12,6 +13,7 @@
 pub mod adversarial;
 pub mod attempt;
 pub mod context;
+pub mod mutation;
 pub mod report;
 pub mod state;
 pub mod test_run;

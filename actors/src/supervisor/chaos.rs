@@ -25,6 +25,7 @@ use crate::roles::critic::Judge;
 use crate::schema::adversarial::{
     AdversarialReport, Finding, FindingStatus, Floor, Rejected, Suite,
 };
+use crate::schema::mutation::{Equivalent, Mutant};
 use crate::schema::report::Status;
 use crate::schema::test_run::{CaseStatus, TestRun};
 use crate::supervisor::run::Run;
@@ -69,15 +70,16 @@ impl Run {
                 return Ok(Next::Continue(State::Begin));
             }
         }
-        if self.adversarial().rounds >= max_rounds {
-            return Ok(Next::Stop(self.chaos_passed(n)));
+        if self.adversarial().rounds >= max_rounds || self.settings.chaos.attacks().next().is_none()
+        {
+            return self.attacks_done(&chaos, &it).await;
         }
         self.adversarial().rounds += 1;
         let round = self.adversarial().rounds;
-        let found = self.new_round(&chaos, &it, round).await?;
+        let (found, _) = self.new_round(&chaos, &it, round, Vec::new()).await?;
         self.checkpoint().await?;
         if found == 0 {
-            return Ok(Next::Stop(self.chaos_passed(n)));
+            return self.attacks_done(&chaos, &it).await;
         }
         if !self.settings.chaos.must_pass {
             self.events.emit(Event::Note {
@@ -86,30 +88,33 @@ impl Run {
                     plural(found)
                 ),
             });
-            return Ok(Next::Stop(self.chaos_passed(n)));
+            return self.attacks_done(&chaos, &it).await;
         }
         Ok(Next::Continue(State::Begin))
     }
 
     /// The report's section, which `attack` creates before any round.
-    fn adversarial(&mut self) -> &mut AdversarialReport {
+    pub(super) fn adversarial(&mut self) -> &mut AdversarialReport {
         self.state.adversarial.get_or_insert_with(Default::default)
     }
 
-    /// Chaos writes round `round`'s file, it runs on the fix, and the Critic judges what fails.
-    /// Returns how many findings it kept.
-    async fn new_round(
+    /// Chaos writes round `round`'s file (to kill `survivors`, when there are any), it runs on
+    /// the fix, and the Critic judges what fails. Returns how many findings it kept, and the
+    /// survivors Chaos argued equivalent.
+    pub(super) async fn new_round(
         &mut self,
         chaos: &Addr<Chaos>,
         it: &Iteration,
         round: u32,
-    ) -> Result<u32, Outcome> {
+        survivors: Vec<Mutant>,
+    ) -> Result<(u32, Vec<Equivalent>), Outcome> {
         let n = it.n;
         let context = self.fix_context(it)?;
         let earlier = self.earlier_tests();
         let max_repairs = self.settings.chaos.max_repairs;
         let mut repair = None;
         let mut repairs = 0;
+        let mut equivalent;
         let (suite, SuiteRun { run, path }) = loop {
             let attack = self
                 .ask(
@@ -121,10 +126,12 @@ impl Run {
                         context: context.clone(),
                         earlier: earlier.clone(),
                         repair: repair.take(),
+                        survivors: survivors.clone(),
                         cancel: self.steps.clone(),
                     },
                 )
                 .await?;
+            equivalent = attack.equivalent;
             let (suite, problem) = match attack.suite {
                 None => (
                     attack.reply,
@@ -156,7 +163,7 @@ impl Run {
                     plural(repairs),
                     first_line(&problem)
                 ));
-                return Ok(0);
+                return Ok((0, equivalent));
             }
             repairs += 1;
             repair = Some(Repair {
@@ -183,7 +190,7 @@ impl Run {
             repairs,
         });
         if failures.is_empty() {
-            return Ok(0);
+            return Ok((0, equivalent));
         }
         let judgement = self
             .ask(
@@ -239,7 +246,7 @@ impl Run {
             iteration: on_disk,
             open,
         });
-        Ok(kept.len() as u32)
+        Ok((kept.len() as u32, equivalent))
     }
 
     /// Re-runs the files holding open findings on the fix on disk; marks those it passes
@@ -416,7 +423,7 @@ impl Run {
     }
 
     /// Chaos found nothing more: the run succeeds.
-    fn chaos_passed(&self, n: u32) -> Outcome {
+    pub(super) fn chaos_passed(&self, n: u32) -> Outcome {
         let chaos = match &self.state.adversarial {
             Some(r) if r.failures_fixed > 0 => format!(
                 "; Chaos's adversarial tests pass too ({} finding{} fixed in {} round{})",
@@ -432,9 +439,24 @@ impl Run {
             ),
             _ => String::new(),
         };
+        let mutation = match self
+            .state
+            .adversarial
+            .as_ref()
+            .and_then(|r| r.mutation.as_ref())
+        {
+            Some(m) => match m.min_score {
+                Some(min) => format!(
+                    "; mutation score {}% (at least {min}% asked)",
+                    m.scores.operational
+                ),
+                None => format!("; mutation score {}%", m.scores.operational),
+            },
+            None => String::new(),
+        };
         Outcome::new(
             Status::Success,
-            format!("{}{chaos}", self.success_reason(n)),
+            format!("{}{chaos}{mutation}", self.success_reason(n)),
         )
     }
 

@@ -120,6 +120,14 @@ pub(super) type PendingRecord = (
     std::pin::Pin<Box<actix::dev::Request<MemoryVault, Remember>>>,
 );
 
+/// The mutants of the fix on disk, as the last mutation runs left them.
+#[derive(Debug, Clone)]
+pub(super) struct Measured {
+    /// The checkpoint they were measured on: a new fix is measured afresh.
+    pub(super) on_disk: Option<u32>,
+    pub(super) mutants: Vec<crate::schema::mutation::Mutant>,
+}
+
 /// A review under way beside (or after) its proposal's tests.
 pub(super) struct PendingReview {
     pub(super) iteration: u32,
@@ -170,6 +178,8 @@ pub struct Run {
     /// seen before asks for the Librarian's analysis (`librarian.analyze: auto`).
     pub(super) fingerprints: Vec<String>,
     pub(super) preamble: Vec<Event>,
+    /// The last mutation run's mutants, merged with the re-runs of their survivors.
+    pub(super) mutation: Option<Measured>,
 }
 
 impl Run {
@@ -238,6 +248,7 @@ impl Run {
             pending_reviews: Vec::new(),
             fingerprints: Vec::new(),
             preamble: d.preamble,
+            mutation: None,
         }
     }
 

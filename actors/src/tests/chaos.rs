@@ -339,3 +339,138 @@ async fn a_fix_that_leaves_more_findings_failing_is_undone() {
     );
     assert_eq!(session.file(), FIXED4);
 }
+
+/// `n` mutants on line 2, the first `survivors` of them surviving.
+fn mutants(n: usize, survivors: usize) -> Vec<crate::schema::mutation::Mutant> {
+    use crate::schema::mutation::{Mutant, MutantStatus};
+    (0..n)
+        .map(|i| Mutant {
+            id: format!("m{i}"),
+            mutator: "ArithmeticOperator".into(),
+            line: 2,
+            original: Some("    return a + b".into()),
+            replacement: Some(format!("a - b #{i}")),
+            status: if i < survivors {
+                MutantStatus::Survived
+            } else {
+                MutantStatus::Killed
+            },
+        })
+        .collect()
+}
+
+#[actix_rt::test]
+async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only_them() {
+    use crate::schema::mutation::{MutantStatus, MutationRun};
+    let log = Log::default();
+    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
+    let mut settings = chaos_settings(2);
+    settings.chaos.mutation_score_min = Some(90.0);
+    let mut session = Session::new(
+        settings,
+        llm,
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let fresh = vec![
+        suite_run(&[("chaos::test_one", true)]),
+        suite_run(&[("chaos::test_kills", true)]),
+    ];
+    let mut mock = chaos_runner(fresh, &session.file, |_| {
+        suite_run(&[("chaos::test_one", true)])
+    });
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    mock.expect_mutate().returning(move |request, _| {
+        seen.lock().unwrap().push(request.clone());
+        let mutants = match request.only.is_empty() {
+            true => mutants(10, 2),
+            // Round 2's file kills both survivors.
+            false => request
+                .only
+                .iter()
+                .map(|m| crate::schema::mutation::Mutant {
+                    status: MutantStatus::Killed,
+                    ..m.clone()
+                })
+                .collect(),
+        };
+        Ok(MutationRun {
+            tool: "mutmut".into(),
+            file: "stats.py".into(),
+            mutants,
+            duration_ms: 5,
+        })
+    });
+    session.chaos = Some(Arc::new(mock));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert!(
+        report
+            .reason
+            .contains("mutation score 100% (at least 90% asked)"),
+        "{}",
+        report.reason
+    );
+    let a = report.adversarial.expect("Chaos ran");
+    assert_eq!(a.rounds, 2);
+    assert_eq!(a.mutation_score, Some(100.0));
+    assert!(a.surviving_mutants.is_empty());
+    let m = a.mutation.expect("measured");
+    assert_eq!((m.runs, m.scores.total, m.scores.killed), (2, 10, 10));
+    // The first run mutated the changed lines; the second only the two survivors, with both
+    // rounds' files.
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 2);
+    assert!(asked[0].only.is_empty() && !asked[0].lines.is_empty());
+    let ids: Vec<&str> = asked[1].only.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["m0", "m1"]);
+    assert_eq!(asked[1].rounds, [1, 2]);
+    // Round 2's Chaos was shown the survivors.
+    let chaos = requests(&log, Role::Chaos);
+    let second = user_prompt(&chaos[1]);
+    assert!(
+        second.contains("# Mutants your tests must kill"),
+        "{second}"
+    );
+    assert!(second.contains("`m1`, line 2"), "{second}");
+    assert_eq!(session.store.saved().mutation_reports.len(), 2);
+}
+
+#[actix_rt::test]
+async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
+    use crate::schema::mutation::MutationRun;
+    let log = Log::default();
+    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
+    let mut settings = chaos_settings(1);
+    settings.chaos.mutation_score_min = Some(90.0);
+    let mut session = Session::new(
+        settings,
+        llm,
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let mut mock = chaos_runner(
+        vec![suite_run(&[("chaos::test_one", true)])],
+        &session.file,
+        |_| suite_run(&[("chaos::test_one", true)]),
+    );
+    mock.expect_mutate().returning(|_, _| {
+        Ok(MutationRun {
+            tool: "stryker".into(),
+            file: "stats.py".into(),
+            mutants: mutants(4, 2),
+            duration_ms: 5,
+        })
+    });
+    session.chaos = Some(Arc::new(mock));
+    let report = session.run().await;
+    assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
+    assert!(
+        report.reason.contains("mutation score at 50%"),
+        "{}",
+        report.reason
+    );
+    assert!(report.reason.contains("m0 (line 2"), "{}", report.reason);
+    let a = report.adversarial.expect("Chaos ran");
+    assert_eq!(a.surviving_mutants.len(), 2);
+}

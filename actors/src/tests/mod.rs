@@ -267,6 +267,8 @@ struct Saved {
     results: Vec<(u32, TestRun)>,
     /// Chaos's runs: iteration, round, run.
     adversarial: Vec<(u32, u32, TestRun)>,
+    /// Mutation reports, in the schema's form.
+    mutation_reports: Vec<serde_json::Value>,
     iterations: Vec<IterationRecord>,
     states: Vec<SessionState>,
     reports: Vec<Report>,
@@ -312,6 +314,13 @@ impl SessionStore for MemStore {
             .adversarial
             .push((iteration, round, run.clone()));
         Ok(())
+    }
+    async fn save_mutation_report(
+        &self,
+        document: &serde_json::Value,
+    ) -> Result<String, StoreError> {
+        self.saved().mutation_reports.push(document.clone());
+        Ok(".ralph/session-test/mutation-report.json".into())
     }
     async fn append_iteration(&self, record: &IterationRecord) -> Result<(), StoreError> {
         self.saved().iterations.push(record.clone());

@@ -1,0 +1,207 @@
+//! Chaos's mutation testing through the binary, with the real tools (mutmut on a pytest
+//! project, StrykerJS on a project tested by node's runner) in a scratch copy of the project:
+//! weak tests leave the score below `success_criteria.mutation_score_min` with the surviving
+//! mutants listed; Chaos's tests written to kill them raise it above (a mutant it argues
+//! equivalent set aside, with its reason, within a tenth of them); without a gate the score is
+//! reported; a missing tool stops the run before any model is called.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::support::*;
+
+/// Round 1's attack: tests the fix passes, which leave the error message untested.
+const QUIET_PY: &str = "from median import median\n\n\ndef test_a_single_value():\n    assert median([7]) == 7\n\n\ndef test_negative_values():\n    assert median([-3, -1, -2]) == -2\n";
+
+/// Meant to kill the message's mutants, but `match` searches: `XX…XX` still passes.
+const KILL_PY: &str = "import pytest\n\nfrom median import median\n\n\ndef test_the_empty_list_error_names_the_problem():\n    with pytest.raises(ValueError, match=\"median of an empty list\"):\n        median([])\n";
+
+const GATE: &str = "success_criteria:\n  mutation_score_min: 90\nchaos:\n  max_rounds: 2\n";
+
+fn suite(lang: &str, body: &str, before: &str) -> Answer {
+    text(format!("{before}\n\n```{lang}\n{body}```\n"))
+}
+
+/// Runs `ralph-loop median.py` with Chaos on in `dir`, whatever its exit code; the code and
+/// the report.
+fn run_py(dir: &Path, llm: &MockLlm) -> (i32, Value) {
+    let out = ralph_with_chaos(dir, llm)
+        .args(["median.py", "--output", "json"])
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), report(dir))
+}
+
+fn py_project(config: &str) -> tempfile::TempDir {
+    let dir = fixture("py-median");
+    write(dir.path(), "ralph.config.yaml", config);
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_listed() {
+    let dir = py_project(GATE);
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script(
+            "chaos",
+            [
+                suite("python", QUIET_PY, "Nothing breaks."),
+                suite("python", QUIET_PY, "Trying again."),
+            ],
+        );
+    let (code, report) = run_py(dir.path(), &llm);
+    assert_eq!(report["status"], "max_iterations", "{report:#}");
+    assert_eq!(code, 4);
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("mutation score"), "{reason}");
+    assert!(reason.contains("mutation_score_min is 90%"), "{reason}");
+    let a = &report["adversarial"];
+    let m = &a["mutation"];
+    assert_eq!(m["tool"], "mutmut", "{a:#}");
+    let score = a["mutation_score"].as_f64().unwrap();
+    assert!(score < 90.0, "{a:#}");
+    // The three mutants of the error message survive: each listed with its line and edit.
+    let survivors = a["surviving_mutants"].as_array().unwrap();
+    assert_eq!(survivors.len(), 3, "{a:#}");
+    for s in survivors {
+        assert_eq!(s["line"], 3, "{s}");
+        assert_eq!(s["status"], "Survived");
+        assert!(s["original"].as_str().unwrap().contains("raise ValueError"));
+    }
+    // Only the changed lines were mutated: the unchanged `ordered = sorted(values)` was not.
+    assert!(
+        m["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r[0].as_u64().unwrap() > 4 || r[1].as_u64().unwrap() < 4),
+        "{m}"
+    );
+    assert_eq!(m["runs"], 2, "the whole scope, then the survivors: {m}");
+    // The report in the open schema, in the session folder.
+    let path = m["report_path"].as_str().unwrap();
+    let doc = read_json(&dir.path().join(path));
+    let mutants = doc["files"]["median.py"]["mutants"].as_array().unwrap();
+    assert_eq!(mutants.len() as u64, m["scores"]["total"].as_u64().unwrap());
+    // Chaos's second call was shown the survivors to kill.
+    let chaos = llm.requests_of("chaos").await;
+    let second = user_prompt(&chaos[1]);
+    assert!(
+        second.contains("# Mutants your tests must kill"),
+        "{second}"
+    );
+    assert!(second.contains("median.x_median__mutmut_2"), "{second}");
+    // The user's file was never mutated.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    assert!(!dir.path().join("mutants").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chaos_kills_the_survivors_and_argues_one_equivalent() {
+    let dir = py_project(GATE);
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script(
+            "chaos",
+            [
+                suite("python", QUIET_PY, "Nothing breaks."),
+                suite(
+                    "python",
+                    KILL_PY,
+                    "EQUIVALENT: median.x_median__mutmut_3: the message still contains the words, and the contract names only the words\nEQUIVALENT: median.x_median__mutmut_4: over the tenth",
+                ),
+            ],
+        );
+    let (code, report) = run_py(dir.path(), &llm);
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(code, 0);
+    let a = &report["adversarial"];
+    let m = &a["mutation"];
+    let equivalent = m["equivalent"].as_array().unwrap();
+    assert_eq!(equivalent.len(), 1, "a tenth of the mutants at most: {m:#}");
+    assert_eq!(equivalent[0]["id"], "median.x_median__mutmut_3");
+    assert!(equivalent[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("contains the words"));
+    assert_eq!(a["mutation_score"], 100.0, "{a:#}");
+    assert!(m["scores"]["strict"].as_f64().unwrap() < 100.0, "{m:#}");
+    assert!(a["surviving_mutants"].is_null(), "none left: {a:#}");
+    // The mutant argued beyond the tenth was refused, and said so.
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("median.x_median__mutmut_4"), "{warnings}");
+    assert!(report["reason"]
+        .as_str()
+        .unwrap()
+        .contains("mutation score 100%"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_mutation_score_is_reported_without_a_gate() {
+    let dir = fixture("js-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "chaos:\n  strategies: [boundary, mutation]\n",
+    );
+    link_node_modules(dir.path());
+    let llm = MockLlm::start().await;
+    let quiet = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => {\n  assert.strictEqual(median([7]), 7);\n});\n";
+    llm.helpful()
+        .always("artisan", text(code("javascript", FIXED_JS)))
+        .script("chaos", [suite("javascript", quiet, "Nothing breaks.")]);
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.js", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let a = &report["adversarial"];
+    let m = &a["mutation"];
+    assert_eq!(m["tool"], "stryker", "{a:#}");
+    let total = m["scores"]["total"].as_u64().unwrap();
+    assert!(total >= 5, "{m:#}");
+    let score = a["mutation_score"].as_f64().unwrap();
+    assert!(score > 0.0 && score <= 100.0, "{a:#}");
+    assert_eq!(a["strategies"], serde_json::json!(["boundary", "mutation"]));
+    for s in a["surviving_mutants"].as_array().into_iter().flatten() {
+        let line = s["line"].as_u64().unwrap();
+        assert!((2..=4).contains(&line), "only the changed lines: {s}");
+    }
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("mutation score"), "{reason}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/median.js")).unwrap(),
+        FIXED_JS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_mutation_tool_stops_the_run_before_any_model_is_called() {
+    let dir = fixture("js-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "success_criteria:\n  mutation_score_min: 80\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful();
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.js"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("npm install --save-dev @stryker-mutator/core"),
+        "{stderr}"
+    );
+    assert!(llm.requests().await.is_empty());
+}
