@@ -2,8 +2,8 @@
 //! one-file fixtures with their fixes (the lines changed from the fixture's bug):
 //!
 //! - **ralph-loop**: `chaos::mutation::run`, as Chaos calls it: the scratch copy, the tool's
-//!   configuration written, the mutants of the changed lines run (mutmut: a generating pass,
-//!   then the mutants in scope by name; StrykerJS: `mutate` ranges, in place in the copy), the
+//!   configuration written, the mutants of the changed lines run (mutmut: those of the functions
+//!   the lines touch, by name pattern; StrykerJS: `mutate` ranges, in place in the copy), the
 //!   report read into the one schema;
 //! - **tool alone**: the same tool as a user would run it on a copy of the project: `stryker run`
 //!   (command runner, its own sandbox, the same ranges), `python3 -m mutmut run` (the file).

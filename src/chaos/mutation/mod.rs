@@ -87,7 +87,11 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 /// Runs `job`'s tool in a scratch copy of the project.
 pub async fn run(job: Job<'_>, cancel: CancellationToken) -> Result<MutationRun, RunnerError> {
-    let tool = find_tool(job.language, job.cwd).map_err(RunnerError::Setup)?;
+    // mutmut's version was checked as the run started (`check_tool`); a Python start-up less.
+    let tool = match job.language {
+        Language::Python => Tool::Mutmut,
+        language => find_tool(language, job.cwd).map_err(RunnerError::Setup)?,
+    };
     let scratch = Scratch::create(job.root, job.cwd, &job.suites).map_err(|e| {
         RunnerError::Internal(format!("cannot copy the project for mutation testing: {e}"))
     })?;

@@ -1,9 +1,10 @@
 //! mutmut (3.8 or later): configured by a `[mutmut]` section written into the scratch copy's
 //! `setup.cfg` (a `[tool.mutmut]` table of the project's is renamed in the copy, so it does not
-//! take precedence), run once to generate the mutants, then on the mutants of the changed lines
-//! (or the survivors) by name. Its results are read from `mutants/<file>.meta` (exit code per
-//! mutant) and the line of each mutant from the trampolined copy (`.spans`), compared with the
-//! function's original.
+//! take precedence), run once on the mutants of the functions the changed lines touch (by name
+//! pattern; mutmut mutates functions only) or on the survivors by name. Its results are read
+//! from `mutants/<file>.meta` (exit code per mutant), and the line of each mutant from the
+//! trampolined copy (`.spans`), compared with the function's original; mutants outside the
+//! changed lines are left out.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -75,32 +76,28 @@ pub(super) async fn run(
     let mut env = job.env.clone();
     env.push(("NO_COLOR".into(), "1".into()));
 
-    let names: Vec<String> = match (job.request.only.is_empty(), job.request.lines.is_empty()) {
-        (false, _) => job.request.only.iter().map(|m| m.id.clone()).collect(),
-        // The whole file: every mutant, in one run.
-        (true, true) => Vec::new(),
-        (true, false) => {
-            // Generate every mutant, then pick those in scope: a filter no mutant matches makes
-            // mutmut stop (exit 1, "nothing matches") right after generating them.
-            let generated = mutmut(
-                &cwd,
-                vec!["run".into(), "ralph-loop-generate-only".into()],
-                &env,
-                job,
-                &cancel,
-            )
-            .await;
-            let all = match (read(&cwd, &relative), generated) {
-                (Ok(all), _) => all,
-                (Err(_), Err(why)) | (Err(why), Ok(())) => return Err(why),
-            };
-            all.into_iter()
-                .filter(|m| in_lines(&job.request.lines, m.line))
-                .map(|m| m.id)
+    // The mutants to run, by name or by pattern: the survivors asked for, else every mutant of
+    // the functions the changed lines touch (mutmut mutates functions only), else all.
+    let whole = job.request.only.is_empty() && job.request.lines.is_empty();
+    let names: Vec<String> = match job.request.only.is_empty() {
+        false => job.request.only.iter().map(|m| m.id.clone()).collect(),
+        true if whole => Vec::new(),
+        true => {
+            let source = std::fs::read_to_string(cwd.join(&relative)).map_err(|e| {
+                RunnerError::Internal(format!("cannot read {relative} in the copy: {e}"))
+            })?;
+            functions(&source)
+                .into_iter()
+                .filter(|(first, last, _)| {
+                    job.request
+                        .lines
+                        .iter()
+                        .any(|[a, b]| a <= last && b >= first)
+                })
+                .map(|(_, _, name)| format!("*.{name}__mutmut_*"))
                 .collect()
         }
     };
-    let whole = job.request.only.is_empty() && job.request.lines.is_empty();
     if names.is_empty() && !whole {
         return Ok(MutationRun {
             tool: "mutmut".into(),
@@ -112,9 +109,13 @@ pub(super) async fn run(
     let mut args: Vec<OsString> = vec!["run".into()];
     args.extend(names.iter().map(OsString::from));
     mutmut(&cwd, args, &env, job, &cancel).await?;
+    let only: Vec<&str> = job.request.only.iter().map(|m| m.id.as_str()).collect();
     let mutants = read(&cwd, &relative)?
         .into_iter()
-        .filter(|m| whole || names.contains(&m.id))
+        .filter(|m| match only.is_empty() {
+            true => m.status != MutantStatus::Pending && in_lines(&job.request.lines, m.line),
+            false => only.contains(&m.id.as_str()),
+        })
         .collect();
     Ok(MutationRun {
         tool: "mutmut".into(),
@@ -242,6 +243,58 @@ fn read(cwd: &Path, target: &str) -> Result<Vec<Mutant>, RunnerError> {
     Ok(mutants)
 }
 
+/// The functions and methods of a Python source, as mutmut names them (`x_median`,
+/// `xǁStackǁpush`), with their first and last lines (1-based). Nested functions are part of
+/// theirs; code outside functions is not mutated by mutmut and not listed.
+fn functions(source: &str) -> Vec<(u32, u32, String)> {
+    let mut found = Vec::new();
+    let mut classes: Vec<(usize, String)> = Vec::new();
+    // The function being read: its indentation, first line, name.
+    let mut open: Option<(usize, u32, String)> = None;
+    let mut last_code = 0u32;
+    for (i, line) in source.lines().enumerate() {
+        let n = i as u32 + 1;
+        let text = line.trim_start();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - text.len();
+        if let Some((fi, first, name)) = open.take() {
+            if indent > fi {
+                open = Some((fi, first, name));
+                last_code = n;
+                continue;
+            }
+            found.push((first, last_code, name));
+        }
+        last_code = n;
+        classes.retain(|(ci, _)| *ci < indent);
+        let def = text
+            .strip_prefix("async def ")
+            .or_else(|| text.strip_prefix("def "));
+        let name = |rest: &str| -> String {
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        if let Some(rest) = text.strip_prefix("class ") {
+            classes.push((indent, name(rest)));
+        } else if let Some(rest) = def {
+            let mangled = match classes.last() {
+                Some((_, class)) => format!("xǁ{class}ǁ{}", name(rest)),
+                None if indent == 0 => format!("x_{}", name(rest)),
+                None => continue,
+            };
+            open = Some((indent, n, mangled));
+        }
+    }
+    if let Some((_, first, name)) = open {
+        found.push((first, last_code, name));
+    }
+    found
+}
+
 /// The line (1-based) where `function` (mutmut's mangled name: `x_median`, `xǁStackǁpush`) is
 /// defined in `source`, found by its `def` line as mutmut copied it (`orig_def`).
 fn def_line(source: &[&str], function: &str, orig_def: &str) -> u32 {
@@ -300,6 +353,19 @@ mod tests {
                 "    def xǁStackǁpush__mutmut_orig(self, x):"
             ),
             2
+        );
+    }
+
+    #[test]
+    fn functions_are_named_as_mutmut_names_them() {
+        let source = "import os\n\ndef median(xs):\n    def key(x):\n        return x\n\n    return xs\n\nclass Stack:\n    def push(self, x):\n        pass\n\n    async def pop(self):\n        return 1\nX = 1\n";
+        assert_eq!(
+            functions(source),
+            vec![
+                (3, 7, "x_median".to_string()),
+                (10, 11, "xǁStackǁpush".to_string()),
+                (13, 14, "xǁStackǁpop".to_string()),
+            ]
         );
     }
 
