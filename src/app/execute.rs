@@ -133,17 +133,13 @@ fn chaos_runner(
         return None;
     }
     let workspace = &plan.workspace;
-    let unit_tests = workspace
-        .test_file
-        .as_ref()
-        .and_then(|f| std::fs::read_to_string(f).ok());
     let plans: Vec<_> = plan.runner.plans().cloned().collect();
     let runner = FsChaosRunner::new(
         &workspace.target,
         &plan.root,
         &session.dir,
         &plans,
-        unit_tests,
+        workspace.test_file.as_deref(),
         &plan.testing,
         groups.clone(),
     );

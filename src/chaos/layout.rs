@@ -126,14 +126,8 @@ impl Placement {
                 )],
             ),
             Language::JavaScript | Language::TypeScript | Language::Rust => {
-                let relative = relative_path(&self.dir, &self.target);
                 let esm = self.is_esm();
-                let spec = match (esm, self.language) {
-                    // Node's ESM resolution needs the extension; TypeScript tools resolve
-                    // without one.
-                    (true, Language::JavaScript) => relative,
-                    _ => strip_extension(&relative),
-                };
+                let spec = self.spec_from(&self.dir);
                 let hint = if esm {
                     format!("import {{ ... }} from '{spec}';")
                 } else {
@@ -149,6 +143,29 @@ impl Placement {
                 )
             }
         }
+    }
+
+    /// The module specifier of the target from a file in `dir` (JavaScript, TypeScript).
+    fn spec_from(&self, dir: &Path) -> String {
+        let relative = relative_path(dir, &self.target);
+        match (self.is_esm(), self.language) {
+            // Node's ESM resolution needs the extension; TypeScript tools resolve without one.
+            (true, Language::JavaScript) => relative,
+            _ => strip_extension(&relative),
+        }
+    }
+
+    /// A Chaos file's text as it must read from a file in `dir`: its imports of the target,
+    /// relative to the session folder, rewritten relative to `dir` (Python imports by module
+    /// name: unchanged).
+    pub fn rehome(&self, suite: &str, dir: &Path) -> String {
+        if self.language == Language::Python {
+            return suite.to_string();
+        }
+        let (from, to) = (self.spec_from(&self.dir), self.spec_from(dir));
+        suite
+            .replace(&format!("'{from}'"), &format!("'{to}'"))
+            .replace(&format!("\"{from}\""), &format!("\"{to}\""))
     }
 
     /// ES module imports: TypeScript, `.mjs`, a unit test file that imports, or a package of
@@ -247,6 +264,21 @@ mod tests {
         assert_eq!(
             esm.layout(1, None).import_hint,
             "import { ... } from '../../../src/median.js';"
+        );
+    }
+
+    #[test]
+    fn a_kept_file_imports_the_target_from_where_it_lands() {
+        let cjs = placement(Framework::Jest, "/p/src/median.js", None);
+        let suite = "const { median } = require('../../../src/median');\n";
+        assert_eq!(
+            cjs.rehome(suite, Path::new("/p/test")),
+            "const { median } = require('../src/median');\n"
+        );
+        let py = placement(Framework::Pytest, "/p/median.py", None);
+        assert_eq!(
+            py.rehome("import median\n", Path::new("/p/tests")),
+            "import median\n"
         );
     }
 

@@ -37,6 +37,9 @@ pub struct FsChaosRunner {
     options: TestingOptions,
     /// The unit tests' command as the user gave it (`-t`), if they did: mutation testing runs it.
     unit_command: Option<String>,
+    /// Where kept files go (`chaos.keep_tests`): the unit test file's directory, else the
+    /// target's.
+    test_dir: PathBuf,
     groups: ProcessGroups,
     /// The property library's variables, once it has been made importable.
     property_env: Mutex<Option<Vec<(String, String)>>>,
@@ -53,10 +56,16 @@ impl FsChaosRunner {
         root: &Path,
         session_dir: &Path,
         plans: &[TestPlan],
-        unit_tests: Option<String>,
+        test_file: Option<&Path>,
         options: &TestingOptions,
         groups: ProcessGroups,
     ) -> Option<Self> {
+        let unit_tests = test_file.and_then(|f| std::fs::read_to_string(f).ok());
+        let test_dir = test_file
+            .and_then(Path::parent)
+            .or_else(|| target.parent())
+            .unwrap_or(root)
+            .to_path_buf();
         let (framework, language, cwd) = framework_for(plans, target, options)?;
         let mut options = options.clone();
         let unit_command = options.command.take();
@@ -76,6 +85,7 @@ impl FsChaosRunner {
             root: root.to_path_buf(),
             options,
             unit_command,
+            test_dir,
             groups,
             property_env: Mutex::new(None),
             property_failed: AtomicBool::new(false),
@@ -234,6 +244,58 @@ impl ChaosRunner for FsChaosRunner {
             .unwrap_or(&file)
             .to_string_lossy()
             .into_owned()
+    }
+
+    async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError> {
+        let p = &self.placement;
+        // `session-<uuid>`'s first eight hex digits tell one run's files from another's.
+        let session = p
+            .dir
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_start_matches("session-")
+                    .chars()
+                    .take(8)
+                    .collect()
+            })
+            .unwrap_or_else(|| "ralph".to_string());
+        let has_library = property::project_has(p.language, &p.cwd).await;
+        let (mut kept, mut warnings) = (Vec::new(), Vec::new());
+        for round in rounds {
+            let Ok(suite) = std::fs::read_to_string(p.file(round)) else {
+                warnings.push(format!("Chaos's round {round} file is missing; not kept"));
+                continue;
+            };
+            let name =
+                p.file_name(round)
+                    .replacen("chaos_round", &format!("chaos_{session}_round"), 1);
+            let to = self.test_dir.join(&name);
+            let shown = to
+                .strip_prefix(&self.root)
+                .unwrap_or(&to)
+                .to_string_lossy()
+                .into_owned();
+            if to.exists() {
+                warnings.push(format!(
+                    "{shown} exists; Chaos's round {round} file was not kept"
+                ));
+                continue;
+            }
+            let text = p.rehome(&suite, &self.test_dir);
+            crate::fsutil::write_atomic(&to, text.as_bytes()).map_err(|e| {
+                RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
+            })?;
+            if property::uses_library(p.language, &suite) && !has_library {
+                let library = property::library(p.language).map_or("its property library", |l| l.0);
+                warnings.push(format!(
+                    "{shown} uses {library}, which the project does not have: add it to its test dependencies"
+                ));
+            }
+            kept.push(shown);
+        }
+        Ok((kept, warnings))
     }
 
     async fn mutate(

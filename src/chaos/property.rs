@@ -61,11 +61,11 @@ pub async fn ensure(
     groups: &ProcessGroups,
     cancel: &CancellationToken,
 ) -> Result<Vec<(String, String)>, String> {
+    if project_has(language, cwd).await {
+        return Ok(Vec::new());
+    }
     match language {
         Language::Python => {
-            if succeeds("python3", &["-c", "import hypothesis"], cwd).await {
-                return Ok(Vec::new());
-            }
             let target = cache_dir().join("python");
             if !target.join("hypothesis").is_dir() {
                 let dir = target.to_string_lossy().into_owned();
@@ -93,12 +93,6 @@ pub async fn ensure(
             )])
         }
         Language::JavaScript | Language::TypeScript => {
-            if cwd
-                .ancestors()
-                .any(|d| d.join("node_modules").join("fast-check").is_dir())
-            {
-                return Ok(Vec::new());
-            }
             let prefix = cache_dir().join("node");
             let modules = prefix.join("node_modules");
             if !modules.join("fast-check").is_dir() {
@@ -130,6 +124,18 @@ pub async fn ensure(
             Ok(Vec::new())
         }
         Language::Rust => Ok(Vec::new()),
+    }
+}
+
+/// Whether the project itself has `language`'s library (Hypothesis importable by `python3`
+/// from `cwd`, fast-check in a `node_modules` above it).
+pub async fn project_has(language: Language, cwd: &Path) -> bool {
+    match language {
+        Language::Python => succeeds("python3", &["-c", "import hypothesis"], cwd).await,
+        Language::JavaScript | Language::TypeScript => cwd
+            .ancestors()
+            .any(|d| d.join("node_modules").join("fast-check").is_dir()),
+        Language::Rust => true,
     }
 }
 

@@ -279,6 +279,8 @@ pub struct ChaosConfig {
     /// The longest one mutation run may take.
     #[serde(deserialize_with = "at_least_one")]
     pub mutation_timeout_seconds: u64,
+    /// On success, add Chaos's accepted test files to the project beside its unit tests.
+    pub keep_tests: bool,
 }
 
 impl Default for ChaosConfig {
@@ -290,6 +292,7 @@ impl Default for ChaosConfig {
             max_rounds: core.max_rounds,
             max_repairs: core.max_repairs,
             mutation_timeout_seconds: core.mutation_timeout.as_secs(),
+            keep_tests: core.keep_tests,
         }
     }
 }

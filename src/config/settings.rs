@@ -83,6 +83,7 @@ impl Config {
                 must_pass: self.success_criteria.adversarial_tests_pass,
                 mutation_score_min: self.success_criteria.mutation_score_min,
                 mutation_timeout: Duration::from_secs(self.chaos.mutation_timeout_seconds),
+                keep_tests: self.chaos.keep_tests,
             },
         })
     }

@@ -373,3 +373,81 @@ async fn no_adversarial_and_micro_agent_never_call_chaos() {
     assert!(report(again.path()).get("adversarial").is_none());
     assert!(llm.requests_of("chaos").await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
+    // JavaScript: the file lands beside the unit tests, its import rewritten for there.
+    let dir = fixture("js-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "chaos:\n  keep_tests: true\n",
+    );
+    let llm = MockLlm::start().await;
+    let quiet = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => {\n  assert.strictEqual(median([7]), 7);\n});\n";
+    llm.helpful()
+        .always("artisan", text(code("javascript", FIXED_JS)))
+        .script("chaos", [chaos_reply("javascript", quiet)]);
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.js", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    let kept = report["adversarial"]["kept_tests"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{report:#}");
+    let path = kept[0].as_str().unwrap();
+    assert!(
+        path.starts_with("test/chaos_") && path.ends_with("_round_1.test.js"),
+        "{path}"
+    );
+    let kept_text = std::fs::read_to_string(dir.path().join(path)).unwrap();
+    assert!(
+        kept_text.contains("require('../src/median')"),
+        "{kept_text}"
+    );
+    // The project's own test command runs it, and it passes.
+    let out = std::process::Command::new("node")
+        .args(["--test", path])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The unit test file is untouched.
+    let unit = std::fs::read_to_string(dir.path().join("test/median.test.js")).unwrap();
+    assert!(!unit.contains("a single value"));
+
+    // Python: beside test_median.py, run by the project's pytest.
+    let dir = fixture("py-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "chaos:\n  keep_tests: true\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script("chaos", [chaos_reply("python", QUIET_PY)]);
+    let report = fix_py(dir.path(), &llm, 0);
+    let path = report["adversarial"]["kept_tests"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        path.starts_with("test_chaos_") && path.ends_with("_round_1.py"),
+        "{path}"
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("5 passed"),
+        "{stdout}"
+    );
+}

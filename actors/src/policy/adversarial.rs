@@ -72,6 +72,8 @@ pub struct ChaosSettings {
     pub mutation_score_min: Option<f64>,
     /// The longest a mutation run may take (`chaos.mutation_timeout_seconds`).
     pub mutation_timeout: Duration,
+    /// On success, Chaos's accepted files are added to the project (`chaos.keep_tests`).
+    pub keep_tests: bool,
 }
 
 impl Default for ChaosSettings {
@@ -84,6 +86,7 @@ impl Default for ChaosSettings {
             must_pass: true,
             mutation_score_min: None,
             mutation_timeout: Duration::from_secs(300),
+            keep_tests: false,
         }
     }
 }

@@ -74,6 +74,12 @@ pub trait ChaosRunner: Send + Sync {
     /// Where round `round`'s file is, relative to the project root.
     fn path(&self, round: u32) -> String;
 
+    /// Copies the files of `rounds` into the project as new test files beside its unit tests
+    /// (`chaos.keep_tests`), their imports of the target rewritten for where they land; never
+    /// over an existing file. Returns the paths written, relative to the project root, and a
+    /// warning for each file not written or needing a library the project lacks.
+    async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError>;
+
     /// Mutation-tests the target with the project's unit tests and the Chaos files named, in
     /// a scratch copy of the project (the user's files are never mutated), with the language's
     /// tool (StrykerJS, mutmut). Fails when the tool fails, runs past `request.timeout` or

@@ -94,6 +94,14 @@ pub struct Mutate {
     pub cancel: CancellationToken,
 }
 
+/// Supervisor → Chaos: add the files of `rounds` to the project (`chaos.keep_tests`): the
+/// paths written, and warnings.
+#[derive(Message)]
+#[rtype(result = "Result<(Vec<String>, Vec<String>)>")]
+pub struct Keep {
+    pub rounds: Vec<u32>,
+}
+
 /// Supervisor → Chaos: round `round`'s saved file, for the Artisan's prompt.
 #[derive(Message)]
 #[rtype(result = "Option<String>")]
@@ -216,6 +224,17 @@ impl Handler<Mutate> for Chaos {
         let runner = self.runner.clone();
         Box::pin(guarded(Role::Chaos, async move {
             Ok(runner.mutate(msg.request, msg.cancel).await?)
+        }))
+    }
+}
+
+impl Handler<Keep> for Chaos {
+    type Result = ResponseFuture<Result<(Vec<String>, Vec<String>)>>;
+
+    fn handle(&mut self, msg: Keep, _: &mut Context<Self>) -> Self::Result {
+        let runner = self.runner.clone();
+        Box::pin(guarded(Role::Chaos, async move {
+            Ok(runner.keep(msg.rounds).await?)
         }))
     }
 }

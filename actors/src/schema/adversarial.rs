@@ -94,6 +94,9 @@ pub struct AdversarialReport {
     /// The mutation runs: tool, scope, both scores, equivalents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutation: Option<MutationReport>,
+    /// Chaos's files added to the project on success (`chaos.keep_tests`), relative to its root.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_tests: Vec<String>,
 }
 
 impl AdversarialReport {

@@ -20,7 +20,9 @@ use crate::policy::adversarial::{candidates, could_not_run, Candidate};
 use crate::prompt::bundle::{AdversarialView, ContextBundle, SuiteView};
 use crate::role::Role;
 use crate::roles::caller::watched;
-use crate::roles::chaos::{Chaos, EarlierTest, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write};
+use crate::roles::chaos::{
+    Chaos, EarlierTest, Keep, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write,
+};
 use crate::roles::critic::Judge;
 use crate::schema::adversarial::{
     AdversarialReport, Finding, FindingStatus, Floor, Rejected, Suite,
@@ -420,6 +422,27 @@ impl Run {
                 .collect(),
             suites,
         })
+    }
+
+    /// The run succeeds: Chaos's accepted files are added to the project first when
+    /// `chaos.keep_tests` asks for it.
+    pub(super) async fn chaos_success(&mut self, chaos: &Addr<Chaos>, n: u32) -> Step {
+        if self.settings.chaos.keep_tests {
+            let rounds = self.passing_rounds();
+            if !rounds.is_empty() {
+                let (kept, warnings) = self.ask(Role::Chaos, chaos, Keep { rounds }).await?;
+                for w in warnings {
+                    self.warn(w);
+                }
+                if !kept.is_empty() {
+                    self.events.emit(Event::Note {
+                        message: format!("Chaos's tests added to the project: {}", kept.join(", ")),
+                    });
+                }
+                self.adversarial().kept_tests = kept;
+            }
+        }
+        Ok(Next::Stop(self.chaos_passed(n)))
     }
 
     /// Chaos found nothing more: the run succeeds.

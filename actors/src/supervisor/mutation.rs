@@ -33,7 +33,7 @@ impl Run {
     pub(super) async fn attacks_done(&mut self, chaos: &Addr<Chaos>, it: &Iteration) -> Step {
         let n = it.n;
         if !self.settings.chaos.mutation() {
-            return Ok(Next::Stop(self.chaos_passed(n)));
+            return self.chaos_success(chaos, n).await;
         }
         let min = self.settings.chaos.mutation_score_min;
         let mut survivors_only = self
@@ -53,14 +53,14 @@ impl Run {
                     self.warn(format!(
                         "iteration {n}: mutation testing could not run, so no score was measured: {why}"
                     ));
-                    return Ok(Next::Stop(self.chaos_passed(n)));
+                    return self.chaos_success(chaos, n).await;
                 }
             };
             let Some(min) = min else {
-                return Ok(Next::Stop(self.chaos_passed(n)));
+                return self.chaos_success(chaos, n).await;
             };
             if scores.operational >= min {
-                return Ok(Next::Stop(self.chaos_passed(n)));
+                return self.chaos_success(chaos, n).await;
             }
             let max_rounds = self.settings.chaos.max_rounds;
             let report = self.adversarial();
@@ -232,7 +232,7 @@ impl Run {
 
     /// The rounds whose Chaos files pass on the fix as a whole: no test dropped, no finding
     /// open. They run with the unit tests against each mutant.
-    fn passing_rounds(&self) -> Vec<u32> {
+    pub(super) fn passing_rounds(&self) -> Vec<u32> {
         let Some(report) = &self.state.adversarial else {
             return Vec::new();
         };
