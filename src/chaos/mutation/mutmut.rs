@@ -234,7 +234,10 @@ fn read(cwd: &Path, target: &str) -> Result<Vec<Mutant>, RunnerError> {
             id: key.clone(),
             mutator: "mutmut".into(),
             line,
-            original: source.get(line as usize - 1).map(|l| l.to_string()),
+            original: (line as usize)
+                .checked_sub(1)
+                .and_then(|i| source.get(i))
+                .map(|l| l.to_string()),
             replacement: mutant.get(offset).map(|l| l.trim().to_string()),
             status: status(code),
         });

@@ -125,7 +125,10 @@ pub(super) async fn run(
                 id: format!("{line}:{column}:{}", m.mutator_name),
                 mutator: m.mutator_name,
                 line,
-                original: source.get(line as usize - 1).map(|l| l.to_string()),
+                original: (line as usize)
+                    .checked_sub(1)
+                    .and_then(|i| source.get(i))
+                    .map(|l| l.to_string()),
                 replacement: m.replacement,
                 status: m.status,
             });
