@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use ralph_actors::policy::adversarial::Counterexample;
 use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use ralph_actors::ports::runner::RunnerError;
 use ralph_actors::schema::mutation::MutationRun;
@@ -244,6 +245,41 @@ impl ChaosRunner for FsChaosRunner {
             .unwrap_or(&file)
             .to_string_lossy()
             .into_owned()
+    }
+
+    async fn regress(
+        &self,
+        round: u32,
+        example: &Counterexample,
+    ) -> Result<Option<String>, RunnerError> {
+        let p = &self.placement;
+        if p.language != Language::Python {
+            return Ok(None);
+        }
+        let file = p.file(round);
+        let suite = std::fs::read_to_string(&file)
+            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))?;
+        let mut name = format!(
+            "test_regression_{}",
+            example.function.trim_start_matches("test_")
+        );
+        let mut k = 1;
+        while suite.contains(&format!("def {name}(")) {
+            k += 1;
+            name = format!(
+                "test_regression_{}_{k}",
+                example.function.trim_start_matches("test_")
+            );
+        }
+        let text = format!(
+            "{}\n\n\ndef {name}():\n    \"\"\"The counterexample Hypothesis found for {f}, replayed as it was.\"\"\"\n    {f}.hypothesis.inner_test({args})\n",
+            suite.trim_end(),
+            f = example.function,
+            args = example.arguments,
+        );
+        crate::fsutil::write_atomic(&file, text.as_bytes())
+            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))?;
+        Ok(Some(name))
     }
 
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError> {

@@ -451,3 +451,72 @@ async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
         "{stdout}"
     );
 }
+
+/// A property the overflowing mean of `FIXED_PY` fails for some huge value, found by
+/// Hypothesis (derandomized, so the run is the same every time).
+const PROPERTY_PY: &str = "from hypothesis import given, settings, strategies as st\n\nfrom median import median\n\n\n@settings(max_examples=100, derandomize=True)\n@given(st.floats(min_value=1e307, max_value=1e308))\ndef test_two_equal_values(x):\n    assert median([x, x]) == x\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script(
+            "artisan",
+            [
+                text(code("python", FIXED_PY)),
+                text(code("python", SAFE_PY)),
+            ],
+        )
+        .script(
+            "chaos",
+            [
+                chaos_reply("python", PROPERTY_PY),
+                chaos_reply("python", QUIET_PY),
+            ],
+        )
+        .always("judge", text("KEEP: test_two_equal_values"));
+    let report = fix_py(dir.path(), &llm, 0);
+    let a = &report["adversarial"];
+    let findings = a["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{a:#}");
+    let regression = &findings[1];
+    let id = regression["test"].as_str().unwrap();
+    assert!(id.ends_with("test_regression_two_equal_values"), "{id}");
+    let message = regression["message"].as_str().unwrap();
+    assert!(message.contains("test_two_equal_values(x="), "{message}");
+    assert!(findings.iter().all(|f| f["status"] == "fixed"), "{a:#}");
+    // The test is in round 1's file, replaying the input Hypothesis printed.
+    let path = a["suites"][0]["path"].as_str().unwrap();
+    let suite = std::fs::read_to_string(dir.path().join(path)).unwrap();
+    assert!(
+        suite.contains("def test_regression_two_equal_values():"),
+        "{suite}"
+    );
+    assert!(
+        suite.contains("test_two_equal_values.hypothesis.inner_test(x="),
+        "{suite}"
+    );
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("is kept as the regression test"), "{notes}");
+    // It failed on the overflowing fix (checked before it became a finding: that run is the
+    // last of round 1's file in iteration 1) and passes on the fix kept.
+    let session = session_dir(dir.path());
+    let replay = read_json(&session.join("test-results-chaos-iteration-1-round-1.json"));
+    let case = replay["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["id"]
+                .as_str()
+                .unwrap()
+                .ends_with("test_regression_two_equal_values")
+        })
+        .expect("the replay ran");
+    assert_eq!(case["status"], "fail", "{case}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        SAFE_PY
+    );
+}

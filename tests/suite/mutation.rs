@@ -1,9 +1,10 @@
 //! Chaos's mutation testing through the binary, with the real tools (mutmut on a pytest
 //! project, StrykerJS on a project tested by node's runner) in a scratch copy of the project:
 //! weak tests leave the score below `success_criteria.mutation_score_min` with the surviving
-//! mutants listed; Chaos's tests written to kill them raise it above (a mutant it argues
-//! equivalent set aside, with its reason, within a tenth of them); without a gate the score is
-//! reported; a missing tool stops the run before any model is called.
+//! mutants listed; Chaos's tests written to kill them raise it above (Python: a mutant it argues
+//! equivalent set aside, with its reason, within a tenth of them; JavaScript: every survivor
+//! killed); without a gate the score is reported; a missing tool stops the run before any model
+//! is called.
 
 use std::path::Path;
 
@@ -203,5 +204,92 @@ async fn a_missing_mutation_tool_stops_the_run_before_any_model_is_called() {
         stderr.contains("npm install --save-dev @stryker-mutator/core"),
         "{stderr}"
     );
+    assert!(llm.requests().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_weak_tests_leave_survivors_that_chaos_s_tests_kill() {
+    let dir = fixture("js-median");
+    link_node_modules(dir.path());
+    // The project's tests reduced to the one that fails on the bug: weak.
+    write(
+        dir.path(),
+        "test/median.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../src/median');\n\ntest('sorts numbers numerically', () => {\n  assert.strictEqual(median([10, 9, 1]), 9);\n});\n",
+    );
+    write(dir.path(), "ralph.config.yaml", GATE);
+    let header = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n";
+    let quiet = format!(
+        "{header}\ntest('a single value', () => {{\n  assert.strictEqual(median([7]), 7);\n}});\n"
+    );
+    let strong = format!("{header}\ntest('odd length', () => {{\n  assert.strictEqual(median([3, 1, 2]), 2);\n}});\n\ntest('even length averages the middle pair', () => {{\n  assert.strictEqual(median([4, 1, 3, 2]), 2.5);\n}});\n\ntest('does not change its argument', () => {{\n  const input = [3, 1, 2];\n  median(input);\n  assert.deepStrictEqual(input, [3, 1, 2]);\n}});\n");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("javascript", FIXED_JS)))
+        .script(
+            "chaos",
+            [
+                suite("javascript", &quiet, "Nothing breaks."),
+                suite("javascript", &strong, "These kill them."),
+            ],
+        );
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.js", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let a = &report["adversarial"];
+    let m = &a["mutation"];
+    assert_eq!(m["tool"], "stryker", "{a:#}");
+    assert_eq!(m["runs"], 2, "the changed lines, then the survivors: {m:#}");
+    assert_eq!(a["mutation_score"], 100.0, "{a:#}");
+    // The weak tests left survivors: Chaos was shown them, by line and edit.
+    let chaos = llm.requests_of("chaos").await;
+    let second = user_prompt(&chaos[1]);
+    assert!(
+        second.contains("# Mutants your tests must kill"),
+        "{second}"
+    );
+    assert!(second.contains("ArithmeticOperator"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_without_mutmut_is_refused_with_the_install_command() {
+    let dir = py_project("success_criteria:\n  mutation_score_min: 80\n");
+    // A `python3` that sees no installed packages (`-S`): mutmut is not there.
+    let bin = tempfile::tempdir().unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v python3"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let shim = bin.path().join("python3");
+    std::fs::write(
+        &shim,
+        format!("#!/bin/sh\nexec {} -S \"$@\"\n", real.trim()),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&shim).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&shim, perms).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful();
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .env("PATH", path)
+        .args(["median.py", "-t", "python3 -m unittest"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pip install 'mutmut>=3.8'"), "{stderr}");
     assert!(llm.requests().await.is_empty());
 }

@@ -175,6 +175,71 @@ pub fn candidates(run: &TestRun, dropped: &[String]) -> Vec<Candidate> {
         .collect()
 }
 
+/// A failing input a property-based test found, as its library printed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counterexample {
+    /// The property's function (`test_between_min_and_max`).
+    pub function: String,
+    /// Its arguments as keyword arguments (`values=[0, 1],`).
+    pub arguments: String,
+}
+
+/// The counterexample Hypothesis printed in a failure (`Falsifying example: f(x=1,)`, or
+/// `Failing test case: f(...)` in newer versions), when there is one. A method's (`self=`)
+/// is not replayable by keyword and is left out.
+pub fn counterexample(text: &str) -> Option<Counterexample> {
+    let start = ["Falsifying example: ", "Failing test case: "]
+        .iter()
+        .find_map(|m| text.find(m).map(|i| i + m.len()))?;
+    let rest = &text[start..];
+    let open = rest.find('(')?;
+    let function = rest[..open].trim();
+    if function.is_empty() || !function.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    // The arguments run to the parenthesis that closes the call.
+    let mut depth = 0usize;
+    let mut end = None;
+    // Inside a string literal: its quote, and whether the last character was a backslash.
+    let mut quoted: Option<(char, bool)> = None;
+    for (i, c) in rest[open..].char_indices() {
+        if let Some((q, escaped)) = quoted {
+            quoted = match (c, escaped) {
+                (_, true) => Some((q, false)),
+                ('\\', false) => Some((q, true)),
+                (c, false) if c == q => None,
+                _ => Some((q, false)),
+            };
+            continue;
+        }
+        match c {
+            '\'' | '"' => quoted = Some((c, false)),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    end = Some(open + i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let arguments = rest[open + 1..end?]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if arguments.starts_with("self=") {
+        return None;
+    }
+    Some(Counterexample {
+        function: function.to_string(),
+        arguments,
+    })
+}
+
 /// The last `max` bytes of `text`, at a character boundary.
 fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -244,6 +309,27 @@ mod tests {
         );
         let why = could_not_run(&import).expect("it failed to load");
         assert!(why.contains("No module named 'hypothesis'"), "{why}");
+    }
+
+    #[test]
+    fn hypothesis_counterexamples_are_read_in_both_spellings() {
+        let new = "assert 1 == ((0 + 1) / 2)\n +  where 1 = median([0, 1])\nFailing test case: test_two(\n    values=[0, 1],\n)";
+        assert_eq!(
+            counterexample(new),
+            Some(Counterexample {
+                function: "test_two".into(),
+                arguments: "values=[0, 1],".into(),
+            })
+        );
+        let old = "Falsifying example: test_pair(\n    a=(1, 2),\n    b='x)',\n)\nmore";
+        let c = counterexample(old).expect("found");
+        assert_eq!(c.function, "test_pair");
+        assert_eq!(c.arguments, "a=(1, 2), b='x)',");
+        assert_eq!(
+            counterexample("Failing test case: T.test(self=<T>, x=1)"),
+            None
+        );
+        assert_eq!(counterexample("AssertionError: nothing here"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
+use crate::policy::adversarial::Counterexample;
 use crate::ports::runner::RunnerError;
 use crate::schema::mutation::{Mutant, MutationRun};
 use crate::schema::test_run::TestRun;
@@ -73,6 +74,15 @@ pub trait ChaosRunner: Send + Sync {
 
     /// Where round `round`'s file is, relative to the project root.
     fn path(&self, round: u32) -> String;
+
+    /// Appends to round `round`'s file a named test that replays `example` exactly (Hypothesis:
+    /// the property's `.hypothesis.inner_test` called with the failing arguments). Returns the
+    /// new test's name, or `None` when the language has no such replay.
+    async fn regress(
+        &self,
+        round: u32,
+        example: &Counterexample,
+    ) -> Result<Option<String>, RunnerError>;
 
     /// Copies the files of `rounds` into the project as new test files beside its unit tests
     /// (`chaos.keep_tests`), their imports of the target rewritten for where they land; never

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
-use crate::policy::adversarial::Strategy;
+use crate::policy::adversarial::{Counterexample, Strategy};
 use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::extract_code;
@@ -92,6 +92,15 @@ pub struct Rerun {
 pub struct Mutate {
     pub request: MutationRequest,
     pub cancel: CancellationToken,
+}
+
+/// Supervisor → Chaos: keep `example`, found by a property of round `round`'s file, as a
+/// named regression test in that file; its name.
+#[derive(Message)]
+#[rtype(result = "Result<Option<String>>")]
+pub struct Regress {
+    pub round: u32,
+    pub example: Counterexample,
 }
 
 /// Supervisor → Chaos: add the files of `rounds` to the project (`chaos.keep_tests`): the
@@ -224,6 +233,17 @@ impl Handler<Mutate> for Chaos {
         let runner = self.runner.clone();
         Box::pin(guarded(Role::Chaos, async move {
             Ok(runner.mutate(msg.request, msg.cancel).await?)
+        }))
+    }
+}
+
+impl Handler<Regress> for Chaos {
+    type Result = ResponseFuture<Result<Option<String>>>;
+
+    fn handle(&mut self, msg: Regress, _: &mut Context<Self>) -> Self::Result {
+        let runner = self.runner.clone();
+        Box::pin(guarded(Role::Chaos, async move {
+            Ok(runner.regress(msg.round, &msg.example).await?)
         }))
     }
 }
