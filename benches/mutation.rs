@@ -8,8 +8,14 @@
 //! - **tool alone**: the same tool as a user would run it on a copy of the project: `stryker run`
 //!   (command runner, its own sandbox, the same ranges), `python3 -m mutmut run` (the file).
 //!
-//! Alternating, `RALPH_BENCH_RUNS` (default 5) runs each; prints the medians and their ratio,
-//! and writes `target/bench-mutation.json`. Needs StrykerJS in `tests/node-tools` and mutmut
+//! Alternating, `RALPH_BENCH_RUNS` (default 5) runs each; prints the medians and their ratio.
+//!
+//! Then **the whole Chaos phase** (issue 15: within 60 s on a one-file fixture, mutation
+//! included), whole-process: the `ralph-loop` binary fixes the fixture's bug against a scripted
+//! model server with `success_criteria.mutation_score_min: 90`; Chaos's first round finds
+//! nothing, the mutation run leaves survivors below the gate, Chaos's second file kills them and
+//! the survivors run again. Timed from the `adversarial` phase's first event to the process's
+//! exit, `RALPH_BENCH_PHASE_RUNS` (default 3) runs. Results go to `target/bench-mutation.json`. Needs StrykerJS in `tests/node-tools` and mutmut
 //! (scripts/setup-deps installs both). Run with `cargo bench --bench mutation`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -31,7 +37,10 @@ use ralph_loop::chaos::mutation::{self, Job};
 use ralph_loop::process::groups::ProcessGroups;
 use ralph_loop::runner::language::Language;
 use serde_json::json;
-use support::{FIXED_JS, FIXED_PY};
+use std::io::BufRead;
+
+use process::RALPH;
+use support::{code, text, MockLlm, FIXED_JS, FIXED_PY};
 
 struct Fixture {
     name: &'static str,
@@ -174,6 +183,93 @@ fn alone(f: &Fixture) -> Duration {
     took
 }
 
+/// Chaos's scripted files per fixture: a first round that finds nothing, then a file that kills
+/// the survivors the fixture's tests leave.
+fn chaos_files(f: &Fixture) -> [String; 2] {
+    match f.language {
+        Language::Python => [
+            "from median import median\n\n\ndef test_a_single_value():\n    assert median([7]) == 7\n".into(),
+            "import pytest\n\nfrom median import median\n\n\ndef test_the_message():\n    with pytest.raises(ValueError, match=\"^median of an empty list$\"):\n        median([])\n".into(),
+        ],
+        _ => {
+            let header = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n";
+            [
+                format!("{header}\ntest('a single value', () => {{\n  assert.strictEqual(median([7]), 7);\n}});\n"),
+                format!("{header}\ntest('odd length', () => {{\n  assert.strictEqual(median([3, 1, 2]), 2);\n}});\n\ntest('even length', () => {{\n  assert.strictEqual(median([4, 1, 3, 2]), 2.5);\n}});\n"),
+            ]
+        }
+    }
+}
+
+/// One whole run with Chaos and a mutation gate: the Chaos phase's wall time, and the
+/// mutation runs' share of it.
+fn phase(rt: &tokio::runtime::Runtime, f: &Fixture) -> (f64, f64) {
+    let dir = project(f);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The fixture's bug back, so that the run fixes it first.
+    std::fs::copy(
+        root.join("tests/fixtures").join(f.dir).join(f.target),
+        dir.path().join(f.target),
+    )
+    .unwrap();
+    if f.language == Language::JavaScript {
+        // The fixture's tests reduced to the one the bug fails: weak enough to leave survivors.
+        std::fs::write(
+            dir.path().join("test/median.test.js"),
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../src/median');\n\ntest('sorts numbers numerically', () => {\n  assert.strictEqual(median([10, 9, 1]), 9);\n});\n",
+        )
+        .unwrap();
+    }
+    support::write(
+        dir.path(),
+        "ralph.config.yaml",
+        "success_criteria:\n  mutation_score_min: 90\nchaos:\n  max_rounds: 2\n",
+    );
+    let llm = rt.block_on(MockLlm::start());
+    let lang = if f.language == Language::Python {
+        "python"
+    } else {
+        "javascript"
+    };
+    let [quiet, kill] = chaos_files(f);
+    llm.helpful()
+        .always("artisan", text(code(lang, f.fixed)))
+        .script(
+            "chaos",
+            [
+                text(format!("Nothing breaks.\n\n```{lang}\n{quiet}```\n")),
+                text(format!("These kill them.\n\n```{lang}\n{kill}```\n")),
+            ],
+        );
+    let mut child = Command::new(&*RALPH)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("HOME", dir.path())
+        .env_remove("RUST_LOG")
+        .args([f.target, "--output", "jsonl"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut started = None;
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if started.is_none() && line.contains("\"adversarial\"") {
+            started = Some(Instant::now());
+        }
+    }
+    let status = child.wait().unwrap();
+    let took = started.expect("a Chaos phase").elapsed().as_secs_f64();
+    let report = support::read_json(&support::session_dir(dir.path()).join("report.json"));
+    assert!(status.success(), "the phase's run must succeed: {report}");
+    let mutation_ms = report["adversarial"]["mutation"]["duration_ms"]
+        .as_f64()
+        .unwrap();
+    (took, mutation_ms / 1000.0)
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
     xs[xs.len() / 2]
@@ -209,6 +305,21 @@ fn main() {
         results.push(json!({
             "fixture": f.name, "ralph_s": ours, "alone_s": theirs,
             "ralph_median_s": a, "alone_median_s": b, "ratio": a / b, "mutants": count,
+        }));
+    }
+    let phase_runs = knob("RALPH_BENCH_PHASE_RUNS", 3);
+    println!("fixture  Chaos phase s  of which mutation s  (target: under 60 s)");
+    for f in fixtures() {
+        let runs: Vec<(f64, f64)> = (0..phase_runs).map(|_| phase(&rt, &f)).collect();
+        let (total, mutation) = (
+            median(runs.iter().map(|r| r.0).collect()),
+            median(runs.iter().map(|r| r.1).collect()),
+        );
+        println!("{:<8} {total:>13.2}  {mutation:>19.2}", f.name);
+        results.push(json!({
+            "fixture": f.name, "chaos_phase_s": runs.iter().map(|r| r.0).collect::<Vec<_>>(),
+            "mutation_s": runs.iter().map(|r| r.1).collect::<Vec<_>>(),
+            "chaos_phase_median_s": total, "mutation_median_s": mutation,
         }));
     }
     let out: PathBuf = target_dir().join("bench-mutation.json");
