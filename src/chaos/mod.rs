@@ -282,6 +282,15 @@ impl ChaosRunner for FsChaosRunner {
         Ok(Some(name))
     }
 
+    async fn append(&self, round: u32, code: &str) -> Result<(), RunnerError> {
+        let file = self.placement.file(round);
+        let suite = std::fs::read_to_string(&file)
+            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))?;
+        let text = format!("{}\n\n{}\n", suite.trim_end(), code.trim_end());
+        crate::fsutil::write_atomic(&file, text.as_bytes())
+            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))
+    }
+
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError> {
         let p = &self.placement;
         // `session-<uuid>`'s first eight hex digits tell one run's files from another's.

@@ -520,3 +520,70 @@ async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
         SAFE_PY
     );
 }
+
+/// Averages the middle pair without overflowing.
+const SAFE_JS: &str = "function median(values) {\n  const ordered = [...values].sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : ordered[mid - 1] / 2 + ordered[mid] / 2;\n}\n\nmodule.exports = { median };\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fast_check_counterexample_becomes_a_regression_test_chaos_writes() {
+    let dir = fixture("js-median");
+    let llm = MockLlm::start().await;
+    let header = "const test = require('node:test');\nconst assert = require('node:assert');\nconst fc = require('fast-check');\nconst { median } = require('../../../src/median');\n";
+    let property = format!("{header}\ntest('two equal values give that value', () => {{\n  fc.assert(\n    fc.property(fc.double({{ min: 1e307, max: 1e308, noNaN: true }}), (x) => median([x, x]) === x),\n    {{ numRuns: 100, seed: 42 }},\n  );\n}});\n");
+    let quiet = format!(
+        "{header}\ntest('a single value', () => {{\n  assert.strictEqual(median([7]), 7);\n}});\n"
+    );
+    let replay = "test('regression: two equal huge values give that value', () => {\n  assert.strictEqual(median([1e308, 1e308]), 1e308);\n});\n";
+    llm.helpful()
+        .script(
+            "artisan",
+            [
+                text(code("javascript", FIXED_JS)),
+                text(code("javascript", SAFE_JS)),
+            ],
+        )
+        .script(
+            "chaos",
+            [
+                chaos_reply("javascript", &property),
+                chaos_reply("javascript", &quiet),
+            ],
+        )
+        .always("replay", text(code("javascript", replay)))
+        .always("judge", text("KEEP: two equal values give that value"));
+    ralph_with_chaos(dir.path(), &llm)
+        .args(["src/median.js", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    let a = &report["adversarial"];
+    let findings = a["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{a:#}");
+    let regression = &findings[1];
+    assert!(
+        regression["test"]
+            .as_str()
+            .unwrap()
+            .contains("regression: two equal huge values"),
+        "{regression}"
+    );
+    assert!(regression["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("replays the counterexample of"));
+    assert!(findings.iter().all(|f| f["status"] == "fixed"), "{a:#}");
+    // Chaos's model was shown the counterexample fast-check printed, with its seed.
+    let asked = llm.requests_of("replay").await;
+    assert_eq!(asked.len(), 1);
+    let prompt = user_prompt(&asked[0]);
+    assert!(prompt.contains("The input it failed on: `["), "{prompt}");
+    assert!(prompt.contains("(seed 42"), "{prompt}");
+    // The test is at the end of round 1's file.
+    let path = a["suites"][0]["path"].as_str().unwrap();
+    let suite = std::fs::read_to_string(dir.path().join(path)).unwrap();
+    assert!(suite.trim_end().ends_with(replay.trim_end()), "{suite}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/median.js")).unwrap(),
+        SAFE_JS
+    );
+}

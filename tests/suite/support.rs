@@ -138,6 +138,9 @@ pub fn role_of_system(system: &str) -> String {
     if system.contains("Chaos, the team's adversary") {
         return "judge".into();
     }
+    if system.contains("regression test for Chaos") {
+        return "replay".into();
+    }
     if system.contains("You are Chaos") {
         return "chaos".into();
     }

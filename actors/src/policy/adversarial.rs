@@ -178,10 +178,17 @@ pub fn candidates(run: &TestRun, dropped: &[String]) -> Vec<Candidate> {
 /// A failing input a property-based test found, as its library printed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counterexample {
-    /// The property's function (`test_between_min_and_max`).
+    /// The property's function (`test_between_min_and_max`); empty for fast-check, whose
+    /// output names no function.
     pub function: String,
-    /// Its arguments as keyword arguments (`values=[0, 1],`).
+    /// Hypothesis: its arguments as keyword arguments (`values=[0, 1],`); fast-check: the
+    /// counterexample as printed (`[[1e+308,1e+308]]`).
     pub arguments: String,
+    /// fast-check's seed and path, which replay the failing run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// The counterexample Hypothesis printed in a failure (`Falsifying example: f(x=1,)`, or
@@ -237,6 +244,32 @@ pub fn counterexample(text: &str) -> Option<Counterexample> {
     Some(Counterexample {
         function: function.to_string(),
         arguments,
+        seed: None,
+        path: None,
+    })
+}
+
+/// The counterexample fast-check printed in a failure (`Counterexample: [...]`, with the
+/// `{ seed: 42, path: "0:1" }` that replays it), when there is one.
+pub fn fast_check_counterexample(text: &str) -> Option<Counterexample> {
+    let start = text.find("Counterexample: ")? + "Counterexample: ".len();
+    let arguments = text[start..].lines().next()?.trim().to_string();
+    if arguments.is_empty() {
+        return None;
+    }
+    let field = |name: &str| -> Option<String> {
+        let at = text.find(&format!("{name}: "))? + name.len() + 2;
+        let value: String = text[at..]
+            .chars()
+            .take_while(|c| !matches!(c, ',' | ' ' | '}' | '\n'))
+            .collect();
+        Some(value.trim_matches('"').to_string()).filter(|v| !v.is_empty())
+    };
+    Some(Counterexample {
+        function: String::new(),
+        arguments,
+        seed: field("seed"),
+        path: field("path"),
     })
 }
 
@@ -319,8 +352,21 @@ mod tests {
             Some(Counterexample {
                 function: "test_two".into(),
                 arguments: "values=[0, 1],".into(),
+                seed: None,
+                path: None,
             })
         );
+        let fc = "Error: Property failed after 1 tests\n{ seed: 42, path: \"0:1:0\", endOnFailure: true }\nCounterexample: [8.98846567431158e+307]\nShrunk 2 time(s)";
+        assert_eq!(
+            fast_check_counterexample(fc),
+            Some(Counterexample {
+                function: String::new(),
+                arguments: "[8.98846567431158e+307]".into(),
+                seed: Some("42".into()),
+                path: Some("0:1:0".into()),
+            })
+        );
+        assert_eq!(fast_check_counterexample("expected 1 to be 2"), None);
         let old = "Falsifying example: test_pair(\n    a=(1, 2),\n    b='x)',\n)\nmore";
         let c = counterexample(old).expect("found");
         assert_eq!(c.function, "test_pair");

@@ -84,6 +84,9 @@ pub trait ChaosRunner: Send + Sync {
         example: &Counterexample,
     ) -> Result<Option<String>, RunnerError>;
 
+    /// Appends `code` (a test written to replay a counterexample) to round `round`'s file.
+    async fn append(&self, round: u32, code: &str) -> Result<(), RunnerError>;
+
     /// Copies the files of `rounds` into the project as new test files beside its unit tests
     /// (`chaos.keep_tests`), their imports of the target rewritten for where they land; never
     /// over an existing file. Returns the paths written, relative to the project root, and a

@@ -92,6 +92,21 @@ pub struct Judgement {
 
 // A constant pattern, exercised by the tests below.
 #[allow(clippy::expect_used)]
+static NAMED_TEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\b(?:test|it)\s*\(\s*(['"`])(.+?)['"`]\s*,"#).expect("static regex")
+});
+
+/// The name of the first test a JavaScript or TypeScript snippet declares
+/// (`test('regression: x', ...)`, `it("...", ...)`).
+pub fn test_name(snippet: &str) -> Option<String> {
+    NAMED_TEST
+        .captures(snippet)
+        .and_then(|c| c.get(2))
+        .map(|m| m.as_str().to_string())
+}
+
+// A constant pattern, exercised by the tests below.
+#[allow(clippy::expect_used)]
 static JUDGED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^[\s*#>_`-]*(KEEP|DROP)[\s*_`]*:\s*(.*)$").expect("static regex")
 });
@@ -151,6 +166,19 @@ fn short_name(id: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_snippet_s_first_test_is_named() {
+        assert_eq!(
+            super::test_name("test('regression: huge values', () => {\n  assert.ok(1);\n});"),
+            Some("regression: huge values".into())
+        );
+        assert_eq!(
+            super::test_name("it(\"keeps order\", () => {});"),
+            Some("keeps order".into())
+        );
+        assert_eq!(super::test_name("const x = 1;"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -19,6 +19,9 @@ pub const CACHE_MARK: &str = "<!-- cache -->";
 /// The Critic's second task: judging whether Chaos's failing tests expect what the target's
 /// contract implies (`prompts/judge.md`, bundled).
 pub const JUDGE: &str = include_str!("../../../prompts/judge.md");
+/// Chaos's second task: turning a fast-check counterexample into a named regression test
+/// (`prompts/replay.md`, bundled).
+pub const REPLAY: &str = include_str!("../../../prompts/replay.md");
 
 /// Why a template cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

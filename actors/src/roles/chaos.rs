@@ -14,7 +14,8 @@ use crate::error::Result;
 use crate::policy::adversarial::{Counterexample, Strategy};
 use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use crate::prompt::bundle::ContextBundle;
-use crate::prompt::reply::extract_code;
+use crate::prompt::reply::{extract_code, test_name};
+use crate::prompt::templates::{render_source, REPLAY};
 use crate::role::Role;
 use crate::roles::caller::{guarded, Caller};
 use crate::schema::mutation::{Equivalent, Mutant, MutationRun};
@@ -101,6 +102,32 @@ pub struct Mutate {
 pub struct Regress {
     pub round: u32,
     pub example: Counterexample,
+}
+
+/// Supervisor → Chaos: a property of round `round`'s file failed on `example`, which its
+/// library cannot replay by name (fast-check): Chaos's model writes one example-based test of
+/// it, appended to the file. The test's name, or `None` when the reply held none.
+#[derive(Message)]
+#[rtype(result = "Result<Option<String>>")]
+pub struct Replay {
+    pub iteration: u32,
+    pub round: u32,
+    pub test: String,
+    pub failure: String,
+    pub example: Counterexample,
+    pub cancel: CancellationToken,
+}
+
+#[derive(Serialize)]
+struct ReplayVars<'a> {
+    path: String,
+    language: String,
+    suite: String,
+    test: &'a str,
+    failure: &'a str,
+    counterexample: &'a str,
+    seed: Option<&'a str>,
+    replay_path: Option<&'a str>,
 }
 
 /// Supervisor → Chaos: add the files of `rounds` to the project (`chaos.keep_tests`): the
@@ -244,6 +271,51 @@ impl Handler<Regress> for Chaos {
         let runner = self.runner.clone();
         Box::pin(guarded(Role::Chaos, async move {
             Ok(runner.regress(msg.round, &msg.example).await?)
+        }))
+    }
+}
+
+impl Handler<Replay> for Chaos {
+    type Result = ResponseFuture<Result<Option<String>>>;
+
+    fn handle(&mut self, msg: Replay, _: &mut Context<Self>) -> Self::Result {
+        let (caller, settings, runner) = (
+            self.caller.clone(),
+            self.settings.clone(),
+            self.runner.clone(),
+        );
+        Box::pin(guarded(Role::Chaos, async move {
+            let Some(suite) = runner.suite(msg.round).await else {
+                return Ok(None);
+            };
+            let vars = ReplayVars {
+                path: runner.path(msg.round),
+                language: runner.layout(msg.round).language,
+                suite,
+                test: &msg.test,
+                failure: &msg.failure,
+                counterexample: &msg.example.arguments,
+                seed: msg.example.seed.as_deref(),
+                replay_path: msg.example.path.as_deref(),
+            };
+            let messages = render_source(Role::Chaos, REPLAY, &vars)?.to_vec();
+            let reply = caller
+                .call(
+                    msg.iteration,
+                    Role::Chaos,
+                    settings.model(Role::Chaos),
+                    messages,
+                    &msg.cancel,
+                )
+                .await?;
+            let Some(code) = extract_code(&reply.text) else {
+                return Ok(None);
+            };
+            let Some(name) = test_name(&code) else {
+                return Ok(None);
+            };
+            runner.append(msg.round, &code).await?;
+            Ok(Some(name))
         }))
     }
 }

@@ -16,12 +16,12 @@ use actix::Addr;
 
 use crate::events::event::Event;
 use crate::machine::state::{Iteration, Next, Outcome, State};
-use crate::policy::adversarial::{candidates, could_not_run, counterexample, Candidate};
+use crate::policy::adversarial::{candidates, could_not_run, Candidate};
 use crate::prompt::bundle::{AdversarialView, ContextBundle, SuiteView};
 use crate::role::Role;
 use crate::roles::caller::watched;
 use crate::roles::chaos::{
-    Chaos, EarlierTest, Keep, Regress, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write,
+    Chaos, EarlierTest, Keep, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write,
 };
 use crate::roles::critic::Judge;
 use crate::schema::adversarial::{
@@ -254,76 +254,6 @@ impl Run {
         Ok((kept.len() as u32, equivalent))
     }
 
-    /// Each kept finding whose property printed a counterexample becomes a named regression
-    /// test in its round's file, replaying that input exactly, and a finding of its own: success
-    /// then needs the input itself to pass, not only a new random search.
-    async fn regressions(
-        &mut self,
-        chaos: &Addr<Chaos>,
-        n: u32,
-        round: u32,
-        run: &TestRun,
-        kept: &[String],
-    ) -> Result<(), Outcome> {
-        for id in kept {
-            let Some(case) = run.tests.iter().find(|t| &t.id == id) else {
-                continue;
-            };
-            let text = [
-                case.message.as_deref(),
-                case.stack.as_deref(),
-                case.stdout.as_deref(),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n");
-            let Some(example) = counterexample(&text) else {
-                continue;
-            };
-            let regress = Regress {
-                round,
-                example: example.clone(),
-            };
-            let Some(name) = self.ask(Role::Chaos, chaos, regress).await? else {
-                continue;
-            };
-            let test = match id.rsplit_once(example.function.as_str()) {
-                Some((before, after)) => format!("{before}{name}{after}"),
-                None => name.clone(),
-            };
-            // A replay must fail where the property failed: run the file again on this fix.
-            let rerun = Rerun {
-                round,
-                cancel: self.steps.clone(),
-            };
-            let replayed = self.ask(Role::Chaos, chaos, rerun).await?;
-            self.adversarial_ran(n, round, &replayed).await?;
-            if outcome_of(&replayed, &test) != Some(CaseStatus::Fail) {
-                self.warn(format!(
-                    "iteration {n}: the replay of {id}'s counterexample, {test}, did not fail on the fix the property failed on; it is not a finding"
-                ));
-                continue;
-            }
-            self.events.emit(Event::Note {
-                message: format!(
-                    "iteration {n}: the counterexample of {id}, {}({}), is kept as the regression test {test}",
-                    example.function, example.arguments
-                ),
-            });
-            self.adversarial().findings.push(Finding {
-                round,
-                test,
-                message: Some(format!(
-                    "replays the counterexample of {id}: {}({})",
-                    example.function, example.arguments
-                )),
-                status: FindingStatus::Open,
-            });
-        }
-        Ok(())
-    }
-
     /// Re-runs the files holding open findings on the fix on disk; marks those it passes
     /// fixed. A fix that leaves more open than the best state judged so far is undone back to
     /// it (and its findings re-run there). Returns the findings still open.
@@ -424,7 +354,12 @@ impl Run {
     }
 
     /// A run of Chaos's file, kept: saved in the session folder, its time counted as test time.
-    async fn adversarial_ran(&mut self, n: u32, round: u32, run: &TestRun) -> Result<(), Outcome> {
+    pub(super) async fn adversarial_ran(
+        &mut self,
+        n: u32,
+        round: u32,
+        run: &TestRun,
+    ) -> Result<(), Outcome> {
         self.test_ms += run.duration_ms;
         let save = self.store.save_adversarial_results(n, round, run);
         watched(&self.steps, save).await.map_err(|e| self.fail(e))

@@ -7,7 +7,7 @@
 //! - `steps`: what each state does and which comes next; `memory`: recall and record;
 //!   `review`: the Critic's review beside the tests; `chaos`: Chaos's rounds on a passing
 //!   fix; `mutation`: the mutation score of the changed lines and the rounds that kill its
-//!   survivors; `breaker`: asking the user before the circuit breaker stops a run;
+//!   survivors; `replay`: counterexamples kept as named regression tests; `breaker`: asking the user before the circuit breaker stops a run;
 //!   `hook_points`: where the hooks are called; `checkpoints`: the best state kept on disk, a
 //!   worse proposal undone, the file a failed run leaves; `finish`: the report, with
 //!   `next_steps` (what to try next);
@@ -23,6 +23,7 @@ mod hook_points;
 mod memory;
 mod mutation;
 mod next_steps;
+mod replay;
 mod review;
 pub mod run;
 mod steps;
