@@ -40,20 +40,25 @@ fn py_project(config: &str) -> tempfile::TempDir {
     dir
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_listed() {
+/// The Python project under `GATE`, fixed by `FIXED_PY`, with Chaos answering `chaos` in
+/// turn: its directory, the mock, the exit code and the report.
+async fn gated_py(chaos: [Answer; 2]) -> (tempfile::TempDir, MockLlm, i32, Value) {
     let dir = py_project(GATE);
     let llm = MockLlm::start().await;
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)))
-        .script(
-            "chaos",
-            [
-                suite("python", QUIET_PY, "Nothing breaks."),
-                suite("python", QUIET_PY, "Trying again."),
-            ],
-        );
+        .script("chaos", chaos);
     let (code, report) = run_py(dir.path(), &llm);
+    (dir, llm, code, report)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_listed() {
+    let (dir, llm, code, report) = gated_py([
+        suite("python", QUIET_PY, "Nothing breaks."),
+        suite("python", QUIET_PY, "Trying again."),
+    ])
+    .await;
     assert_eq!(report["status"], "max_iterations", "{report:#}");
     assert_eq!(code, 4);
     let reason = report["reason"].as_str().unwrap();
@@ -105,22 +110,15 @@ async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_lis
 
 #[tokio::test(flavor = "multi_thread")]
 async fn chaos_kills_the_survivors_and_argues_one_equivalent() {
-    let dir = py_project(GATE);
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script(
-            "chaos",
-            [
-                suite("python", QUIET_PY, "Nothing breaks."),
-                suite(
-                    "python",
-                    KILL_PY,
-                    "EQUIVALENT: median.x_median__mutmut_3: the message still contains the words, and the contract names only the words\nEQUIVALENT: median.x_median__mutmut_4: over the tenth",
-                ),
-            ],
-        );
-    let (code, report) = run_py(dir.path(), &llm);
+    let (_dir, _llm, code, report) = gated_py([
+        suite("python", QUIET_PY, "Nothing breaks."),
+        suite(
+            "python",
+            KILL_PY,
+            "EQUIVALENT: median.x_median__mutmut_3: the message still contains the words, and the contract names only the words\nEQUIVALENT: median.x_median__mutmut_4: over the tenth",
+        ),
+    ])
+    .await;
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(code, 0);
     let a = &report["adversarial"];
