@@ -143,13 +143,18 @@ impl Run {
             .iter()
             .filter(|m| only.iter().any(|o| o.id == m.id) && m.status.detected())
             .count() as u32;
-        let equivalent = self
-            .state
-            .adversarial
-            .as_ref()
-            .and_then(|r| r.mutation.as_ref())
-            .map(|m| m.equivalent.clone())
-            .unwrap_or_default();
+        // Mutants set aside as equivalent hold for the code they were argued on: a new fix's
+        // mutants (whose ids may name other edits) are judged afresh.
+        let equivalent = match survivors_only {
+            true => self
+                .state
+                .adversarial
+                .as_ref()
+                .and_then(|r| r.mutation.as_ref())
+                .map(|m| m.equivalent.clone())
+                .unwrap_or_default(),
+            false => Vec::new(),
+        };
         let scores = Scores::of(&mutants, &equivalent);
         let source = self.on_disk_content().await?;
         let document = schema_document(&run.file, language_of(&run.file), &source, &mutants);
