@@ -179,6 +179,21 @@ impl FsChaosRunner {
         }
     }
 
+    /// Round `round`'s file, for a test to be added to it.
+    fn read_round(&self, round: u32) -> Result<String, RunnerError> {
+        let file = self.placement.file(round);
+        std::fs::read_to_string(&file)
+            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))
+    }
+
+    /// Round `round`'s file as `suite` with `code` appended.
+    fn write_round(&self, round: u32, suite: &str, code: &str) -> Result<(), RunnerError> {
+        let file = self.placement.file(round);
+        let text = format!("{}\n\n{}\n", suite.trim_end(), code.trim_end());
+        crate::fsutil::write_atomic(&file, text.as_bytes())
+            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))
+    }
+
     async fn run_file(
         &self,
         round: u32,
@@ -256,39 +271,29 @@ impl ChaosRunner for FsChaosRunner {
         if p.language != Language::Python {
             return Ok(None);
         }
-        let file = p.file(round);
-        let suite = std::fs::read_to_string(&file)
-            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))?;
-        let mut name = format!(
+        let suite = self.read_round(round)?;
+        let base = format!(
             "test_regression_{}",
             example.function.trim_start_matches("test_")
         );
+        let mut name = base.clone();
         let mut k = 1;
         while suite.contains(&format!("def {name}(")) {
             k += 1;
-            name = format!(
-                "test_regression_{}_{k}",
-                example.function.trim_start_matches("test_")
-            );
+            name = format!("{base}_{k}");
         }
-        let text = format!(
-            "{}\n\n\ndef {name}():\n    \"\"\"The counterexample Hypothesis found for {f}, replayed as it was.\"\"\"\n    {f}.hypothesis.inner_test({args})\n",
-            suite.trim_end(),
+        let code = format!(
+            "\ndef {name}():\n    \"\"\"The counterexample Hypothesis found for {f}, replayed as it was.\"\"\"\n    {f}.hypothesis.inner_test({args})\n",
             f = example.function,
             args = example.arguments,
         );
-        crate::fsutil::write_atomic(&file, text.as_bytes())
-            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))?;
+        self.write_round(round, &suite, &code)?;
         Ok(Some(name))
     }
 
     async fn append(&self, round: u32, code: &str) -> Result<(), RunnerError> {
-        let file = self.placement.file(round);
-        let suite = std::fs::read_to_string(&file)
-            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))?;
-        let text = format!("{}\n\n{}\n", suite.trim_end(), code.trim_end());
-        crate::fsutil::write_atomic(&file, text.as_bytes())
-            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))
+        let suite = self.read_round(round)?;
+        self.write_round(round, &suite, code)
     }
 
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError> {
@@ -306,7 +311,8 @@ impl ChaosRunner for FsChaosRunner {
                     .collect()
             })
             .unwrap_or_else(|| "ralph".to_string());
-        let has_library = property::project_has(p.language, &p.cwd).await;
+        // Asked of the project only when a kept file uses the library.
+        let mut has_library = None;
         let (mut kept, mut warnings) = (Vec::new(), Vec::new());
         for round in rounds {
             let Ok(suite) = std::fs::read_to_string(p.file(round)) else {
@@ -332,7 +338,9 @@ impl ChaosRunner for FsChaosRunner {
             crate::fsutil::write_atomic(&to, text.as_bytes()).map_err(|e| {
                 RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
             })?;
-            if property::uses_library(p.language, &suite) && !has_library {
+            if property::uses_library(p.language, &suite)
+                && !*has_library.get_or_insert(property::project_has(p.language, &p.cwd).await)
+            {
                 let library = property::library(p.language).map_or("its property library", |l| l.0);
                 warnings.push(format!(
                     "{shown} uses {library}, which the project does not have: add it to its test dependencies"

@@ -24,11 +24,11 @@ fn suite(lang: &str, body: &str, before: &str) -> Answer {
     text(format!("{before}\n\n```{lang}\n{body}```\n"))
 }
 
-/// Runs `ralph-loop median.py` with Chaos on in `dir`, whatever its exit code; the code and
+/// Runs `ralph-loop <target>` with Chaos on in `dir`, whatever its exit code; the code and
 /// the report.
-fn run_py(dir: &Path, llm: &MockLlm) -> (i32, Value) {
+fn run(dir: &Path, llm: &MockLlm, target: &str) -> (i32, Value) {
     let out = ralph_with_chaos(dir, llm)
-        .args(["median.py", "--output", "json"])
+        .args([target, "--output", "json"])
         .output()
         .unwrap();
     (out.status.code().unwrap_or(-1), report(dir))
@@ -48,7 +48,7 @@ async fn gated_py(chaos: [Answer; 2]) -> (tempfile::TempDir, MockLlm, i32, Value
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)))
         .script("chaos", chaos);
-    let (code, report) = run_py(dir.path(), &llm);
+    let (code, report) = run(dir.path(), &llm, "median.py");
     (dir, llm, code, report)
 }
 
@@ -156,12 +156,8 @@ async fn javascript_mutation_score_is_reported_without_a_gate() {
     llm.helpful()
         .always("artisan", text(code("javascript", FIXED_JS)))
         .script("chaos", [suite("javascript", quiet, "Nothing breaks.")]);
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args(["src/median.js", "--output", "json"])
-        .output()
-        .unwrap();
-    let report = report(dir.path());
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let (code, report) = run(dir.path(), &llm, "src/median.js");
+    assert_eq!(code, 0, "{report:#}");
     let a = &report["adversarial"];
     let m = &a["mutation"];
     assert_eq!(m["tool"], "stryker", "{a:#}");
@@ -231,12 +227,8 @@ async fn javascript_weak_tests_leave_survivors_that_chaos_s_tests_kill() {
                 suite("javascript", &strong, "These kill them."),
             ],
         );
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args(["src/median.js", "--output", "json"])
-        .output()
-        .unwrap();
-    let report = report(dir.path());
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let (code, report) = run(dir.path(), &llm, "src/median.js");
+    assert_eq!(code, 0, "{report:#}");
     let a = &report["adversarial"];
     let m = &a["mutation"];
     assert_eq!(m["tool"], "stryker", "{a:#}");
@@ -290,4 +282,45 @@ async fn a_python_without_mutmut_is_refused_with_the_install_command() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("pip install 'mutmut>=3.8'"), "{stderr}");
     assert!(llm.requests().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_project_s_own_mutmut_config_is_not_read_and_a_slow_tool_stops_a_gated_run() {
+    // A `[tool.mutmut]` table naming a file that does not exist: mutmut would fail on it.
+    let dir = py_project("chaos:\n  strategies: [boundary, mutation]\n");
+    let pyproject = std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap();
+    write(
+        dir.path(),
+        "pyproject.toml",
+        &format!("{pyproject}\n[tool.mutmut]\nsource_paths = [\"nowhere.py\"]\n"),
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script("chaos", [suite("python", QUIET_PY, "Nothing breaks.")]);
+    let (exit, report) = run(dir.path(), &llm, "median.py");
+    assert_eq!(exit, 0, "{report:#}");
+    let total = report["adversarial"]["mutation"]["scores"]["total"]
+        .as_u64()
+        .unwrap();
+    assert!(total > 0, "{report:#}");
+    assert!(std::fs::read_to_string(dir.path().join("pyproject.toml"))
+        .unwrap()
+        .contains("[tool.mutmut]"));
+
+    // With a gate, a tool past chaos.mutation_timeout_seconds ends the run as an error.
+    let dir = py_project(
+        "success_criteria:\n  mutation_score_min: 90\nchaos:\n  mutation_timeout_seconds: 1\n",
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)))
+        .script("chaos", [suite("python", QUIET_PY, "Nothing breaks.")]);
+    let (_, report) = run(dir.path(), &llm, "median.py");
+    assert_eq!(report["status"], "error", "{report:#}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("ran past chaos.mutation_timeout_seconds (1 s)"),
+        "{reason}"
+    );
 }

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::Result;
 use crate::policy::adversarial::{Counterexample, Strategy};
 use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
+use crate::ports::runner::RunnerError;
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::{extract_code, test_name};
 use crate::prompt::templates::{render_source, REPLAY};
@@ -178,6 +179,21 @@ impl Chaos {
     }
 }
 
+impl Chaos {
+    /// The runner's answer to one message, guarded like every role's answer.
+    fn on_runner<T, F>(
+        &self,
+        work: impl FnOnce(Arc<dyn ChaosRunner>) -> F,
+    ) -> ResponseFuture<Result<T>>
+    where
+        T: 'static,
+        F: std::future::Future<Output = std::result::Result<T, RunnerError>> + 'static,
+    {
+        let answer = work(self.runner.clone());
+        Box::pin(guarded(Role::Chaos, async move { Ok(answer.await?) }))
+    }
+}
+
 impl Actor for Chaos {
     type Context = Context<Self>;
 }
@@ -231,14 +247,13 @@ impl Handler<RunSuite> for Chaos {
     type Result = ResponseFuture<Result<SuiteRun>>;
 
     fn handle(&mut self, msg: RunSuite, _: &mut Context<Self>) -> Self::Result {
-        let runner = self.runner.clone();
-        Box::pin(guarded(Role::Chaos, async move {
+        self.on_runner(|runner| async move {
             let run = runner.run(msg.round, &msg.suite, msg.cancel).await?;
             Ok(SuiteRun {
                 run,
                 path: runner.path(msg.round),
             })
-        }))
+        })
     }
 }
 
@@ -246,10 +261,7 @@ impl Handler<Rerun> for Chaos {
     type Result = ResponseFuture<Result<TestRun>>;
 
     fn handle(&mut self, msg: Rerun, _: &mut Context<Self>) -> Self::Result {
-        let runner = self.runner.clone();
-        Box::pin(guarded(Role::Chaos, async move {
-            Ok(runner.rerun(msg.round, msg.cancel).await?)
-        }))
+        self.on_runner(|runner| async move { runner.rerun(msg.round, msg.cancel).await })
     }
 }
 
@@ -257,10 +269,7 @@ impl Handler<Mutate> for Chaos {
     type Result = ResponseFuture<Result<MutationRun>>;
 
     fn handle(&mut self, msg: Mutate, _: &mut Context<Self>) -> Self::Result {
-        let runner = self.runner.clone();
-        Box::pin(guarded(Role::Chaos, async move {
-            Ok(runner.mutate(msg.request, msg.cancel).await?)
-        }))
+        self.on_runner(|runner| async move { runner.mutate(msg.request, msg.cancel).await })
     }
 }
 
@@ -268,10 +277,7 @@ impl Handler<Regress> for Chaos {
     type Result = ResponseFuture<Result<Option<String>>>;
 
     fn handle(&mut self, msg: Regress, _: &mut Context<Self>) -> Self::Result {
-        let runner = self.runner.clone();
-        Box::pin(guarded(Role::Chaos, async move {
-            Ok(runner.regress(msg.round, &msg.example).await?)
-        }))
+        self.on_runner(|runner| async move { runner.regress(msg.round, &msg.example).await })
     }
 }
 
@@ -324,10 +330,7 @@ impl Handler<Keep> for Chaos {
     type Result = ResponseFuture<Result<(Vec<String>, Vec<String>)>>;
 
     fn handle(&mut self, msg: Keep, _: &mut Context<Self>) -> Self::Result {
-        let runner = self.runner.clone();
-        Box::pin(guarded(Role::Chaos, async move {
-            Ok(runner.keep(msg.rounds).await?)
-        }))
+        self.on_runner(|runner| async move { runner.keep(msg.rounds).await })
     }
 }
 
