@@ -4,19 +4,23 @@
 //! - **ralph-loop**: `chaos::mutation::run`, as Chaos calls it: the scratch copy, the tool's
 //!   configuration written, the mutants of the changed lines run (mutmut: those of the functions
 //!   the lines touch, by name pattern; StrykerJS: `mutate` ranges, in place in the copy), the
-//!   report read into the one schema;
+//!   report read into the one schema; cargo-mutants: the mutants listed, those on the changed
+//!   lines chosen by name, tested in place in the copy);
 //! - **tool alone**: the same tool as a user would run it on a copy of the project: `stryker run`
-//!   (command runner, its own sandbox, the same ranges), `python3 -m mutmut run` (the file).
+//!   (command runner, its own sandbox, the same ranges), `python3 -m mutmut run` (the file),
+//!   `cargo mutants --in-diff` (the fix's diff, in its own copy).
 //!
 //! Alternating, `RALPH_BENCH_RUNS` (default 5) runs each; prints the medians and their ratio.
+//! `RALPH_BENCH_FIXTURES` (`py,js,rs` by default) picks the fixtures.
 //!
 //! Then **the whole Chaos phase** (issue 15: within 60 s on a one-file fixture, mutation
 //! included), whole-process: the `ralph-loop` binary fixes the fixture's bug against a scripted
 //! model server with `success_criteria.mutation_score_min: 90`; Chaos's first round finds
 //! nothing, the mutation run leaves survivors below the gate, Chaos's second file kills them and
-//! the survivors run again. Timed from the `adversarial` phase's first event to the process's
+//! the survivors run again (the Rust fixture's gate is 95 %: its tests leave one survivor of
+//! fifteen). Timed from the `adversarial` phase's first event to the process's
 //! exit, `RALPH_BENCH_PHASE_RUNS` (default 3) runs. Results go to `target/bench-mutation.json`. Needs StrykerJS in `tests/node-tools` and mutmut
-//! (scripts/setup-deps installs both). Run with `cargo bench --bench mutation`.
+//! and cargo-mutants (scripts/setup-deps installs them). Run with `cargo bench --bench mutation`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -40,7 +44,7 @@ use serde_json::json;
 use std::io::BufRead;
 
 use process::RALPH;
-use support::{code, text, MockLlm, FIXED_JS, FIXED_PY};
+use support::{code, text, MockLlm, FIXED_JS, FIXED_PY, FIXED_RS};
 
 struct Fixture {
     name: &'static str,
@@ -51,10 +55,13 @@ struct Fixture {
     unit: &'static str,
     /// The lines the fix changed from the fixture's bug.
     lines: Vec<[u32; 2]>,
+    /// The whole phase's `mutation_score_min`: above what the fixture's tests reach.
+    gate: u32,
 }
 
 fn fixtures() -> Vec<Fixture> {
-    vec![
+    let chosen = std::env::var("RALPH_BENCH_FIXTURES").unwrap_or_default();
+    let all = vec![
         Fixture {
             name: "py",
             dir: "py-median",
@@ -63,6 +70,7 @@ fn fixtures() -> Vec<Fixture> {
             language: Language::Python,
             unit: "python3 -m pytest -q",
             lines: vec![[2, 3], [5, 8]],
+            gate: 90,
         },
         Fixture {
             name: "js",
@@ -72,8 +80,22 @@ fn fixtures() -> Vec<Fixture> {
             language: Language::JavaScript,
             unit: "node --test test/",
             lines: vec![[1, 4]],
+            gate: 90,
         },
-    ]
+        Fixture {
+            name: "rs",
+            dir: "rs-median",
+            target: "src/lib.rs",
+            fixed: FIXED_RS,
+            language: Language::Rust,
+            unit: "cargo test",
+            lines: vec![[3, 5], [8, 13]],
+            gate: 95,
+        },
+    ];
+    all.into_iter()
+        .filter(|f| chosen.is_empty() || chosen.split(',').any(|c| c == f.name))
+        .collect()
 }
 
 /// A fresh project: the fixture with its fix, `node_modules` linked.
@@ -115,6 +137,8 @@ fn ralph(rt: &tokio::runtime::Runtime, f: &Fixture) -> (Duration, usize) {
         timeout: Duration::from_secs(300),
     };
     let groups = ProcessGroups::new();
+    let krate = (f.language == Language::Rust)
+        .then(|| ralph_loop::chaos::cargo::RustCrate::of(&target).unwrap());
     let job = Job {
         language: f.language,
         root: &root,
@@ -125,6 +149,7 @@ fn ralph(rt: &tokio::runtime::Runtime, f: &Fixture) -> (Duration, usize) {
         suite_command: &suite,
         env: Vec::new(),
         request: &request,
+        krate: krate.as_ref(),
         memory_limit_mb: None,
         groups: &groups,
     };
@@ -148,6 +173,20 @@ fn alone(f: &Fixture) -> Duration {
             .unwrap();
             let mut c = Command::new("python3");
             c.args(["-m", "mutmut", "run"]);
+            c
+        }
+        Language::Rust => {
+            // The fix's diff from the fixture's bug, as `git diff` would give it.
+            let bug = root.join("tests/fixtures").join(f.dir).join(f.target);
+            let out = Command::new("diff")
+                .args(["-u", "--label", "a/src/lib.rs", "--label", "b/src/lib.rs"])
+                .arg(&bug)
+                .arg(dir.path().join(f.target))
+                .output()
+                .unwrap();
+            std::fs::write(dir.path().join("fix.diff"), out.stdout).unwrap();
+            let mut c = Command::new("cargo");
+            c.args(["mutants", "--in-diff", "fix.diff", "--no-shuffle"]);
             c
         }
         _ => {
@@ -179,7 +218,9 @@ fn alone(f: &Fixture) -> Duration {
         .status()
         .unwrap();
     let took = started.elapsed();
-    assert!(status.success(), "{} alone failed", f.name);
+    // cargo-mutants exits 2 when a mutant survives.
+    let ok = status.success() || (f.language == Language::Rust && status.code() == Some(2));
+    assert!(ok, "{} alone failed", f.name);
     took
 }
 
@@ -187,6 +228,10 @@ fn alone(f: &Fixture) -> Duration {
 /// the survivors the fixture's tests leave.
 fn chaos_files(f: &Fixture) -> [String; 2] {
     match f.language {
+        Language::Rust => [
+            "use rs_median::median;\n\n#[test]\nfn negative_values() {\n    assert_eq!(median(&[-3.0, -1.0, -2.0]), Some(-2.0));\n}\n".into(),
+            "use rs_median::median;\n\n#[test]\nfn a_single_value() {\n    assert_eq!(median(&[7.0]), Some(7.0));\n}\n".into(),
+        ],
         Language::Python => [
             "from median import median\n\n\ndef test_a_single_value():\n    assert median([7]) == 7\n".into(),
             "import pytest\n\nfrom median import median\n\n\ndef test_the_message():\n    with pytest.raises(ValueError, match=\"^median of an empty list$\"):\n        median([])\n".into(),
@@ -223,13 +268,16 @@ fn phase(rt: &tokio::runtime::Runtime, f: &Fixture) -> (f64, f64) {
     support::write(
         dir.path(),
         "ralph.config.yaml",
-        "success_criteria:\n  mutation_score_min: 90\nchaos:\n  max_rounds: 2\n",
+        &format!(
+            "success_criteria:\n  mutation_score_min: {}\nchaos:\n  max_rounds: 2\n",
+            f.gate
+        ),
     );
     let llm = rt.block_on(MockLlm::start());
-    let lang = if f.language == Language::Python {
-        "python"
-    } else {
-        "javascript"
+    let lang = match f.language {
+        Language::Python => "python",
+        Language::Rust => "rust",
+        _ => "javascript",
     };
     let [quiet, kill] = chaos_files(f);
     llm.helpful()
@@ -241,7 +289,14 @@ fn phase(rt: &tokio::runtime::Runtime, f: &Fixture) -> (f64, f64) {
                 text(format!("These kill them.\n\n```{lang}\n{kill}```\n")),
             ],
         );
+    // `HOME` moves to the project: cargo and rustup keep their own homes.
+    let home = std::env::var("HOME").unwrap();
+    let keep = |var: &str, default: &str| {
+        std::env::var(var).unwrap_or_else(|_| format!("{home}/{default}"))
+    };
     let mut child = Command::new(&*RALPH)
+        .env("CARGO_HOME", keep("CARGO_HOME", ".cargo"))
+        .env("RUSTUP_HOME", keep("RUSTUP_HOME", ".rustup"))
         .env("OPENAI_BASE_URL", llm.base_url())
         .env("OPENAI_API_KEY", "sk-bench")
         .env("HOME", dir.path())

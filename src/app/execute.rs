@@ -134,7 +134,7 @@ fn chaos_runner(
     }
     let workspace = &plan.workspace;
     let plans: Vec<_> = plan.runner.plans().cloned().collect();
-    let runner = FsChaosRunner::new(
+    match FsChaosRunner::new(
         &workspace.target,
         &plan.root,
         &session.dir,
@@ -142,16 +142,18 @@ fn chaos_runner(
         workspace.test_file.as_deref(),
         &plan.testing,
         groups.clone(),
-    );
-    if runner.is_none() {
-        preamble.push(Event::Note {
-            message: format!(
-                "Chaos does not attack {} yet (only Python, JavaScript and TypeScript targets): the run ends when the unit tests pass",
-                workspace.target.display()
-            ),
-        });
+    ) {
+        Ok(runner) => Some(Arc::new(runner) as Arc<dyn ChaosRunner>),
+        Err(why) => {
+            preamble.push(Event::Note {
+                message: format!(
+                    "Chaos cannot attack {} ({why}): the run ends when the unit tests pass",
+                    workspace.target.display()
+                ),
+            });
+            None
+        }
     }
-    runner.map(|r| Arc::new(r) as Arc<dyn ChaosRunner>)
 }
 
 /// Ctrl+C (SIGINT), SIGTERM or SIGHUP once: the run stops its step, saves its session and

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use ralph_actors::ports::chaos::ChaosLayout;
 
+use super::cargo::RustCrate;
 use crate::runner::detect;
 use crate::runner::language::Language;
 use crate::runner::plan::{Framework, TestPlan, TestingOptions};
@@ -23,18 +24,29 @@ pub struct Placement {
     pub dir: PathBuf,
     /// The unit test file's text, when there is one: its import style is copied.
     pub unit_tests: Option<String>,
+    /// A Rust target's crate: Chaos's files are integration tests of its library.
+    pub krate: Option<RustCrate>,
 }
 
 /// The framework of the unit tests that run for `target`: the first plan of the target's
 /// language (of any, else). A test command given as is (`-t`) names no framework: the project's
 /// manifests are read for one, else the language's own runner is used (pytest when it can be
-/// imported, else unittest; node's runner). `None` for a target Chaos does not attack yet (Rust).
+/// imported, else unittest; node's runner). A Rust target's files always run under `cargo test`
+/// (a harness crate of their own), from the directory of its unit tests.
 pub fn framework_for(
     plans: &[TestPlan],
     target: &Path,
     options: &TestingOptions,
 ) -> Option<(Framework, Language, PathBuf)> {
-    let language = Language::of_file(target).filter(|l| *l != Language::Rust)?;
+    let language = Language::of_file(target)?;
+    if language == Language::Rust {
+        let cwd = plans
+            .iter()
+            .find(|p| p.language == Some(Language::Rust))
+            .map(|p| p.cwd.clone())
+            .or_else(|| target.parent().map(Path::to_path_buf))?;
+        return Some((Framework::Cargo, language, cwd));
+    }
     let same = |p: &&TestPlan| {
         p.language
             .is_some_and(|l| l.is_node() == language.is_node())
@@ -71,6 +83,7 @@ impl Placement {
             .unwrap_or("js");
         match self.framework {
             Framework::Pytest | Framework::Unittest => format!("test_chaos_round_{round}.py"),
+            Framework::Cargo => format!("chaos_round_{round}.rs"),
             _ => format!("chaos_round_{round}.test.{ext}"),
         }
     }
@@ -98,6 +111,11 @@ impl Placement {
             Framework::Unittest => {
                 notes.push("write `unittest.TestCase` classes; pytest is not installed".into())
             }
+            Framework::Cargo => notes.push(
+                "write `#[test]` functions; a test that expects a panic says so with \
+                 `#[should_panic]`"
+                    .into(),
+            ),
             _ => {}
         }
         ChaosLayout {
@@ -125,7 +143,21 @@ impl Placement {
                     "the target's directory is on sys.path, so `{stem}` imports as a top-level module"
                 )],
             ),
-            Language::JavaScript | Language::TypeScript | Language::Rust => {
+            Language::Rust => {
+                let (lib, package) = self
+                    .krate
+                    .as_ref()
+                    .map_or((stem, stem), |k| (k.lib.as_str(), k.package.as_str()));
+                (
+                    format!("use {lib}::...;  (the paths its own integration tests use)"),
+                    vec![format!(
+                        "your file is compiled as an integration test of the crate `{package}` \
+                         (as if in its `tests/` directory): only its public items are reachable, \
+                         and no crate but std, `{lib}` and the property library"
+                    )],
+                )
+            }
+            Language::JavaScript | Language::TypeScript => {
                 let esm = self.is_esm();
                 let spec = self.spec_from(&self.dir);
                 let hint = if esm {
@@ -156,10 +188,10 @@ impl Placement {
     }
 
     /// A Chaos file's text as it must read from a file in `dir`: its imports of the target,
-    /// relative to the session folder, rewritten relative to `dir` (Python imports by module
+    /// relative to the session folder, rewritten relative to `dir` (Python and Rust import by
     /// name: unchanged).
     pub fn rehome(&self, suite: &str, dir: &Path) -> String {
-        if self.language == Language::Python {
+        if matches!(self.language, Language::Python | Language::Rust) {
             return suite.to_string();
         }
         let (from, to) = (self.spec_from(&self.dir), self.spec_from(dir));
@@ -232,6 +264,7 @@ mod tests {
             target: PathBuf::from(target),
             dir: PathBuf::from("/p/.ralph/session-1/chaos"),
             unit_tests: tests.map(str::to_string),
+            krate: None,
         }
     }
 

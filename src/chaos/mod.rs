@@ -4,10 +4,13 @@
 //! process-group supervision as the unit tests ([`ProjectRunner`]).
 //!
 //! - `layout`: which framework runs the files, their names, how they import the target;
+//! - `cargo`: a Rust target's crate, and the harness crate its Chaos files build in;
 //! - `property`: the property-based testing libraries, installed aside when the project lacks
 //!   them;
-//! - `mutation`: mutation testing (StrykerJS, mutmut) in a scratch copy of the project.
+//! - `mutation`: mutation testing (StrykerJS, mutmut, cargo-mutants) in a scratch copy of the
+//!   project.
 
+pub mod cargo;
 mod layout;
 pub mod mutation;
 mod property;
@@ -28,6 +31,7 @@ use crate::runner::detect;
 use crate::runner::language::Language;
 use crate::runner::plan::{Framework, TestPlan, TestingOptions};
 use crate::runner::project::ProjectRunner;
+use cargo::RustCrate;
 pub use layout::{framework_for, Placement};
 
 /// Runs Chaos's files for one session.
@@ -50,8 +54,8 @@ pub struct FsChaosRunner {
 
 impl FsChaosRunner {
     /// The runner for `target`, whose unit tests run as `plans`, keeping its files in
-    /// `session_dir/chaos`; `None` when Chaos cannot attack this target (a Rust target, for
-    /// now).
+    /// `session_dir/chaos`; `Err` says why Chaos cannot attack this target (a language it does
+    /// not know, a Rust crate without a library).
     pub fn new(
         target: &Path,
         root: &Path,
@@ -60,21 +64,32 @@ impl FsChaosRunner {
         test_file: Option<&Path>,
         options: &TestingOptions,
         groups: ProcessGroups,
-    ) -> Option<Self> {
+    ) -> Result<Self, String> {
         let unit_tests = test_file.and_then(|f| std::fs::read_to_string(f).ok());
-        let test_dir = test_file
-            .and_then(Path::parent)
-            .or_else(|| target.parent())
-            .unwrap_or(root)
-            .to_path_buf();
-        let (framework, language, cwd) = framework_for(plans, target, options)?;
+        let (framework, language, cwd) =
+            framework_for(plans, target, options).ok_or_else(|| {
+                "only Python, JavaScript, TypeScript and Rust targets are attacked".to_string()
+            })?;
+        let krate = match language {
+            Language::Rust => Some(RustCrate::of(target)?),
+            _ => None,
+        };
+        // Kept files go beside the unit tests; a crate's integration tests are in its `tests/`.
+        let test_dir = match &krate {
+            Some(k) => k.dir.join("tests"),
+            None => test_file
+                .and_then(Path::parent)
+                .or_else(|| target.parent())
+                .unwrap_or(root)
+                .to_path_buf(),
+        };
         let mut options = options.clone();
         let unit_command = options.command.take();
         // Chaos's files are judged by their tests alone: no coverage, no linter.
         options.coverage = false;
         options.lint = false;
         options.command = None;
-        Some(Self {
+        Ok(Self {
             placement: Placement {
                 framework,
                 language,
@@ -82,6 +97,7 @@ impl FsChaosRunner {
                 target: target.to_path_buf(),
                 dir: session_dir.join("chaos"),
                 unit_tests,
+                krate,
             },
             root: root.to_path_buf(),
             options,
@@ -123,6 +139,21 @@ impl FsChaosRunner {
             }
             Framework::Jest => format!("{} --runTestsByPath {quoted}", plan.command),
             Framework::Node => format!("node --test {quoted}"),
+            // The harness crate beside the file (`cargo::RustCrate::write_harness`) names it
+            // as a test target of its stem.
+            Framework::Cargo => {
+                let manifest = file.with_file_name(cargo::HARNESS_MANIFEST);
+                let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+                plan.command.replacen(
+                    "cargo test ",
+                    &format!(
+                        "cargo test --manifest-path {} --test {} ",
+                        shell_quote(&manifest),
+                        stem.unwrap_or_default()
+                    ),
+                    1,
+                )
+            }
             _ => format!("{} {quoted}", plan.command),
         };
         if p.language == Language::Python {
@@ -144,6 +175,17 @@ impl FsChaosRunner {
                 path.push(existing);
             }
             plan.env.push(("PYTHONPATH".into(), path.join(":")));
+        }
+        if let Some(krate) = &p.krate {
+            plan.env.push((
+                "CARGO_TARGET_DIR".into(),
+                krate.target_dir.to_string_lossy().into_owned(),
+            ));
+            plan.env.extend(
+                property::PROPTEST_ENV
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
         }
         plan
     }
@@ -201,6 +243,18 @@ impl FsChaosRunner {
         cancel: CancellationToken,
     ) -> Result<TestRun, RunnerError> {
         let file = self.placement.file(round);
+        if let Some(krate) = &self.placement.krate {
+            let uses = property::uses_library(Language::Rust, suite);
+            krate
+                .write_harness(
+                    &self.placement.dir,
+                    &[self.placement.file_name(round)],
+                    uses,
+                )
+                .map_err(|e| {
+                    RunnerError::Internal(format!("cannot write Chaos's harness crate: {e}"))
+                })?;
+        }
         let env = self.property_env(suite, &cancel).await;
         let plan = self.plan(&file, env);
         let runner = ProjectRunner::new(vec![plan], &self.options, self.placement.target.clone())
@@ -335,9 +389,11 @@ impl ChaosRunner for FsChaosRunner {
                 continue;
             }
             let text = p.rehome(&suite, &self.test_dir);
-            crate::fsutil::write_atomic(&to, text.as_bytes()).map_err(|e| {
-                RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
-            })?;
+            std::fs::create_dir_all(&self.test_dir)
+                .and_then(|()| crate::fsutil::write_atomic(&to, text.as_bytes()))
+                .map_err(|e| {
+                    RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
+                })?;
             if property::uses_library(p.language, &suite)
                 && !*has_library.get_or_insert(property::project_has(p.language, &p.cwd).await)
             {
@@ -388,6 +444,7 @@ impl ChaosRunner for FsChaosRunner {
             suite_command: &suite_command,
             env,
             request: &request,
+            krate: p.krate.as_ref(),
             memory_limit_mb: self.options.limits.memory_limit_mb,
             groups: &self.groups,
         };

@@ -1,7 +1,8 @@
-//! The property-based testing library of each language (Hypothesis, fast-check), and making it
-//! importable for Chaos's files without touching the project: when the project lacks it, it is
-//! installed once into ralph-loop's cache (`~/.cache/ralph-loop/chaos/`) and put on the run's
-//! path, never into the project's manifest or environment.
+//! The property-based testing library of each language (Hypothesis, fast-check, proptest), and
+//! making it importable for Chaos's files without touching the project: when the project lacks
+//! it, it is installed once into ralph-loop's cache (`~/.cache/ralph-loop/chaos/`) and put on the
+//! run's path, never into the project's manifest or environment. proptest needs no install: the
+//! harness crate Chaos's Rust files build in names it, and cargo fetches it as for any build.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -28,16 +29,27 @@ pub fn library(language: Language) -> Option<(&'static str, &'static str)> {
             "fast-check (`const fc = require('fast-check')`, or `import fc from 'fast-check'`)",
             "run each property with `fc.assert(fc.property(...), { numRuns: 100, seed: 42 })`",
         )),
-        Language::Rust => None,
+        Language::Rust => Some((
+            "proptest (`use proptest::prelude::*;`)",
+            "write the properties inside `proptest! { #![proptest_config(ProptestConfig::with_cases(100))] ... }`; \
+             ralph-loop fixes the seed",
+        )),
     }
 }
+
+/// The variables that make a proptest run repeatable and leave no file behind: a fixed seed,
+/// and no `proptest-regressions/` written beside Chaos's files.
+pub const PROPTEST_ENV: [(&str, &str); 2] = [
+    ("PROPTEST_RNG_SEED", "42"),
+    ("PROPTEST_DISABLE_FAILURE_PERSISTENCE", "true"),
+];
 
 /// Whether `suite` uses the language's library.
 pub fn uses_library(language: Language, suite: &str) -> bool {
     match language {
         Language::Python => suite.contains("hypothesis"),
         Language::JavaScript | Language::TypeScript => suite.contains("fast-check"),
-        Language::Rust => false,
+        Language::Rust => suite.contains("proptest"),
     }
 }
 
@@ -128,14 +140,17 @@ pub async fn ensure(
 }
 
 /// Whether the project itself has `language`'s library (Hypothesis importable by `python3`
-/// from `cwd`, fast-check in a `node_modules` above it).
+/// from `cwd`, fast-check in a `node_modules` above it, proptest in the `Cargo.toml` of `cwd`).
 pub async fn project_has(language: Language, cwd: &Path) -> bool {
     match language {
         Language::Python => succeeds("python3", &["-c", "import hypothesis"], cwd).await,
         Language::JavaScript | Language::TypeScript => cwd
             .ancestors()
             .any(|d| d.join("node_modules").join("fast-check").is_dir()),
-        Language::Rust => true,
+        Language::Rust => std::fs::read_to_string(cwd.join("Cargo.toml")).is_ok_and(|t| {
+            t.lines()
+                .any(|l| l.trim_start().starts_with("proptest") || l.contains("\"proptest\""))
+        }),
     }
 }
 

@@ -587,3 +587,107 @@ async fn a_fast_check_counterexample_becomes_a_regression_test_chaos_writes() {
         SAFE_JS
     );
 }
+
+/// Averages the middle pair without overflowing.
+const SAFE_RS: &str = "/// The median of a list of numbers; `None` for an empty list.\npub fn median(values: &[f64]) -> Option<f64> {\n    if values.is_empty() {\n        return None;\n    }\n    let mut ordered = values.to_vec();\n    ordered.sort_by(f64::total_cmp);\n    let mid = ordered.len() / 2;\n    if ordered.len() % 2 == 1 {\n        Some(ordered[mid])\n    } else {\n        Some(ordered[mid - 1] / 2.0 + ordered[mid] / 2.0)\n    }\n}\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_chaos_finds_the_overflow_with_proptest_and_replays_its_counterexample() {
+    let dir = fixture("rs-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "chaos:\n  keep_tests: true\n",
+    );
+    let manifest = std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap();
+    let llm = MockLlm::start().await;
+    let attack = "use proptest::prelude::*;\nuse rs_median::median;\n\n#[test]\nfn two_huge_equal_values() {\n    assert_eq!(median(&[1e308, 1e308]), Some(1e308));\n}\n\nproptest! {\n    #![proptest_config(ProptestConfig::with_cases(100))]\n    #[test]\n    fn two_equal_values_give_that_value(x in 1e307f64..1e308) {\n        prop_assert_eq!(median(&[x, x]), Some(x));\n    }\n}\n";
+    let quiet = "use rs_median::median;\n\n#[test]\nfn a_single_value() {\n    assert_eq!(median(&[7.0]), Some(7.0));\n}\n";
+    let replay = "#[test]\nfn regression_two_equal_huge_values() {\n    assert_eq!(median(&[1e308, 1e308]), Some(1e308));\n}\n";
+    llm.helpful()
+        .script(
+            "artisan",
+            [text(code("rust", FIXED_RS)), text(code("rust", SAFE_RS))],
+        )
+        .script(
+            "chaos",
+            [chaos_reply("rust", attack), chaos_reply("rust", quiet)],
+        )
+        .always("replay", text(code("rust", replay)))
+        .always(
+            "judge",
+            text("KEEP: two_huge_equal_values\nKEEP: two_equal_values_give_that_value"),
+        );
+    let mut cmd = ralph_with_chaos(dir.path(), &llm);
+    cmd.timeout(std::time::Duration::from_secs(300))
+        .args(["src/lib.rs", "--output", "json"])
+        .assert()
+        .code(0);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    let a = &report["adversarial"];
+    assert_eq!(a["rounds"], 2, "{a:#}");
+    let findings = a["findings"].as_array().unwrap();
+    let tests: Vec<&str> = findings
+        .iter()
+        .map(|f| f["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(findings.len(), 3, "{a:#}");
+    // libtest runs a binary's tests in the order of their names.
+    assert!(
+        tests[0].ends_with("two_equal_values_give_that_value"),
+        "{tests:?}"
+    );
+    assert!(tests[1].ends_with("two_huge_equal_values"), "{tests:?}");
+    assert!(
+        tests[2].ends_with("regression_two_equal_huge_values"),
+        "{tests:?}"
+    );
+    assert!(findings.iter().all(|f| f["status"] == "fixed"), "{a:#}");
+    // Chaos's model was shown the input proptest shrank the failure to.
+    let asked = llm.requests_of("replay").await;
+    assert_eq!(asked.len(), 1);
+    let prompt = user_prompt(&asked[0]);
+    assert!(prompt.contains("The input it failed on: `x = "), "{prompt}");
+    let system = asked[0]["messages"][0]["content"].to_string();
+    assert!(system.contains("fn regression_"), "{system}");
+    // Chaos's prompt says how a Rust file reaches the crate.
+    let chaos = llm.requests_of("chaos").await;
+    let first = user_prompt(&chaos[0]);
+    assert!(first.contains("Framework: cargo (rust)"), "{first}");
+    assert!(first.contains("`use rs_median::...;"), "{first}");
+    assert!(
+        first.contains("integration test of the crate `rs-median`"),
+        "{first}"
+    );
+    assert!(first.contains("proptest"), "{first}");
+    // The files ran in a harness crate of the session folder; the project's manifest is as it
+    // was, and the property ran with the fixed seed, leaving no regressions file behind.
+    let session = session_dir(dir.path());
+    assert!(session.join("chaos/Cargo.toml").is_file());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
+        manifest
+    );
+    assert!(!session.join("chaos/proptest-regressions").exists());
+    let run = read_json(&session.join("test-results-chaos-iteration-1-round-1.json"));
+    assert_eq!(run["framework"], "cargo", "{run:#}");
+    // `chaos.keep_tests`: both files are added as integration tests of the crate; the first
+    // uses proptest, which the crate lacks, and the run says so.
+    let kept = a["kept_tests"].as_array().unwrap();
+    assert_eq!(kept.len(), 2, "{a:#}");
+    for path in kept {
+        let path = path.as_str().unwrap();
+        assert!(
+            path.starts_with("tests/chaos_") && path.ends_with(".rs"),
+            "{path}"
+        );
+        assert!(dir.path().join(path).is_file());
+    }
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("uses proptest"), "{warnings}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        SAFE_RS
+    );
+}

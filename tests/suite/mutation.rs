@@ -324,3 +324,101 @@ async fn the_project_s_own_mutmut_config_is_not_read_and_a_slow_tool_stops_a_gat
         "{reason}"
     );
 }
+
+/// Round 1's attack on `rs-median`: an odd length, as the crate's tests already check, which
+/// leaves `len % 2` → `len / 2` alive (3 / 2 is 1 too).
+const QUIET_RS: &str = "use rs_median::median;\n\n#[test]\nfn negative_values() {\n    assert_eq!(median(&[-3.0, -1.0, -2.0]), Some(-2.0));\n}\n";
+
+/// Kills it: one value is odd, 1 / 2 is not 1.
+const KILL_RS: &str = "use rs_median::median;\n\n#[test]\nfn a_single_value() {\n    assert_eq!(median(&[7.0]), Some(7.0));\n}\n";
+
+/// The Rust crate under a 95 % gate, fixed by `FIXED_RS`, with Chaos answering `chaos` in
+/// turn and `config` added: its directory, the exit code and the report.
+async fn gated_rs(chaos: [Answer; 2], config: &str) -> (tempfile::TempDir, MockLlm, i32, Value) {
+    let dir = fixture("rs-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        &format!("success_criteria:\n  mutation_score_min: 95\nchaos:\n  max_rounds: 2\n{config}"),
+    );
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("rust", FIXED_RS)))
+        .script("chaos", chaos);
+    let mut cmd = ralph_with_chaos(dir.path(), &llm);
+    let out = cmd
+        .timeout(std::time::Duration::from_secs(300))
+        .args(["src/lib.rs", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir.path());
+    (dir, llm, out.status.code().unwrap_or(-1), report)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_weak_tests_leave_a_survivor_below_the_gate_and_keep_no_file() {
+    let (dir, llm, code, report) = gated_rs(
+        [
+            suite("rust", QUIET_RS, "Nothing breaks."),
+            suite("rust", QUIET_RS, "Trying again."),
+        ],
+        "  keep_tests: true\n",
+    )
+    .await;
+    assert_eq!(report["status"], "max_iterations", "{report:#}");
+    assert_eq!(code, 4);
+    let a = &report["adversarial"];
+    let m = &a["mutation"];
+    assert_eq!(m["tool"], "cargo-mutants", "{a:#}");
+    assert!(a["mutation_score"].as_f64().unwrap() < 95.0, "{a:#}");
+    let survivors = a["surviving_mutants"].as_array().unwrap();
+    assert_eq!(survivors.len(), 1, "{a:#}");
+    let s = &survivors[0];
+    assert_eq!(s["line"], 9, "{s}");
+    assert_eq!(s["mutator"], "BinaryOperator", "{s}");
+    assert_eq!(s["replacement"], "/", "{s}");
+    assert!(s["original"].as_str().unwrap().contains("% 2"), "{s}");
+    assert!(s["id"].as_str().unwrap().starts_with("9:"), "{s}");
+    assert_eq!(m["runs"], 2, "the whole scope, then the survivor: {m}");
+    let chaos = llm.requests_of("chaos").await;
+    let second = user_prompt(&chaos[1]);
+    assert!(second.contains("replace % with / in median"), "{second}");
+    // The report in the open schema; the user's tree untouched: no mutant, no cargo-mutants
+    // output, and no Chaos file kept by a run that did not succeed.
+    let doc = read_json(&dir.path().join(m["report_path"].as_str().unwrap()));
+    assert!(
+        doc["files"]["src/lib.rs"]["mutants"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 1
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        FIXED_RS
+    );
+    assert!(!dir.path().join("mutants.out").exists());
+    assert!(a["kept_tests"].is_null(), "{a:#}");
+    let tests: Vec<String> = std::fs::read_dir(dir.path().join("tests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(tests, ["median.rs"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_chaos_s_test_kills_the_survivor_and_the_score_clears_the_gate() {
+    let (_dir, _llm, code, report) = gated_rs(
+        [
+            suite("rust", QUIET_RS, "Nothing breaks."),
+            suite("rust", KILL_RS, "A single value has an odd length."),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(code, 0);
+    let a = &report["adversarial"];
+    assert_eq!(a["mutation_score"], 100.0, "{a:#}");
+    assert!(a["surviving_mutants"].is_null(), "{a:#}");
+}

@@ -20,6 +20,9 @@ pub const FIXED_JS: &str = "function median(values) {\n  const ordered = [...val
 /// test (`does not change its argument`) keeps failing, so the fix takes two iterations.
 pub const HALF_FIXED_JS: &str = "function median(values) {\n  const ordered = values.sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;\n}\n\nmodule.exports = { median };\n";
 
+/// `rs-median`'s fix: the mean of the middle pair, which overflows for huge values.
+pub const FIXED_RS: &str = "/// The median of a list of numbers; `None` for an empty list.\npub fn median(values: &[f64]) -> Option<f64> {\n    if values.is_empty() {\n        return None;\n    }\n    let mut ordered = values.to_vec();\n    ordered.sort_by(f64::total_cmp);\n    let mid = ordered.len() / 2;\n    if ordered.len() % 2 == 1 {\n        Some(ordered[mid])\n    } else {\n        Some((ordered[mid - 1] + ordered[mid]) / 2.0)\n    }\n}\n";
+
 /// A code block reply the Artisan could give.
 pub fn code(lang: &str, body: &str) -> String {
     format!("Here is the whole file.\n\n```{lang}\n{body}```\n\nI fixed the median.")

@@ -273,6 +273,34 @@ pub fn fast_check_counterexample(text: &str) -> Option<Counterexample> {
     })
 }
 
+/// The input proptest shrank a failure to (`minimal failing input: values = [...]`), when there
+/// is one; proptest prints no seed of its own (ralph-loop fixes it for the whole run).
+pub fn proptest_counterexample(text: &str) -> Option<Counterexample> {
+    let start = text.find("minimal failing input: ")? + "minimal failing input: ".len();
+    let rest = &text[start..];
+    // The input runs to proptest's counters (`\tsuccesses: 3`), else to a blank line.
+    let end = ["\n\tsuccesses:", "\n\n"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()
+        .unwrap_or(rest.len());
+    let arguments = rest[..end]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if arguments.is_empty() {
+        return None;
+    }
+    Some(Counterexample {
+        function: String::new(),
+        arguments,
+        seed: None,
+        path: None,
+    })
+}
+
 /// The last `max` bytes of `text`, at a character boundary.
 fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -342,6 +370,16 @@ mod tests {
         );
         let why = could_not_run(&import).expect("it failed to load");
         assert!(why.contains("No module named 'hypothesis'"), "{why}");
+    }
+
+    #[test]
+    fn proptest_counterexamples_are_read_to_its_counters() {
+        let text = "Test failed: median inf out of [1, 2] at ../chaos_round_1.rs:10.\nminimal failing input: values = [\n    9.979829566565578e307,\n    9.921122002321284e307,\n]\n\tsuccesses: 12\n\tlocal rejects: 0\n";
+        assert_eq!(
+            proptest_counterexample(text).map(|c| c.arguments),
+            Some("values = [ 9.979829566565578e307, 9.921122002321284e307, ]".to_string())
+        );
+        assert_eq!(proptest_counterexample("assertion failed"), None);
     }
 
     #[test]

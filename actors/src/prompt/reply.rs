@@ -93,15 +93,18 @@ pub struct Judgement {
 // A constant pattern, exercised by the tests below.
 #[allow(clippy::expect_used)]
 static NAMED_TEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"\b(?:test|it)\s*\(\s*(['"`])(.+?)['"`]\s*,"#).expect("static regex")
+    Regex::new(
+        r#"\b(?:test|it)\s*\(\s*(['"`])(.+?)['"`]\s*,|#\[test\]\s*(?:#\[[^\]]*\]\s*)*fn\s+(\w+)"#,
+    )
+    .expect("static regex")
 });
 
-/// The name of the first test a JavaScript or TypeScript snippet declares
-/// (`test('regression: x', ...)`, `it("...", ...)`).
+/// The name of the first test a JavaScript, TypeScript or Rust snippet declares
+/// (`test('regression: x', ...)`, `it("...", ...)`, `#[test] fn regression_x()`).
 pub fn test_name(snippet: &str) -> Option<String> {
     NAMED_TEST
         .captures(snippet)
-        .and_then(|c| c.get(2))
+        .and_then(|c| c.get(2).or_else(|| c.get(3)))
         .map(|m| m.as_str().to_string())
 }
 
@@ -177,6 +180,10 @@ mod tests {
             Some("keeps order".into())
         );
         assert_eq!(super::test_name("const x = 1;"), None);
+        assert_eq!(
+            super::test_name("#[test]\n#[should_panic]\nfn regression_huge_values() {}"),
+            Some("regression_huge_values".into())
+        );
     }
 
     use super::*;

@@ -1,13 +1,15 @@
 //! Counterexamples kept as named regression tests: when the Critic keeps a finding whose
 //! property printed the input it failed on, a test replaying that input is added to the round's
-//! file (Hypothesis: by the property's `inner_test`; fast-check: written by Chaos's model), run
-//! at once to check it fails on this fix, and becomes a finding of its own.
+//! file (Hypothesis: by the property's `inner_test`; fast-check, proptest: written by Chaos's
+//! model), run at once to check it fails on this fix, and becomes a finding of its own.
 
 use actix::Addr;
 
 use crate::events::event::Event;
 use crate::machine::state::Outcome;
-use crate::policy::adversarial::{counterexample, fast_check_counterexample, Counterexample};
+use crate::policy::adversarial::{
+    counterexample, fast_check_counterexample, proptest_counterexample, Counterexample,
+};
 use crate::role::Role;
 use crate::roles::chaos::{Chaos, Regress, Replay, Rerun};
 use crate::schema::adversarial::{Finding, FindingStatus};
@@ -39,8 +41,10 @@ impl Run {
             .flatten()
             .collect::<Vec<_>>()
             .join("\n");
-            // Hypothesis replays by name; fast-check's property has no handle outside its
-            // test, so Chaos's model writes the example-based test.
+            // Hypothesis replays by name; fast-check's and proptest's properties have no handle
+            // outside their test, so Chaos's model writes the example-based test.
+            let printed =
+                fast_check_counterexample(&text).or_else(|| proptest_counterexample(&text));
             let (example, name) = if let Some(example) = counterexample(&text) {
                 let regress = Regress {
                     round,
@@ -48,7 +52,7 @@ impl Run {
                 };
                 let name = self.ask(Role::Chaos, chaos, regress).await?;
                 (example, name)
-            } else if let Some(example) = fast_check_counterexample(&text) {
+            } else if let Some(example) = printed {
                 let replay = Replay {
                     iteration: n,
                     round,

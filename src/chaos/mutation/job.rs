@@ -36,6 +36,8 @@ pub struct Job<'a> {
     /// The variables the Chaos files need (the property library's path).
     pub env: Vec<(String, String)>,
     pub request: &'a MutationRequest,
+    /// A Rust target's crate.
+    pub krate: Option<&'a crate::chaos::cargo::RustCrate>,
     pub memory_limit_mb: Option<u64>,
     pub groups: &'a ProcessGroups,
 }
@@ -87,6 +89,38 @@ pub(super) async fn supervised(
             crate::process::memory::mib_ceil(bytes)
         ))),
     }
+}
+
+/// `name`'s executable on `PATH`.
+pub(super) fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The text of the report `file` a tool wrote; `Err` quotes how it ended and its last lines.
+pub(super) fn report_text(
+    file: &Path,
+    what: &str,
+    code: Option<i32>,
+    output: &str,
+) -> Result<String, RunnerError> {
+    std::fs::read_to_string(file).map_err(|_| {
+        RunnerError::Internal(format!(
+            "{what} wrote no report (exit {}): {}",
+            code.map_or("by a signal".into(), |c| c.to_string()),
+            tail(output)
+        ))
+    })
+}
+
+/// Line `line` (1-based) of `source`, for a mutant's `original`.
+pub(super) fn source_line(source: &[&str], line: u32) -> Option<String> {
+    (line as usize)
+        .checked_sub(1)
+        .and_then(|i| source.get(i))
+        .map(|l| l.to_string())
 }
 
 /// The last lines of a tool's output, for an error.

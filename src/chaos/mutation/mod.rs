@@ -1,16 +1,17 @@
 //! Mutation testing of the target, for Chaos: the language's tool (StrykerJS for JavaScript
-//! and TypeScript, mutmut for Python) runs in a scratch copy of the project, never in the
+//! and TypeScript, mutmut for Python, cargo-mutants for Rust) runs in a scratch copy of the project, never in the
 //! user's tree, so a killed run cannot leave a mutant behind; its results are read into the
 //! one schema ([`MutationRun`]).
 //!
 //! - `scratch`: the copy (the project's files as git sees them, its `node_modules` linked, the
 //!   Chaos files asked for);
 //! - `job`: a run's inputs, and running a tool's command under the run's limits;
-//! - `stryker`, `mutmut`: each tool's configuration, run and report.
+//! - `stryker`, `mutmut`, `cargo_mutants`: each tool's configuration, run and report.
 //!
 //! [`check_tool`] answers before a run starts whether the tool is installed, with the command
 //! that installs it.
 
+mod cargo_mutants;
 mod job;
 mod mutmut;
 mod scratch;
@@ -34,6 +35,8 @@ pub enum Tool {
     Stryker(PathBuf),
     /// mutmut 3.8 or later, as `python3 -m mutmut`.
     Mutmut,
+    /// cargo-mutants, as `cargo mutants`.
+    CargoMutants,
 }
 
 /// The tool for `language`, looked for from `cwd` (the unit tests' directory): StrykerJS in the
@@ -47,7 +50,7 @@ pub fn find_tool(language: Language, cwd: &Path) -> Result<Tool, String> {
                     .map(|d| d.join("node_modules/.bin/stryker"))
                     .find(|p| p.is_file())
             });
-            let found = local.or_else(|| on_path("stryker"));
+            let found = local.or_else(|| job::on_path("stryker"));
             found.map(Tool::Stryker).ok_or_else(|| {
                 "mutation testing of JavaScript and TypeScript needs StrykerJS: \
                  npm install --save-dev @stryker-mutator/core (or npm install -g @stryker-mutator/core)"
@@ -63,10 +66,12 @@ pub fn find_tool(language: Language, cwd: &Path) -> Result<Tool, String> {
                 "mutation testing of Python needs mutmut: pip install 'mutmut>=3.8'".to_string(),
             ),
         },
-        Language::Rust => Err(
-            "mutation testing of Rust targets is not supported yet (Chaos does not attack them)"
-                .to_string(),
-        ),
+        Language::Rust => cargo_mutants::find()
+            .map(|_| Tool::CargoMutants)
+            .ok_or_else(|| {
+                "mutation testing of Rust needs cargo-mutants: cargo install --locked cargo-mutants"
+                    .to_string()
+            }),
     }
 }
 
@@ -76,13 +81,6 @@ pub fn check_tool(target: &Path, cwd: &Path) -> Result<(), String> {
         Some(language) => find_tool(language, cwd).map(|_| ()),
         None => Ok(()),
     }
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// Runs `job`'s tool in a scratch copy of the project.
@@ -99,6 +97,12 @@ pub async fn run(job: Job<'_>, cancel: CancellationToken) -> Result<MutationRun,
     let mut run = match tool {
         Tool::Stryker(bin) => stryker::run(&bin, &job, &scratch, cancel).await?,
         Tool::Mutmut => mutmut::run(&job, &scratch, cancel).await?,
+        Tool::CargoMutants => {
+            let krate = job.krate.ok_or_else(|| {
+                RunnerError::Internal("a Rust target's crate was not read".into())
+            })?;
+            cargo_mutants::run(&job, krate, &scratch, cancel).await?
+        }
     };
     run.duration_ms = started.elapsed().as_millis() as u64;
     run.file = job

@@ -15,7 +15,7 @@ use ralph_actors::schema::mutation::{Mutant, MutantStatus, MutationRun};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{in_lines, supervised, tail, Job};
+use super::job::{in_lines, source_line, supervised, tail, Job};
 use super::scratch::Scratch;
 
 /// The installed mutmut's `(major, minor)`, when `python3` (from `cwd`) has it. Read from the
@@ -234,10 +234,7 @@ fn read(cwd: &Path, target: &str) -> Result<Vec<Mutant>, RunnerError> {
             id: key.clone(),
             mutator: "mutmut".into(),
             line,
-            original: (line as usize)
-                .checked_sub(1)
-                .and_then(|i| source.get(i))
-                .map(|l| l.to_string()),
+            original: source_line(&source, line),
             replacement: mutant.get(offset).map(|l| l.trim().to_string()),
             status: status(code),
         });

@@ -12,7 +12,7 @@ use ralph_actors::schema::mutation::{Mutant, MutantStatus, MutationRun};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{in_lines, supervised, tail, Job, PER_MUTANT_GRACE};
+use super::job::{in_lines, report_text, source_line, supervised, Job, PER_MUTANT_GRACE};
 use super::scratch::Scratch;
 
 #[derive(Deserialize)]
@@ -103,13 +103,7 @@ pub(super) async fn run(
         "StrykerJS",
     )
     .await?;
-    let text = std::fs::read_to_string(&report_file).map_err(|_| {
-        RunnerError::Internal(format!(
-            "StrykerJS wrote no report (exit {}): {}",
-            code.map_or("by a signal".into(), |c| c.to_string()),
-            tail(&output)
-        ))
-    })?;
+    let text = report_text(&report_file, "StrykerJS", code, &output)?;
     let report: Report = serde_json::from_str(&text)
         .map_err(|e| RunnerError::Internal(format!("StrykerJS's report cannot be read: {e}")))?;
     let mut mutants = Vec::new();
@@ -125,10 +119,7 @@ pub(super) async fn run(
                 id: format!("{line}:{column}:{}", m.mutator_name),
                 mutator: m.mutator_name,
                 line,
-                original: (line as usize)
-                    .checked_sub(1)
-                    .and_then(|i| source.get(i))
-                    .map(|l| l.to_string()),
+                original: source_line(&source, line),
                 replacement: m.replacement,
                 status: m.status,
             });
