@@ -495,6 +495,27 @@ fn the_critic_s_mode_and_the_librarian_s_analysis_policy() {
     );
 }
 
+/// The seed's User Story 6 (the completion promise), as its acceptance scenarios write it.
+#[test]
+fn the_seed_s_completion_promise_config_loads_as_written() {
+    let s = parse_str(
+        "success_criteria: {tests_pass: true, adversarial_tests_pass: true, coverage_threshold: 90}\n\
+         budgets:\n  max_cost_usd: 2.00\n  max_duration_minutes: 15\n  max_iterations: 30\n\
+         circuit_breaker:\n  entropy_threshold: 3\n",
+    )
+    .expect("parses")
+    .run_settings()
+    .expect("settings");
+    assert!(s.chaos.enabled && s.chaos.must_pass);
+    assert_eq!(s.coverage_threshold, Some(90.0));
+    assert_eq!((s.max_cost_usd, s.max_iterations), (2.0, 30));
+    assert_eq!(
+        s.max_duration,
+        Some(std::time::Duration::from_secs(15 * 60))
+    );
+    assert_eq!(s.entropy_threshold, 3);
+}
+
 #[test]
 fn chaos_settings_and_their_errors() {
     let s = parse_str("")
