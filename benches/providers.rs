@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ralph_actors::ports::llm::{ChatMessage, ChatRequest, LlmClient};
+use ralph_actors::ports::llm::{ChatMessage, ChatRequest, GuardedRequest, LlmClient};
 use ralph_actors::role::Role;
 use ralph_loop::providers::{
     AnthropicClient, ClientOptions, GeminiClient, OllamaClient, OpenAiClient,
@@ -149,8 +149,10 @@ impl Wire {
     }
 }
 
-fn request(model: &str) -> ChatRequest {
-    ChatRequest {
+/// The request a run sends, sealed by a guard that is off: the client's cost is measured here,
+/// the guard's in `benches/guard.rs`.
+fn request(model: &str) -> GuardedRequest {
+    let request = ChatRequest {
         role: Role::Artisan,
         model: model.into(),
         messages: vec![
@@ -159,7 +161,10 @@ fn request(model: &str) -> ChatRequest {
         ],
         temperature: Some(0.2),
         max_tokens: 4096,
-    }
+    };
+    GuardedRequest::seal(&ralph_guard::Guard::off(), request, "")
+        .unwrap()
+        .0
 }
 
 /// The baseline: the same POST with a plain client, reading the whole body, parsing nothing.

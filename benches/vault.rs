@@ -18,7 +18,7 @@ mod rng;
 use std::time::{Duration, Instant};
 
 use ralph_actors::memory::rank::cosine;
-use ralph_actors::ports::memory::Embedder;
+use ralph_actors::ports::memory::{Embedder, GuardedTexts};
 use ralph_actors::schema::attempt::{FixAttempt, Origin};
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::store::table_name;
@@ -225,8 +225,10 @@ fn main() {
 
     let report = rt.block_on(async {
         let started = Instant::now();
+        let texts = attempts.iter().map(|a| a.signature.clone()).collect();
+        let texts = GuardedTexts::seal(&ralph_guard::Guard::off(), texts).unwrap();
         let vectors = embedder
-            .embed(attempts.iter().map(|a| a.signature.clone()).collect())
+            .embed(texts)
             .await
             .unwrap();
         let embed_each = started.elapsed() / total as u32;

@@ -30,6 +30,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Inspect and maintain the MemoryVault (`.ralph/memory.db`) of the project here.
     Vault(VaultArgs),
+    /// LocalGuard: what would be masked before anything leaves the machine.
+    Guard(GuardArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -181,5 +183,29 @@ pub enum VaultAction {
     Prune {
         #[arg(long)]
         max: Option<usize>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    #[command(subcommand)]
+    pub action: GuardAction,
+    /// The config file (default: ./ralph.config.yaml or the nearest one above); its
+    /// `local_guard` section (rules, patterns, allowlist, kinds) is what is checked.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GuardAction {
+    /// Prints what would be masked in PATH... (files, or directories walked as git sees them,
+    /// hidden files included): kind, file, line and a redacted preview. Exits 1 when it finds
+    /// anything, 0 when not: usable as a pre-commit check.
+    Scan {
+        /// Files or directories (default: the current directory).
+        paths: Vec<PathBuf>,
     },
 }

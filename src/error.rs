@@ -30,6 +30,9 @@ pub enum Error {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     Vault(#[from] crate::vault::VaultError),
+    /// `local_guard.rules` names a gitleaks file that cannot be read or holds a bad rule.
+    #[error(transparent)]
+    Rules(#[from] ralph_guard::rules::RuleError),
     /// Another run holds the target.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
@@ -110,6 +113,7 @@ impl Error {
             | Error::Usage(_)
             | Error::Tests(_)
             | Error::Sandbox(_)
+            | Error::Rules(_)
             | Error::Settings(_) => 2,
             Error::Session(e) => e.exit_code(),
             Error::Lock(crate::lock::LockError::Held { .. }) => 2,

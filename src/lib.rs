@@ -13,7 +13,8 @@
 //!   coverage, lint, Docker), [`chaos`] (Chaos's test files in the session folder), [`workspace`] (the project's files) with [`context`] (the
 //!   Librarian's import graph and packing), [`session`] (the `.ralph/session-<uuid>/` store)
 //!   with [`lock`] (one run per target file),
-//!   [`vault`] (the MemoryVault on LanceDB, embedders).
+//!   [`vault`] (the MemoryVault on LanceDB, embedders), [`guard`] (LocalGuard built from the
+//!   config, and `guard scan`).
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
@@ -24,6 +25,7 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub mod fsutil;
+pub mod guard;
 pub mod http;
 pub mod lock;
 pub mod micro_agent;

@@ -11,6 +11,7 @@ fn main() -> ExitCode {
         Some(Command::Resume(args)) => ralph_loop::app::resume(args),
         Some(Command::Status(args)) => ralph_loop::app::status(args),
         Some(Command::Vault(args)) => ralph_loop::app::vault::run(args),
+        Some(Command::Guard(args)) => ralph_loop::app::guard::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };
     ralph_loop::app::exit_code(result)

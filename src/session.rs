@@ -174,7 +174,9 @@ impl SessionDir {
         }
     }
 
-    /// Keeps the target as it was, so a user can always get back to it.
+    /// Keeps the target as it was, so a user can always get back to it. It is the one file of
+    /// the session that holds the target's values as they are (LocalGuard masks everything else
+    /// the session keeps): the user's own file, byte for byte, readable by its owner only.
     pub fn save_original(&self, target: &Path) -> Result<()> {
         let dir = self.path("original");
         std::fs::create_dir_all(&dir)
@@ -183,8 +185,12 @@ impl SessionDir {
             .file_name()
             .map(|n| n.to_os_string())
             .unwrap_or_else(|| "target".into());
-        std::fs::copy(target, dir.join(name))
-            .map(|_| ())
+        let copy = dir.join(name);
+        std::fs::copy(target, &copy)
+            .and_then(|_| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600))
+            })
             .map_err(|e| SessionError::io(format!("cannot back up {}", target.display()), e))
     }
 

@@ -32,6 +32,9 @@ pub enum Error {
     /// shape in a user's override).
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// LocalGuard refused a call (`block` mode) or a text it cannot put values back into.
+    #[error("local guard: {0}")]
+    Guard(#[from] ralph_guard::GuardError),
     /// A role's actor stopped before it answered.
     #[error("the {role} actor stopped: {message}")]
     Stopped { role: Role, message: String },
@@ -52,6 +55,7 @@ impl Error {
             | Error::RoleFailed { .. }
             | Error::RolePanicked { .. }
             | Error::Template(_)
+            | Error::Guard(_)
             | Error::Stopped { .. }
             | Error::Cancelled => false,
         }

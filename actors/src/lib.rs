@@ -11,13 +11,15 @@
 //! - [`policy`]: budget, entropy breaker, success criteria, flaky re-runs, test integrity;
 //! - [`memory`]: failure signatures, recall ranking, anonymisation;
 //! - [`prompt`]: templates, the context bundle they render, reply parsing;
+//! - [`guard`]: LocalGuard at the ports (reads masked, writes unmasked);
 //! - [`settings`], [`error`]: a run's settings, and the errors that end a step;
-//! - [`roles`]: the actors (Librarian, Artisan, Critic, Tester, MemoryVault);
+//! - [`roles`]: the actors (Librarian, Artisan, Critic, Chaos, Tester, MemoryVault, LocalGuard);
 //! - [`machine`]: the iteration's states and the hook points;
 //! - [`supervisor`]: runs as values, stepped to their end.
 
 pub mod error;
 pub mod events;
+pub mod guard;
 pub mod machine;
 pub mod memory;
 pub mod policy;

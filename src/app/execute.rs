@@ -90,6 +90,7 @@ pub(crate) fn execute(
             events: events.clone(),
             cancel,
             stop_signal,
+            guard: plan.guard,
             state,
             memory,
             hooks: Vec::new(),

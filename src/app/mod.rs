@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod edge;
 pub mod execute;
+pub mod guard;
 pub mod plan;
 mod terminal;
 pub mod vault;

@@ -7,12 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::Actor;
 use ralph_actors::policy::budget::Prices;
 use ralph_actors::policy::integrity;
 use ralph_actors::ports::llm::LlmClient;
 use ralph_actors::ports::runner::TestRunner;
 use ralph_actors::role::Role;
+use ralph_actors::roles::local_guard::LocalGuard;
 use ralph_actors::settings::{ModelSpec, OnFailure, RunSettings};
+use ralph_guard::Guard;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{OnFailureArg, OutputFormat, RunArgs};
@@ -62,6 +65,8 @@ pub(crate) struct Plan {
     pub(crate) llm: Arc<dyn LlmClient>,
     /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
     pub(crate) memory: Option<Config>,
+    /// LocalGuard's engine, built from `local_guard` (its rules file read and checked now).
+    pub(crate) guard: Arc<Guard>,
     /// Choices made for the user (a model skipped for a missing key) and flags not honoured:
     /// notes on the run's event stream.
     pub(crate) notes: Vec<String>,
@@ -97,6 +102,7 @@ pub(crate) fn plan(
     apply_flags(&mut config, args)?;
     let mut settings = config.run_settings()?;
     settings.validate()?;
+    let guard = Arc::new(crate::guard::build(&config.local_guard)?);
 
     if !config.testing.allow_test_edits {
         let relative = target.strip_prefix(&root).unwrap_or(&target);
@@ -204,19 +210,24 @@ pub(crate) fn plan(
         output,
         llm,
         memory: config.memory.enabled.then(|| config.clone()),
+        guard,
         notes,
     })
 }
 
 /// A model to talk to before a run exists (micro-agent's interactive set-up): the Artisan's
-/// model as the flags and config name it, metered by a ledger under the configured budget.
+/// model as the flags and config name it, metered by a ledger under the configured budget,
+/// every call through LocalGuard as a run's are.
 pub(crate) struct Assistant {
     pub caller: ralph_actors::roles::caller::Caller,
     pub spec: ModelSpec,
     pub events: ralph_actors::events::bus::EventBus,
+    /// Puts the values back into a reply before it is shown or written.
+    pub guard: Arc<Guard>,
 }
 
-/// The [`Assistant`] for `args` (their `--models` and config) in `cwd`.
+/// The [`Assistant`] for `args` (their `--models` and config) in `cwd`. Starts LocalGuard's
+/// actor: call inside an actix system.
 pub(crate) fn assistant(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Assistant> {
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
@@ -236,8 +247,11 @@ pub(crate) fn assistant(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Re
         prices,
         events.clone(),
     ));
+    let guard = Arc::new(crate::guard::build(&config.local_guard)?);
+    let local_guard = LocalGuard::new(guard.clone(), events.clone()).start();
     let caller = ralph_actors::roles::caller::Caller::new(
         llm,
+        local_guard,
         Arc::new(providers::tokens::TiktokenCounter::new()),
         ledger,
         events.clone(),
@@ -249,6 +263,7 @@ pub(crate) fn assistant(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Re
         caller,
         spec,
         events,
+        guard,
     })
 }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use ralph_actors::ports::memory::GuardedTexts;
 use serde::Serialize;
 
 use crate::cli::{VaultAction, VaultArgs};
@@ -46,6 +47,8 @@ pub fn run(args: VaultArgs) -> Result<i32> {
     let root = detect::project_root(&cwd);
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
+    // What reaches an embedder (a provider's, perhaps) passes LocalGuard first.
+    let guard = crate::guard::build(&config.local_guard)?;
     runtime.block_on(async move {
         let embedder = embedder(&config)?;
         let path = vault_path(&root);
@@ -133,8 +136,10 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                 }
             }
             VaultAction::Search { text, limit } => {
+                let texts = GuardedTexts::seal(&guard, vec![text])
+                    .map_err(|e| VaultError::Guard(e.to_string()))?;
                 let vector = embedder
-                    .embed(vec![text])
+                    .embed(texts)
                     .await
                     .map_err(VaultError::Embedding)?
                     .pop()
@@ -171,7 +176,7 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                 let attempts = read_jsonl(&file)
                     .map_err(|e| Error::Usage(UsageError::Vault(e.to_string())))?;
                 let total = attempts.len();
-                let added = import(&store, embedder.as_ref(), attempts)
+                let added = import(&store, embedder.as_ref(), attempts, &guard)
                     .await
                     ?;
                 print(

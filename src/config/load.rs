@@ -75,6 +75,7 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     };
     resolve(&mut config.testing.test_file);
     resolve(&mut config.testing.prompt_file);
+    resolve(&mut config.local_guard.rules);
     for path in config.prompts.paths_mut() {
         *path = base.join(&*path);
     }

@@ -6,11 +6,13 @@
 //!
 //! The schema (every key, its default, and the check on its value) is split by what it holds:
 //! `sections` (the top level and the plain sections), `roles` (the sections keyed by role),
+//! `guard` (LocalGuard's section),
 //! `providers` (connection settings) and `checks` (the value checks used while deserialising).
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
 mod checks;
 mod error;
+mod guard;
 mod load;
 mod providers;
 mod roles;
@@ -20,6 +22,7 @@ mod settings;
 mod tests;
 
 pub use error::ConfigError;
+pub use guard::{AllowEntry, GuardMode, LocalGuardConfig};
 pub use load::{discover, load, load_discovered, parse, FILE_NAME};
 pub use providers::{Endpoint, ProviderConfig};
 pub use roles::{ModelEntry, Models, Prompts};

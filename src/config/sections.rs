@@ -16,6 +16,7 @@ use super::checks::{
     opt_at_least_one_usize, opt_directory, opt_language, opt_mutation_score, opt_non_empty,
     opt_percent, opt_positive, opt_url, positive, price_map, similarity, Text,
 };
+use super::guard::LocalGuardConfig;
 use super::providers::{provider_map, ProviderConfig};
 use super::roles::{Models, Prompts};
 use crate::models;
@@ -34,6 +35,7 @@ pub struct Config {
     pub critic: CriticConfig,
     pub librarian: LibrarianConfig,
     pub chaos: ChaosConfig,
+    pub local_guard: LocalGuardConfig,
     pub testing: Testing,
     pub success_criteria: SuccessCriteria,
     pub linting: Linting,
@@ -66,6 +68,7 @@ impl Default for Config {
             critic: CriticConfig::default(),
             librarian: LibrarianConfig::default(),
             chaos: ChaosConfig::default(),
+            local_guard: LocalGuardConfig::default(),
             testing: Testing::default(),
             success_criteria: SuccessCriteria::default(),
             linting: Linting::default(),

@@ -53,13 +53,8 @@ pub(crate) fn run(base: RunArgs, overrides: Overrides) -> Result<i32> {
     asker.say("\n🦾 Micro Agent (ralph-loop)")?;
     let mut overrides = overrides;
     ask_for_a_key(&mut asker, &base, &mut overrides)?;
-    let set_up = {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("cannot start the runtime", e))?;
-        runtime.block_on(set_up(&mut asker, &cwd, &base, &overrides))?
-    };
+    // An actor system: the set-up's calls pass LocalGuard's actor, as a run's do.
+    let set_up = actix::System::new().block_on(set_up(&mut asker, &cwd, &base, &overrides))?;
     let mut run = base;
     run.file = Some(set_up.file);
     run.test_file = Some(set_up.test_file);
@@ -199,7 +194,11 @@ async fn complete(model: &Assistant, role: Role, system: &str, user: String) -> 
         .call(0, role, &model.spec, messages, &CancellationToken::new())
         .await
         .map_err(|e| Error::Internal(format!("the set-up's model call failed: {e}")))?;
-    Ok(reply.text)
+    // The reply is shown and written: with the values it stands for.
+    model
+        .guard
+        .unmask(&reply.text)
+        .map_err(|e| Error::Internal(format!("the set-up's model reply cannot be used: {e}")))
 }
 
 /// The model's suggestion of where the code goes, from the task and the project's files.

@@ -22,6 +22,9 @@ pub struct Human<W> {
     iteration: u32,
     max_iterations: u32,
     cost: f64,
+    /// The most distinct values LocalGuard has said a call carried masked: a call that carries
+    /// more is told of, the others are not.
+    masked: usize,
 }
 
 impl<W: Write + Send> Printer for Human<W> {
@@ -41,6 +44,7 @@ impl<W: Write> Human<W> {
             iteration: 0,
             max_iterations: 0,
             cost: 0.0,
+            masked: 0,
         }
     }
 
@@ -300,11 +304,33 @@ impl<W: Write> Human<W> {
                     n => format!(", {n} equivalent"),
                 },
             )?,
+            Event::Masked { kinds, role, .. } => {
+                let total: usize = kinds.values().sum();
+                if total > self.masked {
+                    self.masked = total;
+                    writeln!(
+                        out,
+                        "{} ·   local guard: the {role}'s call carries {total} value{} masked ({})",
+                        self.prefix(),
+                        if total == 1 { "" } else { "s" },
+                        counts(kinds)
+                    )?;
+                }
+            }
             Event::SessionFinished { report } => write_summary(report, out)?,
         }
         self.out.write_all(&text)?;
         self.out.flush()
     }
+}
+
+/// `SECRET_AWS_ACCESS_KEY_ID 1, PII_EMAIL 2`.
+fn counts(kinds: &std::collections::BTreeMap<String, usize>) -> String {
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The summary of a finished session: its outcome, cost, tests, memory and report path (the
@@ -402,6 +428,17 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
                     .unwrap_or_default()
             )?;
         }
+    }
+    let g = &report.local_guard;
+    if !g.masked.is_empty() {
+        let total: usize = g.masked.values().sum();
+        writeln!(
+            out,
+            "  local guard: {total} value{} masked ({}), {} put back in files",
+            if total == 1 { "" } else { "s" },
+            counts(&g.masked),
+            g.restored
+        )?;
     }
     if let Some(left) = &report.file_left {
         write_file_left(report, left, out)?;

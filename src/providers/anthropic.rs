@@ -8,7 +8,9 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::ports::llm::{
+    ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError, Speaker,
+};
 use ralph_actors::schema::usage::Usage;
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::{Response, Url};
@@ -426,7 +428,7 @@ async fn read_stream(response: Response, idle: std::time::Duration) -> Result<Ra
 
 #[async_trait::async_trait]
 impl LlmClient for AnthropicClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let model = http::model_id(PROVIDER, &request.model)?;
         self.check()?;
         let started = Instant::now();
@@ -456,7 +458,7 @@ mod tests {
     use super::*;
     use crate::providers::http::test_server;
     use crate::providers::testkit::{
-        garbage, last_body, options_at, request, serving, times_out, waits_for_retry_after,
+        garbage, last_body, options_at, request, sealed, serving, times_out, waits_for_retry_after,
         with_fast_retries,
     };
     use serde_json::{json, Value};
@@ -547,12 +549,15 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let mut req = request(MODEL);
+        let mut req = request(MODEL).into_inner();
         req.messages.insert(
             1,
             ralph_actors::ports::llm::ChatMessage::system("Be brief."),
         );
-        let reply = client(&server, |_| {}).complete(req).await.expect("reply");
+        let reply = client(&server, |_| {})
+            .complete(sealed(req))
+            .await
+            .expect("reply");
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, SERVED);
         assert_eq!(reply.usage, EXPECTED);
@@ -577,7 +582,7 @@ mod tests {
             .respond_with(sse_reply(&["ok"]))
             .mount(&server)
             .await;
-        let mut req = request(MODEL);
+        let mut req = request(MODEL).into_inner();
         let stable = "# Tests\nassert median([1]) == 1";
         let mut user = ralph_actors::ports::llm::ChatMessage::user(format!("{stable}\n\nfix it"));
         user.cache_prefix = stable.len();
@@ -585,7 +590,10 @@ mod tests {
             ralph_actors::ports::llm::ChatMessage::system("You fix code."),
             user,
         ];
-        client(&server, |_| {}).complete(req).await.expect("reply");
+        client(&server, |_| {})
+            .complete(sealed(req))
+            .await
+            .expect("reply");
         let sent = last_body(&server).await;
         assert_eq!(
             sent["messages"],
@@ -625,10 +633,10 @@ mod tests {
             .respond_with(sse_reply(&["ok"]))
             .mount(&server)
             .await;
-        let mut req = request(MODEL);
+        let mut req = request(MODEL).into_inner();
         req.temperature = Some(1.5);
         client_at(&format!("{}/v1/", server.uri()), |_| {})
-            .complete(req)
+            .complete(sealed(req))
             .await
             .expect("reply");
         assert_eq!(last_body(&server).await["temperature"], 1.0);

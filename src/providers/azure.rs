@@ -10,7 +10,7 @@
 
 use async_openai::config::AzureConfig;
 use async_openai::types::chat::CreateChatCompletionRequest;
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError};
 use reqwest::header::HeaderValue;
 
 use super::http::{missing_key, non_empty};
@@ -183,7 +183,7 @@ impl AzureClient {
 
 #[async_trait::async_trait]
 impl LlmClient for AzureClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let deployment = self.deployment(&request.model)?;
         let (endpoint, key) = self.endpoint_and_key()?;
         let config = AzureConfig::new()

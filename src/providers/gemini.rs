@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::ports::llm::{
+    ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError, Speaker,
+};
 use ralph_actors::schema::usage::Usage;
 use reqwest::header::HeaderName;
 use reqwest::Response;
@@ -402,7 +404,7 @@ async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure>
 
 #[async_trait::async_trait]
 impl LlmClient for GeminiClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let model = http::model_id(PROVIDER, &request.model)?;
         // `models/gemini-x` is how Google's own listings name it.
         let model = model.strip_prefix("models/").unwrap_or(model);
@@ -434,7 +436,7 @@ mod tests {
     use super::*;
     use crate::providers::http::test_server;
     use crate::providers::testkit::{
-        garbage, last_body, options_at, request, serving, times_out, waits_for_retry_after,
+        garbage, last_body, options_at, request, sealed, serving, times_out, waits_for_retry_after,
         with_fast_retries,
     };
     use serde_json::json;
@@ -513,14 +515,17 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let mut req = request(MODEL);
+        let mut req = request(MODEL).into_inner();
         req.messages
             .push(ralph_actors::ports::llm::ChatMessage::assistant(
                 "Which file?",
             ));
         req.messages
             .push(ralph_actors::ports::llm::ChatMessage::user("app.py"));
-        let reply = client(&server, |_| {}).complete(req).await.expect("reply");
+        let reply = client(&server, |_| {})
+            .complete(sealed(req))
+            .await
+            .expect("reply");
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "gemini-2.5-pro");
         assert_eq!(reply.usage, EXPECTED);

@@ -18,7 +18,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::nanos::Nanos;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError};
 
 use super::Provider;
 
@@ -176,7 +176,7 @@ pub fn estimate_tokens(request: &ChatRequest) -> u32 {
 
 #[async_trait::async_trait]
 impl<P: Provider> LlmClient for Limited<P> {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         // A call that cannot be sent (no key) fails now rather than after waiting its turn,
         // and does not spend the turn.
         self.inner.check()?;
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn estimates_a_request_like_the_servers_do() {
-        let mut r = request("openai/gpt-4.1");
+        let mut r = request("openai/gpt-4.1").into_inner();
         r.messages = vec![
             ChatMessage::system("x".repeat(400)),
             ChatMessage::user("y".repeat(401)),
@@ -340,12 +340,12 @@ mod tests {
 
     #[async_trait::async_trait]
     impl LlmClient for Fake {
-        async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+        async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             Ok(ChatReply {
                 text: "ok".into(),
                 usage: Usage::default(),
-                model: request.model,
+                model: request.model.clone(),
                 ..ChatReply::default()
             })
         }

@@ -6,7 +6,9 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError, Speaker};
+use ralph_actors::ports::llm::{
+    ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError, Speaker,
+};
 use ralph_actors::schema::usage::Usage;
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use reqwest::{Response, Url};
@@ -246,7 +248,7 @@ async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure>
 
 #[async_trait::async_trait]
 impl LlmClient for OllamaClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let model = http::model_id(PROVIDER, &request.model)?;
         let started = Instant::now();
         let body = body(model, &request, self.endpoint.stream);

@@ -18,7 +18,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ralph_actors::ports::llm::{ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{
+    ChatMessage, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError,
+};
 use ralph_actors::role::Role;
 use serde::{Deserialize, Serialize};
 
@@ -105,14 +107,15 @@ impl<C: LlmClient> Recorder<C> {
 
 #[async_trait::async_trait]
 impl<C: LlmClient> LlmClient for Recorder<C> {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+        // A sealed request: what is recorded is what the provider was sent, masked.
         let ChatRequest {
             role,
             model,
             messages,
             temperature,
             max_tokens,
-        } = request.clone();
+        } = (*request).clone();
         let reply = self.inner.complete(request).await?;
         let exchange = Exchange {
             role,
@@ -205,7 +208,7 @@ impl ReplayClient {
 
 #[async_trait::async_trait]
 impl LlmClient for ReplayClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let next = self
             .queues
             .lock()

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, GuardedRequest, LlmClient, LlmError};
 use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
 
@@ -186,14 +186,15 @@ impl Router {
 
 #[async_trait::async_trait]
 impl LlmClient for Router {
-    async fn complete(&self, mut request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let (name, provider) = self.resolve(&request.model)?;
         // Aliases and bare names reach the client in canonical form.
-        request.model = name.to_string();
+        let mut request = request.with_model(name.to_string());
         // A cap above what the model can write would be refused by some providers (Anthropic
         // answers 400); the budget reserved for the larger cap is settled by the real usage.
         if let Some(info) = prices::info(&request.model) {
-            request.max_tokens = request.max_tokens.min(info.max_output);
+            let cap = request.max_tokens.min(info.max_output);
+            request = request.with_max_tokens(cap);
         }
         provider.complete(request).await
     }
@@ -215,9 +216,9 @@ mod tests {
             .mount(&server)
             .await;
         let router = Router::new().with_provider("openai", client(&server, |_| {}));
-        let mut asked = request("openai/gpt-4o");
+        let mut asked = request("openai/gpt-4o").into_inner();
         asked.max_tokens = 100_000;
-        router.complete(asked).await.expect("reply");
+        router.complete(sealed(asked)).await.expect("reply");
         let body: serde_json::Value =
             serde_json::from_slice(&server.received_requests().await.expect("recorded")[0].body)
                 .expect("json");

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use ralph_actors::ports::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatMessage, ChatRequest, GuardedRequest, LlmClient, LlmError};
 use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
+use ralph_guard::Guard;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate, Times};
@@ -141,12 +142,12 @@ pub fn closed_port() -> u16 {
         .port()
 }
 
-pub fn request(model: &str) -> ChatRequest {
+pub fn request(model: &str) -> GuardedRequest {
     request_for(Role::Artisan, model, "fix it")
 }
 
-pub fn request_for(role: Role, model: &str, user: &str) -> ChatRequest {
-    ChatRequest {
+pub fn request_for(role: Role, model: &str, user: &str) -> GuardedRequest {
+    sealed(ChatRequest {
         role,
         model: model.into(),
         messages: vec![
@@ -155,7 +156,15 @@ pub fn request_for(role: Role, model: &str, user: &str) -> ChatRequest {
         ],
         temperature: Some(0.2),
         max_tokens: 321,
-    }
+    })
+}
+
+/// `request` as a run's LocalGuard would send it, with nothing to mask in it: the providers'
+/// tests are about the wire, not the guard.
+pub fn sealed(request: ChatRequest) -> GuardedRequest {
+    GuardedRequest::seal(&Guard::off(), request, "")
+        .map(|(sealed, _)| sealed)
+        .expect("a guard that is off seals anything")
 }
 
 pub fn usage_json(prompt: u32, completion: u32, cached: u32) -> Value {

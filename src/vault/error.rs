@@ -34,6 +34,9 @@ pub enum VaultError {
         #[source]
         source: std::io::Error,
     },
+    /// LocalGuard could not seal what was to be stored or embedded.
+    #[error("local guard: {0}")]
+    Guard(String),
     #[error("{path}:{line}: not an exported attempt: {source}")]
     Import {
         path: PathBuf,

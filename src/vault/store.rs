@@ -539,6 +539,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::vault::embed::sealed_texts;
     use crate::vault::embed::HashedNgrams;
     use ralph_actors::ports::memory::Embedder;
 
@@ -571,7 +572,9 @@ mod tests {
         .await
         .unwrap();
         let vectors = embedder
-            .embed(rows.iter().map(|a| a.signature.clone()).collect())
+            .embed(sealed_texts(
+                rows.iter().map(|a| a.signature.clone()).collect(),
+            ))
             .await
             .unwrap();
         store
@@ -615,7 +618,7 @@ mod tests {
         ];
         let (store, embedder) = store_with(dir.path(), &rows).await;
         let query = embedder
-            .embed(vec![rows[0].signature.clone()])
+            .embed(sealed_texts(vec![rows[0].signature.clone()]))
             .await
             .unwrap()
             .remove(0);
@@ -666,7 +669,7 @@ mod tests {
             let mut a = attempt(&format!("a{n}"), &format!("sig {n}"), n % 3 == 0);
             a.timestamp_ms = n;
             let v = embedder
-                .embed(vec![a.signature.clone()])
+                .embed(sealed_texts(vec![a.signature.clone()]))
                 .await
                 .unwrap()
                 .remove(0);
@@ -698,7 +701,7 @@ mod tests {
         let signature = "LOGIC test_total: AssertionError: expected 3 to equal 4";
         let (store, embedder) = store_with(dir.path(), &[attempt("first", signature, false)]).await;
         let query = embedder
-            .embed(vec![signature.into()])
+            .embed(sealed_texts(vec![signature.into()]))
             .await
             .unwrap()
             .remove(0);

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use ralph_actors::ports::memory::Embedder;
+use ralph_actors::ports::memory::{Embedder, GuardedTexts};
 use ralph_actors::schema::attempt::FixAttempt;
+use ralph_guard::Guard;
 
 use super::error::{Result, VaultError};
 use super::store::LanceStore;
@@ -44,24 +45,31 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<FixAttempt>> {
 }
 
 /// Adds `attempts` not already in `store` (by id), embedding their signatures. Returns how
-/// many were added.
+/// many were added. Each attempt passes `guard` first, as text from outside does in a run: the
+/// vault holds masked text only, and the embedder is given nothing else.
 pub async fn import(
     store: &LanceStore,
     embedder: &dyn Embedder,
     attempts: Vec<FixAttempt>,
+    guard: &Guard,
 ) -> Result<usize> {
     let known: std::collections::HashSet<String> =
         store.all().await?.into_iter().map(|a| a.id).collect();
     let fresh: Vec<FixAttempt> = attempts
         .into_iter()
         .filter(|a| !known.contains(&a.id))
-        .collect();
+        .map(|a| {
+            ralph_actors::guard::seal_strings(guard, a)
+                .map_err(|e| VaultError::Guard(format!("an attempt could not be masked: {e}")))
+        })
+        .collect::<Result<_>>()?;
     let mut added = 0;
     // Embedders take batches; LanceDB prefers a few large writes to many small ones.
     for chunk in fresh.chunks(256) {
-        let vectors = embedder
-            .embed(chunk.iter().map(|a| a.signature.clone()).collect())
-            .await?;
+        let texts = chunk.iter().map(|a| a.signature.clone()).collect();
+        let texts =
+            GuardedTexts::seal(guard, texts).map_err(|e| VaultError::Guard(e.to_string()))?;
+        let vectors = embedder.embed(texts).await?;
         let rows: Vec<_> = chunk.iter().cloned().zip(vectors).collect();
         added += rows.len();
         store.add(rows).await?;

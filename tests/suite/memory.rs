@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ralph_actors::ports::memory::Embedder;
+use ralph_actors::ports::memory::{Embedder, GuardedTexts};
 use ralph_actors::schema::attempt::FixAttempt;
 use ralph_loop::vault::embed::HashedNgrams;
 use ralph_loop::vault::{vault_path, LanceStore, PROJECT_TABLE};
@@ -210,11 +210,9 @@ async fn vault_writer_process() {
         .unwrap();
     for n in 0..WRITES {
         let a = attempt(&writer, n);
-        let vector = embedder
-            .embed(vec![a.signature.clone()])
-            .await
-            .unwrap()
-            .remove(0);
+        let texts =
+            GuardedTexts::seal(&ralph_guard::Guard::off(), vec![a.signature.clone()]).unwrap();
+        let vector = embedder.embed(texts).await.unwrap().remove(0);
         store.add(vec![(a, vector)]).await.unwrap();
     }
 }

@@ -6,6 +6,7 @@ mod chaos;
 mod cli;
 mod context;
 mod criteria;
+mod guard;
 mod lifecycle;
 mod loop_runs;
 mod memory;

@@ -46,6 +46,9 @@ pub enum Answer {
         text: String,
         delay: Duration,
     },
+    /// A reply made from the request's text (every string in its body, joined): a model that
+    /// works on what it is shown.
+    From(Reply),
     /// `then` when the request's prompt contains `needle`, else `otherwise`: a model that
     /// answers from what it is shown.
     IfPrompt {
@@ -53,6 +56,37 @@ pub enum Answer {
         then: Box<Answer>,
         otherwise: Box<Answer>,
     },
+}
+
+/// How an [`Answer::From`] makes its reply.
+#[derive(Clone)]
+pub struct Reply(pub Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reply(..)")
+    }
+}
+
+/// A reply made by `f` from the request's text.
+pub fn from_prompt(f: impl Fn(&str) -> String + Send + Sync + 'static) -> Answer {
+    Answer::From(Reply(Arc::new(f)))
+}
+
+/// Every string of a request's body, in order, joined by new lines: the prompt as the model
+/// reads it, whatever the protocol.
+pub fn prompt_of(body: &Value) -> String {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, &mut out);
+    out.join("\n")
 }
 
 pub fn if_prompt(needle: &str, then: Answer, otherwise: Answer) -> Answer {
@@ -249,6 +283,9 @@ impl Respond for Responder {
             next.or_else(|| script.fallback.get(&asked.role).cloned())
         };
         let mut answer = answer;
+        if let Some(Answer::From(Reply(f))) = answer {
+            answer = Some(text(f(&prompt_of(&body))));
+        }
         while let Some(Answer::IfPrompt {
             needle,
             then,
@@ -321,7 +358,9 @@ impl Respond for Responder {
                 let (prompt, out) = usage(prompt, 200);
                 billed(reply(self.0, &asked, &text, prompt, out, cache)).set_delay(delay)
             }
-            Some(Answer::IfPrompt { .. }) => unreachable!("resolved above"),
+            Some(Answer::IfPrompt { .. }) | Some(Answer::From(_)) => {
+                unreachable!("resolved above")
+            }
         }
     }
 }

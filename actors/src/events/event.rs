@@ -186,6 +186,14 @@ pub enum Event {
         min_score: Option<f64>,
         duration_ms: u64,
     },
+    /// LocalGuard sealed a model call that holds masked values: how many of each kind (never
+    /// the values).
+    Masked {
+        iteration: u32,
+        role: Role,
+        /// Distinct values masked in the call, by kind (`SECRET_AWS_ACCESS_KEY_ID`).
+        kinds: std::collections::BTreeMap<String, usize>,
+    },
     SessionFinished {
         report: Box<Report>,
     },

@@ -45,6 +45,8 @@ pub struct Snapshot {
     pub adversarial_open: Vec<String>,
     /// The last mutation score (operational, percent) and the mutants still surviving.
     pub mutation: Option<(f64, u32)>,
+    /// The most distinct values LocalGuard said one call carried masked, by kind.
+    pub masked: BTreeMap<String, usize>,
     /// The final report, once the session has finished.
     pub report: Option<Box<Report>>,
 }
@@ -126,6 +128,12 @@ impl Snapshot {
             Event::ChaosMutation {
                 score, surviving, ..
             } => self.mutation = Some((*score, *surviving)),
+            Event::Masked { kinds, .. } => {
+                for (kind, n) in kinds {
+                    let most = self.masked.entry(kind.clone()).or_insert(0);
+                    *most = (*most).max(*n);
+                }
+            }
             Event::ChaosSuite { .. }
             | Event::TestIntegrity { .. }
             | Event::ContextReset { .. }

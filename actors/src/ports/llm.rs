@@ -1,5 +1,8 @@
 //! The port to the models: the LLM client trait, the token counter, and the types of a chat call.
 
+use std::collections::BTreeMap;
+
+use ralph_guard::{Guard, GuardError};
 use serde::{Deserialize, Serialize};
 
 use crate::role::Role;
@@ -62,6 +65,83 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// The most output tokens the reply may have; the ledger may lower it to fit the budget.
     pub max_tokens: u32,
+}
+
+/// A request that has passed LocalGuard: every message masked by the run's
+/// [`ralph_guard::Guard`] (or, in `block` mode, let through only when it holds nothing to
+/// mask). It is the only request an [`LlmClient`] takes, and [`GuardedRequest::seal`] is the
+/// only way to make one (its field is private and it does not deserialize): no path to a
+/// provider can skip the guard.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuardedRequest {
+    #[serde(flatten)]
+    request: ChatRequest,
+}
+
+impl GuardedRequest {
+    /// `request` with every message passed through `guard`, and the run's placeholders it
+    /// holds, by kind. When it holds any, `note` (what placeholders are and that they must be
+    /// kept) is added to its first system message. A message's cache prefix is sealed apart
+    /// from the rest, so it still ends where the same text does.
+    pub fn seal(
+        guard: &Guard,
+        mut request: ChatRequest,
+        note: &str,
+    ) -> Result<(Self, BTreeMap<String, usize>), GuardError> {
+        for m in &mut request.messages {
+            let split = m.cache_prefix.min(m.content.len());
+            let sealed = if split > 0 && m.content.is_char_boundary(split) {
+                let head = guard.seal(&m.content[..split])?.text;
+                let tail = guard.seal(&m.content[split..])?.text;
+                m.cache_prefix = head.len();
+                head + &tail
+            } else {
+                guard.seal(&m.content)?.text
+            };
+            m.content = sealed;
+        }
+        let all: Vec<&str> = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        let census = guard.census(&all.join("\n"));
+        if !census.is_empty() && !note.is_empty() {
+            if let Some(system) = request
+                .messages
+                .iter_mut()
+                .find(|m| m.speaker == Speaker::System)
+            {
+                system.content.push_str("\n\n");
+                system.content.push_str(note);
+            }
+        }
+        Ok((Self { request }, census))
+    }
+
+    pub fn into_inner(self) -> ChatRequest {
+        self.request
+    }
+
+    /// The same request for `model` (a router's canonical name for it): nothing masked changes.
+    pub fn with_model(mut self, model: String) -> Self {
+        self.request.model = model;
+        self
+    }
+
+    /// The same request with its reply capped at `max_tokens` (the ledger's grant): nothing
+    /// masked changes.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.request.max_tokens = max_tokens;
+        self
+    }
+}
+
+impl std::ops::Deref for GuardedRequest {
+    type Target = ChatRequest;
+    fn deref(&self) -> &ChatRequest {
+        &self.request
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,11 +255,12 @@ impl LlmError {
     }
 }
 
-/// The one way actors reach a model. Implementations route by `request.model`.
+/// The one way actors reach a model. Implementations route by `request.model`; they take only
+/// requests LocalGuard has sealed.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait::async_trait]
 pub trait LlmClient: Send + Sync {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError>;
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError>;
 }
 
 /// Counts prompt tokens before a call, for the budget check. It must not undercount by more

@@ -2,7 +2,35 @@
 //! over LanceDB and over offline or provider embeddings; the ranking in [`crate::memory`] is
 //! tested with mocks.
 
+use ralph_guard::{Guard, GuardError};
+
 use crate::schema::attempt::{FixAttempt, Scored};
+
+/// Texts that have passed LocalGuard, the only input an [`Embedder`] takes (a remote embedding
+/// model is a provider like any other); made only by [`GuardedTexts::seal`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardedTexts {
+    texts: Vec<String>,
+}
+
+impl GuardedTexts {
+    /// `texts`, each passed through `guard`.
+    pub fn seal(guard: &Guard, texts: Vec<String>) -> Result<Self, GuardError> {
+        let texts = texts
+            .iter()
+            .map(|t| guard.seal(t).map(|m| m.text))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { texts })
+    }
+
+    pub fn texts(&self) -> &[String] {
+        &self.texts
+    }
+
+    pub fn into_texts(self) -> Vec<String> {
+        self.texts
+    }
+}
 
 /// Why the MemoryVault could not recall or record. A run never fails for memory: the
 /// Supervisor goes on without it and the report says why.
@@ -80,5 +108,5 @@ pub trait Embedder: Send + Sync {
     /// The length of every vector it returns.
     fn dims(&self) -> usize;
     /// One vector per text, in order.
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError>;
+    async fn embed(&self, texts: GuardedTexts) -> Result<Vec<Vec<f32>>, MemoryError>;
 }

@@ -15,6 +15,9 @@ pub enum RunnerError {
     /// The runner itself failed (a report directory could not be made, a join failed).
     #[error("{0}")]
     Internal(String),
+    /// A file to write holds a placeholder LocalGuard cannot put back: nothing was written.
+    #[error("not written: {0}")]
+    Unrestorable(String),
 }
 
 impl RunnerError {

@@ -34,6 +34,9 @@ pub enum WorkspaceError {
     /// The blocking task that did the work failed.
     #[error("{0}")]
     Internal(String),
+    /// A text to write holds a placeholder LocalGuard cannot put back: nothing was written.
+    #[error("not written: {0}")]
+    Unrestorable(String),
 }
 
 impl WorkspaceError {
@@ -58,7 +61,9 @@ impl WorkspaceError {
             WorkspaceError::Read { source, .. } | WorkspaceError::Write { source, .. } => {
                 is_transient_io(source)
             }
-            WorkspaceError::Graph(_) | WorkspaceError::Internal(_) => false,
+            WorkspaceError::Graph(_)
+            | WorkspaceError::Internal(_)
+            | WorkspaceError::Unrestorable(_) => false,
         }
     }
 }

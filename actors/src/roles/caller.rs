@@ -17,9 +17,11 @@ use crate::events::bus::EventBus;
 use crate::events::event::Event;
 use crate::policy::budget::{Grant, Ledger};
 use crate::ports::llm::{
-    ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, LlmClient, LlmError, TokenCounter,
+    ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError,
+    TokenCounter,
 };
 use crate::role::Role;
+use crate::roles::local_guard::{LocalGuard, Seal};
 use crate::schema::report::FallbackRecord;
 use crate::schema::usage::Usage;
 use crate::settings::ModelSpec;
@@ -28,6 +30,8 @@ use crate::settings::ModelSpec;
 /// event sink. Built once per run by the Supervisor.
 pub struct Caller {
     pub llm: Arc<dyn LlmClient>,
+    /// Every request passes LocalGuard before it is sent.
+    guard: actix::Addr<LocalGuard>,
     pub counter: Arc<dyn TokenCounter>,
     pub ledger: Arc<Ledger>,
     pub events: EventBus,
@@ -56,12 +60,14 @@ pub const CONTEXT_LIMIT: f64 = 0.40;
 impl Caller {
     pub fn new(
         llm: Arc<dyn LlmClient>,
+        guard: actix::Addr<LocalGuard>,
         counter: Arc<dyn TokenCounter>,
         ledger: Arc<Ledger>,
         events: EventBus,
     ) -> Self {
         Self {
             llm,
+            guard,
             counter,
             ledger,
             events,
@@ -219,14 +225,21 @@ impl Caller {
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
     ) -> Result<ChatReply> {
-        let (grant, prompt_bound) = self.authorize(role, model, spec.max_tokens, &messages)?;
-        let request = ChatRequest {
-            role,
-            model: model.to_string(),
-            messages,
-            temperature: spec.temperature,
-            max_tokens: grant.max_tokens,
-        };
+        let request = self
+            .seal(
+                iteration,
+                ChatRequest {
+                    role,
+                    model: model.to_string(),
+                    messages,
+                    temperature: spec.temperature,
+                    max_tokens: spec.max_tokens,
+                },
+            )
+            .await?;
+        let (grant, prompt_bound) =
+            self.authorize(role, model, spec.max_tokens, &request.messages)?;
+        let request = request.with_max_tokens(grant.max_tokens);
         let started = Instant::now();
         let call = AssertUnwindSafe(self.llm.complete(request)).catch_unwind();
         let result = tokio::select! {
@@ -308,6 +321,18 @@ impl Caller {
             )));
         }
         Ok(reply)
+    }
+
+    /// `request` as LocalGuard seals it: masked, or refused (`block` mode).
+    async fn seal(&self, iteration: u32, request: ChatRequest) -> Result<GuardedRequest> {
+        let role = request.role;
+        match self.guard.send(Seal { iteration, request }).await {
+            Ok(sealed) => Ok(sealed?),
+            Err(e) => Err(Error::Stopped {
+                role,
+                message: format!("LocalGuard did not answer: {e}"),
+            }),
+        }
     }
 
     /// The usage to charge a reply by when its provider reported none, or reported zero for a

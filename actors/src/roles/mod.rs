@@ -1,7 +1,8 @@
 //! The actors of a run. Each role's actor owns the ports it uses and answers one message,
 //! defined beside it: [`librarian`] (`GatherContext`), [`artisan`] (`Generate`), [`critic`]
 //! (`Review`, `Judge`), [`chaos`] (`Write`, `RunSuite`, `Rerun`), [`tester`] (`RunTests`) and
-//! the MemoryVault ([`vault`]: `Recall`, `Remember`).
+//! the MemoryVault ([`vault`]: `Recall`, `Remember`) and LocalGuard ([`local_guard`]: `Seal`,
+//! `SealTexts`, `SealRecord`, `Check`), through which every text bound for a model passes.
 //! [`caller`] is what the model-calling roles share (metered calls, fallbacks, context use);
 //! [`history`] the conversation a role may keep.
 
@@ -11,5 +12,6 @@ pub mod chaos;
 pub mod critic;
 pub mod history;
 pub mod librarian;
+pub mod local_guard;
 pub mod tester;
 pub mod vault;

@@ -14,8 +14,9 @@ use futures::FutureExt;
 use crate::memory::anonymise::{anonymise, anonymised_signature};
 use crate::memory::rank::rank;
 use crate::memory::signature::Failure;
-use crate::ports::memory::{Embedder, MemoryError, VectorStore};
+use crate::ports::memory::{Embedder, GuardedTexts, MemoryError, VectorStore};
 use crate::roles::caller::panic_message;
+use crate::roles::local_guard::{LocalGuard, SealRecord, SealTexts};
 use crate::schema::attempt::{FixAttempt, Origin, RecalledFix};
 
 /// Candidates fetched from each store before ranking: ranking by success rate needs the other
@@ -67,6 +68,8 @@ pub struct MemoryVault {
     store: Arc<dyn VectorStore>,
     shared: Option<Arc<dyn VectorStore>>,
     settings: VaultSettings,
+    /// What the embedder is given and what is shared passes LocalGuard first.
+    guard: actix::Addr<LocalGuard>,
 }
 
 impl MemoryVault {
@@ -75,13 +78,29 @@ impl MemoryVault {
         store: Arc<dyn VectorStore>,
         shared: Option<Arc<dyn VectorStore>>,
         settings: VaultSettings,
+        guard: actix::Addr<LocalGuard>,
     ) -> Self {
         MemoryVault {
             embedder,
             store,
             shared,
             settings,
+            guard,
         }
+    }
+}
+
+/// `texts` as LocalGuard seals them for the embedder.
+async fn sealed(
+    guard: &actix::Addr<LocalGuard>,
+    texts: Vec<String>,
+) -> Result<GuardedTexts, MemoryError> {
+    match guard.send(SealTexts(texts)).await {
+        Ok(Ok(texts)) => Ok(texts),
+        Ok(Err(e)) => Err(MemoryError::embed(format!("local guard: {e}"))),
+        Err(e) => Err(MemoryError::Stopped(format!(
+            "LocalGuard did not answer: {e}"
+        ))),
     }
 }
 
@@ -108,11 +127,13 @@ impl Handler<Recall> for MemoryVault {
             self.shared.clone(),
         );
         let settings = self.settings.clone();
+        let guard = self.guard.clone();
         Box::pin(caught(async move {
             let mut texts = vec![msg.failure.signature.clone()];
             if shared.is_some() {
                 texts.push(anonymised_signature(&msg.failure.signature));
             }
+            let texts = sealed(&guard, texts).await?;
             let mut vectors = embedder.embed(texts).await?.into_iter();
             let vector = vectors
                 .next()
@@ -150,18 +171,28 @@ impl Handler<Remember> for MemoryVault {
             self.store.clone(),
             self.shared.clone(),
         );
+        let guard = self.guard.clone();
         Box::pin(caught(async move {
             let attempt = msg.attempt;
             // Only what worked is shared: a failed attempt teaches others little and would
-            // carry more of the project's code out.
-            let public = shared
-                .as_ref()
-                .filter(|_| attempt.success)
-                .map(|_| anonymise(&attempt));
+            // carry more of the project's code out. What is shared leaves the machine: sealed.
+            let public = match shared.as_ref().filter(|_| attempt.success) {
+                Some(_) => match guard.send(SealRecord(anonymise(&attempt))).await {
+                    Ok(Ok(record)) => Some(record),
+                    Ok(Err(e)) => return Err(MemoryError::store(format!("local guard: {e}"))),
+                    Err(e) => {
+                        return Err(MemoryError::Stopped(format!(
+                            "LocalGuard did not answer: {e}"
+                        )))
+                    }
+                },
+                None => None,
+            };
             let mut texts = vec![attempt.signature.clone()];
             if let Some(public) = &public {
                 texts.push(public.signature.clone());
             }
+            let texts = sealed(&guard, texts).await?;
             let mut vectors = embedder.embed(texts).await?.into_iter();
             let vector = vectors
                 .next()

@@ -229,8 +229,26 @@ pub struct Report {
     /// What Chaos did (absent when it did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adversarial: Option<crate::schema::adversarial::AdversarialReport>,
+    /// What LocalGuard masked: kinds and counts, never values.
+    #[serde(default)]
+    pub local_guard: GuardReport,
     pub started_at: String,
     pub finished_at: String,
+}
+
+/// LocalGuard's part in a run: counts and kinds only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardReport {
+    /// Whether anything was looked at (`local_guard.enabled` and a mode other than `off`).
+    pub enabled: bool,
+    /// `mask`, `block` or `off`.
+    pub mode: String,
+    /// Distinct values masked, by kind (`SECRET_AWS_ACCESS_KEY_ID`: 1).
+    pub masked: BTreeMap<String, usize>,
+    /// Placeholders put back into text written to the project.
+    pub restored: usize,
+    /// Matches an allowlist let through.
+    pub allowlisted: usize,
 }
 
 /// A move from a role's model to its next fallback, for the log and the report.

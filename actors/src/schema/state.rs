@@ -46,6 +46,10 @@ pub struct SessionState {
     /// The largest share of its model's context window each role's prompt has used.
     #[serde(default)]
     pub context_use: BTreeMap<Role, f64>,
+    /// LocalGuard's last placeholder number of each kind (`SECRET_AWS_ACCESS_KEY_ID` → 2):
+    /// numbers only, never values. A resumed session numbers on from them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub guard_counters: BTreeMap<String, u32>,
     /// The MemoryVault's status and counts so far.
     #[serde(default)]
     pub memory: MemoryReport,
@@ -106,6 +110,7 @@ impl SessionState {
             hook_notes: Vec::new(),
             fallbacks: Vec::new(),
             context_use: BTreeMap::new(),
+            guard_counters: BTreeMap::new(),
             memory: MemoryReport::default(),
             best: None,
             on_disk: Some(0),

@@ -140,7 +140,10 @@ impl Run {
                     "Your reply had no fenced code block: reply with the whole test file in one."
                         .to_string(),
                 ),
-                Some(suite) => {
+                Some(suite) => match self.unrestorable(&suite).await {
+                    // A placeholder it cannot put back: the file is not written; Chaos repairs.
+                    Some(why) => (suite, format!("Your file could not be written: {why}. Copy every placeholder exactly as you were given it.")),
+                    None => {
                     let ran = self
                         .ask(
                             Role::Chaos,
@@ -157,7 +160,8 @@ impl Run {
                         None => break (suite, ran),
                         Some(why) => (suite, why),
                     }
-                }
+                    }
+                },
             };
             if repairs >= max_repairs {
                 self.warn(format!(

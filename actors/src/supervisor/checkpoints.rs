@@ -7,9 +7,11 @@
 use std::cmp::Reverse;
 use std::sync::Arc;
 
+use crate::error::Error;
 use crate::events::event::Event;
 use crate::machine::state::Outcome;
 use crate::policy::entropy::headline;
+use crate::ports::workspace::WorkspaceError;
 use crate::roles::caller::watched;
 use crate::schema::report::{Checkpoint, FileLeft, OnFailure, Status, TestsSnapshot};
 use crate::schema::test_run::{Category, RunStatus, TestRun};
@@ -125,9 +127,18 @@ impl Run {
         first: &str,
     ) -> Result<(), Outcome> {
         let write = self.workspace.write_target(content);
-        watched(&self.steps, write)
-            .await
-            .map_err(|e| self.fail(e))?;
+        match watched(&self.steps, write).await {
+            Ok(()) => {}
+            // A checkpoint of a stopped run (before a resume) holds placeholders of that
+            // run's: its values are gone, so the proposal stays.
+            Err(Error::Workspace(WorkspaceError::Unrestorable(why))) => {
+                self.warn(format!(
+                    "iteration {n}: the change made things worse, but the state before it cannot be put back ({why}); the file keeps the change"
+                ));
+                return Ok(());
+            }
+            Err(e) => return Err(self.fail(e)),
+        }
         self.state.on_disk = Some(back_to);
         self.state.reverts += 1;
         let back = version(back_to);

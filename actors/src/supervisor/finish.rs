@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::events::event::Event;
 use crate::machine::state::Outcome;
-use crate::schema::report::{MemoryReport, Report, Status, Timings};
+use crate::schema::report::{GuardReport, MemoryReport, Report, Status, Timings};
 use crate::schema::state::timestamp;
 use crate::supervisor::next_steps::{next_steps, Ending};
 use crate::supervisor::run::Run;
@@ -95,9 +95,12 @@ impl Run {
             next_steps: steps,
             file_left: st.file_left.clone(),
             adversarial: st.adversarial.clone(),
+            local_guard: self.guard_report(),
             started_at: st.started_at.clone(),
             finished_at: timestamp(),
         };
+        // The values are needed no more: zeroised now, not when the process gets round to it.
+        self.guard.wipe();
         let saved = tokio::time::timeout(FINAL_WRITE, self.store.save_state(&self.state)).await;
         if let Some(why) = failed(saved) {
             report
@@ -114,6 +117,20 @@ impl Run {
             report: Box::new(report.clone()),
         });
         report
+    }
+}
+
+impl Run {
+    fn guard_report(&self) -> GuardReport {
+        let stats = self.guard.stats();
+        let mode = self.guard.mode();
+        GuardReport {
+            enabled: mode != ralph_guard::Mode::Off,
+            mode: mode.name().to_string(),
+            masked: stats.masked,
+            restored: stats.restored,
+            allowlisted: stats.allowlisted,
+        }
     }
 }
 
@@ -164,6 +181,7 @@ pub(crate) fn error_report(reason: &str) -> Report {
         next_steps: Vec::new(),
         file_left: None,
         adversarial: None,
+        local_guard: GuardReport::default(),
         started_at: timestamp(),
         finished_at: timestamp(),
     }

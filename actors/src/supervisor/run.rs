@@ -8,8 +8,11 @@ use std::time::Instant;
 use actix::{Actor, Addr};
 use tokio_util::sync::CancellationToken;
 
+use ralph_guard::Guard;
+
 use crate::events::bus::EventBus;
 use crate::events::event::Event;
+use crate::guard::{GuardedChaos, GuardedRunner, GuardedWorkspace};
 use crate::machine::hooks::Hook;
 use crate::policy::budget::Ledger;
 use crate::ports::chaos::ChaosRunner;
@@ -26,6 +29,7 @@ use crate::roles::chaos::Chaos;
 use crate::roles::critic::{Critic, Review};
 use crate::roles::history::ResetContext;
 use crate::roles::librarian::Librarian;
+use crate::roles::local_guard::{Check, LocalGuard};
 use crate::roles::tester::Tester;
 use crate::roles::vault::{MemoryVault, Remember, VaultSettings};
 use crate::schema::report::MemoryStatus;
@@ -56,6 +60,9 @@ pub struct RunDeps {
     /// cancels of its own accord): SIGTERM and SIGHUP end the run `interrupted` with their own
     /// exit codes (143, 129) and reasons.
     pub stop_signal: Arc<AtomicI32>,
+    /// LocalGuard's engine for this run: the run wraps its ports in it (reads masked, writes
+    /// unmasked) and seals every call with it. `Guard::off()` lets everything through.
+    pub guard: Arc<Guard>,
     /// A new session's state, or the state of the session being resumed. Without `memory`,
     /// `state.memory` says why (off, or unavailable with the reason).
     pub state: SessionState,
@@ -145,6 +152,8 @@ pub struct Run {
     pub(super) events: EventBus,
     pub(super) caller: Arc<Caller>,
     pub(super) team: Team,
+    pub(super) guard: Arc<Guard>,
+    pub(super) local_guard: Addr<LocalGuard>,
     pub(super) hooks: Vec<Arc<dyn Hook>>,
     pub(super) user: Option<Arc<dyn User>>,
     pub(super) state: SessionState,
@@ -186,15 +195,32 @@ impl Run {
     /// Starts the run's actors; call inside an actix system. Nothing else happens until
     /// [`Run::execute`].
     pub fn new(d: RunDeps) -> Self {
+        // Every port the run reads the machine through is wrapped here, so none is unguarded.
+        // A resumed session's placeholders are numbered on from the stopped run's, so an old
+        // one left in its texts never names a new value.
+        d.guard.continue_from(&d.state.guard_counters);
+        let workspace: Arc<dyn Workspace> =
+            Arc::new(GuardedWorkspace::new(d.workspace, d.guard.clone()));
+        let runner: Arc<dyn TestRunner> = Arc::new(GuardedRunner::new(d.runner, d.guard.clone()));
+        let chaos = d
+            .chaos
+            .map(|c| Arc::new(GuardedChaos::new(c, d.guard.clone())) as Arc<dyn ChaosRunner>);
+        let local_guard = LocalGuard::new(d.guard.clone(), d.events.clone()).start();
         let caller = Arc::new(
-            Caller::new(d.llm, d.counter, d.ledger, d.events.clone())
-                .with_fallbacks(d.state.fallbacks.clone())
-                .with_windows(d.settings.context_windows.clone())
-                .with_context_peaks(d.state.context_use.clone()),
+            Caller::new(
+                d.llm,
+                local_guard.clone(),
+                d.counter,
+                d.ledger,
+                d.events.clone(),
+            )
+            .with_fallbacks(d.state.fallbacks.clone())
+            .with_windows(d.settings.context_windows.clone())
+            .with_context_peaks(d.state.context_use.clone()),
         );
         let team = Team {
             librarian: Librarian::new(
-                d.workspace.clone(),
+                workspace.clone(),
                 caller.clone(),
                 d.settings.clone(),
                 d.state.test_command.clone(),
@@ -202,9 +228,8 @@ impl Run {
             .start(),
             artisan: Artisan::new(caller.clone(), d.settings.clone()).start(),
             critic: Critic::new(caller.clone(), d.settings.clone()).start(),
-            tester: Tester::new(d.runner, d.settings.flaky_retries).start(),
-            chaos: d
-                .chaos
+            tester: Tester::new(runner, d.settings.flaky_retries).start(),
+            chaos: chaos
                 .filter(|_| d.settings.chaos.enabled)
                 .map(|runner| Chaos::new(caller.clone(), d.settings.clone(), runner).start()),
         };
@@ -214,18 +239,27 @@ impl Run {
                 state.memory.status = MemoryStatus::On;
                 state.memory.reason = None;
                 state.memory.embedder = Some(m.embedder.id());
-                let vault = MemoryVault::new(m.embedder, m.store, m.shared, m.settings).start();
+                let vault = MemoryVault::new(
+                    m.embedder,
+                    m.store,
+                    m.shared,
+                    m.settings,
+                    local_guard.clone(),
+                )
+                .start();
                 (Some(vault), m.project_id)
             }
             None => (None, String::new()),
         };
         Self {
             settings: d.settings,
-            workspace: d.workspace,
+            workspace,
             store: d.store,
             events: d.events,
             caller,
             team,
+            guard: d.guard,
+            local_guard,
             hooks: d.hooks,
             user: d.user,
             earlier_warnings: std::mem::take(&mut state.warnings),
@@ -259,11 +293,22 @@ impl Run {
         self.events.emit(Event::Warning { message });
     }
 
+    /// Why LocalGuard could not put the values back into a model's `text` (a placeholder it
+    /// invented or mangled), if it could not.
+    pub(super) async fn unrestorable(&self, text: &str) -> Option<String> {
+        match self.local_guard.send(Check(text.to_string())).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(e) => Some(format!("LocalGuard did not answer: {e}")),
+        }
+    }
+
     /// Brings the state up to date with the ledger, the caller and the event stream.
     pub(super) fn sync_state(&mut self) {
         self.state.ledger = self.caller.ledger.snapshot();
         self.state.fallbacks = self.caller.fallbacks();
         self.state.context_use = self.caller.context_peaks();
+        self.state.guard_counters = self.guard.counters();
         let seen = self.events.snapshot();
         self.state.warnings = self.earlier_warnings.clone();
         self.state.warnings.extend(seen.warnings);

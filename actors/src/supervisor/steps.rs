@@ -173,6 +173,17 @@ impl Run {
             );
             return Ok(Next::Continue(State::Generate(it)));
         };
+        if let Some(why) = self.unrestorable(&code).await {
+            if it.sent_back() >= s.critic_max_rejections {
+                self.warn(format!(
+                    "iteration {n}: the proposal was not written: {why}"
+                ));
+                return Ok(Next::Continue(State::Write(it, None)));
+            }
+            it.retries += 1;
+            it.critique = Some(format!("Your file could not be written: {why}. Copy every placeholder exactly as you were given it, and write none of your own."));
+            return Ok(Next::Continue(State::Generate(it)));
+        }
         if !s.allow_test_edits {
             let context = self.context_of(&it)?;
             let violations = integrity::check(&context.target.path, &context.target.content, &code);

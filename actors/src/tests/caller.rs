@@ -38,6 +38,7 @@ fn metered(llm: MockLlmClient, cap: f64) -> (Arc<Caller>, Arc<Ledger>, EventBus)
     ));
     let caller = Arc::new(Caller::new(
         Arc::new(llm),
+        super::guard_off(),
         Arc::new(ByteBoundCounter),
         ledger.clone(),
         events.clone(),
@@ -258,7 +259,7 @@ async fn a_call_abandoned_at_ctrl_c_keeps_its_reservation_as_spent() {
     struct Hung;
     #[async_trait::async_trait]
     impl LlmClient for Hung {
-        async fn complete(&self, _: ChatRequest) -> Result<ChatReply, LlmError> {
+        async fn complete(&self, _: GuardedRequest) -> Result<ChatReply, LlmError> {
             futures::future::pending().await
         }
     }
@@ -269,6 +270,7 @@ async fn a_call_abandoned_at_ctrl_c_keeps_its_reservation_as_spent() {
     ));
     let caller = Caller::new(
         Arc::new(Hung),
+        super::guard_off(),
         Arc::new(ByteBoundCounter),
         ledger.clone(),
         EventBus::discard(),

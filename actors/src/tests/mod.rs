@@ -7,6 +7,7 @@
 
 mod caller;
 mod chaos;
+mod guard;
 mod machine;
 mod roles;
 mod session;
@@ -23,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 use crate::events::bus::EventBus;
 use crate::policy::budget::{Ledger, Price, Prices};
 use crate::ports::llm::{
-    ByteBoundCounter, ChatReply, ChatRequest, LlmClient, LlmError, MockLlmClient, Speaker,
-    TokenCounter,
+    ByteBoundCounter, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError, MockLlmClient,
+    Speaker, TokenCounter,
 };
 use crate::ports::runner::{MockTestRunner, RunnerError, TestRunner};
 use crate::ports::store::{SessionStore, StoreError};
@@ -64,6 +65,17 @@ fn settings() -> RunSettings {
     s.librarian_analyze = crate::settings::Analyze::Always;
     s.critic_mode = crate::settings::CriticMode::Gate;
     s
+}
+
+/// LocalGuard's actor over a guard that is off: the roles' tests are not about masking
+/// (`guard.rs` is).
+fn guard_off() -> actix::Addr<crate::roles::local_guard::LocalGuard> {
+    use actix::Actor;
+    crate::roles::local_guard::LocalGuard::new(
+        Arc::new(ralph_guard::Guard::off()),
+        EventBus::discard(),
+    )
+    .start()
 }
 
 fn prices(input: f64, output: f64) -> Prices {
@@ -164,7 +176,7 @@ fn llm(
         let n = {
             let mut log = log.lock().unwrap();
             let n = log.iter().filter(|r| r.role == request.role).count();
-            log.push(request.clone());
+            log.push((*request).clone());
             n
         };
         answer(&request, n)
@@ -197,6 +209,7 @@ fn caller(
 ) -> Arc<Caller> {
     Arc::new(Caller::new(
         Arc::new(llm),
+        guard_off(),
         Arc::new(counter),
         Arc::new(Ledger::new(cap, prices, EventBus::discard())),
         EventBus::discard(),
@@ -362,7 +375,7 @@ struct SlowLlm {
 
 #[async_trait::async_trait]
 impl LlmClient for SlowLlm {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         tokio::time::sleep(self.delay).await;
         self.inner.complete(request).await
     }

@@ -86,6 +86,7 @@ fn silent_caller() -> (Arc<Caller>, crate::events::bus::Subscription) {
     let rx = events.subscribe();
     let caller = Arc::new(Caller::new(
         Arc::new(silent_llm()),
+        super::guard_off(),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(
             100.0,
@@ -157,7 +158,7 @@ async fn librarian_asks_for_an_analysis_once_when_the_last_run_failed() {
     let mut mock = MockLlmClient::new();
     let seen = log.clone();
     mock.expect_complete().times(1).returning(move |request| {
-        seen.lock().unwrap().push(request);
+        seen.lock().unwrap().push(request.into_inner());
         Ok(reply(
             "  The median never sorts its input.\n",
             usage(100, 10),
@@ -955,6 +956,7 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
     let mut rx = events.subscribe();
     let caller = Arc::new(Caller::new(
         Arc::new(mock),
+        super::guard_off(),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(
             100.0,
@@ -1034,6 +1036,7 @@ async fn a_fallback_never_bypasses_the_budget() {
     );
     let caller = Arc::new(Caller::new(
         Arc::new(mock),
+        super::guard_off(),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(0.01, p, EventBus::discard())),
         EventBus::discard(),

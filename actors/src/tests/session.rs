@@ -8,7 +8,7 @@ use tokio::time::timeout;
 
 use super::*;
 use crate::machine::hooks::Hook;
-use crate::ports::memory::{Embedder, MemoryError, VectorStore};
+use crate::ports::memory::{Embedder, GuardedTexts, MemoryError, VectorStore};
 use crate::roles::vault::VaultSettings;
 use crate::schema::attempt::{FixAttempt, Scored};
 use crate::supervisor::actor::{StartRun, Supervisor};
@@ -25,8 +25,8 @@ impl Embedder for UnitEmbedder {
     fn dims(&self) -> usize {
         1
     }
-    async fn embed(&self, texts: Vec<String>) -> std::result::Result<Vec<Vec<f32>>, MemoryError> {
-        Ok(texts.iter().map(|_| vec![1.0]).collect())
+    async fn embed(&self, texts: GuardedTexts) -> std::result::Result<Vec<Vec<f32>>, MemoryError> {
+        Ok(texts.texts().iter().map(|_| vec![1.0]).collect())
     }
 }
 
@@ -85,6 +85,8 @@ pub(super) struct Session {
     pub(super) state: Option<SessionState>,
     /// Runs Chaos's files; `None`: Chaos cannot attack.
     pub(super) chaos: Option<Arc<dyn crate::ports::chaos::ChaosRunner>>,
+    /// LocalGuard's engine: off unless a test is about it.
+    pub(super) guard: Arc<ralph_guard::Guard>,
 }
 
 impl Session {
@@ -106,6 +108,7 @@ impl Session {
             user: None,
             state: None,
             chaos: None,
+            guard: Arc::new(ralph_guard::Guard::off()),
         }
     }
 
@@ -140,6 +143,7 @@ impl Session {
             chaos: self.chaos.clone(),
             llm: self.llm.clone(),
             counter: Arc::new(ByteBoundCounter),
+            guard: self.guard.clone(),
             events,
             cancel: CancellationToken::new(),
             stop_signal: Default::default(),

@@ -3,7 +3,7 @@
 
 use async_openai::config::{OpenAIConfig, OPENAI_API_BASE};
 use async_openai::types::chat::CreateChatCompletionRequest;
-use ralph_actors::ports::llm::{ChatReply, ChatRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError};
 
 use super::request::{chat_body, ChatBody};
 use super::wire::Wire;
@@ -122,7 +122,7 @@ pub fn accepts_temperature(model: &str) -> bool {
 
 #[async_trait::async_trait]
 impl LlmClient for OpenAiClient {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatReply, LlmError> {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
         let model = http::model_id(PROVIDER, &request.model)?;
         self.check()?;
         self.wire

@@ -1,7 +1,7 @@
 //! [`HashedNgrams`]: the offline embedder, feature-hashed character n-grams. Why it is the
 //! default, and why its vectors must never change, is said in [`super`].
 
-use ralph_actors::ports::memory::{Embedder, MemoryError};
+use ralph_actors::ports::memory::{Embedder, GuardedTexts, MemoryError};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::spec::EmbedError;
@@ -104,8 +104,8 @@ impl Embedder for HashedNgrams {
         self.dims
     }
 
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
-        Ok(texts.iter().map(|t| self.vector(t)).collect())
+    async fn embed(&self, texts: GuardedTexts) -> Result<Vec<Vec<f32>>, MemoryError> {
+        Ok(texts.texts().iter().map(|t| self.vector(t)).collect())
     }
 }
 
@@ -114,6 +114,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::vault::embed::sealed_texts;
     use crate::vault::embed::{build, EmbedderSpec};
     use ralph_actors::memory::rank::cosine;
 
@@ -208,7 +209,10 @@ mod tests {
     async fn hashed_embeds_through_the_trait() {
         let e = build(&EmbedderSpec::default()).unwrap();
         assert_eq!(e.id(), "hashed-ngrams-v1/256");
-        let out = e.embed(vec![SAME_A.into(), OTHER.into()]).await.unwrap();
+        let out = e
+            .embed(sealed_texts(vec![SAME_A.into(), OTHER.into()]))
+            .await
+            .unwrap();
         assert_eq!(out, vec![hashed().vector(SAME_A), hashed().vector(OTHER)]);
     }
 }

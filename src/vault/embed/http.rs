@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use ralph_actors::ports::memory::{Embedder, MemoryError};
+use ralph_actors::ports::memory::{Embedder, GuardedTexts, MemoryError};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -186,7 +186,8 @@ impl Embedder for HttpEmbedder {
         self.api.dims
     }
 
-    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MemoryError> {
+    async fn embed(&self, texts: GuardedTexts) -> Result<Vec<Vec<f32>>, MemoryError> {
+        let texts = texts.texts();
         let mut out = Vec::with_capacity(texts.len());
         // One batch after another: order is kept for free, and a big import does not hit the
         // provider's rate limit with all its requests at once.
@@ -246,6 +247,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::vault::embed::sealed_texts;
     use crate::vault::embed::{build_with_env, EmbedProvider};
     use serde_json::json;
     use std::time::Instant;
@@ -322,7 +324,10 @@ mod tests {
         let e = build_with_env(&s, env_with_key).unwrap();
         assert_eq!(e.id(), "openai/text-embedding-3-small/4");
         assert_eq!(e.dims(), 4);
-        let out = e.embed(vec!["a".into(), "b".into()]).await.unwrap();
+        let out = e
+            .embed(sealed_texts(vec!["a".into(), "b".into()]))
+            .await
+            .unwrap();
         assert_eq!(out, vec![vector(0, 4), vector(1, 4)]);
     }
 
@@ -340,7 +345,10 @@ mod tests {
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
         assert_eq!(e.id(), "openai/text-embedding-3-small/1536");
-        assert_eq!(e.embed(vec!["a".into()]).await.unwrap()[0].len(), 1536);
+        assert_eq!(
+            e.embed(sealed_texts(vec!["a".into()])).await.unwrap()[0].len(),
+            1536
+        );
     }
 
     #[tokio::test]
@@ -366,7 +374,10 @@ mod tests {
         };
         let e = build_with_env(&s, |_| None).unwrap();
         assert_eq!(e.id(), "ollama/all-minilm/384");
-        let out = e.embed(vec!["a".into(), "b".into()]).await.unwrap();
+        let out = e
+            .embed(sealed_texts(vec!["a".into(), "b".into()]))
+            .await
+            .unwrap();
         assert_eq!(out, vec![vector(0, 384), vector(1, 384)]);
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
@@ -400,7 +411,10 @@ mod tests {
         );
         let e = build_with_env(&s, env_with_key).unwrap();
         assert_eq!(e.id(), "gemini/gemini-embedding-001/3");
-        let out = e.embed(vec!["a".into(), "b".into()]).await.unwrap();
+        let out = e
+            .embed(sealed_texts(vec!["a".into(), "b".into()]))
+            .await
+            .unwrap();
         assert_eq!(out, vec![vector(0, 3), vector(1, 3)]);
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
@@ -421,7 +435,11 @@ mod tests {
             .mount(&server)
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
+        let err = e
+            .embed(sealed_texts(vec!["a".into()]))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("openai embeddings at "), "{err}");
         assert!(err.contains("401 Unauthorized"), "{err}");
         assert!(err.contains("Incorrect API key provided"), "{err}");
@@ -449,7 +467,7 @@ mod tests {
             None,
         ));
         assert_eq!(
-            e.embed(vec!["a".into()]).await.unwrap(),
+            e.embed(sealed_texts(vec!["a".into()])).await.unwrap(),
             vec![vector(7, 768)]
         );
     }
@@ -469,7 +487,11 @@ mod tests {
             &server.uri(),
             None,
         ));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
+        let err = e
+            .embed(sealed_texts(vec!["a".into()]))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("gemini embeddings"), "{err}");
         assert!(err.contains("The model is overloaded."), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
@@ -489,7 +511,7 @@ mod tests {
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
         let start = Instant::now();
-        e.embed(vec!["a".into()]).await.unwrap();
+        e.embed(sealed_texts(vec!["a".into()])).await.unwrap();
         assert!(
             start.elapsed() >= Duration::from_millis(950),
             "{:?}",
@@ -511,7 +533,11 @@ mod tests {
             &format!("http://127.0.0.1:{port}"),
             None,
         ));
-        let err = e.embed(vec!["a".into()]).await.unwrap_err().to_string();
+        let err = e
+            .embed(sealed_texts(vec!["a".into()]))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cannot connect"), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
     }
@@ -530,7 +556,7 @@ mod tests {
             None,
         ));
         let err = e
-            .embed(vec!["a".into(), "b".into()])
+            .embed(sealed_texts(vec!["a".into(), "b".into()]))
             .await
             .unwrap_err()
             .to_string();
@@ -561,9 +587,17 @@ mod tests {
                 None,
             ))
         };
-        let err = at("count").embed(texts(2)).await.unwrap_err().to_string();
+        let err = at("count")
+            .embed(sealed_texts(texts(2)))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("returned 1 vectors for 2 texts"), "{err}");
-        let err = at("garbage").embed(texts(1)).await.unwrap_err().to_string();
+        let err = at("garbage")
+            .embed(sealed_texts(texts(1)))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("ollama: unreadable reply"), "{err}");
         assert!(err.contains("proxy login"), "{err}");
     }
@@ -577,7 +611,11 @@ mod tests {
             .mount(&server)
             .await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e.embed(texts(2)).await.unwrap_err().to_string();
+        let err = e
+            .embed(sealed_texts(texts(2)))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`index`"), "{err}");
     }
 
@@ -599,7 +637,7 @@ mod tests {
                 .await;
         }
         let e = fast(&spec(EmbedProvider::OpenAi, "m", &server.uri(), Some(8)));
-        let out = e.embed(texts(100)).await.unwrap();
+        let out = e.embed(sealed_texts(texts(100))).await.unwrap();
         assert_eq!(out, (0..100).map(|i| vector(i, 8)).collect::<Vec<_>>());
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
     }
@@ -608,7 +646,7 @@ mod tests {
     async fn no_texts_send_no_request() {
         let server = MockServer::start().await;
         let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        assert!(e.embed(vec![]).await.unwrap().is_empty());
+        assert!(e.embed(sealed_texts(vec![])).await.unwrap().is_empty());
         assert!(server.received_requests().await.unwrap().is_empty());
     }
 

@@ -44,3 +44,10 @@ pub use build::{build, build_with_env};
 pub use hashed::{HashedNgrams, DEFAULT_HASHED_DIMS};
 pub use http::{HttpEmbedder, BATCH, MAX_SERVER_DELAY};
 pub use spec::{EmbedError, EmbedProvider, EmbedderSpec, DEFAULT_TIMEOUT};
+
+/// Texts as a guard that is off seals them, for the tests that embed directly.
+#[cfg(test)]
+pub(crate) fn sealed_texts(texts: Vec<String>) -> ralph_actors::ports::memory::GuardedTexts {
+    ralph_actors::ports::memory::GuardedTexts::seal(&ralph_guard::Guard::off(), texts)
+        .unwrap_or_else(|e| panic!("a guard that is off seals anything: {e}"))
+}

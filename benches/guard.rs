@@ -1,0 +1,204 @@
+//! LocalGuard's figures in a release build (issue 16): masking throughput on one core beside a
+//! plain copy of the same text, detection recall on the generated corpus of planted secrets
+//! and personal data, and false positives per 10,000 lines of ordinary code. Run with
+//! `cargo bench --bench guard`; it prints a table and writes `target/bench-guard.json`. See
+//! `docs/performance.md` and `docs/local-guard.md`.
+//!
+//! - **throughput**: a prompt-sized text (200 KiB: ordinary code with one planted value per
+//!   200 lines) and a 16 MiB one, masked by a guard whose table already holds the run's values
+//!   (as in a run, where the target was masked first), beside `text.to_owned()` and a byte-wise
+//!   checksum of the same text (the least a pass over it costs);
+//! - **recall**: every planted value of `corpus::secrets::contexts` and `corpus::pii::planted`
+//!   (`RALPH_BENCH_PER_KIND` values per kind, default 10), each in its own context line, counted
+//!   found when no byte of it survives masking;
+//! - **false positives**: findings on `RALPH_BENCH_LINES` (default 200,000) lines of
+//!   `corpus::ordinary`, and on a real tree when `RALPH_BENCH_TREE` names one (this machine's
+//!   cargo registry sources, say), reported apart: real code holds real test keys.
+//!
+//! The token-efficiency check uses the `o200k_base` table, as a run does.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ralph_guard::corpus;
+use ralph_guard::{Guard, GuardConfig};
+use ralph_loop::providers::tokens::O200kLens;
+use rand::SeedableRng;
+use serde_json::json;
+
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn guard() -> Guard {
+    Guard::new(&GuardConfig {
+        lens: Some(Arc::new(O200kLens)),
+        ..GuardConfig::all()
+    })
+    .unwrap()
+}
+
+/// Ordinary lines with one planted context every `every` lines, to at least `bytes`.
+fn prompt(rng: &mut rand::rngs::StdRng, bytes: usize, every: usize) -> String {
+    let planted = corpus::secrets::contexts(rng, 1);
+    let mut out = String::with_capacity(bytes + 4096);
+    let mut i = 0;
+    while out.len() < bytes {
+        for line in corpus::ordinary::lines(rng, every) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push_str(&planted[i % planted.len()].1);
+        i += 1;
+    }
+    out
+}
+
+/// The median of `runs` timings of `f`.
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn mb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64()
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("guard: skipped (run it with `cargo bench --bench guard`)");
+        return;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(16);
+    let g = guard();
+    // Warm the tokenizer's table and the lazily compiled rules, as the first files of a run do.
+    let warm = prompt(&mut rng, 256 * 1024, 200);
+    black_box(g.mask(&warm, None));
+
+    let mut throughput = Vec::new();
+    for (name, bytes, runs) in [
+        ("prompt 200 KiB", 200 * 1024, 31),
+        ("corpus 16 MiB", 16 << 20, 5),
+    ] {
+        let text = prompt(&mut rng, bytes, 200);
+        g.mask(&text, None);
+        let mask = median(runs, || {
+            black_box(g.mask(black_box(&text), None));
+        });
+        let copy = median(runs, || {
+            black_box(black_box(&text).to_owned());
+        });
+        let sum = median(runs, || {
+            black_box(
+                black_box(text.as_bytes())
+                    .iter()
+                    .fold(0u64, |a, &b| a.wrapping_add(u64::from(b))),
+            );
+        });
+        println!(
+            "{name:>16}: mask {:.1} MB/s ({:.2} ms) · copy {:.0} MB/s · byte pass {:.0} MB/s",
+            mb_per_s(text.len(), mask),
+            mask.as_secs_f64() * 1000.0,
+            mb_per_s(text.len(), copy),
+            mb_per_s(text.len(), sum)
+        );
+        throughput.push(json!({
+            "text": name, "bytes": text.len(),
+            "mask_ms": mask.as_secs_f64() * 1000.0, "mask_mb_s": mb_per_s(text.len(), mask),
+            "copy_mb_s": mb_per_s(text.len(), copy), "byte_pass_mb_s": mb_per_s(text.len(), sum),
+        }));
+    }
+
+    // Recall: each planted value in its own context, masked by a fresh guard.
+    let per_kind = knob("RALPH_BENCH_PER_KIND", 10);
+    let mut planted = corpus::secrets::contexts(&mut rng, per_kind);
+    planted.extend(
+        corpus::pii::planted(&mut rng, per_kind)
+            .into_iter()
+            .map(|p| {
+                let text = corpus::embed(&mut rng, &p);
+                (p, text)
+            }),
+    );
+    let fresh = guard();
+    let mut missed: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut kinds = std::collections::BTreeSet::new();
+    for (p, text) in &planted {
+        kinds.insert(p.kind.clone());
+        if fresh.mask(text, None).text.contains(&p.value) {
+            *missed.entry(p.kind.clone()).or_insert(0) += 1;
+        }
+    }
+    let lost: usize = missed.values().sum();
+    let recall = 100.0 * (planted.len() - lost) as f64 / planted.len() as f64;
+    println!(
+        "          recall: {recall:.2} % of {} planted values over {} kinds; missed: {missed:?}",
+        planted.len(),
+        kinds.len()
+    );
+
+    // False positives on ordinary code.
+    let lines = knob("RALPH_BENCH_LINES", 200_000);
+    let ordinary = corpus::ordinary::lines(&mut rng, lines);
+    let detector = g.detector();
+    let mut fp: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut line_count = 0;
+    for chunk in ordinary.chunks(1000) {
+        let text = chunk.join("\n");
+        line_count += text.lines().count();
+        for f in detector.scan(&text).findings {
+            *fp.entry(f.rule).or_insert(0) += 1;
+        }
+    }
+    let fps: usize = fp.values().sum();
+    let per_10k = fps as f64 * 10_000.0 / line_count as f64;
+    println!("  false positives: {fps} in {line_count} ordinary lines ({per_10k:.3} per 10,000); by rule: {fp:?}");
+
+    let tree = std::env::var("RALPH_BENCH_TREE").ok().map(|root| {
+        let cwd = std::path::PathBuf::from(&root);
+        let outcome = ralph_loop::guard::scan::scan(detector, std::slice::from_ref(&cwd), &cwd);
+        let mut lines = 0usize;
+        for entry in ignore::WalkBuilder::new(&root).hidden(false).build().flatten() {
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                    lines += text.lines().count();
+                }
+            }
+        }
+        let mut by_rule: std::collections::BTreeMap<String, usize> = Default::default();
+        for h in &outcome.hits {
+            *by_rule.entry(h.rule.clone()).or_insert(0) += 1;
+        }
+        println!(
+            "       real tree: {} findings in {lines} lines of {} files ({:.2} per 10,000); by rule: {by_rule:?}",
+            outcome.hits.len(),
+            outcome.files,
+            outcome.hits.len() as f64 * 10_000.0 / lines.max(1) as f64
+        );
+        json!({ "root": root, "files": outcome.files, "lines": lines, "findings": outcome.hits.len(), "by_rule": by_rule })
+    });
+
+    let out = json!({
+        "throughput": throughput,
+        "recall": { "planted": planted.len(), "kinds": kinds.len(), "percent": recall, "missed": missed },
+        "false_positives": { "lines": line_count, "findings": fps, "per_10k_lines": per_10k, "by_rule": fp },
+        "real_tree": tree,
+    });
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-guard.json");
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap()).unwrap();
+    eprintln!("guard: wrote {}", path.display());
+}

@@ -1,0 +1,96 @@
+//! Values of the LLM-provider rules (and the age key), in their vendors' formats.
+
+use rand::Rng;
+
+use super::super::chars;
+use super::util::{alnum, b64url, hex, letters, pick, v, BECH32_UPPER, V};
+
+/// The value of rule `id`, or `None` when `id` is not one of this module's.
+pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
+    let r = rng;
+    Some(match id {
+        "openai-api-key" => v(
+            format!("sk-{}T3BlbkFJ{}", alnum(r, 20), alnum(r, 20)),
+            r,
+            &["OPENAI_API_KEY"],
+        ),
+        "openai-project-key" | "openai-service-account-key" | "openai-admin-key" => {
+            let kind = match id {
+                "openai-project-key" => "proj",
+                "openai-service-account-key" => "svcacct",
+                _ => "admin",
+            };
+            let value = format!("sk-{kind}-{}T3BlbkFJ{}", b64url(r, 74), b64url(r, 74));
+            v(value, r, &["OPENAI_API_KEY", "OPENAI_ADMIN_KEY"])
+        }
+        "anthropic-api-key" => v(
+            format!("sk-ant-api03-{}AA", b64url(r, 93)),
+            r,
+            &["ANTHROPIC_API_KEY"],
+        ),
+        "anthropic-admin-key" => v(
+            format!("sk-ant-admin01-{}AA", b64url(r, 93)),
+            r,
+            &["ANTHROPIC_ADMIN_KEY"],
+        ),
+        "anthropic-oauth-token" => {
+            let kind = pick(r, &["oat", "ort"]);
+            v(
+                format!("sk-ant-{kind}01-{}AA", b64url(r, 93)),
+                r,
+                &["CLAUDE_CODE_OAUTH_TOKEN"],
+            )
+        }
+        "huggingface-token" => v(
+            format!("hf_{}", letters(r, 34)),
+            r,
+            &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"],
+        ),
+        "huggingface-org-token" => v(format!("api_org_{}", letters(r, 34)), r, &["HF_ORG_TOKEN"]),
+        "groq-api-key" => v(format!("gsk_{}", alnum(r, 52)), r, &["GROQ_API_KEY"]),
+        "replicate-api-token" => v(format!("r8_{}", alnum(r, 37)), r, &["REPLICATE_API_TOKEN"]),
+        "perplexity-api-key" => v(format!("pplx-{}", alnum(r, 48)), r, &["PERPLEXITY_API_KEY"]),
+        "xai-api-key" => v(format!("xai-{}", alnum(r, 80)), r, &["XAI_API_KEY"]),
+        "openrouter-api-key" => v(
+            format!("sk-or-v1-{}", hex(r, 64)),
+            r,
+            &["OPENROUTER_API_KEY"],
+        ),
+        "cohere-api-key" => v(alnum(r, 40), r, &["COHERE_API_KEY", "CO_API_KEY"]),
+        "mistral-api-key" => v(alnum(r, 32), r, &["MISTRAL_API_KEY"]),
+        "fireworks-api-key" => v(format!("fw_{}", alnum(r, 24)), r, &["FIREWORKS_API_KEY"]),
+        "deepseek-api-key" => v(format!("sk-{}", hex(r, 32)), r, &["DEEPSEEK_API_KEY"]),
+        "together-api-key" => {
+            let value = if r.random_bool(0.5) {
+                hex(r, 64)
+            } else {
+                format!("tgp_v1_{}", b64url(r, 43))
+            };
+            v(value, r, &["TOGETHER_API_KEY"])
+        }
+        "langsmith-api-key" => {
+            let kind = pick(r, &["pt", "sk"]);
+            let value = format!("lsv2_{kind}_{}_{}", hex(r, 32), hex(r, 10));
+            v(value, r, &["LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"])
+        }
+        "pinecone-api-key" => v(
+            format!("pcsk_{}_{}", alnum(r, 5), alnum(r, 63)),
+            r,
+            &["PINECONE_API_KEY"],
+        ),
+        "elevenlabs-api-key" => {
+            let value = if r.random_bool(0.5) {
+                format!("sk_{}", hex(r, 48))
+            } else {
+                hex(r, 32)
+            };
+            v(value, r, &["ELEVENLABS_API_KEY", "XI_API_KEY"])
+        }
+        "wandb-api-key" => v(hex(r, 40), r, &["WANDB_API_KEY"]),
+        "age-secret-key" => {
+            let value = format!("AGE-SECRET-KEY-1{}", chars(r, BECH32_UPPER, 58));
+            v(value, r, &["AGE_SECRET_KEY", "SOPS_AGE_KEY"])
+        }
+        _ => return None,
+    })
+}

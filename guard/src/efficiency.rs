@@ -1,0 +1,70 @@
+//! Token efficiency: how many characters a tokenizer's token covers in a value. A tokenizer's
+//! vocabulary is built from words and code, so English words and identifiers take few tokens
+//! (4 or more characters each) while random keys take many (about 2). Checked beside entropy,
+//! it sets aside the high-entropy strings source code is full of (`getUserAccountSettings`,
+//! `parse_config_file_v2`) that entropy alone would take for keys.
+//!
+//! The tokenizer is the caller's ([`TokenLens`]): ralph-loop passes the `o200k_base` table its
+//! token counting already holds, so no second table is built.
+
+/// Counts the tokens of a text.
+pub trait TokenLens: Send + Sync {
+    fn tokens(&self, text: &str) -> usize;
+}
+
+/// Below this many characters per token, a value reads as random.
+pub const RANDOM_BELOW: f32 = 3.0;
+
+/// Characters per token of `value`.
+pub fn chars_per_token(lens: &dyn TokenLens, value: &str) -> f32 {
+    let tokens = lens.tokens(value).max(1);
+    value.chars().count() as f32 / tokens as f32
+}
+
+/// Whether `value` tokenizes like a random string rather than like words.
+pub fn looks_random(lens: &dyn TokenLens, value: &str) -> bool {
+    chars_per_token(lens, value) < RANDOM_BELOW
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct O200k(tiktoken_rs::CoreBPE);
+
+    impl TokenLens for O200k {
+        fn tokens(&self, text: &str) -> usize {
+            self.0.encode_ordinary(text).len()
+        }
+    }
+
+    #[test]
+    #[allow(clippy::expect_used)]
+    fn words_and_identifiers_are_efficient_and_keys_are_not() {
+        let lens = O200k(tiktoken_rs::o200k_base().expect("bundled table"));
+        for key in [
+            "Zx9kQ2mW7pL4vB8nR3tY6uH1",
+            "d41d8cd98f00b204e9800998ecf8427e",
+            "wJalrXUtnFEMI7K7MDENGbPxRfiCYzQ9",
+            "q8Vn3Lk2Tz7Rw5Yx",
+        ] {
+            assert!(
+                looks_random(&lens, key),
+                "{key}: {}",
+                chars_per_token(&lens, key)
+            );
+        }
+        for word in [
+            "getUserAccountSettings",
+            "parse_config_file_version",
+            "ThisIsNotASecretButAName",
+            "correcthorsebatterystaple",
+        ] {
+            assert!(
+                !looks_random(&lens, word),
+                "{word}: {}",
+                chars_per_token(&lens, word)
+            );
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! LocalGuard's engine: finds secrets and personal data in text, offline and fast, and masks
+//! them reversibly, so that a model sees `<<SECRET_AWS_ACCESS_KEY_ID_1>>` where the code holds
+//! the key, and the key is back in the file the fix is written to.
+//!
+//! Layout, from the leaves up (a module uses only those above it in this list):
+//! - [`kind`]: what a finding is (its class, kind and place);
+//! - [`entropy`], [`efficiency`]: how random a value is, by its characters and by how a
+//!   tokenizer reads it;
+//! - [`decode`]: base64, hex and URL-encoded runs, decoded when they read as text;
+//! - [`rules`]: secret rules in gitleaks' TOML format, the bundled set and a team's file;
+//! - [`pii`]: personal data (e-mail, phone, IP, cards, IBANs, national ids);
+//! - [`scan`]: the detector that runs all of them over a text;
+//! - [`placeholder`]: the placeholders' form, and spotting mangled ones;
+//! - [`table`]: the run's values and placeholders, zeroised when dropped;
+//! - [`config`]: what a guard is built from (mode, kinds, the user's rules and allowlist);
+//! - [`mask`]: the [`Guard`]: mask, seal, check, unmask, and the counts a report shows.
+//! - [`corpus`] (feature `corpus`): generated planted secrets, personal data and ordinary code,
+//!   for tests and benchmarks.
+
+pub mod config;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
+pub mod decode;
+pub mod efficiency;
+pub mod entropy;
+pub mod kind;
+pub mod mask;
+pub mod pii;
+pub mod placeholder;
+pub mod rules;
+pub mod scan;
+pub mod table;
+
+pub use config::{GuardConfig, Mode};
+pub use kind::{Class, Finding, Kind};
+pub use mask::{Guard, GuardError, Masked, Stats};
+
+#[cfg(test)]
+mod tests;
