@@ -36,20 +36,20 @@ const MAX_RUN: usize = 64 * 1024;
 
 /// The encoded runs of `text` and what each decodes to, when that is readable text.
 pub fn decoded(text: &str) -> Vec<(Range<usize>, Encoding, String)> {
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
-    for run in runs(text.as_bytes(), is_base64_byte, MIN_BASE64) {
+    let (base64, hex) = runs(bytes);
+    for run in base64 {
         if let Some(s) = base64_text(&text[run.clone()]) {
             out.push((run, Encoding::Base64, s));
         }
     }
-    for run in runs(text.as_bytes(), |b| b.is_ascii_hexdigit(), MIN_HEX) {
-        if run.len() % 2 == 0 {
-            if let Some(s) = hex_text(&text[run.clone()]) {
-                out.push((run, Encoding::Hex, s));
-            }
+    for run in hex {
+        if let Some(s) = hex_text(&text[run.clone()]) {
+            out.push((run, Encoding::Hex, s));
         }
     }
-    for run in url_runs(text.as_bytes()) {
+    for run in url_runs(bytes) {
         if let Some(s) = url_text(&text[run.clone()]) {
             out.push((run, Encoding::Url, s));
         }
@@ -57,32 +57,65 @@ pub fn decoded(text: &str) -> Vec<(Range<usize>, Encoding, String)> {
     out
 }
 
-fn is_base64_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_' | b'=')
+/// Bytes of the base64 alphabets (standard and URL-safe) and its `=` padding.
+static BASE64: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_' | b'=');
+        b += 1;
+    }
+    t
+};
+
+/// The maximal base64 runs of at least [`MIN_BASE64`] bytes, and the maximal hex runs of at
+/// least [`MIN_HEX`] (even lengths) inside them, none over [`MAX_RUN`].
+///
+/// Most of a text is short runs, so the scan skips: it looks at the last byte of the
+/// [`MIN_BASE64`] bytes from where a run could start, and back from there only as far as the
+/// nearest byte outside the alphabet, which no run of that length can cross. A text of
+/// identifiers and punctuation is read a byte in five or so; only the long runs are read whole.
+fn runs(bytes: &[u8]) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+    let (mut base64, mut hex) = (Vec::new(), Vec::new());
+    let class = |i: usize| BASE64[usize::from(bytes[i])];
+    let mut i = 0;
+    while i + MIN_BASE64 <= bytes.len() {
+        if let Some(j) = (i..i + MIN_BASE64).rev().find(|&j| !class(j)) {
+            i = j + 1;
+            continue;
+        }
+        // `i` follows a byte outside the alphabet (or starts the text): the run starts here.
+        let tail = bytes[i + MIN_BASE64..]
+            .iter()
+            .position(|&c| !BASE64[usize::from(c)])
+            .unwrap_or(bytes.len() - i - MIN_BASE64);
+        let end = i + MIN_BASE64 + tail;
+        if end - i <= MAX_RUN {
+            base64.push(i..end);
+            if end - i >= MIN_HEX {
+                hex_runs(bytes, i..end, &mut hex);
+            }
+        }
+        i = end + 1;
+    }
+    (base64, hex)
 }
 
-/// Maximal runs of bytes `keep` accepts, at least `min` long and at most [`MAX_RUN`].
-fn runs(bytes: &[u8], keep: impl Fn(u8) -> bool, min: usize) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        match (keep(b), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                if (min..=MAX_RUN).contains(&(i - s)) {
-                    out.push(s..i);
-                }
-                start = None;
+/// The maximal runs of hex digits in `within`, at least [`MIN_HEX`] long and of even length.
+fn hex_runs(bytes: &[u8], within: Range<usize>, out: &mut Vec<Range<usize>>) {
+    let mut start = within.start;
+    let run = &bytes[within.clone()];
+    for (k, c) in run.iter().map(Some).chain([None]).enumerate() {
+        if !c.is_some_and(u8::is_ascii_hexdigit) {
+            let i = within.start + k;
+            let n = i - start;
+            if n >= MIN_HEX && n.is_multiple_of(2) {
+                out.push(start..i);
             }
-            _ => {}
+            start = i + 1;
         }
     }
-    if let Some(s) = start {
-        if (min..=MAX_RUN).contains(&(bytes.len() - s)) {
-            out.push(s..bytes.len());
-        }
-    }
-    out
 }
 
 /// Whether `bytes` read as text: valid UTF-8, with few control characters.
@@ -100,6 +133,12 @@ fn base64_text(run: &str) -> Option<String> {
     // A run of `=` signs or an assignment (`a=b`) is not base64: `=` only pads the end.
     let body = run.trim_end_matches('=');
     if body.contains('=') || body.len() < MIN_BASE64 {
+        return None;
+    }
+    // Base64 of text mixes upper and lower case; identifiers in one case (`snake_case_names`,
+    // `CONSTANT_NAMES`) are set aside without decoding.
+    let b = body.as_bytes();
+    if !b.iter().any(u8::is_ascii_uppercase) || !b.iter().any(u8::is_ascii_lowercase) {
         return None;
     }
     // Most runs are identifiers or binary: decode a prefix first.

@@ -12,6 +12,7 @@
 //! - [`scan`]: the detector that runs all of them over a text;
 //! - [`placeholder`]: the placeholders' form, and spotting mangled ones;
 //! - [`table`]: the run's values and placeholders, zeroised when dropped;
+//! - [`literals`]: values already known, found wherever they appear, in one pass;
 //! - [`config`]: what a guard is built from (mode, kinds, the user's rules and allowlist);
 //! - [`mask`]: the [`Guard`]: mask, seal, check, unmask, and the counts a report shows.
 //! - [`corpus`] (feature `corpus`): generated planted secrets, personal data and ordinary code,
@@ -24,6 +25,7 @@ pub mod decode;
 pub mod efficiency;
 pub mod entropy;
 pub mod kind;
+pub mod literals;
 pub mod mask;
 pub mod pii;
 pub mod placeholder;

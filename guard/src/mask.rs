@@ -14,10 +14,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use zeroize::Zeroizing;
-
 use crate::config::{GuardConfig, Mode};
 use crate::kind::{Finding, Kind};
+use crate::literals::Literals;
 use crate::placeholder;
 use crate::rules::RuleError;
 use crate::scan::{resolve, Detector};
@@ -60,8 +59,9 @@ pub struct Stats {
 pub struct Guard {
     mode: Mode,
     detector: Detector,
-    /// The environment's secret values, masked wherever they appear.
-    literals: Vec<(Kind, Zeroizing<String>)>,
+    /// The values known so far (the environment's secret ones, then the table's), and how many
+    /// of the table's entries they include: each is masked wherever it appears.
+    literals: Mutex<(Literals, usize)>,
     table: Mutex<Table>,
     /// Placeholders put back, and the hashes of the values an allowlist let through.
     counts: Mutex<(usize, HashSet<u64>)>,
@@ -81,11 +81,14 @@ impl Guard {
         Ok(Self {
             mode: config.mode,
             detector: config.detector()?,
-            literals: config
-                .env_literals()
-                .into_iter()
-                .map(|(k, v)| (k, Zeroizing::new(v)))
-                .collect(),
+            literals: Mutex::new((
+                {
+                    let mut l = Literals::default();
+                    l.extend(config.env_literals().into_iter().map(|(k, v)| (v, k)));
+                    l
+                },
+                0,
+            )),
             table: Mutex::new(Table::default()),
             counts: Mutex::new((0, HashSet::new())),
         })
@@ -102,7 +105,7 @@ impl Guard {
                 Default::default(),
                 None,
             ),
-            literals: Vec::new(),
+            literals: Mutex::new((Literals::default(), 0)),
             table: Mutex::new(Table::default()),
             counts: Mutex::new((0, HashSet::new())),
         }
@@ -159,11 +162,18 @@ impl Guard {
         let mut findings = scan.findings;
         // Values already masked elsewhere in the run, and the environment's, wherever they are.
         let mut literal = Vec::new();
-        for (value, kind) in table.values() {
-            find_literal(text, value, kind, &mut literal);
-        }
-        for (kind, value) in &self.literals {
-            find_literal(text, value, kind, &mut literal);
+        {
+            let mut known = self.literals.lock().unwrap_or_else(|e| e.into_inner());
+            let (literals, seen) = &mut *known;
+            if table.len() > *seen {
+                literals.extend(
+                    table
+                        .values_since(*seen)
+                        .map(|(v, k)| (v.to_string(), k.clone())),
+                );
+                *seen = table.len();
+            }
+            literals.find(text, &mut literal);
         }
         let placeholders = placeholder::find_all(text);
         if ingress {
@@ -306,15 +316,6 @@ impl Guard {
     /// the table's own drop).
     pub fn wipe(&self) {
         self.table().wipe();
-    }
-}
-
-/// Every occurrence of `value` in `text`, as findings of `kind`.
-fn find_literal(text: &str, value: &str, kind: &Kind, out: &mut Vec<Finding>) {
-    if value.is_empty() {
-        return;
-    }
-    for i in memchr::memmem::find_iter(text.as_bytes(), value.as_bytes()) {
-        out.push(Finding::new(i, i + value.len(), kind.clone(), "known"));
+        *self.literals.lock().unwrap_or_else(|e| e.into_inner()) = (Literals::default(), 0);
     }
 }

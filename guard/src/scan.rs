@@ -2,8 +2,8 @@
 //!
 //! Rules run only near their keywords: one Aho-Corasick pass (ASCII case-insensitive) finds
 //! every keyword of every rule, and each rule's regex then runs in a window around its
-//! keywords' occurrences (the line, from 1 KiB before to 4 KiB after; 16 KiB on for rules that
-//! span lines). A text that mentions no keyword costs that one pass. The personal-data
+//! keywords' occurrences (the line, from 256 bytes before to 4 KiB after; 16 KiB on for rules
+//! that span lines). A text that mentions no keyword costs that one pass. The personal-data
 //! detectors scan bytes ([`crate::pii`]). Encoded runs ([`crate::decode`]) are scanned again
 //! as they decode, to a depth of 2.
 //!
@@ -16,7 +16,7 @@ use std::hash::BuildHasher;
 use std::ops::Range;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
 use regex::Regex;
 
 use crate::decode;
@@ -27,8 +27,10 @@ use crate::pii::PiiKind;
 use crate::placeholder;
 use crate::rules::{Rule, RuleSet};
 
-/// How far from a keyword a rule's match may lie, on the keyword's line.
-const BEFORE: usize = 1024;
+/// How far from a keyword a rule's match may lie, on the keyword's line: a name is written just
+/// before its value, and the longest single-line values (a kubeconfig's base64 key, a GCP key's
+/// escaped PEM) run to about 3 KiB.
+const BEFORE: usize = 256;
 const AFTER: usize = 4096;
 /// How far past its keyword a multi-line rule's match may run.
 const AFTER_MULTILINE: usize = 16 * 1024;
@@ -110,11 +112,29 @@ impl Detector {
                 }
             }
         }
+        // A keyword's match stands for the keywords it starts with too (`secret_` for
+        // `secret`): the search below reports the longest keyword at each place only.
+        for (i, word) in words.iter().enumerate() {
+            for (j, other) in words.iter().enumerate() {
+                if i != j && word.starts_with(other.as_str()) {
+                    let extra = keyword_rules[j].clone();
+                    for r in extra {
+                        if !keyword_rules[i].contains(&r) {
+                            keyword_rules[i].push(r);
+                        }
+                    }
+                }
+            }
+        }
         let keywords = (!words.is_empty())
             .then(|| {
                 AhoCorasickBuilder::new()
                     .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
+                    // Leftmost-longest over a DFA: one table lookup a byte in an unrolled loop,
+                    // twice as fast as an overlapping search; `rules_into` restarts just after
+                    // each match's start, so no occurrence of any keyword is missed.
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .kind(Some(AhoCorasickKind::DFA))
                     .build(&words)
                     .ok()
             })
@@ -168,9 +188,7 @@ impl Detector {
             }
         }
         let mut pii = Vec::new();
-        for kind in &self.pii {
-            kind.find(text, &mut pii);
-        }
+        PiiKind::find_all(&self.pii, text, &mut pii);
         for f in pii {
             self.push(scan, f, text);
         }
@@ -196,11 +214,15 @@ impl Detector {
         // The windows of each rule, merged.
         let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
         if let Some(ac) = &self.keywords {
-            for m in ac.find_overlapping_iter(text) {
+            // Every occurrence of every keyword: the longest keyword starting at the leftmost
+            // place (with those it starts with), then the search goes on from the next byte.
+            let mut at = 0;
+            while let Some(m) = ac.find(Input::new(text).range(at..)) {
                 for &r in &self.keyword_rules[m.pattern().as_usize()] {
                     let w = window(text, m.start(), m.end(), self.rules.rules[r].multiline);
                     windows.push((r, w));
                 }
+                at = m.start() + 1;
             }
         }
         for &r in &self.unkeyed {
@@ -223,16 +245,26 @@ impl Detector {
         let Some((regex, allow)) = rule.compiled() else {
             return;
         };
-        let slice = &text[w.clone()];
+        let slice = &text.as_bytes()[w.clone()];
+        // Most windows hold no match: the lazy DFA says so alone, without setting up captures.
+        if !regex.is_match(slice) {
+            return;
+        }
         for caps in regex.captures_iter(slice) {
             let (Some(whole), Some(secret)) = (caps.get(0), caps.get(rule.spec.secret_group))
             else {
                 continue;
             };
-            let value = secret.as_str();
-            if value.is_empty() {
+            // The pattern runs on bytes: a match may cut a character, so it is kept to whole
+            // characters.
+            let (start, end) = (
+                ceil_char(text, w.start + secret.start()),
+                floor_char(text, w.start + secret.end()),
+            );
+            if start >= end {
                 continue;
             }
+            let value = &text[start..end];
             if let Some(min) = rule.spec.entropy {
                 if !entropy::passes(value, min) {
                     continue;
@@ -243,12 +275,13 @@ impl Detector {
                     }
                 }
             }
-            let (start, end) = (w.start + secret.start(), w.start + secret.end());
+            let matched = &text
+                [floor_char(text, w.start + whole.start())..ceil_char(text, w.start + whole.end())];
             let line = line_around(text, start, end);
             if allow
                 .iter()
                 .chain(&self.rules.allow)
-                .any(|a| a.allows(value, whole.as_str(), line))
+                .any(|a| a.allows(value, matched, line))
             {
                 scan.allowlisted.push(self.hasher.hash_one(value));
                 continue;

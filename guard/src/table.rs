@@ -116,10 +116,12 @@ impl Table {
         })
     }
 
-    /// The values masked so far (not the escaped lookalikes), each with its kind.
-    pub fn values(&self) -> impl Iterator<Item = (&str, &Kind)> {
+    /// The values masked since the table held `seen` entries (not the escaped lookalikes),
+    /// each with its kind.
+    pub fn values_since(&self, seen: usize) -> impl Iterator<Item = (&str, &Kind)> {
         self.entries
             .iter()
+            .skip(seen)
             .filter(|e| !e.lookalike)
             .map(|e| (e.value.0.as_str(), &e.kind))
     }

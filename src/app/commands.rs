@@ -159,6 +159,9 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
     let mut lock = lock_target(&mut plan)?;
     claim(&mut lock, &session, &plan)?;
     let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
+    // state.json holds them masked; the run masks them again from what was typed.
+    state.target = plan.workspace.display(&plan.workspace.target);
+    state.test_command = plan.test_command.clone();
     if state.status == "entropy_detected" {
         // The user chose to go on: the failures seen so far no longer count toward the breaker.
         state.breaker.seen.clear();

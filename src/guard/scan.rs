@@ -51,7 +51,12 @@ pub fn scan(detector: &Detector, paths: &[PathBuf], cwd: &Path) -> Outcome {
             match read(path) {
                 Some(text) => {
                     out.files += 1;
-                    let shown = path.strip_prefix(cwd).unwrap_or(path).display().to_string();
+                    let shown = path
+                        .strip_prefix(cwd)
+                        .or_else(|_| path.strip_prefix("."))
+                        .unwrap_or(path)
+                        .display()
+                        .to_string();
                     let scan = detector.scan(&text);
                     out.allowlisted += scan.allowlisted.len();
                     let all = &scan.findings;

@@ -111,6 +111,9 @@ async fn nothing_planted_reaches_the_provider_or_the_disk_and_the_fix_keeps_ever
     let llm = MockLlm::start().await;
     llm.helpful().always("artisan", fixer());
     let record = dir.path().join("recording.jsonl");
+    // The test command the user typed holds one too.
+    let token = p.values.iter().find(|v| v.starts_with("ghp_")).unwrap();
+    let test_command = format!("env DEPLOY_TOKEN={token} python3 -m pytest -q");
     let mut cmd = ralph(dir.path(), &llm);
     for (name, value) in ENV {
         cmd.env(name, value);
@@ -119,7 +122,7 @@ async fn nothing_planted_reaches_the_provider_or_the_disk_and_the_fix_keeps_ever
         .args([
             "settings.py",
             "-t",
-            "python3 -m pytest -q",
+            &test_command,
             "--output",
             "json",
             "--record",
@@ -150,17 +153,21 @@ async fn nothing_planted_reaches_the_provider_or_the_disk_and_the_fix_keeps_ever
     stored.push(("recording".into(), std::fs::read(&record).unwrap()));
     // But one: the backup of the target as it was, the user's own file byte for byte, kept so
     // they can always get back to it, readable by its owner only.
-    let (original, stored): (Vec<_>, Vec<_>) = stored
-        .into_iter()
-        .partition(|(path, _)| path.ends_with("/original/settings.py"));
-    assert_eq!(original.len(), 1);
-    assert_eq!(original[0].1, p.target.as_bytes());
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&original[0].0)
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    // And the command line as typed, which a resumed run must run, beside it.
+    let (kept, stored): (Vec<_>, Vec<_>) = stored.into_iter().partition(|(path, _)| {
+        path.ends_with("/original/settings.py") || path.ends_with("/run.json")
+    });
+    assert_eq!(kept.len(), 2);
+    for (path, bytes) in &kept {
+        if path.ends_with("run.json") {
+            assert_eq!(leaked(&p.values, bytes), [token.as_str()]);
+        } else {
+            assert_eq!(bytes, p.target.as_bytes());
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{path}: {mode:o}");
+    }
     for (path, bytes) in &stored {
         let found = leaked(&p.values, bytes);
         assert!(
@@ -190,6 +197,18 @@ async fn nothing_planted_reaches_the_provider_or_the_disk_and_the_fix_keeps_ever
     assert!(kinds.len() >= 100, "{} kinds masked", kinds.len());
     assert!(kinds.contains_key("SECRET_ENV_LEGACY_SIGNING_KEY"), "{g:#}");
     assert!(g["restored"].as_u64().unwrap() > 100, "{g:#}");
+    // The report shows the test command masked, and says where it is kept.
+    let shown = report["test_command"].as_str().unwrap();
+    assert_eq!(
+        shown,
+        "env DEPLOY_TOKEN=<<SECRET_GITHUB_PAT_1>> python3 -m pytest -q"
+    );
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("the test command holds SECRET_GITHUB_PAT")
+            && notes.contains("run.json keeps the command line as typed"),
+        "{notes}"
+    );
 }
 
 /// A small project with two planted values, its test failing until the median sorts.
@@ -402,4 +421,14 @@ fn guard_scan_lists_what_would_be_masked_and_exits_1() {
         "{err}"
     );
     assert!(err.contains("not a valid regex"), "{err}");
+}
+
+#[test]
+fn the_demo_s_recording_and_example_hold_nothing_to_mask() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let guard = ralph_loop::guard::build(&Default::default()).unwrap();
+    let outcome =
+        ralph_loop::guard::scan::scan(guard.detector(), std::slice::from_ref(&examples), &examples);
+    assert!(outcome.files >= 2, "{} files read", outcome.files);
+    assert!(outcome.hits.is_empty(), "{:#?}", outcome.hits);
 }

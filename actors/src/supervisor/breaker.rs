@@ -38,8 +38,11 @@ impl Run {
         let said = match &choice {
             BreakerChoice::Stop => return Ok(false),
             BreakerChoice::Continue { guidance: Some(g) } => {
-                self.state.guidance = Some(g.clone());
-                format!("the user chose to go on, with guidance for the Artisan: {g}")
+                // Kept and said like everything else the run keeps: masked.
+                let g = self.guard.mask(g, Some("your guidance")).text;
+                let said = format!("the user chose to go on, with guidance for the Artisan: {g}");
+                self.state.guidance = Some(g);
+                said
             }
             BreakerChoice::Continue { guidance: None } => "the user chose to go on".to_string(),
             BreakerChoice::RaiseThreshold(t) => {

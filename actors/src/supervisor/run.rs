@@ -194,11 +194,12 @@ pub struct Run {
 impl Run {
     /// Starts the run's actors; call inside an actix system. Nothing else happens until
     /// [`Run::execute`].
-    pub fn new(d: RunDeps) -> Self {
+    pub fn new(mut d: RunDeps) -> Self {
         // Every port the run reads the machine through is wrapped here, so none is unguarded.
         // A resumed session's placeholders are numbered on from the stopped run's, so an old
         // one left in its texts never names a new value.
         d.guard.continue_from(&d.state.guard_counters);
+        let typed = mask_typed(&d.guard, &mut d.state);
         let workspace: Arc<dyn Workspace> =
             Arc::new(GuardedWorkspace::new(d.workspace, d.guard.clone()));
         let runner: Arc<dyn TestRunner> = Arc::new(GuardedRunner::new(d.runner, d.guard.clone()));
@@ -234,6 +235,8 @@ impl Run {
                 .map(|runner| Chaos::new(caller.clone(), d.settings.clone(), runner).start()),
         };
         let mut state = d.state;
+        let mut preamble = d.preamble;
+        preamble.extend(typed);
         let (vault, project_id) = match d.memory {
             Some(m) => {
                 state.memory.status = MemoryStatus::On;
@@ -281,7 +284,7 @@ impl Run {
             pending_record: None,
             pending_reviews: Vec::new(),
             fingerprints: Vec::new(),
-            preamble: d.preamble,
+            preamble,
             mutation: None,
         }
     }
@@ -315,4 +318,34 @@ impl Run {
         self.state.notes = self.earlier_notes.clone();
         self.state.notes.extend(seen.notes);
     }
+}
+
+/// Masks what the user typed that the run keeps and shows (the target's path, the test command,
+/// the guidance): state.json, the report and the event stream hold placeholders like every other
+/// text of the session. The command line itself is kept as typed in `run.json` (readable by its
+/// owner only), because a resumed run must run the real command; the note says so.
+fn mask_typed(guard: &Guard, state: &mut SessionState) -> Option<Event> {
+    let mut held = Vec::new();
+    let mut mask = |text: &mut String, what: &'static str| {
+        let masked = guard.mask(text, Some(what));
+        if !masked.found.is_empty() {
+            held.push(format!(
+                "{what} holds {}",
+                masked.found.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        *text = masked.text;
+    };
+    mask(&mut state.target, "the target's path");
+    mask(&mut state.test_command, "the test command");
+    if let Some(g) = state.guidance.as_mut() {
+        mask(g, "your guidance");
+    }
+    (!held.is_empty()).then(|| Event::Note {
+        message: format!(
+            "LocalGuard: {}; the models, the report, state.json and the event stream see placeholders, \
+             run.json keeps the command line as typed (readable by you only) so that resume can run it",
+            held.join("; ")
+        ),
+    })
 }

@@ -82,7 +82,10 @@ mod tests {
     use std::collections::{HashMap, HashSet};
 
     const RULES: &str = include_str!("../../rules/secrets.toml");
-    const WINDOW: usize = 512;
+    /// The engine's windows (`scan.rs`): 256 bytes before a keyword, 4 KiB after, 16 KiB after
+    /// for a multi-line rule.
+    const BEFORE: usize = 256;
+    const AFTER: usize = 4096;
     const DOTALL_WINDOW: usize = 16 * 1024;
 
     struct Allow {
@@ -210,11 +213,11 @@ mod tests {
             for (pos, _) in lower.match_indices(kw.as_str()) {
                 let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
                 let line_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
-                let start = floor(text, line_start.max(pos.saturating_sub(WINDOW)));
+                let start = floor(text, line_start.max(pos.saturating_sub(BEFORE)));
                 let end = if rule.dotall {
                     ceil(text, (pos + kw.len() + DOTALL_WINDOW).min(text.len()))
                 } else {
-                    ceil(text, line_end.min(pos + kw.len() + WINDOW))
+                    ceil(text, line_end.min(pos + kw.len() + AFTER))
                 };
                 let window = &text[start..end];
                 for caps in rule.regex.captures_iter(window) {
@@ -270,11 +273,11 @@ mod tests {
                 r.id,
                 r.group
             );
-            // Multi-line rules say so with a leading `(?s)`; a `\n` elsewhere would widen the
-            // engine's window too (it reads either as multi-line).
+            // Multi-line rules say so with a leading `(?s)`; a line break written elsewhere
+            // would widen the engine's window too (it reads either as multi-line).
             assert_eq!(
                 r.dotall,
-                r.regex.as_str().contains("\\n") || r.regex.as_str().contains("(?s"),
+                crate::rules::spans_lines(r.regex.as_str()),
                 "{}: multi-line iff it starts with (?s)",
                 r.id
             );

@@ -113,10 +113,10 @@ const REGISTRY: &[(&str, &str)] = &[
 ];
 
 /// Pushes every IBAN of `text`.
-pub(super) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(super) fn find(text: &str, runs: &[(usize, usize)], out: &mut Vec<Finding>) {
     let b = text.as_bytes();
     let mut resume = 0;
-    for (digits, _) in scan::DigitRuns::new(b) {
+    for (digits, _) in runs.iter().copied() {
         let Some(start) = digits.checked_sub(2) else {
             continue;
         };
@@ -222,6 +222,12 @@ fn check_digits(iban: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
+    fn find(text: &str, out: &mut Vec<Finding>) {
+        let runs: Vec<(usize, usize)> = crate::pii::scan::DigitRuns::new(text.as_bytes()).collect();
+        super::find(text, &runs, out);
+    }
 
     fn spans(text: &str) -> Vec<&str> {
         super::super::scan::spans(find, text)

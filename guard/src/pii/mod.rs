@@ -67,13 +67,32 @@ impl PiiKind {
 
     /// Pushes every value of this kind found in `text` onto `out`, in any order.
     pub fn find(self, text: &str, out: &mut Vec<Finding>) {
-        match self {
-            PiiKind::Email => email::find(text, out),
-            PiiKind::Phone => phone::find(text, out),
-            PiiKind::Ip => net::find(text, out),
-            PiiKind::CreditCard => card::find(text, out),
-            PiiKind::Iban => iban::find(text, out),
-            PiiKind::NationalId => national::find(text, out),
+        Self::find_all(&[self], text, out);
+    }
+
+    /// Pushes every value of `kinds` found in `text` onto `out`, in any order. The runs of
+    /// digits most detectors start from are found once, for all of them.
+    pub fn find_all(kinds: &[PiiKind], text: &str, out: &mut Vec<Finding>) {
+        let digital = [
+            PiiKind::Phone,
+            PiiKind::CreditCard,
+            PiiKind::Iban,
+            PiiKind::NationalId,
+        ];
+        let runs: Vec<(usize, usize)> = if kinds.iter().any(|k| digital.contains(k)) {
+            scan::DigitRuns::new(text.as_bytes()).collect()
+        } else {
+            Vec::new()
+        };
+        for kind in kinds {
+            match kind {
+                PiiKind::Email => email::find(text, out),
+                PiiKind::Phone => phone::find(text, &runs, out),
+                PiiKind::Ip => net::find(text, out),
+                PiiKind::CreditCard => card::find(text, &runs, out),
+                PiiKind::Iban => iban::find(text, &runs, out),
+                PiiKind::NationalId => national::find(text, &runs, out),
+            }
         }
     }
 }

@@ -202,10 +202,10 @@ pub(super) fn labels() -> Vec<&'static str> {
 }
 
 /// Pushes every national identity number of `text`.
-pub(super) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(super) fn find(text: &str, runs: &[(usize, usize)], out: &mut Vec<Finding>) {
     let b = text.as_bytes();
     let mut resume = 0;
-    for (start, end) in scan::DigitRuns::new(b) {
+    for (start, end) in runs.iter().copied() {
         if start < resume {
             continue;
         }
@@ -322,6 +322,12 @@ fn letter_led(b: &[u8], start: usize, run: usize) -> Option<(usize, usize, &'sta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
+    fn find(text: &str, out: &mut Vec<Finding>) {
+        let runs: Vec<(usize, usize)> = crate::pii::scan::DigitRuns::new(text.as_bytes()).collect();
+        super::find(text, &runs, out);
+    }
 
     fn found(text: &str) -> Vec<(&str, &'static str)> {
         let mut out = Vec::new();

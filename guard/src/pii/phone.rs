@@ -33,7 +33,7 @@ const MAX_GROUPS: usize = 8;
 const MAX_GROUP: usize = 12;
 
 /// Pushes every telephone number of `text`.
-pub(super) fn find(text: &str, out: &mut Vec<Finding>) {
+pub(super) fn find(text: &str, runs: &[(usize, usize)], out: &mut Vec<Finding>) {
     let b = text.as_bytes();
     let mut taken: Vec<(usize, usize)> = Vec::new();
     for plus in memchr_iter(b'+', b) {
@@ -46,7 +46,7 @@ pub(super) fn find(text: &str, out: &mut Vec<Finding>) {
     }
     let mut next_taken = 0;
     let mut resume = 0;
-    for (start, end) in scan::DigitRuns::new(b) {
+    for (start, end) in runs.iter().copied() {
         if start < resume {
             continue;
         }
@@ -279,6 +279,12 @@ fn valid_nanp(b: &[u8], area: usize, exchange: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
+    fn find(text: &str, out: &mut Vec<Finding>) {
+        let runs: Vec<(usize, usize)> = crate::pii::scan::DigitRuns::new(text.as_bytes()).collect();
+        super::find(text, &runs, out);
+    }
 
     fn spans(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
