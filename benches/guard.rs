@@ -19,7 +19,7 @@
 //!   `corpus::ordinary`, and on a real tree when `RALPH_BENCH_TREE` names one (this machine's
 //!   cargo registry sources, say), reported apart: real code holds real test keys.
 //!
-//! The token-efficiency check uses the `o200k_base` table, as a run does.
+//! The token-efficiency check counts `o200k_base` tokens from the compact table, as a run does.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ralph_guard::corpus;
+use ralph_guard::tokens::O200k;
 use ralph_guard::{Guard, GuardConfig};
-use ralph_loop::providers::tokens::O200kLens;
 use rand::SeedableRng;
 use serde_json::json;
 
@@ -42,7 +42,7 @@ fn knob(name: &str, default: usize) -> usize {
 
 fn guard() -> Guard {
     Guard::new(&GuardConfig {
-        lens: Some(Arc::new(O200kLens)),
+        lens: Some(Arc::new(O200k)),
         ..GuardConfig::all()
     })
     .unwrap()

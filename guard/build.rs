@@ -1,6 +1,10 @@
 //! Reads the bundled rules (`rules/secrets.toml`) at build time with the crate's own reader
 //! (`src/rules/gitleaks.rs`) and writes them out as Rust, so that a run pays nothing to parse
 //! them and a rule file that does not read is a build error, not an empty rule set.
+//!
+//! It also writes the `o200k_base` vocabulary as a compact sorted table (`o200k.bin`, read by
+//! `src/tokens.rs`): the token-efficiency check then costs a run no tokenizer build (the full
+//! table takes about 50 MiB and 0.2 s to build).
 
 use std::fmt::Write as _;
 
@@ -14,6 +18,60 @@ mod spec;
 use spec::{AllowSpec, Target};
 
 fn main() {
+    bundled_rules();
+    o200k_table();
+}
+
+/// `o200k.bin`: the number of tokens `n`, then `n + 1` offsets into the token bytes (token `r`
+/// is `bytes[off[r]..off[r + 1]]`), then the `n` ranks in the order of their bytes, then the
+/// bytes; every number a little-endian `u32`. Ranks without a token (the gaps before the
+/// special tokens) are empty; the special tokens are left out.
+fn o200k_table() {
+    let bpe = match tiktoken_rs::o200k_base() {
+        Ok(b) => b,
+        Err(e) => panic!("cannot build the o200k_base table: {e}"),
+    };
+    let special = ["<|endoftext|>".as_bytes(), "<|endofprompt|>".as_bytes()];
+    let mut tokens: Vec<Vec<u8>> = Vec::new();
+    for rank in 0..200_019u32 {
+        let bytes = bpe.decode_bytes(&[rank]).unwrap_or_default();
+        tokens.push(if special.contains(&bytes.as_slice()) {
+            Vec::new()
+        } else {
+            bytes
+        });
+    }
+    while tokens.last().is_some_and(|t| t.is_empty()) {
+        tokens.pop();
+    }
+    let mut sorted: Vec<u32> = (0..tokens.len() as u32)
+        .filter(|&r| !tokens[r as usize].is_empty())
+        .collect();
+    sorted.sort_by(|&a, &b| tokens[a as usize].cmp(&tokens[b as usize]));
+    let mut out = Vec::new();
+    let put = |n: usize, out: &mut Vec<u8>| out.extend_from_slice(&(n as u32).to_le_bytes());
+    put(tokens.len(), &mut out);
+    let mut at = 0;
+    put(0, &mut out);
+    for t in &tokens {
+        at += t.len();
+        put(at, &mut out);
+    }
+    put(sorted.len(), &mut out);
+    for &r in &sorted {
+        put(r as usize, &mut out);
+    }
+    for t in &tokens {
+        out.extend_from_slice(t);
+    }
+    let dest =
+        std::path::Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("o200k.bin");
+    if let Err(e) = std::fs::write(&dest, out) {
+        panic!("cannot write {}: {e}", dest.display());
+    }
+}
+
+fn bundled_rules() {
     println!("cargo::rerun-if-changed=rules/secrets.toml");
     println!("cargo::rerun-if-changed=src/rules/gitleaks.rs");
     println!("cargo::rerun-if-changed=src/rules/spec.rs");

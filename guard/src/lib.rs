@@ -5,7 +5,7 @@
 //! Layout, from the leaves up (a module uses only those above it in this list):
 //! - [`kind`]: what a finding is (its class, kind and place);
 //! - [`entropy`], [`efficiency`]: how random a value is, by its characters and by how a
-//!   tokenizer reads it;
+//!   tokenizer reads it; [`tokens`]: `o200k_base` token counts from a compact table;
 //! - [`decode`]: base64, hex and URL-encoded runs, decoded when they read as text;
 //! - [`rules`]: secret rules in gitleaks' TOML format, the bundled set and a team's file;
 //! - [`pii`]: personal data (e-mail, phone, IP, cards, IBANs, national ids);
@@ -32,6 +32,7 @@ pub mod placeholder;
 pub mod rules;
 pub mod scan;
 pub mod table;
+pub mod tokens;
 
 pub use config::{GuardConfig, Mode};
 pub use kind::{Class, Finding, Kind};

@@ -213,20 +213,9 @@ proptest! {
     }
 }
 
-/// The tokenizer a run reads values with.
-struct O200k(tiktoken_rs::CoreBPE);
-
-impl crate::efficiency::TokenLens for O200k {
-    fn tokens(&self, text: &str) -> usize {
-        self.0.encode_ordinary(text).len()
-    }
-}
-
 fn guard_as_run() -> Guard {
     Guard::new(&GuardConfig {
-        lens: Some(std::sync::Arc::new(O200k(
-            tiktoken_rs::o200k_base().expect("bundled table"),
-        ))),
+        lens: Some(std::sync::Arc::new(crate::tokens::O200k)),
         ..GuardConfig::all()
     })
     .expect("bundled rules")

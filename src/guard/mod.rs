@@ -7,16 +7,16 @@ pub mod scan;
 use std::sync::Arc;
 
 use ralph_guard::rules::RuleError;
+use ralph_guard::tokens::O200k;
 use ralph_guard::Guard;
 
 use crate::config::LocalGuardConfig;
-use crate::providers::tokens::O200kLens;
 
 /// The guard a run (or a command that reaches a provider) uses. `Err`: the rules file named in
 /// `local_guard.rules` cannot be read or holds a bad rule (file, line and key).
 pub fn build(config: &LocalGuardConfig) -> Result<Guard, RuleError> {
     let mut settings = config.guard_config(environment());
-    settings.lens = Some(Arc::new(O200kLens));
+    settings.lens = Some(Arc::new(O200k));
     Guard::new(&settings)
 }
 

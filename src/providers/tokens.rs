@@ -178,21 +178,6 @@ fn scale(family: Family, raw: u64, bytes: u64) -> u64 {
     scaled.min(bytes.max(raw))
 }
 
-/// LocalGuard's token-efficiency check reads values with the `o200k_base` table the counter
-/// already holds, so no second table is built. Should the table not load, every value reads as
-/// random (one character per token): the guard then masks rather than lets through.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct O200kLens;
-
-impl ralph_guard::efficiency::TokenLens for O200kLens {
-    fn tokens(&self, text: &str) -> usize {
-        match Encoding::O200kBase.bpe() {
-            Some(bpe) => bpe.encode_ordinary(text).len(),
-            None => text.chars().count(),
-        }
-    }
-}
-
 impl TiktokenCounter {
     pub fn new() -> Self {
         Self
