@@ -132,6 +132,13 @@ impl Guard {
         self.masked(text, origin, true)
     }
 
+    /// Masks what the user typed for the run to keep and show (a test command, guidance): the
+    /// values in it are masked, and the run's own placeholders are left as they are, since the
+    /// user may quote one from what the run showed them.
+    pub fn mask_typed(&self, text: &str, origin: Option<&str>) -> Masked {
+        self.masked(text, origin, false)
+    }
+
     /// Masks text going out to a model; in `block` mode, refuses it if it holds anything.
     pub fn seal(&self, text: &str) -> Result<Masked, GuardError> {
         let masked = self.masked(text, None, false);

@@ -267,3 +267,25 @@ fn recall_on_planted_values_and_false_positives_on_ordinary_code() {
         found.len()
     );
 }
+
+#[test]
+fn typed_text_keeps_the_run_s_placeholders_and_loses_its_values() {
+    let g = guard();
+    g.mask(&file(), Some("app.py"));
+    // Guidance quoting a placeholder the user saw, and naming a value of its own.
+    let typed = g.mask_typed(
+        &format!("keep <<SECRET_AWS_ACCESS_KEY_ID_1>> and mail {MAIL} and {GITHUB}"),
+        Some("your guidance"),
+    );
+    assert_eq!(
+        typed.text,
+        "keep <<SECRET_AWS_ACCESS_KEY_ID_1>> and mail <<PII_EMAIL_1>> and <<SECRET_GITHUB_PAT_1>>"
+    );
+    // Text read from the project that looks like a placeholder is escaped instead.
+    let read = g.mask("keep <<SECRET_AWS_ACCESS_KEY_ID_1>>", Some("notes.md"));
+    assert!(
+        !read.text.contains("<<SECRET_AWS_ACCESS_KEY_ID_1>>"),
+        "{}",
+        read.text
+    );
+}

@@ -63,8 +63,16 @@ pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     session.save_original(&plan.workspace.target)?;
     let state = new_state(&session, &plan);
     // Saved before any work, so a session killed in its first step (SIGQUIT, SIGKILL) is
-    // found and resumed like any other.
-    session.write_json("state.json", &state)?;
+    // found and resumed like any other. Without what was typed: the run masks it before it is
+    // kept (resume takes it from run.json).
+    session.write_json(
+        "state.json",
+        &SessionState {
+            target: String::new(),
+            test_command: String::new(),
+            ..state.clone()
+        },
+    )?;
     execute(plan, session, state, groups)
 }
 

@@ -39,7 +39,7 @@ impl Run {
             BreakerChoice::Stop => return Ok(false),
             BreakerChoice::Continue { guidance: Some(g) } => {
                 // Kept and said like everything else the run keeps: masked.
-                let g = self.guard.mask(g, Some("your guidance")).text;
+                let g = self.guard.mask_typed(g, Some("your guidance")).text;
                 let said = format!("the user chose to go on, with guidance for the Artisan: {g}");
                 self.state.guidance = Some(g);
                 said

@@ -327,7 +327,7 @@ impl Run {
 fn mask_typed(guard: &Guard, state: &mut SessionState) -> Option<Event> {
     let mut held = Vec::new();
     let mut mask = |text: &mut String, what: &'static str| {
-        let masked = guard.mask(text, Some(what));
+        let masked = guard.mask_typed(text, Some(what));
         if !masked.found.is_empty() {
             held.push(format!(
                 "{what} holds {}",
