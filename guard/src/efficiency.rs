@@ -15,10 +15,18 @@ pub trait TokenLens: Send + Sync {
 /// Below this many characters per token, a value reads as random.
 pub const RANDOM_BELOW: f32 = 3.0;
 
-/// Characters per token of `value`.
+/// A long value is judged by its first characters: enough to tell words from noise, and
+/// byte-pair merging grows with the square of a piece's length.
+const SAMPLE: usize = 256;
+
+/// Characters per token of `value` (of its first [`SAMPLE`] characters).
 pub fn chars_per_token(lens: &dyn TokenLens, value: &str) -> f32 {
-    let tokens = lens.tokens(value).max(1);
-    value.chars().count() as f32 / tokens as f32
+    let sample = value
+        .char_indices()
+        .nth(SAMPLE)
+        .map_or(value, |(end, _)| &value[..end]);
+    let tokens = lens.tokens(sample).max(1);
+    sample.chars().count() as f32 / tokens as f32
 }
 
 /// Whether `value` tokenizes like a random string rather than like words.
@@ -46,6 +54,9 @@ mod tests {
                 chars_per_token(&lens, key)
             );
         }
+        // A long one is read by its start (a 64 KiB key costs what 256 characters do).
+        let long: String = "q8Vn3Lk2Tz7Rw5YxZx9kQ2mW7pL4vB8n".repeat(2048);
+        assert!(looks_random(&lens, &long));
         for word in [
             "getUserAccountSettings",
             "parse_config_file_version",
