@@ -189,10 +189,8 @@ fn network(d: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    /// The detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
     fn find(text: &str, out: &mut Vec<Finding>) {
-        let runs: Vec<(usize, usize)> = crate::pii::scan::DigitRuns::new(text.as_bytes()).collect();
-        super::find(text, &runs, out);
+        crate::pii::scan::over_runs(super::find, text, out);
     }
 
     fn spans(text: &str) -> Vec<&str> {

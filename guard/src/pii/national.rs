@@ -323,10 +323,8 @@ fn letter_led(b: &[u8], start: usize, run: usize) -> Option<(usize, usize, &'sta
 mod tests {
     use super::*;
 
-    /// The detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
     fn find(text: &str, out: &mut Vec<Finding>) {
-        let runs: Vec<(usize, usize)> = crate::pii::scan::DigitRuns::new(text.as_bytes()).collect();
-        super::find(text, &runs, out);
+        crate::pii::scan::over_runs(super::find, text, out);
     }
 
     fn found(text: &str) -> Vec<(&str, &'static str)> {
