@@ -36,6 +36,16 @@ pub enum Error {
     /// Another run holds the target.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// Agent mode cannot start or go on.
+    #[error(transparent)]
+    Agent(#[from] crate::agent::AgentError),
+    #[error(transparent)]
+    Inbox(#[from] crate::inbox::InboxError),
+    /// A spec that is missing or has bad front matter.
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -116,6 +126,10 @@ impl Error {
             | Error::Rules(_)
             | Error::Settings(_) => 2,
             Error::Session(e) => e.exit_code(),
+            Error::Agent(e) => e.exit_code(),
+            Error::Inbox(e) => e.exit_code(),
+            Error::Spec(_) => 2,
+            Error::Git(_) => 1,
             Error::Lock(crate::lock::LockError::Held { .. }) => 2,
             Error::Lock(_) => 1,
             Error::Llm(LlmError::Config { .. }) => 2,

@@ -3,8 +3,12 @@
 //!
 //! Layout, from the binaries' edge inwards:
 //! - [`cli`], [`micro_agent`]: the two binaries' command lines; [`app`]: planning a run,
-//!   executing it (actor system, event printer, Ctrl+C), `resume`, `status`, `vault`;
-//!   [`error`]: the edge's typed errors and their exit codes.
+//!   executing it (actor system, event printer, Ctrl+C), `resume`, `status`, `vault`, the
+//!   inbox's commands and agent mode's loop; [`error`]: the edge's typed errors and their exit
+//!   codes.
+//! - Many runs: [`spec`] (a task as Markdown with front matter, and planning its targets),
+//!   [`inbox`] (the queue of specs), [`agent`] (agent mode's session file, lock and log),
+//!   [`git`] (the commits and stashes of finished and failed specs).
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
@@ -18,6 +22,7 @@
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
+pub mod agent;
 pub mod app;
 pub mod chaos;
 pub mod cli;
@@ -25,8 +30,10 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub mod fsutil;
+pub mod git;
 pub mod guard;
 pub mod http;
+pub mod inbox;
 pub mod lock;
 pub mod micro_agent;
 pub mod models;
@@ -35,6 +42,7 @@ pub mod process;
 pub mod providers;
 pub mod runner;
 pub mod session;
+pub mod spec;
 pub mod vault;
 pub mod workspace;
 

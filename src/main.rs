@@ -12,6 +12,10 @@ fn main() -> ExitCode {
         Some(Command::Status(args)) => ralph_loop::app::status(args),
         Some(Command::Vault(args)) => ralph_loop::app::vault::run(args),
         Some(Command::Guard(args)) => ralph_loop::app::guard::run(args),
+        Some(Command::Inbox(args)) => ralph_loop::app::queue::inbox(args),
+        Some(Command::Query(args)) => ralph_loop::app::queue::query(args),
+        Some(Command::Agent(args)) => ralph_loop::app::agent::run(args),
+        Some(Command::Batch(args)) => ralph_loop::app::batch::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };
     ralph_loop::app::exit_code(result)

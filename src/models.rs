@@ -128,6 +128,62 @@ impl ModelName {
     }
 }
 
+/// `librarian=gpt-mini,artisan=openai/gpt-4.1`, or one model for every role: each role with its
+/// canonical `provider/model`.
+pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, String> {
+    let canonical = |name: &str| ModelName::parse(name).map(|m| m.to_string());
+    if !flag.contains('=') {
+        let model = canonical(flag)?;
+        return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
+    }
+    let mut pairs: Vec<(Role, String)> = Vec::new();
+    for pair in flag.split(',').filter(|p| !p.trim().is_empty()) {
+        let (role, name) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("`{pair}` is not role=model"))?;
+        let role: Role = role
+            .trim()
+            .parse()
+            .map_err(|e: <Role as std::str::FromStr>::Err| e.to_string())?;
+        if pairs.iter().any(|(r, _)| *r == role) {
+            return Err(format!("the {role} is given a model twice"));
+        }
+        pairs.push((role, canonical(name)?));
+    }
+    Ok(pairs)
+}
+
+/// Models per role, in the `--models` flag's syntax.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct RoleModels(pub String);
+
+impl<'de> serde::Deserialize<'de> for RoleModels {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RoleModels;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`role=model,...`, one model, or a map of role to model")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RoleModels, E> {
+                Ok(RoleModels(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RoleModels, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((role, model)) = map.next_entry::<String, String>()? {
+                    pairs.push(format!("{role}={model}"));
+                }
+                Ok(RoleModels(pairs.join(",")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

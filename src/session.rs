@@ -95,6 +95,15 @@ impl SessionDir {
         Ok(Self { id, dir })
     }
 
+    /// The session `id` under `root`, when its folder exists.
+    pub fn open(root: &Path, id: &str) -> Option<Self> {
+        let dir = root.join(RALPH_DIR).join(format!("{PREFIX}{id}"));
+        dir.is_dir().then(|| Self {
+            id: id.to_string(),
+            dir,
+        })
+    }
+
     /// A session by id (or unique id prefix), or the most recently changed one.
     pub fn find(
         root: &Path,

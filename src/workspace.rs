@@ -66,8 +66,13 @@ impl Workspace for FsWorkspace {
         self.read_opt(self.test_file.as_ref()).await
     }
 
+    /// A prompt file with YAML front matter (a spec) shows the models its body alone.
     async fn prompt(&self) -> Result<Option<SourceFile>, WorkspaceError> {
-        self.read_opt(self.prompt_file.as_ref()).await
+        let file = self.read_opt(self.prompt_file.as_ref()).await?;
+        Ok(file.map(|f| SourceFile {
+            content: crate::spec::body_of(&f.content).to_string(),
+            path: f.path,
+        }))
     }
 
     async fn manifest(&self) -> Result<Option<SourceFile>, WorkspaceError> {

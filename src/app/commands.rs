@@ -1,6 +1,7 @@
 //! The commands a session goes through: `run` plans a new one, `resume` an interrupted one,
 //! `status` reports on one.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use ralph_actors::schema::report::Report;
@@ -19,10 +20,10 @@ use crate::session::{SessionDir, SessionError};
 
 /// What a session was started with; `run.json`, read back by `resume`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RunSpec {
-    cwd: PathBuf,
-    args: RunArgs,
-    overrides: Overrides,
+pub(crate) struct RunSpec {
+    pub(crate) cwd: PathBuf,
+    pub(crate) args: RunArgs,
+    pub(crate) overrides: Overrides,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -48,9 +49,46 @@ fn plan_or_say(
 pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     let cwd = current_dir()?;
     let groups = ProcessGroups::new();
-    let mut plan = plan_or_say(&args, &cwd, &overrides, &groups)?;
+    let Prepared {
+        plan,
+        session,
+        state,
+        lock: _lock,
+    } = prepare_new(args, cwd, overrides, &groups)?;
+    execute(plan, session, state, groups)
+}
+
+/// A session ready to execute: planned, its target locked (held while this lives), its folder
+/// and first state written.
+pub(crate) struct Prepared {
+    pub(crate) plan: Plan,
+    pub(crate) session: SessionDir,
+    pub(crate) state: SessionState,
+    pub(crate) lock: TargetLock,
+}
+
+/// Plans a new session of `args` (paths relative to `cwd`) and creates its folder. `created`
+/// hears the session's id as soon as its folder exists, before any work.
+pub(crate) fn prepare_new(
+    args: RunArgs,
+    cwd: PathBuf,
+    overrides: Overrides,
+    groups: &ProcessGroups,
+) -> Result<Prepared> {
+    prepare_new_then(args, cwd, overrides, groups, |_| Ok(()))
+}
+
+pub(crate) fn prepare_new_then(
+    args: RunArgs,
+    cwd: PathBuf,
+    overrides: Overrides,
+    groups: &ProcessGroups,
+    created: impl FnOnce(&SessionDir) -> Result<()>,
+) -> Result<Prepared> {
+    let mut plan = plan_or_say(&args, &cwd, &overrides, groups)?;
     let mut lock = lock_target(&mut plan)?;
     let session = SessionDir::create(&plan.root)?;
+    created(&session)?;
     claim(&mut lock, &session, &plan)?;
     session.write_json(
         "run.json",
@@ -73,7 +111,12 @@ pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
             ..state.clone()
         },
     )?;
-    execute(plan, session, state, groups)
+    Ok(Prepared {
+        plan,
+        session,
+        state,
+        lock,
+    })
 }
 
 /// Takes the target's lock for the run (held until the process ends), or says which session
@@ -137,10 +180,29 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         }
         .into());
     }
-    let mut run_args = spec.args;
     if let Some(st) = &state {
         check_limits(&session.id, st, &args)?;
     }
+    let groups = ProcessGroups::new();
+    let Prepared {
+        plan,
+        session,
+        state,
+        lock: _lock,
+    } = prepare_resume(session, spec, state, &args, &groups)?;
+    execute(plan, session, state, groups)
+}
+
+/// Plans the next run of an interrupted `session` from its `run.json` and `state.json` (`None`:
+/// it never reached its first step) with the limits and words of `args`.
+pub(crate) fn prepare_resume(
+    session: SessionDir,
+    spec: RunSpec,
+    state: Option<SessionState>,
+    args: &ResumeArgs,
+    groups: &ProcessGroups,
+) -> Result<Prepared> {
+    let mut run_args = spec.args;
     if args.budget.is_some() {
         run_args.budget = args.budget;
     }
@@ -162,8 +224,7 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
             Some((p.clone(), key))
         })
         .collect();
-    let groups = ProcessGroups::new();
-    let mut plan = plan_or_say(&run_args, &spec.cwd, &overrides, &groups)?;
+    let mut plan = plan_or_say(&run_args, &spec.cwd, &overrides, groups)?;
     let mut lock = lock_target(&mut plan)?;
     claim(&mut lock, &session, &plan)?;
     let mut state = state.unwrap_or_else(|| new_state(&session, &plan));
@@ -174,11 +235,16 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         // The user chose to go on: the failures seen so far no longer count toward the breaker.
         state.breaker.seen.clear();
     }
-    if let Some(guidance) = args.guidance.filter(|g| !g.trim().is_empty()) {
+    if let Some(guidance) = args.guidance.clone().filter(|g| !g.trim().is_empty()) {
         state.guidance = Some(guidance);
     }
     state.status = "running".into();
-    execute(plan, session, state, groups)
+    Ok(Prepared {
+        plan,
+        session,
+        state,
+        lock,
+    })
 }
 
 /// A session that stopped at a limit resumes only past that limit.
@@ -200,35 +266,97 @@ fn check_limits(id: &str, st: &SessionState, args: &ResumeArgs) -> Result<()> {
     }
 }
 
-fn is_resumable(status: &str) -> bool {
+pub(crate) fn is_resumable(status: &str) -> bool {
     matches!(
         status,
         "running" | "interrupted" | "budget_exceeded" | "max_iterations" | "entropy_detected"
     )
 }
 
-/// `ralph-loop status [SESSION]`
+/// `ralph-loop status [SESSION]`: the agent's session first when there is one (running or
+/// interrupted), then the report of the last session (or of SESSION).
 pub fn status(args: StatusArgs) -> Result<i32> {
     let cwd = current_dir()?;
     let root = detect::project_root(&cwd);
-    let session = SessionDir::find(&root, args.session.as_deref(), |_| true)?;
-    match session.read_json::<Report>("report.json")? {
-        Some(report) if args.json => {
-            let _ = printers::json::write_report(&report, &mut std::io::stdout().lock());
+    let agent = match args.session {
+        None => crate::app::agent_status::load(&root)?,
+        Some(_) => None,
+    };
+    let session = match SessionDir::find(&root, args.session.as_deref(), |_| true) {
+        Ok(session) => Some(session),
+        // The agent has not started a session yet: its own status is the answer.
+        Err(SessionError::NoSessions(_)) if agent.is_some() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let report = match &session {
+        Some(s) => s.read_json::<Report>("report.json")?,
+        None => None,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = match agent {
+            Some(agent) => serde_json::to_string_pretty(&agent.with_report(report)),
+            None => match &report {
+                Some(report) => {
+                    let _ = printers::json::write_report(report, &mut out);
+                    return Ok(0);
+                }
+                None => serde_json::to_string_pretty(&state_of(session.as_ref())?),
+            },
         }
+        .map_err(|e| Error::Internal(format!("cannot encode the status: {e}")))?;
+        let _ = writeln!(out, "{json}");
+        return Ok(0);
+    }
+    if let Some(agent) = &agent {
+        let _ = write!(out, "{}", agent.human());
+        if session.is_some() {
+            let _ = writeln!(out);
+        }
+    }
+    let Some(session) = session else {
+        return Ok(0);
+    };
+    match report {
         Some(report) => {
-            let _ = printers::human::write_summary(&report, &mut std::io::stdout().lock());
+            let _ = printers::human::write_summary(&report, &mut out);
         }
         None => {
             let state: Option<SessionState> = session.read_json("state.json")?;
             match state {
-                Some(st) => println!(
-                    "session {} is {} after {} iterations, ${:.4} spent (no report yet)",
-                    session.id, st.status, st.iteration, st.ledger.spent
-                ),
-                None => println!("session {} has not finished its first step", session.id),
+                Some(st) => {
+                    let _ = writeln!(
+                        out,
+                        "session {} is {} after {} iterations, ${:.4} spent (no report yet)",
+                        session.id, st.status, st.iteration, st.ledger.spent
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "session {} has not finished its first step",
+                        session.id
+                    );
+                }
             }
         }
     }
     Ok(0)
+}
+
+/// A session without a report, as JSON: its state's figures.
+fn state_of(session: Option<&SessionDir>) -> Result<serde_json::Value> {
+    let Some(session) = session else {
+        return Ok(serde_json::Value::Null);
+    };
+    let state: Option<SessionState> = session.read_json("state.json")?;
+    Ok(match state {
+        Some(st) => serde_json::json!({
+            "session_id": session.id,
+            "status": st.status,
+            "iterations": st.iteration,
+            "cost_usd": st.ledger.spent,
+        }),
+        None => serde_json::json!({ "session_id": session.id, "status": "starting" }),
+    })
 }

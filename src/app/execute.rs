@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix::Actor;
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::events::event::Event;
-use ralph_actors::policy::budget::Ledger;
+use ralph_actors::policy::budget::{Budget, Ledger};
 use ralph_actors::ports::chaos::ChaosRunner;
 use ralph_actors::ports::llm::TokenCounter;
 use ralph_actors::schema::report::{MemoryStatus, Report};
@@ -23,11 +23,42 @@ use crate::app::plan::Plan;
 use crate::chaos::FsChaosRunner;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::printers;
+use crate::printers::{self, Printer};
 use crate::process::groups::ProcessGroups;
 use crate::providers;
 use crate::session::SessionDir;
 use crate::vault;
+
+/// How a run is stopped and watched, and what it shares with other runs: given by its caller
+/// (a single run, a batch entry, the agent).
+pub(crate) struct Control {
+    /// Ends the step under way (the single run's Ctrl+C).
+    pub(crate) cancel: CancellationToken,
+    /// Ends the run between two iterations (the agent's Ctrl+C).
+    pub(crate) drain: CancellationToken,
+    /// The signal behind `cancel`, when one was.
+    pub(crate) stop_signal: Arc<AtomicI32>,
+    /// A budget shared with other runs (a batch's total, the agent's `--max-cost`).
+    pub(crate) shared: Option<Arc<Budget>>,
+    /// Renderings of the run's events, each driven to the session's end.
+    pub(crate) printers: Vec<Box<dyn Printer>>,
+    /// No one to ask at the terminal (the breaker stops without asking).
+    pub(crate) headless: bool,
+}
+
+impl Control {
+    /// A run on its own, rendered by `printers`.
+    pub(crate) fn alone(printers: Vec<Box<dyn Printer>>) -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            drain: CancellationToken::new(),
+            stop_signal: Arc::new(AtomicI32::new(0)),
+            shared: None,
+            printers,
+            headless: false,
+        }
+    }
+}
 
 /// Runs the planned session to its end and returns its exit code. `groups` holds the tests'
 /// process groups, killed at once on a second Ctrl+C.
@@ -37,90 +68,141 @@ pub(crate) fn execute(
     state: SessionState,
     groups: ProcessGroups,
 ) -> Result<i32> {
-    // Built lazily: the ledger needs exact counts only near the end of the budget.
-    let counter: Arc<dyn TokenCounter> = Arc::new(providers::tokens::TiktokenCounter::new());
     let report_dir = plan.report_dir.clone();
+    let control = Control::alone(vec![printers::for_format(plan.output)]);
     let system = actix::System::new();
     let report = system.block_on(async move {
-        let events = EventBus::new(&session.id);
-        let printer = tokio::spawn(printers::drive(
-            printers::for_format(plan.output),
-            events.subscribe(),
-        ));
-        let mut preamble: Vec<Event> = plan
-            .notes
-            .iter()
-            .map(|message| Event::Note {
-                message: message.clone(),
-            })
-            .collect();
-        let mut state = state;
-        let (memory, vault_store) =
-            open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state).await;
-        let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
-        let ledger = Ledger::resume(
-            plan.settings.max_cost_usd,
-            plan.prices,
-            events.clone(),
-            state.ledger.clone(),
-        );
-        // Every provider's retries reach the live view and the report's warnings.
-        let retry_events = events.clone();
-        let _retries = crate::http::retry::observe_retries(move |message| {
-            retry_events.emit(Event::Warning { message });
-        });
-        let cancel = CancellationToken::new();
-        let stop_signal = Arc::new(AtomicI32::new(0));
         let signals = tokio::spawn(on_signals(
-            cancel.clone(),
-            stop_signal.clone(),
-            groups,
-            events.clone(),
+            control.cancel.clone(),
+            None,
+            control.stop_signal.clone(),
+            groups.clone(),
         ));
-        let session_dir = session.clone();
-        let supervisor = Supervisor::new(RunDeps {
-            settings: Arc::new(plan.settings),
-            workspace: Arc::new(plan.workspace),
-            store: Arc::new(session),
-            runner: Arc::new(plan.runner),
-            chaos,
-            llm: plan.llm,
-            counter,
-            ledger: Arc::new(ledger),
-            events: events.clone(),
-            cancel,
-            stop_signal,
-            guard: plan.guard,
-            state,
-            memory,
-            hooks: Vec::new(),
-            user: crate::app::terminal::user(plan.output),
-            preamble,
-        })
-        .start();
-        let mut report = supervisor
-            .send(StartRun)
-            .await
-            .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
+        let report = execute_in(plan, session, state, groups, control).await;
         signals.abort();
-        let _ = printer.await;
-        if let (Some(store), Some(config)) = (vault_store, plan.memory.as_ref()) {
-            // Best effort: a vault that cannot be pruned now is pruned after the next run. The
-            // printer has finished, so the warning is said on stderr and added to the report
-            // already written: nothing is said that the report lacks.
-            if let Err(e) = vault::housekeep(&store, config.memory.max_patterns).await {
-                let warning = format!("memory vault housekeeping failed: {e}");
-                eprintln!("warning: {warning}");
-                report.warnings.push(warning);
-                if let Err(e) = session_dir.write_json("report.json", &report) {
-                    eprintln!("ralph-loop: cannot add that to report.json: {e}");
-                }
-            }
-        }
-        Ok::<Report, Error>(report)
+        report
     });
     let _ = std::fs::remove_dir_all(&report_dir);
     Ok(report?.exit_code)
+}
+
+/// Runs the planned session to its end inside the current actix system and returns its report.
+/// Any number may run at once in one system, each with its own [`Control`].
+pub(crate) async fn execute_in(
+    plan: Plan,
+    session: SessionDir,
+    state: SessionState,
+    groups: ProcessGroups,
+    control: Control,
+) -> Result<Report> {
+    // Built lazily: the ledger needs exact counts only near the end of the budget.
+    let counter: Arc<dyn TokenCounter> = Arc::new(providers::tokens::TiktokenCounter::new());
+    let events = EventBus::new(&session.id);
+    let printers: Vec<_> = control
+        .printers
+        .into_iter()
+        .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))
+        .collect();
+    let mut preamble: Vec<Event> = plan
+        .notes
+        .iter()
+        .map(|message| Event::Note {
+            message: message.clone(),
+        })
+        .collect();
+    let mut state = state;
+    let (memory, vault_store) =
+        open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state).await;
+    let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
+    let mut ledger = Ledger::resume(
+        plan.settings.max_cost_usd,
+        plan.prices,
+        events.clone(),
+        state.ledger.clone(),
+    );
+    if let Some(shared) = control.shared {
+        ledger = ledger.within(shared);
+    }
+    // Every provider's retries reach the live view and the report's warnings.
+    let retry_events = events.clone();
+    let _retries = crate::http::retry::observe_retries(move |message| {
+        retry_events.emit(Event::Warning { message });
+    });
+    let said = tokio::spawn(say_stops(
+        events.clone(),
+        control.cancel.clone(),
+        control.drain.clone(),
+        control.stop_signal.clone(),
+    ));
+    let session_dir = session.clone();
+    let supervisor = Supervisor::new(RunDeps {
+        settings: Arc::new(plan.settings),
+        workspace: Arc::new(plan.workspace),
+        store: Arc::new(session),
+        runner: Arc::new(plan.runner),
+        chaos,
+        llm: plan.llm,
+        counter,
+        ledger: Arc::new(ledger),
+        events: events.clone(),
+        cancel: control.cancel,
+        stop_signal: control.stop_signal,
+        drain: control.drain,
+        guard: plan.guard,
+        state,
+        memory,
+        hooks: Vec::new(),
+        user: if control.headless {
+            None
+        } else {
+            crate::app::terminal::user(plan.output)
+        },
+        preamble,
+    })
+    .start();
+    let mut report = supervisor
+        .send(StartRun)
+        .await
+        .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
+    said.abort();
+    for printer in printers {
+        let _ = printer.await;
+    }
+    if let (Some(store), Some(config)) = (vault_store, plan.memory.as_ref()) {
+        // Best effort: a vault that cannot be pruned now is pruned after the next run. The
+        // printers have finished, so the warning is said on stderr and added to the report
+        // already written: nothing is said that the report lacks.
+        if let Err(e) = vault::housekeep(&store, config.memory.max_patterns).await {
+            let warning = format!("memory vault housekeeping failed: {e}");
+            eprintln!("warning: {warning}");
+            report.warnings.push(warning);
+            if let Err(e) = session_dir.write_json("report.json", &report) {
+                eprintln!("ralph-loop: cannot add that to report.json: {e}");
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Says on the run's events (and so in its report) that it was asked to stop, and how.
+async fn say_stops(
+    events: EventBus,
+    cancel: CancellationToken,
+    drain: CancellationToken,
+    stop_signal: Arc<AtomicI32>,
+) {
+    let message = tokio::select! {
+        _ = cancel.cancelled() => {
+            let name = match stop_signal.load(Ordering::SeqCst) {
+                libc::SIGTERM => "terminated",
+                libc::SIGHUP => "hung up",
+                _ => "interrupted",
+            };
+            format!("{name}: ending the current step and saving the session (Ctrl+C again to quit at once)")
+        }
+        _ = drain.cancelled() => "interrupted: finishing the iteration under way, then saving the session (Ctrl+C again to quit at once)".to_string(),
+    };
+    events.emit(Event::Note { message });
 }
 
 /// Chaos's runner, when Chaos is on and can attack this target; a note says why not otherwise.
@@ -158,20 +240,18 @@ fn chaos_runner(
 }
 
 /// Ctrl+C (SIGINT), SIGTERM or SIGHUP once: the run stops its step, saves its session and
-/// reports, and exits 130, 143 or 129. Any of them again: every test process group is killed
-/// and the process exits at once with that signal's code. SIGQUIT quits at once (131), killing
-/// the test groups first; the session keeps the state saved at its last step and resumes from
-/// there.
-async fn on_signals(
+/// reports, and exits 130, 143 or 129; with `drain` (the agent), Ctrl+C lets the iteration under
+/// way finish instead. Any of them again: every test process group is killed and the process
+/// exits at once with that signal's code. SIGQUIT quits at once (131), killing the test groups
+/// first; the session keeps the state saved at its last step and resumes from there.
+pub(crate) async fn on_signals(
     cancel: CancellationToken,
+    drain: Option<CancellationToken>,
     stop_signal: Arc<AtomicI32>,
     groups: ProcessGroups,
-    events: EventBus,
 ) {
     let Some(mut signals) = Signals::listen() else {
-        events.emit(Event::Warning {
-            message: "cannot listen for signals; Ctrl+C will stop the run at once".into(),
-        });
+        eprintln!("warning: cannot listen for signals; Ctrl+C will stop the run at once");
         return;
     };
     let first = signals.next().await;
@@ -180,25 +260,25 @@ async fn on_signals(
         groups.kill_all();
         std::process::exit(128 + first);
     }
-    let name = match first {
-        libc::SIGTERM => "terminated",
-        libc::SIGHUP => "hung up",
-        _ => "interrupted",
-    };
-    events.emit(Event::Note {
-        message: format!(
-            "{name}: ending the current step and saving the session (Ctrl+C again to quit at once)"
-        ),
-    });
-    stop_signal.store(first, Ordering::SeqCst);
-    cancel.cancel();
+    match drain {
+        Some(drain) if first == libc::SIGINT => {
+            eprintln!(
+                "interrupted: finishing the iteration under way, then stopping (Ctrl+C again to quit at once)"
+            );
+            drain.cancel();
+        }
+        _ => {
+            stop_signal.store(first, Ordering::SeqCst);
+            cancel.cancel();
+        }
+    }
     let second = signals.next().await;
     groups.kill_all();
     std::process::exit(128 + second);
 }
 
 /// The signals that stop a run.
-struct Signals {
+pub(crate) struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
@@ -206,7 +286,7 @@ struct Signals {
 }
 
 impl Signals {
-    fn listen() -> Option<Self> {
+    pub(crate) fn listen() -> Option<Self> {
         Some(Self {
             int: signal(SignalKind::interrupt()).ok()?,
             term: signal(SignalKind::terminate()).ok()?,
@@ -216,7 +296,7 @@ impl Signals {
     }
 
     /// The number of the next signal to arrive.
-    async fn next(&mut self) -> i32 {
+    pub(crate) async fn next(&mut self) -> i32 {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,

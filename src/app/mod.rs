@@ -3,11 +3,16 @@
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //! `terminal` the person the circuit breaker asks before it stops a run.
 
+pub mod agent;
+pub(crate) mod agent_status;
+pub mod batch;
 pub mod commands;
 pub mod edge;
+pub(crate) mod entry;
 pub mod execute;
 pub mod guard;
 pub mod plan;
+pub mod queue;
 mod terminal;
 pub mod vault;
 

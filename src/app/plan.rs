@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use crate::cli::{OnFailureArg, OutputFormat, RunArgs};
 use crate::config::{self, Config, SandboxType};
 use crate::error::{Error, Result, UsageError};
-use crate::models::ModelName;
 use crate::process::groups::ProcessGroups;
 use crate::providers::{self, ClientOptions, LlmSource};
 use crate::runner::detect;
@@ -226,39 +225,60 @@ pub(crate) struct Assistant {
     pub guard: Arc<Guard>,
 }
 
-/// The [`Assistant`] for `args` (their `--models` and config) in `cwd`. Starts LocalGuard's
-/// actor: call inside an actix system.
+/// The [`Assistant`] for `args` (their `--models` and config) in `cwd`: the Artisan's model.
+/// Starts LocalGuard's actor: call inside an actix system.
 pub(crate) fn assistant(args: &RunArgs, cwd: &Path, overrides: &Overrides) -> Result<Assistant> {
+    assistant_for(Role::Artisan, args, cwd, overrides, None)
+}
+
+/// The [`Assistant`] on `role`'s model as `args` and the config name it; its ledger also draws
+/// on `shared` when given (a batch's total, the agent's `--max-cost`).
+pub(crate) fn assistant_for(
+    role: Role,
+    args: &RunArgs,
+    cwd: &Path,
+    overrides: &Overrides,
+    shared: Option<Arc<ralph_actors::policy::budget::Budget>>,
+) -> Result<Assistant> {
     let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
     apply_flags(&mut config, args)?;
     let spec = config
-        .model(Role::Artisan)
-        .ok_or_else(|| Error::Internal("the config names no model for the artisan".into()))?;
-    let mut models = BTreeMap::from([(Role::Artisan, spec)]);
-    let (llm, _notes) = providers::build(
-        &LlmSource::Live(provider_setups(&config, overrides)),
-        &mut models,
-    )?;
+        .model(role)
+        .ok_or_else(|| Error::Internal(format!("the config names no model for the {role}")))?;
+    let mut models = BTreeMap::from([(role, spec)]);
+    let source = match (&args.replay, &args.record) {
+        (Some(file), _) => LlmSource::Replay(cwd.join(file)),
+        (None, Some(file)) => {
+            LlmSource::Record(provider_setups(&config, overrides), cwd.join(file))
+        }
+        (None, None) => LlmSource::Live(provider_setups(&config, overrides)),
+    };
+    let (llm, _notes) = providers::build(&source, &mut models)?;
     let prices = providers::prices::with_overrides(config.prices.clone());
-    check_priced(&models, &prices, config.budgets.allow_unpriced)?;
+    if !matches!(source, LlmSource::Replay(_)) {
+        check_priced(&models, &prices, config.budgets.allow_unpriced)?;
+    }
     let events = ralph_actors::events::bus::EventBus::new("micro-agent-setup");
-    let ledger = Arc::new(ralph_actors::policy::budget::Ledger::new(
+    let mut ledger = ralph_actors::policy::budget::Ledger::new(
         config.budgets.max_cost_usd,
         prices,
         events.clone(),
-    ));
+    );
+    if let Some(shared) = shared {
+        ledger = ledger.within(shared);
+    }
     let guard = Arc::new(crate::guard::build(&config.local_guard)?);
     let local_guard = LocalGuard::new(guard.clone(), events.clone()).start();
     let caller = ralph_actors::roles::caller::Caller::new(
         llm,
         local_guard,
         Arc::new(providers::tokens::TiktokenCounter::new()),
-        ledger,
+        Arc::new(ledger),
         events.clone(),
     );
-    let spec = models
-        .remove(&Role::Artisan)
-        .ok_or_else(|| Error::Internal("the artisan's model was lost while resolving it".into()))?;
+    let spec = models.remove(&role).ok_or_else(|| {
+        Error::Internal(format!("the {role}'s model was lost while resolving it"))
+    })?;
     Ok(Assistant {
         caller,
         spec,
@@ -463,34 +483,8 @@ fn testing_options(
 
 /// `librarian=gpt-mini,artisan=openai/gpt-4.1` or one model for every role.
 pub fn parse_models_flag(flag: &str) -> Result<Vec<(Role, String)>> {
-    let canonical = |name: &str| {
-        ModelName::parse(name)
-            .map(|m| m.to_string())
-            .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))
-    };
-    if !flag.contains('=') {
-        let model = canonical(flag)?;
-        return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
-    }
-    let mut pairs: Vec<(Role, String)> = Vec::new();
-    for pair in flag.split(',').filter(|p| !p.trim().is_empty()) {
-        let (role, name) = pair.split_once('=').ok_or_else(|| {
-            UsageError::flag("--models", format!("--models: `{pair}` is not role=model"))
-        })?;
-        let role: Role = role
-            .trim()
-            .parse()
-            .map_err(|e| UsageError::flag("--models", format!("--models: {e}")))?;
-        if pairs.iter().any(|(r, _)| *r == role) {
-            return Err(UsageError::flag(
-                "--models",
-                format!("--models: the {role} is given a model twice"),
-            )
-            .into());
-        }
-        pairs.push((role, canonical(name)?));
-    }
-    Ok(pairs)
+    crate::models::parse_role_models(flag)
+        .map_err(|e| UsageError::flag("--models", format!("--models: {e}")).into())
 }
 
 fn env(key: &str) -> Option<String> {

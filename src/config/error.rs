@@ -51,7 +51,7 @@ fn located(
 
 impl ConfigError {
     /// An error from deserialising `file`, with the key path `serde_path_to_error` tracked.
-    pub(super) fn from_yaml(
+    pub(crate) fn from_yaml(
         file: &Path,
         err: serde_path_to_error::Error<serde_yaml::Error>,
     ) -> Self {
@@ -79,8 +79,29 @@ impl ConfigError {
         }
     }
 
+    /// The same error, its line moved down by `lines`: for YAML read out of a larger file (a
+    /// spec's front matter).
+    pub(crate) fn shifted(self, lines: usize) -> Self {
+        match self {
+            ConfigError::Invalid {
+                file,
+                line,
+                column,
+                key,
+                message,
+            } => ConfigError::Invalid {
+                file,
+                line: line.map(|l| l + lines),
+                column,
+                key,
+                message,
+            },
+            other => other,
+        }
+    }
+
     /// An error found after parsing, placed at the line of `key` (dotted) in `source` if found.
-    pub(super) fn at_key(file: &Path, source: &str, key: &str, message: String) -> Self {
+    pub(crate) fn at_key(file: &Path, source: &str, key: &str, message: String) -> Self {
         let segments: Vec<&str> = key.split('.').collect();
         let location = find_key(source, &segments);
         ConfigError::Invalid {

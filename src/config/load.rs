@@ -76,6 +76,29 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     resolve(&mut config.testing.test_file);
     resolve(&mut config.testing.prompt_file);
     resolve(&mut config.local_guard.rules);
+    for (i, entry) in config.batch.iter_mut().enumerate() {
+        if entry.spec.is_some() == entry.file.is_some() {
+            return Err(ConfigError::at_key(
+                file,
+                source,
+                "batch",
+                format!("entry {} must name one of `spec` or `file`", i + 1),
+            ));
+        }
+        if let Some(models) = &entry.models {
+            crate::models::parse_role_models(models).map_err(|e| {
+                ConfigError::at_key(
+                    file,
+                    source,
+                    "batch",
+                    format!("entry {}: models: {e}", i + 1),
+                )
+            })?;
+        }
+        resolve(&mut entry.spec);
+        resolve(&mut entry.file);
+        resolve(&mut entry.test_file);
+    }
     for path in config.prompts.paths_mut() {
         *path = base.join(&*path);
     }

@@ -10,6 +10,7 @@
 //! `providers` (connection settings) and `checks` (the value checks used while deserialising).
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
+mod batch;
 mod checks;
 mod error;
 mod guard;
@@ -21,12 +22,14 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
+pub use batch::BatchEntry;
 pub use error::ConfigError;
 pub use guard::{AllowEntry, GuardMode, LocalGuardConfig};
 pub use load::{discover, load, load_discovered, parse, FILE_NAME};
 pub use providers::{Endpoint, ProviderConfig};
 pub use roles::{ModelEntry, Models, Prompts};
 pub use sections::{
-    Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig, EmbedderKind, LibrarianConfig,
-    Linting, Memory, Output, SandboxConfig, SandboxType, SuccessCriteria, Testing,
+    AgentConfig, Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig, EmbedderKind,
+    FailedWork, LibrarianConfig, Linting, Memory, Output, SandboxConfig, SandboxType,
+    SuccessCriteria, Testing,
 };

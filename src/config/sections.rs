@@ -40,6 +40,9 @@ pub struct Config {
     pub success_criteria: SuccessCriteria,
     pub linting: Linting,
     pub sandbox: SandboxConfig,
+    pub agent: AgentConfig,
+    /// The entries of `ralph-loop batch` without arguments, in order.
+    pub batch: Vec<super::batch::BatchEntry>,
     /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
     #[serde(deserialize_with = "price_map")]
     pub prices: BTreeMap<String, Price>,
@@ -73,6 +76,8 @@ impl Default for Config {
             success_criteria: SuccessCriteria::default(),
             linting: Linting::default(),
             sandbox: SandboxConfig::default(),
+            agent: AgentConfig::default(),
+            batch: Vec::new(),
             prices: BTreeMap::new(),
             prompts: Prompts::default(),
             output: Output::default(),
@@ -379,6 +384,36 @@ pub struct Linting {
     /// The linter command; `None`: eslint, ruff or clippy by the target's language.
     #[serde(deserialize_with = "opt_non_empty")]
     pub command: Option<String>,
+}
+
+/// What agent mode does with the work of a spec that failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailedWork {
+    /// A stash named `ralph: failed <spec>`, and the private ref `refs/ralph/failed/<id>`.
+    #[default]
+    Stash,
+    /// The files put back as they were; the work kept under `refs/ralph/failed/<id>` only.
+    Reset,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// What becomes of a failed spec's changes.
+    pub on_failure: FailedWork,
+    /// Consecutive failed specs that stop the agent (flag `--max-failures`).
+    #[serde(deserialize_with = "at_least_one")]
+    pub max_failures: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            on_failure: FailedWork::Stash,
+            max_failures: 3,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,20 +34,6 @@ fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn wait_exit(child: &mut Child, timeout: Duration) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            panic!("ralph-loop did not exit within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn sigint(child: &Child) {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
 }

@@ -1,6 +1,8 @@
 mod support;
 
+mod agent;
 mod architecture;
+mod batch;
 mod budget;
 mod chaos;
 mod cli;

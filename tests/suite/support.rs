@@ -172,6 +172,9 @@ fn system_text(protocol: Protocol, body: &Value) -> String {
 /// Which role a request is from, by the system prompt of the bundled templates: `judge` for the
 /// Critic's judgement of Chaos's tests, `chaos` for Chaos.
 pub fn role_of_system(system: &str) -> String {
+    if system.contains("You plan a task") {
+        return "planner".into();
+    }
     if system.contains("Chaos, the team's adversary") {
         return "judge".into();
     }
@@ -907,4 +910,19 @@ sys.exit(os.waitstatus_to_exitcode(status))
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).to_string(),
     )
+}
+
+/// Waits for `child` to exit, at most `timeout` (then kills it and fails); its exit code.
+pub fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> i32 {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("the process did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

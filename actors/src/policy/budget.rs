@@ -581,6 +581,42 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// A batch's parallel entries: three runs on three threads at once, each with random
+        /// calls (prompt, output cap, what the reply used, a call abandoned), drawing on one
+        /// total. Whatever the interleaving, the total is never overdrawn.
+        #[test]
+        fn parallel_runs_never_overdraw_a_shared_total(
+            total in 0.01f64..1.0,
+            runs in proptest::collection::vec(
+                proptest::collection::vec((1u64..60_000, 1u32..8_000, 0.0f64..=1.0, 0u8..10), 1..40),
+                3..=3,
+            ),
+        ) {
+            let shared = Budget::new(total, 0.0);
+            std::thread::scope(|scope| {
+                for calls in &runs {
+                    let ledger = Ledger::new(10.0, priced(3.0, 15.0), EventBus::discard())
+                        .within(shared.clone());
+                    scope.spawn(move || {
+                        for (prompt, max_tokens, used, abandon) in calls {
+                            if let Ok(g) = ledger.authorize(Role::Artisan, "openai/m", *prompt, *max_tokens) {
+                                if *abandon == 0 {
+                                    ledger.charge_abandoned(g);
+                                } else {
+                                    let out = (g.max_tokens as f64 * used) as u64;
+                                    ledger.settle(g, &Usage { input_tokens: *prompt, output_tokens: out, ..Usage::default() });
+                                }
+                            }
+                        }
+                    });
+                }
+            });
+            prop_assert!(shared.spent() <= total + 1e-9, "spent {} of {}", shared.spent(), total);
+        }
+    }
+
+    proptest! {
         /// Runs sharing a budget, their calls interleaved, never cross it together, nor each
         /// its own cap.
         #[test]

@@ -81,6 +81,20 @@ impl Run {
         }
     }
 
+    /// The end of a run its caller asked to stop between iterations, once the last one ended.
+    pub(super) fn drained(&self) -> Option<Outcome> {
+        self.drain.is_cancelled().then(|| {
+            Outcome::new(
+                Status::Interrupted,
+                format!(
+                    "stopped after iteration {} as asked; resume goes on from iteration {}",
+                    self.state.iteration,
+                    self.state.iteration + 1
+                ),
+            )
+        })
+    }
+
     /// The one step function: every state's step passes through here.
     async fn step(&mut self, state: State) -> Next {
         let stepped = match state {

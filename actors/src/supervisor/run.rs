@@ -60,6 +60,10 @@ pub struct RunDeps {
     /// cancels of its own accord): SIGTERM and SIGHUP end the run `interrupted` with their own
     /// exit codes (143, 129) and reasons.
     pub stop_signal: Arc<AtomicI32>,
+    /// Stops the run between iterations: the iteration under way ends as it would, its
+    /// checkpoint is saved, and the run ends `interrupted` before the next one begins, so a
+    /// resume redoes nothing (the agent's first Ctrl+C).
+    pub drain: CancellationToken,
     /// LocalGuard's engine for this run: the run wraps its ports in it (reads masked, writes
     /// unmasked) and seals every call with it. `Guard::off()` lets everything through.
     pub guard: Arc<Guard>,
@@ -165,6 +169,8 @@ pub struct Run {
     /// The caller's stop (Ctrl+C).
     pub(super) user_cancel: CancellationToken,
     pub(super) stop_signal: Arc<AtomicI32>,
+    /// The caller's stop between iterations.
+    pub(super) drain: CancellationToken,
     /// Ctrl+C or the time limit: ends the step under way.
     pub(super) steps: CancellationToken,
     pub(super) time_up: CancellationToken,
@@ -272,6 +278,7 @@ impl Run {
             steps: d.cancel.child_token(),
             user_cancel: d.cancel,
             stop_signal: d.stop_signal,
+            drain: d.drain,
             time_up: CancellationToken::new(),
             done: CancellationToken::new(),
             test_ms: 0,

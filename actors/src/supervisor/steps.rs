@@ -54,6 +54,9 @@ impl Run {
     /// Between iterations: stop at the iteration limit, else start the next one.
     pub(super) fn begin(&mut self) -> Step {
         let s = self.settings.clone();
+        if let Some(drained) = self.drained() {
+            return Ok(Next::Stop(drained));
+        }
         if self.state.iteration >= s.max_iterations {
             let last = self
                 .stuck_on

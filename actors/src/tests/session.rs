@@ -147,6 +147,7 @@ impl Session {
             events,
             cancel: CancellationToken::new(),
             stop_signal: Default::default(),
+            drain: CancellationToken::new(),
             hooks: self.hooks.clone(),
             user: self.user.clone(),
             preamble: Vec::new(),

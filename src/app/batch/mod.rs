@@ -1,0 +1,416 @@
+//! `ralph-loop batch`: many targets or specs, one after another or `--parallel N` at once,
+//! within one `--total-budget`.
+//!
+//! Each entry (a spec, or a file as a spec of one target) is planned first, in order; then the
+//! entries run in this process's actix system, up to N at once, never two that touch the same
+//! file. Every run draws on the total budget as well as its own, so no entry can overdraw it,
+//! even in parallel; an entry that had not started when the total was spent is `skipped`. Each
+//! entry's targets are sessions of the normal loop with their own reports; the batch writes
+//! `.ralph/batch-<id>/batch-report.json` ([`report`]) and exits with its worst entry's code.
+
+pub mod report;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicI32;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use ralph_actors::policy::budget::Budget;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::entry::{Ended, Entry, Progress, Shared};
+use crate::app::plan::Overrides;
+use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
+use crate::config::BatchEntry;
+use crate::error::{Error, Result, UsageError};
+use crate::printers;
+use crate::process::groups::ProcessGroups;
+use crate::runner::detect;
+use crate::session::RALPH_DIR;
+use crate::spec::{FrontMatter, Spec, Target};
+use report::{BatchReport, EntryReport};
+
+/// An entry, resolved to a spec.
+struct Item {
+    name: String,
+    kind: &'static str,
+    spec: Spec,
+}
+
+/// `ralph-loop batch [SPEC|FILE]...`
+pub fn run(args: BatchArgs) -> Result<i32> {
+    if args.parallel == 0 {
+        return Err(UsageError::flag("--parallel", "--parallel must be at least 1").into());
+    }
+    if let Some(b) = args.total_budget.filter(|b| !(b.is_finite() && *b > 0.0)) {
+        return Err(UsageError::flag(
+            "--total-budget",
+            format!("--total-budget must be a positive number of dollars, not {b}"),
+        )
+        .into());
+    }
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let root = detect::project_root(&cwd);
+    let (config, _) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
+    let items = if args.entries.is_empty() {
+        if config.batch.is_empty() {
+            return Err(UsageError::flag(
+                "batch",
+                "nothing to run: name specs or files, or list them under `batch:` in ralph.config.yaml",
+            )
+            .into());
+        }
+        config
+            .batch
+            .iter()
+            .map(|e| from_config(e, &root, &args))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        args.entries
+            .iter()
+            .map(|p| from_path(p, &cwd, &root, &args))
+            .collect::<Result<Vec<_>>>()?
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    let dir = root.join(RALPH_DIR).join(format!("batch-{id}"));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let output = args.output.unwrap_or(BatchOutput::Human);
+    let human = output == BatchOutput::Human;
+    let live = human && args.parallel == 1;
+    let shared = Shared {
+        cancel: CancellationToken::new(),
+        drain: CancellationToken::new(),
+        stop_signal: Arc::new(AtomicI32::new(0)),
+        budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
+        groups: ProcessGroups::new(),
+        printers: Box::new(move || {
+            if live {
+                vec![printers::for_format(OutputFormat::Human)]
+            } else {
+                Vec::new()
+            }
+        }),
+    };
+    let base = RunArgs {
+        config: args.config.clone(),
+        output: Some(OutputFormat::Human),
+        ..RunArgs::default()
+    };
+    let overrides = Overrides::default();
+    let started = Instant::now();
+    let started_at = crate::inbox::now();
+    let system = actix::System::new();
+    let entries = system.block_on(async {
+        let signals = tokio::spawn(crate::app::execute::on_signals(
+            shared.cancel.clone(),
+            None,
+            shared.stop_signal.clone(),
+            shared.groups.clone(),
+        ));
+        let batch = Batch {
+            items: &items,
+            root: &root,
+            dir: &dir,
+            base: &base,
+            overrides: &overrides,
+            shared: &shared,
+            parallel: args.parallel,
+            human,
+        };
+        let entries = batch.run().await;
+        signals.abort();
+        entries
+    })?;
+    let mut report = BatchReport {
+        batch_id: id,
+        status: String::new(),
+        exit_code: 0,
+        parallel: args.parallel,
+        total_budget_usd: args.total_budget,
+        entries,
+        totals: Default::default(),
+        started_at,
+        finished_at: crate::inbox::now(),
+    };
+    report.close(started.elapsed());
+    let path = dir.join("batch-report.json");
+    let json = serde_json::to_vec_pretty(&report)
+        .map_err(|e| Error::Internal(format!("cannot encode the batch report: {e}")))?;
+    crate::fsutil::write_atomic(&path, &json)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    let shown = path.strip_prefix(&cwd).unwrap_or(&path);
+    match output {
+        BatchOutput::Human => {
+            let _ = report.write_summary(shown, &mut std::io::stderr().lock());
+        }
+        BatchOutput::Json => {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(&json);
+            println!();
+        }
+    }
+    Ok(report.exit_code)
+}
+
+/// A spec or a file named on the command line (relative to `cwd`), with the flags as defaults.
+fn from_path(path: &Path, cwd: &Path, root: &Path, args: &BatchArgs) -> Result<Item> {
+    let full = cwd.join(path);
+    let name = relative(&full, root);
+    let mut item = if path.extension().is_some_and(|e| e == "md") {
+        Item {
+            name,
+            kind: "spec",
+            spec: Spec::load(&full)?,
+        }
+    } else {
+        file_item(&full, None, root)?
+    };
+    defaults(&mut item.spec.front, args);
+    Ok(item)
+}
+
+/// An entry of the config's `batch:` section: its settings over the spec's, the flags as
+/// defaults under both.
+fn from_config(entry: &BatchEntry, root: &Path, args: &BatchArgs) -> Result<Item> {
+    let mut item = match (&entry.spec, &entry.file) {
+        (Some(spec), _) => Item {
+            name: relative(spec, root),
+            kind: "spec",
+            spec: Spec::load(spec)?,
+        },
+        (None, Some(file)) => file_item(file, entry.test_file.as_deref(), root)?,
+        (None, None) => return Err(Error::Internal("a batch entry names nothing".into())),
+    };
+    let f = &mut item.spec.front;
+    let over = |mine: &mut Option<String>, theirs: &Option<String>| {
+        if theirs.is_some() {
+            mine.clone_from(theirs);
+        }
+    };
+    over(&mut f.test_command, &entry.test_command);
+    over(&mut f.language, &entry.language);
+    if let Some(models) = &entry.models {
+        f.models = Some(crate::models::RoleModels(models.clone()));
+    }
+    f.budget = entry.budget.or(f.budget);
+    f.max_iterations = entry.max_iterations.or(f.max_iterations);
+    f.adversarial = entry.adversarial.or(f.adversarial);
+    defaults(f, args);
+    Ok(item)
+}
+
+/// A file as a spec of one target, without a task of its own (its `<file>.prompt.md` is read
+/// as for a single run).
+fn file_item(full: &Path, test_file: Option<&Path>, root: &Path) -> Result<Item> {
+    if !full.is_file() {
+        return Err(UsageError::TargetNotFound(full.to_path_buf()).into());
+    }
+    let name = relative(full, root);
+    Ok(Item {
+        kind: "file",
+        spec: Spec {
+            path: full.to_path_buf(),
+            name: full
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default(),
+            front: FrontMatter {
+                targets: vec![Target {
+                    file: PathBuf::from(&name),
+                    test_file: test_file.map(|t| PathBuf::from(relative(t, root))),
+                }],
+                ..FrontMatter::default()
+            },
+            body: String::new(),
+        },
+        name,
+    })
+}
+
+/// The command line's settings, where the entry has none of its own.
+fn defaults(f: &mut FrontMatter, args: &BatchArgs) {
+    f.budget = f.budget.or(args.budget);
+    f.max_iterations = f.max_iterations.or(args.max_iterations);
+    if f.models.is_none() {
+        f.models = args.models.clone().map(crate::models::RoleModels);
+    }
+    if f.test_command.is_none() {
+        f.test_command.clone_from(&args.test_command);
+    }
+    if args.no_adversarial && f.adversarial.is_none() {
+        f.adversarial = Some(false);
+    }
+}
+
+fn relative(path: &Path, root: &Path) -> String {
+    let full = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    full.strip_prefix(&root)
+        .unwrap_or(&full)
+        .display()
+        .to_string()
+}
+
+/// A batch under way.
+struct Batch<'a> {
+    items: &'a [Item],
+    root: &'a Path,
+    dir: &'a Path,
+    base: &'a RunArgs,
+    overrides: &'a Overrides,
+    shared: &'a Shared,
+    parallel: usize,
+    human: bool,
+}
+
+impl Batch<'_> {
+    fn entry(&self, i: usize) -> Entry<'_> {
+        Entry {
+            spec: &self.items[i].spec,
+            root: self.root,
+            dir: self.dir.join(format!("entry-{}", i + 1)),
+            base: self.base,
+            overrides: self.overrides,
+        }
+    }
+
+    fn say(&self, message: String) {
+        if self.human {
+            eprintln!("batch: {message}");
+        }
+    }
+
+    /// Plans every entry, then runs them, up to `parallel` at once, never two on one file.
+    async fn run(&self) -> Result<Vec<EntryReport>> {
+        let n = self.items.len();
+        let mut progress: Vec<Progress> = vec![Progress::default(); n];
+        let mut ended: Vec<Option<Ended>> = vec![None; n];
+        for i in 0..n {
+            match self.entry(i).plan(self.shared.budget.clone()).await {
+                Ok(plan) => progress[i].plan = Some(plan),
+                Err(why) => ended[i] = Some(Ended::Failed(format!("planning failed: {why}"))),
+            }
+        }
+        let mut waiting: Vec<usize> = (0..n).filter(|&i| ended[i].is_none()).collect();
+        let mut busy: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut running = FuturesUnordered::new();
+        let mut skipped = vec![false; n];
+        loop {
+            while running.len() < self.parallel && !self.stopped() {
+                let free = waiting
+                    .iter()
+                    .position(|&i| targets(&progress[i]).iter().all(|t| !busy.contains(t)));
+                let Some(at) = free else { break };
+                let i = waiting.remove(at);
+                if self.spent() {
+                    skipped[i] = true;
+                    continue;
+                }
+                busy.extend(targets(&progress[i]));
+                self.say(format!("[{}/{n}] {}: started", i + 1, self.items[i].name));
+                let mut mine = std::mem::take(&mut progress[i]);
+                let entry = self.entry(i);
+                running.push(async move {
+                    let outcome = entry.run(&mut mine, self.shared).await;
+                    (i, mine, outcome)
+                });
+            }
+            let Some((i, mine, outcome)) = running.next().await else {
+                break;
+            };
+            for t in targets(&mine) {
+                busy.remove(&t);
+            }
+            progress[i] = mine;
+            let outcome = outcome?;
+            self.say(format!(
+                "[{}/{n}] {}: {}",
+                i + 1,
+                self.items[i].name,
+                status_of(&outcome, &progress[i])
+            ));
+            ended[i] = Some(outcome);
+        }
+        for i in waiting {
+            skipped[i] = true;
+        }
+        Ok((0..n)
+            .map(|i| self.report(i, &progress[i], ended[i].as_ref(), skipped[i]))
+            .collect())
+    }
+
+    /// The user stopped the batch.
+    fn stopped(&self) -> bool {
+        self.shared.cancel.is_cancelled() || self.shared.drain.is_cancelled()
+    }
+
+    /// The total budget is spent.
+    fn spent(&self) -> bool {
+        self.shared
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.spent() >= b.cap())
+    }
+
+    fn report(&self, i: usize, p: &Progress, ended: Option<&Ended>, skipped: bool) -> EntryReport {
+        let item = &self.items[i];
+        let (status, reason) = match (ended, skipped) {
+            (Some(e), _) => (status_of(e, p), reason_of(e)),
+            (None, true) if self.stopped() => (
+                "interrupted".to_string(),
+                "the batch was stopped before it started".to_string(),
+            ),
+            (None, _) => (
+                "skipped".to_string(),
+                "the total budget was spent before it started".to_string(),
+            ),
+        };
+        EntryReport {
+            name: item.name.clone(),
+            kind: item.kind.to_string(),
+            targets: targets(p).iter().map(|t| t.display().to_string()).collect(),
+            status,
+            iterations: p.iterations(),
+            cost_usd: p.cost_usd(),
+            duration_ms: p.duration_ms(),
+            sessions: p.targets.iter().filter_map(|t| t.session.clone()).collect(),
+            reason,
+        }
+    }
+}
+
+/// The files an entry's plan touches.
+fn targets(p: &Progress) -> Vec<PathBuf> {
+    p.plan
+        .iter()
+        .flat_map(|plan| plan.targets.iter().map(|t| t.file.clone()))
+        .collect()
+}
+
+/// An entry's status: `success`, or the status of the run where it stopped.
+fn status_of(ended: &Ended, p: &Progress) -> String {
+    match ended {
+        Ended::Done => "success".into(),
+        Ended::Interrupted => "interrupted".into(),
+        Ended::OutOfMoney(_) => "budget_exceeded".into(),
+        Ended::Failed(_) => p
+            .targets
+            .iter()
+            .filter_map(|t| t.status.as_deref())
+            .find(|s| *s != "success")
+            .unwrap_or("error")
+            .to_string(),
+    }
+}
+
+fn reason_of(ended: &Ended) -> String {
+    match ended {
+        Ended::Done => String::new(),
+        Ended::Interrupted => "interrupted".into(),
+        Ended::OutOfMoney(why) | Ended::Failed(why) => why.clone(),
+    }
+}

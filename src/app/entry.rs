@@ -1,0 +1,396 @@
+//! One spec's run, as the agent (and a batch) runs it: its targets planned (named by its front
+//! matter, or by the Librarian's model), then each fixed by a session of the normal loop, in
+//! order, inside the caller's actix system.
+//!
+//! Its progress is saved in its folder (`progress.json`) at every change: the plan, and for each
+//! target the session fixing it (recorded as soon as the session's folder exists) and how it
+//! ended. A spec stopped at any point, even by `kill -9`, goes on from there: a finished target
+//! is not run again, an interrupted one resumes its session from its last checkpoint.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicI32;
+use std::sync::Arc;
+
+use ralph_actors::policy::budget::Budget;
+use ralph_actors::role::Role;
+use ralph_actors::schema::report::{Report, Status};
+use ralph_actors::schema::state::SessionState;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::commands::{is_resumable, prepare_new_then, prepare_resume, Prepared, RunSpec};
+use crate::app::execute::{execute_in, Control};
+use crate::app::plan::{assistant_for, Overrides};
+use crate::cli::{ResumeArgs, RunArgs};
+use crate::error::{Error, Result};
+use crate::fsutil::write_atomic;
+use crate::printers::Printer;
+use crate::process::groups::ProcessGroups;
+use crate::session::{SessionDir, SessionError};
+use crate::spec::planner::{self, Plan};
+use crate::spec::Spec;
+
+const PROGRESS: &str = "progress.json";
+
+/// The folder of inbox record `id`'s work: `.ralph/agent/<id>/`.
+pub(crate) fn agent_dir(root: &Path, id: &str) -> PathBuf {
+    root.join(crate::session::RALPH_DIR).join("agent").join(id)
+}
+
+/// What every entry of one agent (or batch) shares: how it is stopped, the money, the test
+/// processes, and how its runs are shown.
+pub(crate) struct Shared {
+    /// Ends the step under way (SIGTERM, a second signal).
+    pub(crate) cancel: CancellationToken,
+    /// Ends the run under way between two iterations (the agent's Ctrl+C).
+    pub(crate) drain: CancellationToken,
+    pub(crate) stop_signal: Arc<AtomicI32>,
+    /// The total every run draws on, when there is one (`--max-cost`).
+    pub(crate) budget: Option<Arc<Budget>>,
+    pub(crate) groups: ProcessGroups,
+    /// The printers of each run.
+    pub(crate) printers: Box<dyn Fn() -> Vec<Box<dyn Printer>>>,
+}
+
+/// How far a spec got: `progress.json` in its folder.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Progress {
+    /// When the spec's work began (RFC 3339).
+    #[serde(default)]
+    pub(crate) started_at: Option<String>,
+    pub(crate) plan: Option<Plan>,
+    pub(crate) targets: Vec<TargetProgress>,
+    /// What the dirty files of the tree held before the spec's first change (sha-256, hex;
+    /// null for a deleted file): the spec's own changes are the files that differ from it.
+    #[serde(default)]
+    pub(crate) before: Option<BTreeMap<PathBuf, Option<String>>>,
+}
+
+/// One target's session and how it ended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct TargetProgress {
+    pub(crate) file: PathBuf,
+    pub(crate) session: Option<String>,
+    /// The session's status when it ended; `None` while it runs.
+    pub(crate) status: Option<String>,
+    /// Stopped from outside (Ctrl+C, the shared budget), not by its own limits: resumed next.
+    #[serde(default)]
+    pub(crate) paused: bool,
+    pub(crate) iterations: u32,
+    pub(crate) cost_usd: f64,
+    pub(crate) duration_ms: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) reason: String,
+    /// Files the session wrote besides the target: Chaos's tests kept in the project.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) kept: Vec<PathBuf>,
+}
+
+impl Progress {
+    pub(crate) fn load(dir: &Path) -> Result<Progress> {
+        let path = dir.join(PROGRESS);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                SessionError::Damaged {
+                    path: path.clone(),
+                    message: e.to_string(),
+                }
+                .into()
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Progress::default()),
+            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        }
+    }
+
+    pub(crate) fn save(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let path = dir.join(PROGRESS);
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::Internal(format!("cannot encode {}: {e}", path.display())))?;
+        write_atomic(&path, &bytes)
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+    }
+
+    /// Dollars spent on the spec so far: planning and every target's session.
+    pub(crate) fn cost_usd(&self) -> f64 {
+        self.plan.as_ref().map_or(0.0, |p| p.cost_usd)
+            + self.targets.iter().map(|t| t.cost_usd).sum::<f64>()
+    }
+
+    pub(crate) fn iterations(&self) -> u32 {
+        self.targets.iter().map(|t| t.iterations).sum()
+    }
+
+    /// Every file the spec's sessions may have written, relative to the root: the plan's
+    /// targets and Chaos's kept tests.
+    pub(crate) fn written(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self
+            .plan
+            .iter()
+            .flat_map(|p| p.targets.iter().map(|t| t.file.clone()))
+            .chain(self.targets.iter().flat_map(|t| t.kept.iter().cloned()))
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    }
+
+    pub(crate) fn duration_ms(&self) -> u64 {
+        self.targets.iter().map(|t| t.duration_ms).sum()
+    }
+}
+
+/// What a target's session came to, from its report.
+fn record(t: &mut TargetProgress, report: &Report, paused: bool) {
+    t.status = Some(report.status.as_str().to_string());
+    t.paused = paused;
+    t.iterations = report.iterations;
+    t.cost_usd = report.cost_usd;
+    t.duration_ms = report.duration_ms;
+    t.reason = report.reason.clone();
+    t.kept = report
+        .adversarial
+        .as_ref()
+        .map(|a| a.kept_tests.iter().map(PathBuf::from).collect())
+        .unwrap_or_default();
+}
+
+/// How a spec's run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Ended {
+    /// Every target's tests pass.
+    Done,
+    /// It cannot be done as it stands: the reason.
+    Failed(String),
+    /// Stopped from outside (Ctrl+C, SIGTERM): goes back to the queue and resumes.
+    Interrupted,
+    /// The shared budget ran out: goes back to the queue and resumes with more money.
+    OutOfMoney(String),
+}
+
+/// A spec to run: `dir` is its folder, `base` the flags every run of the agent or batch takes
+/// (config, recording), under the spec's own settings.
+pub(crate) struct Entry<'a> {
+    pub(crate) spec: &'a Spec,
+    pub(crate) root: &'a Path,
+    pub(crate) dir: PathBuf,
+    pub(crate) base: &'a RunArgs,
+    pub(crate) overrides: &'a Overrides,
+}
+
+impl Entry<'_> {
+    /// The flags of `target`'s run: the spec's, the agent's for what the spec leaves unset.
+    fn run_args(&self, target: &crate::spec::Target) -> RunArgs {
+        let mut args = self.spec.run_args(target);
+        let base = self.base;
+        args.config = args.config.or_else(|| base.config.clone());
+        args.record = base.record.clone();
+        args.replay = base.replay.clone();
+        args.output = base.output;
+        args
+    }
+
+    /// The spec's plan: already made, its front matter's targets, or the Librarian's.
+    pub(crate) async fn plan(&self, shared: Option<Arc<Budget>>) -> Result<Plan, String> {
+        let front = &self.spec.front;
+        if !front.targets.is_empty() {
+            return Ok(Plan {
+                targets: front.targets.clone(),
+                source: "spec".into(),
+                reason: String::new(),
+                cost_usd: 0.0,
+                model: None,
+            });
+        }
+        if self.spec.body.trim().is_empty() {
+            return Err("the spec names no targets and has no task to plan them from".into());
+        }
+        let args = RunArgs {
+            file: None,
+            ..self.run_args(&crate::spec::Target {
+                file: PathBuf::new(),
+                test_file: None,
+            })
+        };
+        let model = assistant_for(Role::Librarian, &args, self.root, self.overrides, shared)
+            .map_err(|e| e.to_string())?;
+        planner::plan(
+            &model.caller,
+            &model.spec,
+            &model.guard,
+            self.root,
+            &self.spec.body,
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
+
+    /// Runs the spec's targets in turn from where its progress says, until one does not
+    /// succeed; `progress` is saved in the entry's folder at every change.
+    pub(crate) async fn run(&self, progress: &mut Progress, shared: &Shared) -> Result<Ended> {
+        let plan = match &progress.plan {
+            Some(plan) => plan.clone(),
+            None => match self.plan(shared.budget.clone()).await {
+                Ok(plan) => {
+                    progress.plan = Some(plan.clone());
+                    progress.save(&self.dir)?;
+                    plan
+                }
+                Err(why) => return Ok(Ended::Failed(format!("planning failed: {why}"))),
+            },
+        };
+        for (i, target) in plan.targets.iter().enumerate() {
+            if progress.targets.len() <= i {
+                progress.targets.push(TargetProgress {
+                    file: target.file.clone(),
+                    ..TargetProgress::default()
+                });
+            }
+            if progress.targets[i].status.is_none() {
+                // Killed after its session ended and before the progress said so.
+                if let Some(report) = self.finished(progress.targets[i].session.as_deref())? {
+                    record(&mut progress.targets[i], &report, false);
+                    progress.save(&self.dir)?;
+                }
+            }
+            let done = &progress.targets[i];
+            match done.status.as_deref() {
+                Some("success") => continue,
+                Some(status) if !done.paused => {
+                    return Ok(Ended::Failed(format!(
+                        "{}: {status}: {}",
+                        target.file.display(),
+                        done.reason
+                    )))
+                }
+                _ => {}
+            }
+            if shared.cancel.is_cancelled() || shared.drain.is_cancelled() {
+                return Ok(Ended::Interrupted);
+            }
+            let args = self.run_args(target);
+            let prepared = match self.prepare(args, progress, i, shared) {
+                Ok(prepared) => prepared,
+                // The run could not start (a missing file, no tests found): the spec as
+                // written cannot be done.
+                Err(e) if e.exit_code() == 2 => {
+                    let reason = e.to_string();
+                    let t = &mut progress.targets[i];
+                    t.status = Some("error".into());
+                    t.reason = reason.clone();
+                    progress.save(&self.dir)?;
+                    return Ok(Ended::Failed(format!(
+                        "{}: {reason}",
+                        target.file.display()
+                    )));
+                }
+                Err(e) => return Err(e),
+            };
+            let own_cap = prepared.plan.settings.max_cost_usd;
+            let report_dir = prepared.plan.report_dir.clone();
+            let Prepared {
+                plan,
+                session,
+                state,
+                lock: _lock,
+            } = prepared;
+            let control = Control {
+                cancel: shared.cancel.clone(),
+                drain: shared.drain.clone(),
+                stop_signal: shared.stop_signal.clone(),
+                shared: shared.budget.clone(),
+                printers: (shared.printers)(),
+                headless: true,
+            };
+            let report = execute_in(plan, session, state, shared.groups.clone(), control).await;
+            let _ = std::fs::remove_dir_all(&report_dir);
+            let report = report?;
+            let ended = self.ended(&report, own_cap, shared);
+            let paused = matches!(ended, Some(Ended::Interrupted | Ended::OutOfMoney(_)));
+            record(&mut progress.targets[i], &report, paused);
+            progress.save(&self.dir)?;
+            if let Some(ended) = ended {
+                return Ok(ended);
+            }
+        }
+        Ok(Ended::Done)
+    }
+
+    /// The report of session `id` when it has ended for good (not resumable).
+    fn finished(&self, id: Option<&str>) -> Result<Option<Report>> {
+        let Some(session) = id.and_then(|id| SessionDir::open(self.root, id)) else {
+            return Ok(None);
+        };
+        let state: Option<SessionState> = session.read_json("state.json")?;
+        if state.is_none_or(|st| is_resumable(&st.status)) {
+            return Ok(None);
+        }
+        Ok(session.read_json("report.json")?)
+    }
+
+    /// How the run of one target ends the spec, if it does.
+    fn ended(&self, report: &Report, own_cap: f64, shared: &Shared) -> Option<Ended> {
+        match report.status {
+            Status::Success => None,
+            Status::Interrupted => Some(Ended::Interrupted),
+            Status::BudgetExceeded
+                if shared
+                    .budget
+                    .as_ref()
+                    .is_some_and(|b| b.cap() - b.spent() < own_cap - report.cost_usd) =>
+            {
+                Some(Ended::OutOfMoney(report.reason.clone()))
+            }
+            status => Some(Ended::Failed(format!(
+                "{}: {status}: {}",
+                report.target, report.reason
+            ))),
+        }
+    }
+
+    /// The session of target `i`: the one its progress names, resumed, or a new one (named in
+    /// the progress before any work).
+    fn prepare(
+        &self,
+        args: RunArgs,
+        progress: &mut Progress,
+        i: usize,
+        shared: &Shared,
+    ) -> Result<Prepared> {
+        if let Some(id) = progress.targets[i].session.clone() {
+            if let Some(session) = SessionDir::open(self.root, &id) {
+                let state: Option<SessionState> = session.read_json("state.json")?;
+                let resumable = state.as_ref().is_none_or(|st| is_resumable(&st.status));
+                if resumable {
+                    let spec: RunSpec = session
+                        .read_json("run.json")?
+                        .ok_or_else(|| SessionError::NoRunSpec(session.id.clone()))?;
+                    let resume = ResumeArgs {
+                        session: None,
+                        budget: None,
+                        max_iterations: None,
+                        max_duration: None,
+                        guidance: None,
+                        output: self.base.output,
+                    };
+                    return prepare_resume(session, spec, state, &resume, &shared.groups);
+                }
+            }
+        }
+        let dir = self.dir.clone();
+        prepare_new_then(
+            args,
+            self.root.to_path_buf(),
+            self.overrides.clone(),
+            &shared.groups,
+            |session| {
+                progress.targets[i].session = Some(session.id.clone());
+                progress.targets[i].status = None;
+                progress.targets[i].paused = false;
+                progress.save(&dir)
+            },
+        )
+    }
+}

@@ -1,0 +1,270 @@
+//! The git a batch or the agent needs: what changed in the tree, a commit of exactly those
+//! files, a failed spec's work kept in a stash and under a private ref.
+//!
+//! Every call is the `git` binary, run to its end in its own process group with stdin closed:
+//! the user's git, with its hooks and config.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+/// Why a git command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Failed { args: String, stderr: String },
+}
+
+type Result<T, E = GitError> = std::result::Result<T, E>;
+
+/// A repository's work tree.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    pub root: PathBuf,
+    /// Where the pid of the git command under way is kept, when it must be findable after this
+    /// process dies (the agent's, `.ralph/agent.git`): `kill -9` of the agent does not stop its
+    /// git, which a restarted agent then waits for.
+    pub pid_file: Option<PathBuf>,
+}
+
+/// The content of each path git lists as changed or untracked: `None` for a deleted file.
+pub type Snapshot = BTreeMap<PathBuf, Option<[u8; 32]>>;
+
+impl Repo {
+    /// The repository whose work tree holds `dir`, if any.
+    pub fn at(dir: &Path) -> Option<Repo> {
+        let out = git_in(dir, &["rev-parse", "--show-toplevel"], None).ok()?;
+        let root = PathBuf::from(out.trim());
+        root.is_dir().then_some(Repo {
+            root,
+            pid_file: None,
+        })
+    }
+
+    fn git(&self, args: &[&str]) -> Result<String> {
+        git_in(&self.root, args, self.pid_file.as_deref())
+    }
+
+    /// Waits (up to 30 s) for the git command a killed process left running, as `pid_file`
+    /// names it, then for git's index lock: what it was doing (a commit, a stash) must be
+    /// finished and seen before deciding whether to do it again.
+    pub fn wait_for_orphan(&self) {
+        if let Some(pid) = self
+            .pid_file
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            let start = std::time::Instant::now();
+            while is_git(pid) && start.elapsed() < std::time::Duration::from_secs(30) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        self.wait_unlocked();
+    }
+
+    /// Waits (up to 10 s) for git's index lock to go: a git command of an agent that was killed
+    /// (`kill -9` reaches the agent, not its child) may still be finishing a commit or a stash,
+    /// which must be seen before deciding whether to make it again.
+    pub fn wait_unlocked(&self) {
+        let Ok(dir) = self.git(&["rev-parse", "--absolute-git-dir"]) else {
+            return;
+        };
+        let lock = PathBuf::from(dir.trim()).join("index.lock");
+        let start = std::time::Instant::now();
+        while lock.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the repository has a commit to stash and commit on.
+    pub fn has_commit(&self) -> bool {
+        self.git(&["rev-parse", "--verify", "-q", "HEAD"]).is_ok()
+    }
+
+    /// Tracked paths with changes, staged or not (untracked files left out).
+    pub fn dirty_tracked(&self) -> Result<Vec<PathBuf>> {
+        let out = self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=no"])?;
+        Ok(parse_status(&out))
+    }
+
+    /// Changed and untracked paths (relative to the root), ignored ones left out.
+    pub fn dirty(&self) -> Result<Vec<PathBuf>> {
+        let out = self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+        Ok(parse_status(&out))
+    }
+
+    /// What each dirty path holds now.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Ok(self
+            .dirty()?
+            .into_iter()
+            .map(|p| {
+                let hash = std::fs::read(self.root.join(&p))
+                    .ok()
+                    .map(|bytes| Sha256::digest(bytes).into());
+                (p, hash)
+            })
+            .collect())
+    }
+
+    /// The paths whose content differs from `before`: what was changed since.
+    pub fn changed_since(&self, before: &Snapshot) -> Result<Vec<PathBuf>> {
+        let now = self.snapshot()?;
+        let mut changed: Vec<PathBuf> = now
+            .iter()
+            .filter(|(p, h)| before.get(*p) != Some(h))
+            .map(|(p, _)| p.clone())
+            .collect();
+        // Dirty before and clean now: put back as committed, a change too.
+        changed.extend(before.keys().filter(|p| !now.contains_key(*p)).cloned());
+        changed.sort();
+        changed.dedup();
+        Ok(changed)
+    }
+
+    /// Commits exactly `paths` (whatever else is staged or changed stays as it was) with
+    /// `subject` and `body`; returns the commit's short hash.
+    pub fn commit(&self, paths: &[PathBuf], subject: &str, body: &str) -> Result<String> {
+        let mut add = vec!["add", "-A", "--"];
+        add.extend(paths.iter().filter_map(|p| p.to_str()));
+        self.git(&add)?;
+        let mut commit = self.identity();
+        // `--only`: the paths alone, whatever else is staged; with none, an empty commit.
+        commit.extend(
+            [
+                "commit",
+                "-q",
+                "--only",
+                "--allow-empty",
+                "-m",
+                subject,
+                "-m",
+                body,
+                "--",
+            ]
+            .map(String::from),
+        );
+        commit.extend(paths.iter().filter_map(|p| p.to_str()).map(String::from));
+        let args: Vec<&str> = commit.iter().map(String::as_str).collect();
+        self.git(&args)?;
+        Ok(self
+            .git(&["rev-parse", "--short", "HEAD"])?
+            .trim()
+            .to_string())
+    }
+
+    /// The short hash of the newest commit since `since` (RFC 3339) whose message holds
+    /// `line`, if any: a commit made by an agent killed before it could say so.
+    pub fn find_commit(&self, line: &str, since: &str) -> Result<Option<String>> {
+        let grep = format!("--grep={line}");
+        let since = format!("--since={since}");
+        let out = self.git(&["log", "-n", "1", "-F", "--format=%h", &since, &grep])?;
+        Ok(Some(out.trim().to_string()).filter(|h| !h.is_empty()))
+    }
+
+    /// Whether `reference` exists.
+    pub fn has_ref(&self, reference: &str) -> bool {
+        self.git(&["rev-parse", "--verify", "-q", reference])
+            .is_ok()
+    }
+
+    /// Saves `paths`' changes in a stash named `message` and under `reference`, and puts the
+    /// files back as committed; with `keep_stash` false the stash entry is dropped (the ref
+    /// still holds the work). Returns the stash commit's hash.
+    pub fn stash(
+        &self,
+        paths: &[PathBuf],
+        message: &str,
+        reference: &str,
+        keep_stash: bool,
+    ) -> Result<String> {
+        let mut stash = self.identity();
+        stash.extend(
+            ["stash", "push", "--include-untracked", "-m", message, "--"].map(String::from),
+        );
+        stash.extend(paths.iter().filter_map(|p| p.to_str()).map(String::from));
+        let args: Vec<&str> = stash.iter().map(String::as_str).collect();
+        self.git(&args)?;
+        let sha = self.git(&["rev-parse", "stash@{0}"])?.trim().to_string();
+        self.git(&["update-ref", "-m", message, reference, &sha])?;
+        if !keep_stash {
+            self.git(&["stash", "drop", "-q", "stash@{0}"])?;
+        }
+        Ok(sha)
+    }
+
+    /// `-c user.name=… -c user.email=…` when the repository has no identity to commit with.
+    fn identity(&self) -> Vec<String> {
+        let known = |key: &str| {
+            self.git(&["config", key])
+                .is_ok_and(|v| !v.trim().is_empty())
+        };
+        let env = |key: &str| std::env::var(key).is_ok_and(|v| !v.is_empty());
+        let mut flags = Vec::new();
+        if !known("user.name") && !env("GIT_AUTHOR_NAME") {
+            flags.extend(["-c".into(), "user.name=ralph-loop".into()]);
+        }
+        if !known("user.email") && !env("GIT_AUTHOR_EMAIL") {
+            flags.extend(["-c".into(), "user.email=ralph-loop@localhost".into()]);
+        }
+        flags
+    }
+}
+
+/// The paths of `git status --porcelain=v1 -z`.
+fn parse_status(out: &str) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    let mut fields = out.split('\0').filter(|f| !f.is_empty());
+    while let Some(entry) = fields.next() {
+        let (code, path) = entry.split_at(entry.len().min(3));
+        paths.push(PathBuf::from(path));
+        // A rename lists its source next.
+        if code.starts_with('R') || code.starts_with('C') {
+            if let Some(from) = fields.next() {
+                paths.push(PathBuf::from(from));
+            }
+        }
+    }
+    paths
+}
+
+/// Whether process `pid` is alive and a git.
+fn is_git(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "git")
+}
+
+/// Runs `git args` in `dir` to its end; its stdout, or its stderr as the error. Its pid is in
+/// `pid_file` while it runs, when one is given.
+fn git_in(dir: &Path, args: &[&str], pid_file: Option<&Path>) -> Result<String> {
+    let child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(GitError::Spawn)?;
+    if let Some(file) = pid_file {
+        let _ = std::fs::write(file, child.id().to_string());
+    }
+    let out = child.wait_with_output().map_err(GitError::Spawn);
+    if let Some(file) = pid_file {
+        let _ = std::fs::remove_file(file);
+    }
+    let out = out?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

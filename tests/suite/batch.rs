@@ -1,0 +1,340 @@
+//! `ralph-loop batch`: many files and specs, in order or in parallel, under one total budget.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::support::*;
+
+/// `py-median` with `n` broken copies of the median (`median_<i>.py`, each with its test, and
+/// `specs/median-<i>.md` fixing it with its own tests alone).
+fn medians(n: usize) -> tempfile::TempDir {
+    let dir = fixture("py-median");
+    let p = dir.path();
+    std::fs::create_dir(p.join("specs")).unwrap();
+    let broken = std::fs::read_to_string(p.join("median.py")).unwrap();
+    let test = std::fs::read_to_string(p.join("test_median.py")).unwrap();
+    for i in 0..n {
+        write(p, &format!("median_{i}.py"), &broken);
+        write(
+            p,
+            &format!("test_median_{i}.py"),
+            &test.replace("from median import", &format!("from median_{i} import")),
+        );
+        write(
+            p,
+            &format!("specs/median-{i}.md"),
+            &format!("---\ntargets: [median_{i}.py]\ntest_command: python3 -m pytest -q test_median_{i}.py\n---\nFix the median.\n"),
+        );
+    }
+    write(p, "ralph.config.yaml", "memory:\n  enabled: false\n");
+    dir
+}
+
+fn batch_report(dir: &Path) -> Value {
+    let ralph = dir.join(".ralph");
+    let batch = std::fs::read_dir(&ralph)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("batch-")
+        })
+        .expect("a batch folder");
+    read_json(&batch.join("batch-report.json"))
+}
+
+fn session_report(dir: &Path, id: &str) -> Value {
+    read_json(&dir.join(format!(".ralph/session-{id}/report.json")))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summary() {
+    let dir = medians(2);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    write(
+        p,
+        "specs/first.md",
+        "---\ntargets: [median_0.py]\ntest_command: python3 -m pytest -q test_median_0.py\nmax_iterations: 3\n---\nFix the median.\n",
+    );
+    let out = ralph_with_chaos(p, &llm)
+        .args([
+            "batch",
+            "specs/first.md",
+            "median_1.py",
+            "--no-adversarial",
+            "-t",
+            "python3 -m pytest -q test_median_1.py",
+        ])
+        .assert()
+        .code(0);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("batch: [1/2] specs/first.md: started"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("✔ median_1.py: success, 1 iteration, $"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("batch success: 2 of 2 entries succeeded"),
+        "{stderr}"
+    );
+
+    let report = batch_report(p);
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["exit_code"], 0);
+    let entries = report["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["name"], "specs/first.md");
+    assert_eq!(entries[0]["kind"], "spec");
+    assert_eq!(entries[1]["name"], "median_1.py");
+    assert_eq!(entries[1]["kind"], "file");
+    let mut total = 0.0;
+    for e in entries {
+        assert_eq!(e["status"], "success");
+        assert_eq!(e["iterations"], 1);
+        let session = session_report(p, e["sessions"][0].as_str().unwrap());
+        assert_eq!(session["status"], "success");
+        assert_eq!(session["cost_usd"], e["cost_usd"]);
+        total += e["cost_usd"].as_f64().unwrap();
+    }
+    assert!((report["totals"]["cost_usd"].as_f64().unwrap() - total).abs() < 1e-9);
+    assert_eq!(report["totals"]["succeeded"], 2);
+    for i in 0..2 {
+        assert_eq!(
+            std::fs::read_to_string(p.join(format!("median_{i}.py"))).unwrap(),
+            FIXED_PY
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
+    let dir = medians(6);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        Answer::Slow {
+            text: code("python", FIXED_PY),
+            delay: Duration::from_millis(1500),
+        },
+    );
+    let mut cmd = ralph_with_chaos(p, &llm);
+    cmd.args([
+        "batch",
+        "--parallel",
+        "3",
+        "--no-adversarial",
+        "--output",
+        "json",
+    ]);
+    for i in 0..6 {
+        cmd.arg(format!("specs/median-{i}.md"));
+    }
+    let out = cmd.assert().code(0);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["totals"]["succeeded"], 6, "{report}");
+    // Three at once: the six 1.5 s replies took about two rounds of three, not six in a row.
+    let wall = report["totals"]["wall_ms"].as_u64().unwrap();
+    let run = report["totals"]["run_ms"].as_u64().unwrap();
+    assert!(wall * 2 < run, "wall {wall} ms, entries' own {run} ms");
+
+    // A total budget that pays for about two entries: the others stop or are skipped, and
+    // the spending, summed from every session's own report, stays within it.
+    let one = report["entries"][0]["cost_usd"].as_f64().unwrap();
+    let total = one * 2.5;
+    let again = medians(6);
+    let q = again.path();
+    let mut cmd = ralph_with_chaos(q, &llm);
+    cmd.args([
+        "batch",
+        "--parallel",
+        "3",
+        "--no-adversarial",
+        "--output",
+        "json",
+    ])
+    .args(["--total-budget", &format!("{total}")]);
+    for i in 0..6 {
+        cmd.arg(format!("specs/median-{i}.md"));
+    }
+    let out = cmd.assert().code(3);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["status"], "budget_exceeded");
+    let mut spent = 0.0;
+    for e in report["entries"].as_array().unwrap() {
+        for id in e["sessions"].as_array().unwrap() {
+            spent += session_report(q, id.as_str().unwrap())["cost_usd"]
+                .as_f64()
+                .unwrap();
+        }
+    }
+    assert!(spent <= total + 1e-9, "spent {spent} of {total}");
+    assert!(
+        report["totals"]["succeeded"].as_u64().unwrap() < 6,
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_entries_on_one_file_never_run_at_once_and_the_worst_status_is_the_exit_code() {
+    let dir = medians(1);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    write(
+        p,
+        "specs/again.md",
+        "---\ntargets: [median_0.py]\nmax_iterations: 1\n---\nFix it.\n",
+    );
+    let out = ralph_with_chaos(p, &llm)
+        .args([
+            "batch",
+            "median_0.py",
+            "specs/again.md",
+            "--parallel",
+            "2",
+            "--no-adversarial",
+        ])
+        .args(["-m", "1", "-t", "python3 -m pytest -q test_median_0.py"])
+        .assert()
+        .code(4);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        !stderr.contains("is being fixed by another run"),
+        "{stderr}"
+    );
+    let report = batch_report(p);
+    assert_eq!(report["status"], "max_iterations");
+    let entries = report["entries"].as_array().unwrap();
+    let first = session_report(p, entries[0]["sessions"][0].as_str().unwrap());
+    let second = session_report(p, entries[1]["sessions"][0].as_str().unwrap());
+    assert!(
+        second["started_at"].as_str().unwrap() >= first["finished_at"].as_str().unwrap(),
+        "{first}\n{second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_placed() {
+    let dir = medians(1);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    write(
+        p,
+        "ralph.config.yaml",
+        "memory:\n  enabled: false\nbatch:\n  - file: median_0.py\n    test_file: test_median_0.py\n    test_command: python3 -m pytest -q test_median_0.py\n    adversarial: false\n",
+    );
+    ralph_with_chaos(p, &llm).arg("batch").assert().code(0);
+    assert_eq!(batch_report(p)["entries"][0]["name"], "median_0.py");
+    assert_eq!(
+        std::fs::read_to_string(p.join("median_0.py")).unwrap(),
+        FIXED_PY
+    );
+
+    write(
+        p,
+        "ralph.config.yaml",
+        "batch:\n  - file: median_0.py\n    spec: specs/x.md\n",
+    );
+    let bad = ralph_with_chaos(p, &llm).arg("batch").assert().code(2);
+    let stderr = String::from_utf8_lossy(&bad.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("ralph.config.yaml:1:1: batch: entry 1 must name one of `spec` or `file`"),
+        "{stderr}"
+    );
+    write(
+        p,
+        "ralph.config.yaml",
+        "batch:\n  - file: median_0.py\n    budgett: 1\n",
+    );
+    let bad = ralph_with_chaos(p, &llm).arg("batch").assert().code(2);
+    let stderr = String::from_utf8_lossy(&bad.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("ralph.config.yaml:3:5: batch[0].budgett: unknown key"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() {
+    let dir = medians(2);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        Answer::Slow {
+            text: code("python", FIXED_PY),
+            delay: Duration::from_secs(20),
+        },
+    );
+    // A missing file: refused before any entry runs.
+    let missing = ralph_with_chaos(p, &llm)
+        .args([
+            "batch",
+            "specs/median-0.md",
+            "nowhere.py",
+            "--no-adversarial",
+        ])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&missing.get_output().stderr).contains("nowhere.py"));
+    assert!(llm.requests().await.is_empty());
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
+        .args([
+            "batch",
+            "specs/median-0.md",
+            "specs/median-1.md",
+            "--no-adversarial",
+        ])
+        .current_dir(p)
+        .env("HOME", p)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while llm.requests_of("artisan").await.is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no artisan request"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(15)), 130);
+    let report = batch_report(p);
+    assert_eq!(report["status"], "interrupted");
+    let entries = report["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["status"], "interrupted");
+    let session = session_report(p, entries[0]["sessions"][0].as_str().unwrap());
+    assert_eq!(
+        session["status"], "interrupted",
+        "resumable with `ralph-loop resume`"
+    );
+    assert_eq!(entries[1]["status"], "interrupted");
+    assert_eq!(
+        entries[1]["reason"],
+        "the batch was stopped before it started"
+    );
+}
