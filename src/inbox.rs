@@ -131,12 +131,9 @@ impl Inbox {
 
     /// Locks and reads the inbox (empty when there is none yet).
     pub fn lock(&self) -> Result<Locked> {
-        std::fs::create_dir_all(&self.dir)
+        let root = self.dir.parent().unwrap_or(&self.dir);
+        crate::session::ralph_dir(root)
             .map_err(io(format!("cannot create {}", self.dir.display())))?;
-        let ignore = self.dir.join(".gitignore");
-        if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "*\n");
-        }
         let lock_path = self.dir.join(LOCK);
         let file = OpenOptions::new()
             .create(true)

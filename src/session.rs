@@ -21,6 +21,18 @@ use crate::fsutil::write_atomic;
 
 pub const RALPH_DIR: &str = ".ralph";
 
+/// Creates `<root>/.ralph/` (if needed) with a `.gitignore` that keeps all of it out of git;
+/// returns its path.
+pub fn ralph_dir(root: &Path) -> std::io::Result<PathBuf> {
+    let ralph = root.join(RALPH_DIR);
+    std::fs::create_dir_all(&ralph)?;
+    let ignore = ralph.join(".gitignore");
+    if !ignore.exists() {
+        let _ = std::fs::write(&ignore, "*\n");
+    }
+    Ok(ralph)
+}
+
 /// What went wrong with a session folder.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -81,13 +93,12 @@ pub struct SessionDir {
 impl SessionDir {
     /// Creates `<root>/.ralph/session-<uuid>/`, and `.ralph/.gitignore` so sessions stay out of git.
     pub fn create(root: &Path) -> Result<Self> {
-        let ralph = root.join(RALPH_DIR);
-        std::fs::create_dir_all(&ralph)
-            .map_err(|e| SessionError::io(format!("cannot create {}", ralph.display()), e))?;
-        let ignore = ralph.join(".gitignore");
-        if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "*\n");
-        }
+        let ralph = ralph_dir(root).map_err(|e| {
+            SessionError::io(
+                format!("cannot create {}", root.join(RALPH_DIR).display()),
+                e,
+            )
+        })?;
         let id = uuid::Uuid::new_v4().to_string();
         let dir = ralph.join(format!("{PREFIX}{id}"));
         std::fs::create_dir(&dir)

@@ -12,7 +12,7 @@
 //!   that cannot be restored stops the write.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::config::{GuardConfig, Mode};
 use crate::kind::{Finding, Kind};
@@ -58,7 +58,8 @@ pub struct Stats {
 /// The run's guard. Thread-safe: the table is behind a lock.
 pub struct Guard {
     mode: Mode,
-    detector: Detector,
+    /// Compiled once, shared by the guards built from one config (a batch's runs).
+    detector: Arc<Detector>,
     /// The values known so far (the environment's secret ones, then the table's), and how many
     /// of the table's entries they include: each is masked wherever it appears.
     literals: Mutex<(Literals, usize)>,
@@ -78,9 +79,16 @@ impl std::fmt::Debug for Guard {
 
 impl Guard {
     pub fn new(config: &GuardConfig) -> Result<Self, RuleError> {
-        Ok(Self {
+        Ok(Self::sharing(Arc::new(config.detector()?), config))
+    }
+
+    /// A guard with `config`'s mode and environment values, an empty table, and an already
+    /// compiled `detector` (from [`Guard::shared_detector`] of a guard built from the same
+    /// rules): compiling the rules is most of what building a guard costs.
+    pub fn sharing(detector: Arc<Detector>, config: &GuardConfig) -> Self {
+        Self {
             mode: config.mode,
-            detector: config.detector()?,
+            detector,
             literals: Mutex::new((
                 {
                     let mut l = Literals::default();
@@ -91,20 +99,20 @@ impl Guard {
             )),
             table: Mutex::new(Table::default()),
             counts: Mutex::new((0, HashSet::new())),
-        })
+        }
     }
 
     /// A guard that lets everything through (`mode: off`).
     pub fn off() -> Self {
         Self {
             mode: Mode::Off,
-            detector: Detector::new(
+            detector: Arc::new(Detector::new(
                 crate::rules::RuleSet::empty(),
                 Vec::new(),
                 Vec::new(),
                 Default::default(),
                 None,
-            ),
+            )),
             literals: Mutex::new((Literals::default(), 0)),
             table: Mutex::new(Table::default()),
             counts: Mutex::new((0, HashSet::new())),
@@ -117,6 +125,11 @@ impl Guard {
 
     pub fn detector(&self) -> &Detector {
         &self.detector
+    }
+
+    /// The compiled detector, to build more guards on ([`Guard::sharing`]).
+    pub fn shared_detector(&self) -> Arc<Detector> {
+        self.detector.clone()
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {

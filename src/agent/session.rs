@@ -127,7 +127,7 @@ impl AgentLock {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(&dir).map_err(io)?;
+        crate::session::ralph_dir(root).map_err(io)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
