@@ -80,6 +80,8 @@ async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summa
         stderr.contains("batch: [1/2] specs/first.md: started"),
         "{stderr}"
     );
+    // At --parallel 1 each run's live view is shown too.
+    assert!(stderr.contains("iter 1/3"), "{stderr}");
     assert!(
         stderr.contains("✔ median_1.py: success, 1 iteration, $"),
         "{stderr}"
