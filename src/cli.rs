@@ -148,6 +148,13 @@ pub struct AgentArgs {
     /// the files it changed).
     #[arg(long)]
     pub allow_dirty: bool,
+    /// Run up to N specs at once, each in its own git worktree (never two on one file); their
+    /// commits land in queue order.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: usize,
+    /// When the inbox is empty, wait for specs added later (Ctrl+C stops) instead of ending.
+    #[arg(long)]
+    pub watch: bool,
     /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git
     /// root); a spec's own `config` wins for its runs.
     #[arg(long)]

@@ -16,6 +16,11 @@ use sha2::{Digest, Sha256};
 pub enum GitError {
     #[error("cannot run git: {0}")]
     Spawn(std::io::Error),
+    #[error("cannot remove {}: {source}", path.display())]
+    Remove {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("`git {args}` failed: {stderr}")]
     Failed { args: String, stderr: String },
 }
@@ -131,9 +136,12 @@ impl Repo {
     /// Commits exactly `paths` (whatever else is staged or changed stays as it was) with
     /// `subject` and `body`; returns the commit's short hash.
     pub fn commit(&self, paths: &[PathBuf], subject: &str, body: &str) -> Result<String> {
-        let mut add = vec!["add", "-A", "--"];
-        add.extend(paths.iter().filter_map(|p| p.to_str()));
-        self.git(&add)?;
+        // With no path `git add -A` would add the whole tree.
+        if !paths.is_empty() {
+            let mut add = vec!["add", "-A", "--"];
+            add.extend(paths.iter().filter_map(|p| p.to_str()));
+            self.git(&add)?;
+        }
         let mut commit = self.identity();
         // `--only`: the paths alone, whatever else is staged; with none, an empty commit.
         commit.extend(
@@ -197,6 +205,55 @@ impl Repo {
             self.git(&["stash", "drop", "-q", "stash@{0}"])?;
         }
         Ok(sha)
+    }
+
+    /// The commit `HEAD` names, in full.
+    pub fn head(&self) -> Result<String> {
+        Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_string())
+    }
+
+    /// A new work tree at `path` on `commit`, detached (no branch is made or moved).
+    pub fn worktree_add(&self, path: &Path, commit: &str) -> Result<()> {
+        let path = path.to_string_lossy();
+        self.git(&["worktree", "add", "-q", "--detach", &path, commit])
+            .map(drop)
+    }
+
+    /// Removes the work tree at `path` (whatever it holds) and forgets it.
+    pub fn worktree_remove(&self, path: &Path) -> Result<()> {
+        let shown = path.to_string_lossy();
+        // Its failure is not the end: the folder may be one git no longer knows as a work tree
+        // (half made when a process was killed), which goes below all the same.
+        let _ = self.git(&["worktree", "remove", "--force", "--force", &shown]);
+        if path.exists() {
+            std::fs::remove_dir_all(path).map_err(|source| GitError::Remove {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        self.git(&["worktree", "prune"]).map(drop)
+    }
+
+    /// The blob `path` (relative to the root) has in `commit`; `None` where it has none.
+    pub fn blob_at(&self, commit: &str, path: &Path) -> Result<Option<String>> {
+        let spec = format!("{commit}:{}", path.to_string_lossy());
+        match self.git(&["rev-parse", "-q", "--verify", &spec]) {
+            Ok(out) => Ok(Some(out.trim().to_string())),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The blob the file at `path` (relative to the root) would be if added now; `None` when
+    /// there is no such file.
+    pub fn blob_of_file(&self, path: &Path) -> Result<Option<String>> {
+        if std::fs::symlink_metadata(self.root.join(path)).is_err() {
+            return Ok(None);
+        }
+        let shown = path.to_string_lossy();
+        Ok(Some(
+            self.git(&["hash-object", "--", &shown])?.trim().to_string(),
+        ))
     }
 
     /// `-c user.name=… -c user.email=…` when the repository has no identity to commit with.

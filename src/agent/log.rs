@@ -55,17 +55,29 @@ impl AgentLog {
         }
     }
 
-    /// A printer that logs a run's iterations and its end.
-    pub fn run_printer(&self) -> Box<dyn Printer> {
-        Box::new(RunLog(AgentLog {
-            echo: false,
-            ..self.clone()
-        }))
+    /// A printer that logs a run's iterations and its end. With a `label` (the spec's id, when
+    /// several run at once) each line names it and is said on stderr too: no run has the
+    /// terminal to itself then.
+    pub fn run_printer(&self, label: Option<&str>) -> Box<dyn Printer> {
+        Box::new(RunLog {
+            log: AgentLog {
+                echo: label.is_some(),
+                ..self.clone()
+            },
+            step: match label {
+                Some(label) => format!("RUN {label}"),
+                None => "RUN".to_string(),
+            },
+        })
     }
 }
 
 /// A run's events, as the agent's log tells them.
-pub struct RunLog(AgentLog);
+pub struct RunLog {
+    log: AgentLog,
+    /// `RUN`, or `RUN q-a1b2` when several specs run at once.
+    step: String,
+}
 
 impl Printer for RunLog {
     fn print(&mut self, envelope: &Envelope) -> std::io::Result<()> {
@@ -81,15 +93,18 @@ impl Printer for RunLog {
                 } else {
                     String::new()
                 };
-                self.0
-                    .line(&format!("RUN: {target} (session {session_id}{resumed})"));
+                self.log.line(&format!(
+                    "{}: {target} (session {session_id}{resumed})",
+                    self.step
+                ));
             }
             Event::IterationStarted { iteration, .. } => {
-                self.0.line(&format!("RUN: starting iteration {iteration}"));
+                self.log
+                    .line(&format!("{}: starting iteration {iteration}", self.step));
             }
-            Event::SessionFinished { report } => self.0.line(&format!(
-                "RUN: {} after {} iterations, ${:.4}: {}",
-                report.status, report.iterations, report.cost_usd, report.reason
+            Event::SessionFinished { report } => self.log.line(&format!(
+                "{}: {} after {} iterations, ${:.4}: {}",
+                self.step, report.status, report.iterations, report.cost_usd, report.reason
             )),
             _ => {}
         }

@@ -26,6 +26,10 @@ pub struct AgentSession {
     /// Dollars spent by every spec of the session, planning included.
     pub total_cost: f64,
     pub current_spec_id: Option<String>,
+    /// Every spec under way (or stopped and to be resumed first), in queue order: more than one
+    /// with `--parallel`. The first is `current_spec_id`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_flight: Vec<String>,
     /// What the specs that ended (done or failed) cost; `total_cost` adds the one under way.
     #[serde(default)]
     pub settled_cost: f64,
@@ -49,6 +53,7 @@ impl AgentSession {
             total_cost: 0.0,
             settled_cost: 0.0,
             current_spec_id: None,
+            in_flight: Vec::new(),
             consecutive_failures: 0,
             pid: None,
             log: None,

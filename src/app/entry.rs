@@ -49,9 +49,12 @@ pub(crate) struct Shared {
     /// The total every run draws on, when there is one (`--max-cost`).
     pub(crate) budget: Option<Arc<Budget>>,
     pub(crate) groups: ProcessGroups,
-    /// The printers of each run.
-    pub(crate) printers: Box<dyn Fn() -> Vec<Box<dyn Printer>>>,
+    /// The printers of each run, given the name of its entry's folder (`q-a1b2`, `entry-3`).
+    pub(crate) printers: Printers,
 }
+
+/// The printers of each run, given the name of its entry's folder.
+pub(crate) type Printers = Box<dyn Fn(&str) -> Vec<Box<dyn Printer>>>;
 
 /// How far a spec got: `progress.json` in its folder.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -65,6 +68,17 @@ pub(crate) struct Progress {
     /// null for a deleted file): the spec's own changes are the files that differ from it.
     #[serde(default)]
     pub(crate) before: Option<BTreeMap<PathBuf, Option<String>>>,
+    /// The spec's own git worktree, when it runs in one (`agent --parallel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) worktree: Option<Worktree>,
+}
+
+/// A git worktree of the project's repository where one spec runs, apart from the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Worktree {
+    pub(crate) path: PathBuf,
+    /// The commit it was made on: what the spec's files held when it began.
+    pub(crate) base: String,
 }
 
 /// One target's session and how it ended.
@@ -192,6 +206,14 @@ impl Entry<'_> {
         args
     }
 
+    /// The name of the entry's folder: the inbox record's id, the batch's `entry-N`.
+    fn label(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// The spec's plan: already made, its front matter's targets, or the Librarian's.
     pub(crate) async fn plan(&self, shared: Option<Arc<Budget>>) -> Result<Plan, String> {
         let front = &self.spec.front;
@@ -301,7 +323,7 @@ impl Entry<'_> {
                 drain: shared.drain.clone(),
                 stop_signal: shared.stop_signal.clone(),
                 shared: shared.budget.clone(),
-                printers: (shared.printers)(),
+                printers: (shared.printers)(&self.label()),
                 headless: true,
             };
             let report = execute_in(plan, session, state, shared.groups.clone(), control).await;

@@ -76,6 +76,7 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     resolve(&mut config.testing.test_file);
     resolve(&mut config.testing.prompt_file);
     resolve(&mut config.local_guard.rules);
+    resolve(&mut config.agent.worktrees);
     for (i, entry) in config.batch.iter_mut().enumerate() {
         if entry.spec.is_some() == entry.file.is_some() {
             return Err(ConfigError::at_key(

@@ -405,6 +405,12 @@ pub struct AgentConfig {
     /// Consecutive failed specs that stop the agent (flag `--max-failures`).
     #[serde(deserialize_with = "at_least_one")]
     pub max_failures: u32,
+    /// Where `--parallel` makes each spec's git worktree (default: the user's cache folder,
+    /// `ralph-loop/worktrees/<project>`). Relative to the config file.
+    pub worktrees: Option<PathBuf>,
+    /// Untracked folders of the project a worktree links to rather than lacks (installed
+    /// dependencies, build caches), where the project has them.
+    pub worktree_links: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -412,6 +418,10 @@ impl Default for AgentConfig {
         Self {
             on_failure: FailedWork::Stash,
             max_failures: 3,
+            worktrees: None,
+            worktree_links: ["node_modules", ".venv", "venv", "target"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }

@@ -27,7 +27,12 @@ pub fn vault_path(project: &Path) -> PathBuf {
 /// A stable id for the project: a hash of its canonical root, so attempts say where they came
 /// from without naming the path.
 pub fn project_id(project: &Path) -> String {
-    let root = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+    // The agent's worktrees link the project's `.ralph/`: their attempts are the project's.
+    let root = std::fs::canonicalize(project.join(".ralph"))
+        .ok()
+        .and_then(|ralph| ralph.parent().map(Path::to_path_buf))
+        .or_else(|| std::fs::canonicalize(project).ok())
+        .unwrap_or_else(|| project.to_path_buf());
     format!(
         "{:016x}",
         xxhash_rust::xxh3::xxh3_64(root.to_string_lossy().as_bytes())

@@ -12,17 +12,19 @@ use tempfile::TempDir;
 use super::support::*;
 
 /// `mean.py` returns the mean of all but the last value; `FIXED_MEAN` is right.
-const BROKEN_MEAN: &str = "def mean(values):\n    return sum(values[:-1]) / len(values)\n";
-const FIXED_MEAN: &str = "def mean(values):\n    return sum(values) / len(values)\n";
-const TEST_MEAN: &str =
+pub(super) const BROKEN_MEAN: &str =
+    "def mean(values):\n    return sum(values[:-1]) / len(values)\n";
+pub(super) const FIXED_MEAN: &str = "def mean(values):\n    return sum(values) / len(values)\n";
+pub(super) const TEST_MEAN: &str =
     "from mean import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n";
 /// `mode.py` returns the first value; `FIXED_MODE` the most common.
-const BROKEN_MODE: &str = "def mode(values):\n    return values[0]\n";
-const FIXED_MODE: &str = "def mode(values):\n    return max(set(values), key=values.count)\n";
-const TEST_MODE: &str =
+pub(super) const BROKEN_MODE: &str = "def mode(values):\n    return values[0]\n";
+pub(super) const FIXED_MODE: &str =
+    "def mode(values):\n    return max(set(values), key=values.count)\n";
+pub(super) const TEST_MODE: &str =
     "from mode import mode\n\n\ndef test_mode():\n    assert mode([1, 2, 2]) == 2\n";
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -38,7 +40,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// `py-median` with `mean.py` and `mode.py` beside it, each with its test, committed; specs in
 /// `specs/`.
-fn project() -> TempDir {
+pub(super) fn project() -> TempDir {
     let dir = fixture("py-median");
     let p = dir.path();
     write(p, "mean.py", BROKEN_MEAN);
@@ -57,7 +59,7 @@ fn project() -> TempDir {
 }
 
 /// A spec fixing `target` (Chaos off), its tests alone run.
-fn spec(dir: &Path, name: &str, target: &str, extra: &str) {
+pub(super) fn spec(dir: &Path, name: &str, target: &str, extra: &str) {
     write(
         dir,
         &format!("specs/{name}.md"),
@@ -66,7 +68,7 @@ fn spec(dir: &Path, name: &str, target: &str, extra: &str) {
 }
 
 /// A model that fixes whichever file it is shown.
-fn fixer(llm: &MockLlm) {
+pub(super) fn fixer(llm: &MockLlm) {
     llm.helpful().always(
         "artisan",
         from_prompt(|prompt| {
@@ -81,11 +83,11 @@ fn fixer(llm: &MockLlm) {
     );
 }
 
-fn ralph_in(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
+pub(super) fn ralph_in(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     ralph_with_chaos(dir, llm)
 }
 
-fn inbox_add(dir: &Path, llm: &MockLlm, specs: &[&str]) -> Vec<String> {
+pub(super) fn inbox_add(dir: &Path, llm: &MockLlm, specs: &[&str]) -> Vec<String> {
     let mut cmd = ralph_in(dir, llm);
     cmd.args(["inbox", "add"]).args(specs);
     let out = cmd.assert().code(0).get_output().stdout.clone();
@@ -99,7 +101,7 @@ fn inbox_add(dir: &Path, llm: &MockLlm, specs: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn records(dir: &Path) -> Vec<Value> {
+pub(super) fn records(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(dir.join(".ralph/inbox.jsonl"))
         .unwrap()
         .lines()
@@ -107,14 +109,14 @@ fn records(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn subjects(dir: &Path) -> Vec<String> {
+pub(super) fn subjects(dir: &Path) -> Vec<String> {
     git(dir, &["log", "--format=%s"])
         .lines()
         .map(String::from)
         .collect()
 }
 
-fn agent_log(dir: &Path) -> String {
+pub(super) fn agent_log(dir: &Path) -> String {
     let logs = dir.join(".ralph/logs");
     let mut all: Vec<_> = std::fs::read_dir(&logs)
         .unwrap()
@@ -537,7 +539,12 @@ async fn a_dirty_tree_is_refused_and_allow_dirty_commits_only_the_spec_s_files()
     );
 }
 
-fn spawn_agent(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
+pub(super) fn spawn_agent(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
+    spawn_agent_to(dir, llm, args, Stdio::null())
+}
+
+/// `ralph-loop agent args` in `dir`, its stderr to `stderr`.
+pub(super) fn spawn_agent_to(dir: &Path, llm: &MockLlm, args: &[&str], stderr: Stdio) -> Child {
     Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
         .arg("agent")
         .args(args)
@@ -548,7 +555,7 @@ fn spawn_agent(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap()
 }
@@ -761,7 +768,7 @@ async fn reset_puts_a_failed_spec_s_files_back_and_keeps_its_work_under_the_ref(
 /// `k` broken copies of the median, each with its test and a spec; the model gives the
 /// half-fixed version first and the fix once it is shown the half-fixed one, so each spec takes
 /// two iterations.
-fn median_specs(p: &Path, k: usize) -> Vec<String> {
+pub(super) fn median_specs(p: &Path, k: usize) -> Vec<String> {
     let broken = std::fs::read_to_string(p.join("median.py")).unwrap();
     let test = std::fs::read_to_string(p.join("test_median.py")).unwrap();
     let mut specs = Vec::new();
@@ -780,12 +787,8 @@ fn median_specs(p: &Path, k: usize) -> Vec<String> {
     specs
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an_iteration() {
-    use rand::Rng;
-    let dir = project();
-    let p = dir.path();
-    let llm = MockLlm::start().await;
+/// A model that half fixes a median, then fixes the half-fixed one: two iterations a spec.
+pub(super) fn two_step_fixer(llm: &MockLlm) {
     llm.helpful().always(
         "artisan",
         from_prompt(|prompt| {
@@ -796,26 +799,37 @@ async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an
             }
         }),
     );
-    let specs = median_specs(p, 40);
-    let refs: Vec<&str> = specs.iter().map(String::as_str).collect();
-    let ids = inbox_add(p, &llm, &refs);
+}
+
+/// Starts `agent args` again and again, each killed with SIGKILL after a random wait of up to
+/// `within`, until `kills` kills (or an agent finished everything); after each, every record is
+/// still there, once. The kills made.
+pub(super) fn kill_agents_at_random(
+    p: &Path,
+    llm: &MockLlm,
+    args: &[&str],
+    ids: &[String],
+    kills: u64,
+    within: Duration,
+) -> u64 {
+    use rand::Rng;
     let mut rng = rand::rng();
-    let mut kills = 0;
-    while kills < 100 {
-        let mut child = spawn_agent(p, &llm, &[]);
-        let wait = Duration::from_millis(rng.random_range(0..1200));
+    let mut made = 0;
+    while made < kills {
+        let mut child = spawn_agent(p, llm, args);
+        let wait = rng.random_range(Duration::ZERO..within);
         let start = Instant::now();
-        let mut exited = None;
+        let mut exited = false;
         while start.elapsed() < wait {
-            if let Some(status) = child.try_wait().unwrap() {
-                exited = Some(status);
+            if child.try_wait().unwrap().is_some() {
+                exited = true;
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        if exited.is_none() {
+        if !exited {
             kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
-            kills += 1;
+            made += 1;
         }
         child.wait().unwrap();
         // No record lost, none torn, none doubled: every line parses, every id once.
@@ -824,57 +838,66 @@ async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an
         seen.sort();
         let mut want: Vec<&str> = ids.iter().map(String::as_str).collect();
         want.sort();
-        assert_eq!(seen, want, "after {kills} kills");
-        if exited.is_some() && all.iter().all(|r| r["status"] == "done") {
-            // Everything finished between kills: more work for the next agents.
+        assert_eq!(seen, want, "after {made} kills");
+        if exited && all.iter().all(|r| r["status"] == "done") {
+            // Everything finished between kills.
             break;
         }
     }
-    // Let the last agent finish what is left.
-    ralph_in(p, &llm).arg("agent").assert().code(0);
+    made
+}
+
+/// After the agents of `kill_agents_at_random` and one more to the end: every median spec
+/// done, committed once, in queue order, and the Artisan asked at most `per_kill` more times
+/// per kill than the iterations the reports count.
+pub(super) async fn assert_medians_done_once(
+    p: &Path,
+    llm: &MockLlm,
+    ids: &[String],
+    kills: u64,
+    per_kill: u64,
+) {
     let all = records(p);
     assert!(all.iter().all(|r| r["status"] == "done"), "{all:?}");
-    // One commit per spec, in queue order, each with its file.
     let completes: Vec<String> = subjects(p)
         .into_iter()
         .filter(|s| s.starts_with("ralph: complete"))
         .rev()
         .collect();
-    let want: Vec<String> = (0..40)
+    let want: Vec<String> = (0..ids.len())
         .map(|i| format!("ralph: complete median-{i}"))
         .collect();
-    if completes != want {
-        let dup = completes
-            .windows(2)
-            .find(|w| w[0] == w[1])
-            .map(|w| w[0].trim_start_matches("ralph: complete ").to_string())
-            .unwrap_or_default();
-        let log: Vec<&str> = agent_log(p).leak().lines().collect();
-        let around: Vec<&str> = log
-            .iter()
-            .copied()
-            .filter(|l| l.contains(&dup) || l.contains("COMMIT") || l.contains("Agent"))
-            .collect();
-        panic!("{completes:?}\n{}", around.join("\n"));
-    }
-    for i in 0..40 {
+    assert_eq!(completes, want, "{}", agent_log(p));
+    let mut iterations = 0;
+    for (i, id) in ids.iter().enumerate() {
         assert_eq!(
             std::fs::read_to_string(p.join(format!("median_{i}.py"))).unwrap(),
             FIXED_PY
         );
-    }
-    // Each kill redid at most the iteration under way: the Artisan was asked at most once more
-    // per kill than the iterations the reports count.
-    let mut iterations = 0;
-    for id in &ids {
         let progress = read_json(&p.join(format!(".ralph/agent/{id}/progress.json")));
         iterations += progress["targets"][0]["iterations"].as_u64().unwrap();
     }
     let asked = llm.requests_of("artisan").await.len() as u64;
     eprintln!("{kills} kills; {asked} artisan calls for {iterations} iterations");
     assert!(
-        asked <= iterations + kills,
+        asked <= iterations + per_kill * kills,
         "{asked} artisan calls for {iterations} iterations and {kills} kills"
     );
     assert!(kills >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an_iteration() {
+    let dir = project();
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    two_step_fixer(&llm);
+    let specs = median_specs(p, 40);
+    let refs: Vec<&str> = specs.iter().map(String::as_str).collect();
+    let ids = inbox_add(p, &llm, &refs);
+    let kills = kill_agents_at_random(p, &llm, &[], &ids, 100, Duration::from_millis(1200));
+    // Let the last agent finish what is left.
+    ralph_in(p, &llm).arg("agent").assert().code(0);
+    // Each kill redid at most the iteration under way.
+    assert_medians_done_once(p, &llm, &ids, kills, 1).await;
 }

@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod agent_parallel;
 mod architecture;
 mod batch;
 mod budget;

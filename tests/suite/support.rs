@@ -285,23 +285,26 @@ impl Respond for Responder {
                 .and_then(|q| q.pop_front());
             next.or_else(|| script.fallback.get(&asked.role).cloned())
         };
+        // A choice may lead to a reply made from the prompt, and that to nothing further.
         let mut answer = answer;
-        if let Some(Answer::From(Reply(f))) = answer {
-            answer = Some(text(f(&prompt_of(&body))));
-        }
-        while let Some(Answer::IfPrompt {
-            needle,
-            then,
-            otherwise,
-        }) = answer
-        {
-            let prompt = String::from_utf8_lossy(&request.body).replace("\\n", "\n");
-            answer = Some(if prompt.contains(&needle) {
-                *then
-            } else {
-                *otherwise
-            });
-        }
+        let answer = loop {
+            answer = match answer {
+                Some(Answer::From(Reply(f))) => Some(text(f(&prompt_of(&body)))),
+                Some(Answer::IfPrompt {
+                    needle,
+                    then,
+                    otherwise,
+                }) => {
+                    let prompt = String::from_utf8_lossy(&request.body).replace("\\n", "\n");
+                    Some(if prompt.contains(&needle) {
+                        *then
+                    } else {
+                        *otherwise
+                    })
+                }
+                other => break other,
+            };
+        };
         // Usage as a real server reports it: the prompt's size (about 4 characters a token,
         // unless the test says otherwise) and a reply capped by the request's own limit.
         let (billing, cache) = {

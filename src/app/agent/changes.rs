@@ -10,15 +10,23 @@ use crate::app::entry::{agent_dir, Progress};
 use crate::error::Result;
 use crate::git::{GitError, Repo, Snapshot};
 
-/// Refuses a tree whose tracked files have changes the agent did not make (those of the spec
+/// Refuses a tree whose tracked files have changes the agent did not make (those of the specs
 /// an interrupted agent was on are its own).
-pub(super) fn check_clean(repo: &Repo, root: &Path, current: Option<&str>) -> Result<()> {
+pub(super) fn check_clean(repo: &Repo, root: &Path, ours: &[String]) -> Result<()> {
     let mut dirty = repo.dirty_tracked()?;
-    if let Some(id) = current {
+    for id in ours {
         let progress = Progress::load(&agent_dir(root, id))?;
-        if let Some(before) = &progress.before {
-            let own = own_changes(repo, before, &progress)?;
-            dirty.retain(|p| !own.contains(p));
+        match (&progress.worktree, &progress.before) {
+            // Ran apart: only a landing cut short touched the tree, with the spec's files.
+            (Some(_), _) => {
+                let written: Vec<PathBuf> = progress.written().iter().map(|p| normal(p)).collect();
+                dirty.retain(|p| !written.contains(p));
+            }
+            (None, Some(before)) => {
+                let own = own_changes(repo, before, &progress)?;
+                dirty.retain(|p| !own.contains(p));
+            }
+            (None, None) => {}
         }
     }
     if dirty.is_empty() {

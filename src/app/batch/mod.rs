@@ -87,7 +87,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         stop_signal: Arc::new(AtomicI32::new(0)),
         budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
         groups: ProcessGroups::new(),
-        printers: Box::new(move || {
+        printers: Box::new(move |_| {
             if live {
                 vec![printers::for_format(OutputFormat::Human)]
             } else {

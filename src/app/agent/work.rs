@@ -1,0 +1,274 @@
+//! The agent's loop: specs fetched in queue order and run up to `--parallel` at once, never two
+//! on one file; each lands (committed, or set aside) in queue order, whichever finishes first.
+//!
+//! One at a time a spec runs in the tree itself. Several at once, each runs in a git worktree
+//! of its own ([`super::worktree`]), so no spec's tests see another's half-done files; a spec
+//! whose files another spec under way holds waits for it to land, then starts on what it left.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+
+use super::changes::hex;
+use super::{worktree, Agent, Stop};
+use crate::agent::AgentError;
+use crate::app::entry::{agent_dir, Ended, Entry, Progress, Shared};
+use crate::error::{Error, Result};
+use crate::git::Repo;
+use crate::inbox::Record;
+use crate::spec::Spec;
+
+/// A spec the agent has taken on, from its plan until it lands.
+pub(super) struct Job {
+    pub(super) record: Record,
+    pub(super) spec: Spec,
+    pub(super) dir: PathBuf,
+    /// The files its plan names: no other spec runs on them until it lands.
+    files: Vec<PathBuf>,
+    /// `None` while its run is under way.
+    pub(super) progress: Option<Progress>,
+    /// How its run ended, once it has.
+    pub(super) ended: Option<Ended>,
+}
+
+impl Agent {
+    /// Works through the inbox until it is empty (and, with `--watch`, the user stops it), a
+    /// limit is reached or the user stops it.
+    pub(super) async fn work(&mut self, shared: &Shared) -> Result<Stop> {
+        let base = self.base.clone();
+        let overrides = self.overrides.clone();
+        let parallel = self.args.parallel.max(1);
+        let mut watch = match self.args.watch {
+            true => Some(super::watch::Watch::inbox(&self.root)?),
+            false => None,
+        };
+        let mut jobs: VecDeque<Job> = VecDeque::new();
+        // Planned, and waiting for a file a spec under way holds.
+        let mut held: Option<Job> = None;
+        let mut running = FuturesUnordered::new();
+        let mut stopped: Option<Stop> = None;
+        // Specs stopped from outside and pending again: a restart resumes them first.
+        let mut paused: Vec<String> = Vec::new();
+        // The inbox was said to be watched since the last spec began.
+        let mut idle = false;
+        loop {
+            while jobs.front().is_some_and(|j| j.ended.is_some()) {
+                let Some(job) = jobs.pop_front() else { break };
+                let id = job.record.id.clone();
+                if let Some(stop) = self.land(job)? {
+                    paused.push(id);
+                    stopped.get_or_insert(stop);
+                }
+                self.under_way(&paused, &jobs, held.as_ref())?;
+            }
+            let mut limit = None;
+            while stopped.is_none() && jobs.len() < parallel {
+                if shared.cancel.is_cancelled() || shared.drain.is_cancelled() {
+                    stopped = Some(Stop::Interrupted);
+                    break;
+                }
+                limit = self.limit(shared, jobs.len() + usize::from(held.is_some()));
+                if limit.is_some() {
+                    break;
+                }
+                let job = match held.take() {
+                    Some(job) => job,
+                    None => {
+                        let busy: Vec<&str> = jobs.iter().map(|j| j.record.id.as_str()).collect();
+                        let Some(record) = self.fetch(&busy)? else {
+                            break;
+                        };
+                        match self.prepare(record, shared).await? {
+                            Some(job) => job,
+                            None => continue,
+                        }
+                    }
+                };
+                if jobs
+                    .iter()
+                    .any(|j| j.files.iter().any(|f| job.files.contains(f)))
+                {
+                    held = Some(job);
+                    self.under_way(&paused, &jobs, held.as_ref())?;
+                    break;
+                }
+                let mut job = job;
+                let mut progress = job.progress.take().unwrap_or_default();
+                let root = self.start(&job, &mut progress)?;
+                let id = job.record.id.clone();
+                let spec = job.spec.clone();
+                let dir = job.dir.clone();
+                let (base, overrides) = (&base, &overrides);
+                running.push(async move {
+                    let entry = Entry {
+                        spec: &spec,
+                        root: &root,
+                        dir,
+                        base,
+                        overrides,
+                    };
+                    let ended = entry.run(&mut progress, shared).await;
+                    (id, progress, ended)
+                });
+                jobs.push_back(job);
+                idle = false;
+                self.under_way(&paused, &jobs, held.as_ref())?;
+            }
+            if jobs.is_empty() {
+                if let Some(job) = held.take() {
+                    self.back_to_pending(&job.record)?;
+                    paused.push(job.record.id);
+                    self.under_way(&paused, &jobs, None)?;
+                }
+                let stop = stopped.or(limit).unwrap_or(Stop::Empty);
+                if let (Stop::Empty, Some(watch)) = (stop, watch.as_mut()) {
+                    if !idle {
+                        self.log.line("Inbox empty: watching it for new specs (`ralph-loop inbox add`; Ctrl+C stops)");
+                        idle = true;
+                    }
+                    if watch.changed(shared).await {
+                        continue;
+                    }
+                    return Ok(Stop::Unwatched);
+                }
+                return Ok(stop);
+            }
+            let Some((id, progress, ended)) = running.next().await else {
+                return Err(Error::Internal("a spec under way has no run".into()));
+            };
+            let ended = ended?;
+            if let Some(job) = jobs.iter_mut().find(|j| j.record.id == id) {
+                job.progress = Some(progress);
+                job.ended = Some(ended);
+            }
+            let finished: f64 = jobs
+                .iter()
+                .filter_map(|j| j.progress.as_ref())
+                .map(Progress::cost_usd)
+                .sum();
+            self.session.total_cost = self.session.settled_cost() + finished;
+        }
+    }
+
+    /// The session names the specs under way or paused, in queue order (the first is its
+    /// `current_spec_id`).
+    fn under_way(
+        &mut self,
+        paused: &[String],
+        jobs: &VecDeque<Job>,
+        held: Option<&Job>,
+    ) -> Result<()> {
+        let ids: Vec<String> = paused
+            .iter()
+            .cloned()
+            .chain(jobs.iter().chain(held).map(|j| j.record.id.clone()))
+            .collect();
+        self.session.current_spec_id = ids.first().cloned();
+        self.session.in_flight = ids;
+        Ok(self.session.save(&self.root)?)
+    }
+
+    /// PLAN of a fetched spec; `None` when it failed there (and is marked so).
+    async fn prepare(&mut self, record: Record, shared: &Shared) -> Result<Option<Job>> {
+        let dir = agent_dir(&self.root, &record.id);
+        let spec = match Spec::load(&self.root.join(&record.spec)) {
+            Ok(spec) => spec,
+            Err(e) => {
+                self.failed(&record, &Progress::default(), e.to_string())?;
+                return Ok(None);
+            }
+        };
+        let mut progress = Progress::load(&dir)?;
+        if progress.started_at.is_none() {
+            progress.started_at = Some(crate::inbox::now());
+            progress.save(&dir)?;
+        }
+        if progress.plan.is_none() {
+            let entry = Entry {
+                spec: &spec,
+                root: &self.root,
+                dir: dir.clone(),
+                base: &self.base,
+                overrides: &self.overrides,
+            };
+            match entry.plan(shared.budget.clone()).await {
+                Ok(plan) => {
+                    progress.plan = Some(plan);
+                    progress.save(&dir)?;
+                }
+                Err(why) => {
+                    self.failed(&record, &progress, format!("planning failed: {why}"))?;
+                    return Ok(None);
+                }
+            }
+        }
+        let plan = progress.plan.as_ref();
+        let files: Vec<PathBuf> = plan
+            .iter()
+            .flat_map(|p| p.targets.iter().map(|t| t.file.clone()))
+            .collect();
+        if let Some(plan) = plan {
+            let shown: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            self.log.line(&format!(
+                "PLAN: {} target{} ({}): {}",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                if plan.source == "spec" {
+                    "from the spec"
+                } else {
+                    "planned by the Librarian"
+                },
+                shown.join(", ")
+            ));
+        }
+        Ok(Some(Job {
+            record,
+            spec,
+            dir,
+            files,
+            progress: Some(progress),
+            ended: None,
+        }))
+    }
+
+    /// Where `job` runs (its worktree, made now when it needs one, or the tree), with what the
+    /// tree held there before its first change; its progress saved. The root of its runs.
+    fn start(&mut self, job: &Job, progress: &mut Progress) -> Result<PathBuf> {
+        // A spec begun in the tree goes on there, one begun in a worktree goes on in it.
+        let apart =
+            progress.worktree.is_some() || (self.args.parallel > 1 && progress.before.is_none());
+        let root = if apart {
+            let tree = worktree::open(
+                &self.repo,
+                &self.worktrees,
+                &job.record.id,
+                progress,
+                &self.links,
+            )?;
+            progress.save(&job.dir)?;
+            tree.path
+        } else {
+            self.root.clone()
+        };
+        if progress.before.is_none() {
+            let before = self.repo_at(&root).snapshot().map_err(AgentError::from)?;
+            progress.before = Some(
+                before
+                    .iter()
+                    .map(|(p, h)| (p.clone(), h.as_ref().map(hex)))
+                    .collect(),
+            );
+        }
+        progress.save(&job.dir)?;
+        Ok(root)
+    }
+
+    /// The repository's work tree at `root`: the tree, or a spec's worktree.
+    pub(super) fn repo_at(&self, root: &Path) -> Repo {
+        Repo {
+            root: root.to_path_buf(),
+            pid_file: self.repo.pid_file.clone(),
+        }
+    }
+}
