@@ -159,6 +159,12 @@ pub(super) fn sweep(main: &Repo, home: &Path, records: &[Record], links: &[Strin
     };
     for entry in entries.flatten() {
         let id = entry.file_name().to_string_lossy().into_owned();
+        // Only what this agent makes there (`agent.worktrees` may name a folder with more):
+        // a worktree (its `.git` a file) named for a record.
+        let ours = id.len() == 6 && id.starts_with("q-") && entry.path().join(".git").is_file();
+        if !ours {
+            continue;
+        }
         let live = records
             .iter()
             .any(|r| r.id == id && matches!(r.status, Status::Active | Status::Pending));
