@@ -135,19 +135,34 @@ fn session_ms(dir: &Path, id: &str) -> f64 {
     report["duration_ms"].as_f64().unwrap()
 }
 
-/// Per entry: a batch's wall time less its runs' own, and the same for single runs.
-fn overhead(rt: &tokio::runtime::Runtime, n: usize, latency: Duration) -> (Value, Value) {
-    let dir = project(n);
-    let llm = mock(rt, latency);
-    let mut cmd = ralph(dir.path(), &llm);
-    cmd.args(["batch", "--output", "json"]);
+/// `ralph-loop batch` of the `n` specs in `dir` at `--parallel parallel`: its wall time (ms)
+/// and its report.
+fn batch(dir: &Path, llm: &MockLlm, n: usize, parallel: usize) -> (f64, Value) {
+    let mut cmd = ralph(dir, llm);
+    cmd.args([
+        "batch",
+        "--output",
+        "json",
+        "--parallel",
+        &parallel.to_string(),
+    ]);
     for i in 0..n {
         cmd.arg(format!("specs/median-{i}.md"));
     }
     let t = Instant::now();
     let out = cmd.output().expect("batch");
     let wall = ms(t.elapsed());
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the batch report");
+    (
+        wall,
+        serde_json::from_slice(&out.stdout).expect("the batch report"),
+    )
+}
+
+/// Per entry: a batch's wall time less its runs' own, and the same for single runs.
+fn overhead(rt: &tokio::runtime::Runtime, n: usize, latency: Duration) -> (Value, Value) {
+    let dir = project(n);
+    let llm = mock(rt, latency);
+    let (wall, report) = batch(dir.path(), &llm, n, 1);
     assert_eq!(
         report["totals"]["succeeded"].as_u64(),
         Some(n as u64),
@@ -189,21 +204,7 @@ fn overhead(rt: &tokio::runtime::Runtime, n: usize, latency: Duration) -> (Value
 fn throughput(rt: &tokio::runtime::Runtime, n: usize, latency: Duration, parallel: usize) -> Value {
     let dir = project(n);
     let llm = mock(rt, latency);
-    let mut cmd = ralph(dir.path(), &llm);
-    cmd.args([
-        "batch",
-        "--output",
-        "json",
-        "--parallel",
-        &parallel.to_string(),
-    ]);
-    for i in 0..n {
-        cmd.arg(format!("specs/median-{i}.md"));
-    }
-    let t = Instant::now();
-    let out = cmd.output().expect("batch");
-    let wall = ms(t.elapsed());
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the batch report");
+    let (wall, report) = batch(dir.path(), &llm, n, parallel);
     json!({
         "wall_ms": wall,
         "succeeded": report["totals"]["succeeded"],

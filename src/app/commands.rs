@@ -49,13 +49,7 @@ fn plan_or_say(
 pub fn run(args: RunArgs, overrides: Overrides) -> Result<i32> {
     let cwd = current_dir()?;
     let groups = ProcessGroups::new();
-    let Prepared {
-        plan,
-        session,
-        state,
-        lock: _lock,
-    } = prepare_new(args, cwd, overrides, &groups)?;
-    execute(plan, session, state, groups)
+    prepare_new(args, cwd, overrides, &groups)?.execute(groups)
 }
 
 /// A session ready to execute: planned, its target locked (held while this lives), its folder
@@ -65,6 +59,19 @@ pub(crate) struct Prepared {
     pub(crate) session: SessionDir,
     pub(crate) state: SessionState,
     pub(crate) lock: TargetLock,
+}
+
+impl Prepared {
+    /// Runs the session to its end in an actix system of its own; the exit code.
+    fn execute(self, groups: ProcessGroups) -> Result<i32> {
+        let Prepared {
+            plan,
+            session,
+            state,
+            lock: _lock,
+        } = self;
+        execute(plan, session, state, groups)
+    }
 }
 
 /// Plans a new session of `args` (paths relative to `cwd`) and creates its folder. `created`
@@ -184,13 +191,7 @@ pub fn resume(args: ResumeArgs) -> Result<i32> {
         check_limits(&session.id, st, &args)?;
     }
     let groups = ProcessGroups::new();
-    let Prepared {
-        plan,
-        session,
-        state,
-        lock: _lock,
-    } = prepare_resume(session, spec, state, &args, &groups)?;
-    execute(plan, session, state, groups)
+    prepare_resume(session, spec, state, &args, &groups)?.execute(groups)
 }
 
 /// Plans the next run of an interrupted `session` from its `run.json` and `state.json` (`None`:

@@ -249,19 +249,14 @@ impl Entry<'_> {
         .map_err(|e| e.to_string())
     }
 
-    /// Runs the spec's targets in turn from where its progress says, until one does not
-    /// succeed; `progress` is saved in the entry's folder at every change.
+    /// Runs the planned spec's targets in turn from where its progress says, until one does
+    /// not succeed; `progress` is saved in the entry's folder at every change.
     pub(crate) async fn run(&self, progress: &mut Progress, shared: &Shared) -> Result<Ended> {
-        let plan = match &progress.plan {
-            Some(plan) => plan.clone(),
-            None => match self.plan(shared.budget.clone()).await {
-                Ok(plan) => {
-                    progress.plan = Some(plan.clone());
-                    progress.save(&self.dir)?;
-                    plan
-                }
-                Err(why) => return Ok(Ended::Failed(format!("planning failed: {why}"))),
-            },
+        // Both callers plan first: a batch every entry, the agent each spec it fetches.
+        let Some(plan) = progress.plan.clone() else {
+            return Err(Error::Internal(
+                "a spec was run before it was planned".into(),
+            ));
         };
         for (i, target) in plan.targets.iter().enumerate() {
             if progress.targets.len() <= i {

@@ -109,6 +109,14 @@ pub(super) fn records(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Each record's status, in queue order.
+pub(super) fn statuses(dir: &Path) -> Vec<String> {
+    records(dir)
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub(super) fn subjects(dir: &Path) -> Vec<String> {
     git(dir, &["log", "--format=%s"])
         .lines()
@@ -434,11 +442,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
         .assert()
         .code(0);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("--max-specs reached"));
-    let statuses: Vec<String> = records(p)
-        .iter()
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["done", "pending"]);
+    assert_eq!(statuses(p), ["done", "pending"]);
 
     // Failures in a row: fail, done, fail with --max-failures 2 runs all three.
     ralph_in(p, &llm).args(["inbox", "clear"]).assert().code(0);
@@ -451,12 +455,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
         .args(["agent", "--max-failures", "2"])
         .assert()
         .code(1);
-    let statuses: Vec<String> = records(p)
-        .iter()
-        .skip(1)
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["failed", "done", "failed"]);
+    assert_eq!(statuses(p)[1..], ["failed", "done", "failed"]);
     let error = records(p)[1]["error"].as_str().unwrap().to_string();
     assert!(error.contains("nowhere.py"), "{error}");
 
@@ -477,12 +476,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
     assert!(
         String::from_utf8_lossy(&out.get_output().stderr).contains("2 consecutive failed specs")
     );
-    let last: Vec<String> = records(p)
-        .iter()
-        .rev()
-        .take(3)
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
+    let last: Vec<String> = statuses(p).into_iter().rev().take(3).collect();
     assert_eq!(last, ["pending", "failed", "failed"]);
 
     // --max-cost: the first spec spends past it; the agent stops with the next one pending.
@@ -495,12 +489,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
         .code(0);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(stderr.contains("--max-cost reached"), "{stderr}");
-    let last: Vec<String> = records(p)
-        .iter()
-        .rev()
-        .take(2)
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
+    let last: Vec<String> = statuses(p).into_iter().rev().take(2).collect();
     assert!(last.contains(&"pending".to_string()), "{last:?}");
 }
 

@@ -149,11 +149,7 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
         ),
         "def mean(values):\n    return 0\n"
     );
-    let statuses: Vec<String> = records(p)
-        .iter()
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["done", "failed", "done", "done"]);
+    assert_eq!(statuses(p), ["done", "failed", "done", "done"]);
 
     // No worktree is left, and their links took nothing of the project's with them.
     assert_eq!(entries(trees.path()), 0);
@@ -220,11 +216,7 @@ async fn watch_picks_up_specs_added_later_and_idles_without_spinning() {
     assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), 0);
     assert!(said().contains("Stopped watching the inbox"), "{}", said());
     assert!(!p.join(".ralph/agent-session.json").exists());
-    let statuses: Vec<String> = records(p)
-        .iter()
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(statuses, ["done", "done"]);
+    assert_eq!(statuses(p), ["done", "done"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
