@@ -612,8 +612,13 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
     assert_eq!(json["inbox"]["pending"], 1);
     assert_eq!(json["last_report"]["status"], "interrupted");
 
-    // The restart resumes the session: iteration 2, the first counted, none run twice.
-    ralph_in(p, &llm).arg("agent").assert().code(0);
+    // The restart resumes the session: iteration 2, the first counted, none run twice. Begun
+    // in the tree, it goes on in the tree, though the agent now runs specs in worktrees.
+    ralph_in(p, &llm)
+        .args(["agent", "--parallel", "2"])
+        .assert()
+        .code(0);
+    assert!(!p.join(".cache/ralph-loop/worktrees").exists());
     assert_eq!(llm.requests_of("artisan").await.len(), 2);
     assert_eq!(records(p)[0]["status"], "done");
     let body = git(p, &["log", "-1", "--format=%b"]);

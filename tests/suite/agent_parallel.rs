@@ -267,10 +267,11 @@ async fn ctrl_c_pauses_every_parallel_spec_and_a_restart_finishes_them_in_their_
     let mine = "def mode(values):\n    return values[0]  # mine\n";
     write(p, "mode.py", mine);
 
-    // The restart goes on in the same worktrees: one more iteration each, none redone.
+    // The restart goes on in the same worktrees, though it runs one spec at a time: one more
+    // iteration each, none redone.
     fixer(&llm);
     ralph_in(p, &llm)
-        .args(["agent", "--parallel", "2", "--allow-dirty"])
+        .args(["agent", "--allow-dirty"])
         .assert()
         .code(1);
     assert_eq!(subjects(p)[0], "ralph: complete fix-median");
