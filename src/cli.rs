@@ -88,6 +88,19 @@ pub struct BatchArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
     pub output: Option<BatchOutput>,
+    #[command(flatten)]
+    pub tape: TapeArgs,
+}
+
+/// One recording for every run of a batch or an agent, each run's exchanges named by its spec.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TapeArgs {
+    /// Record every model exchange of every run to FILE, for `--replay`.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer every model call from a recording made with `--record`; no network, no key.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -159,6 +172,8 @@ pub struct AgentArgs {
     /// root); a spec's own `config` wins for its runs.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub tape: TapeArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]

@@ -132,7 +132,8 @@ impl Error {
             Error::Git(_) => 1,
             Error::Lock(crate::lock::LockError::Held { .. }) => 2,
             Error::Lock(_) => 1,
-            Error::Llm(LlmError::Config { .. }) => 2,
+            // A recording given by `--record`/`--replay` that cannot be opened: a bad flag.
+            Error::Llm(LlmError::Config { .. } | LlmError::Replay(_)) => 2,
             Error::Vault(_) | Error::Io { .. } | Error::Llm(_) | Error::Internal(_) => 1,
         }
     }

@@ -185,13 +185,16 @@ pub(crate) enum Ended {
 }
 
 /// A spec to run: `dir` is its folder, `base` the flags every run of the agent or batch takes
-/// (config, recording), under the spec's own settings.
+/// (config, output) under the spec's own settings, `overrides` what it shares beyond flags (the
+/// recording).
 pub(crate) struct Entry<'a> {
     pub(crate) spec: &'a Spec,
     pub(crate) root: &'a Path,
     pub(crate) dir: PathBuf,
     pub(crate) base: &'a RunArgs,
     pub(crate) overrides: &'a Overrides,
+    /// What its runs are called on a shared recording: the spec as the batch or inbox names it.
+    pub(crate) name: &'a str,
 }
 
 impl Entry<'_> {
@@ -200,10 +203,16 @@ impl Entry<'_> {
         let mut args = self.spec.run_args(target);
         let base = self.base;
         args.config = args.config.or_else(|| base.config.clone());
-        args.record = base.record.clone();
-        args.replay = base.replay.clone();
         args.output = base.output;
         args
+    }
+
+    /// The overrides of the spec's runs: the shared ones, its runs named on the tape.
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            run: Some(self.name.to_owned()),
+            ..self.overrides.clone()
+        }
     }
 
     /// The name of the entry's folder: the inbox record's id, the batch's `entry-N`.
@@ -236,7 +245,7 @@ impl Entry<'_> {
                 test_file: None,
             })
         };
-        let model = assistant_for(Role::Librarian, &args, self.root, self.overrides, shared)
+        let model = assistant_for(Role::Librarian, &args, self.root, &self.overrides(), shared)
             .map_err(|e| e.to_string())?;
         planner::plan(
             &model.caller,
@@ -381,9 +390,13 @@ impl Entry<'_> {
                 let state: Option<SessionState> = session.read_json("state.json")?;
                 let resumable = state.as_ref().is_none_or(|st| is_resumable(&st.status));
                 if resumable {
-                    let spec: RunSpec = session
+                    let mut spec: RunSpec = session
                         .read_json("run.json")?
                         .ok_or_else(|| SessionError::NoRunSpec(session.id.clone()))?;
+                    // What is never saved: the recording this process shares.
+                    let own = self.overrides();
+                    spec.overrides.tape = own.tape;
+                    spec.overrides.run = own.run;
                     let resume = ResumeArgs {
                         session: None,
                         budget: None,
@@ -400,7 +413,7 @@ impl Entry<'_> {
         prepare_new_then(
             args,
             self.root.to_path_buf(),
-            self.overrides.clone(),
+            self.overrides(),
             &shared.groups,
             |session| {
                 progress.targets[i].session = Some(session.id.clone());

@@ -18,11 +18,11 @@ use ralph_actors::settings::{ModelSpec, OnFailure, RunSettings};
 use ralph_guard::Guard;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{OnFailureArg, OutputFormat, RunArgs};
+use crate::cli::{OnFailureArg, OutputFormat, RunArgs, TapeArgs};
 use crate::config::{self, Config, SandboxType};
 use crate::error::{Error, Result, UsageError};
 use crate::process::groups::ProcessGroups;
-use crate::providers::{self, ClientOptions, LlmSource};
+use crate::providers::{self, ClientOptions, LlmSource, Tape};
 use crate::runner::detect;
 use crate::runner::language::Language;
 use crate::runner::plan::{Limits, SandboxKind, TestingOptions};
@@ -45,6 +45,13 @@ pub struct Overrides {
     /// stream and in its report.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// The recording a batch or an agent shares between its runs (`--record`, `--replay`),
+    /// opened once; it takes the place of the run's own flags. Never saved.
+    #[serde(skip)]
+    pub tape: Option<Tape>,
+    /// The run's name on that tape: the spec it belongs to.
+    #[serde(skip)]
+    pub run: Option<String>,
 }
 
 /// A run, resolved and checked, ready to execute.
@@ -162,19 +169,11 @@ pub(crate) fn plan(
         prompt_file,
     };
 
-    let source = match (&args.replay, &args.record) {
-        (Some(file), _) => LlmSource::Replay(cwd.join(file)),
-        (None, record) => {
-            let providers = provider_setups(&config, overrides);
-            match record {
-                Some(file) => LlmSource::Record(providers, cwd.join(file)),
-                None => LlmSource::Live(providers),
-            }
-        }
-    };
+    let source = llm_source(args, cwd, &config, overrides)?;
     // Each role runs on the first of its models that can be called now (provider present, key
     // set); a recording answers for any.
-    let (llm, mut notes) = providers::build(&source, &mut settings.models)?;
+    let (llm, mut notes) =
+        providers::build(&source, overrides.run.as_deref(), &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
     let prices = providers::prices::with_overrides(config.prices.clone());
     // A replay bills nothing; a live run must be able to price every model it may call.
@@ -246,14 +245,8 @@ pub(crate) fn assistant_for(
         .model(role)
         .ok_or_else(|| Error::Internal(format!("the config names no model for the {role}")))?;
     let mut models = BTreeMap::from([(role, spec)]);
-    let source = match (&args.replay, &args.record) {
-        (Some(file), _) => LlmSource::Replay(cwd.join(file)),
-        (None, Some(file)) => {
-            LlmSource::Record(provider_setups(&config, overrides), cwd.join(file))
-        }
-        (None, None) => LlmSource::Live(provider_setups(&config, overrides)),
-    };
-    let (llm, _notes) = providers::build(&source, &mut models)?;
+    let source = llm_source(args, cwd, &config, overrides)?;
+    let (llm, _notes) = providers::build(&source, overrides.run.as_deref(), &mut models)?;
     let prices = providers::prices::with_overrides(config.prices.clone());
     if !matches!(source, LlmSource::Replay(_)) {
         check_priced(&models, &prices, config.budgets.allow_unpriced)?;
@@ -285,6 +278,40 @@ pub(crate) fn assistant_for(
         events,
         guard,
     })
+}
+
+/// The overrides of a batch's or an agent's runs: the recording given by `--record` or
+/// `--replay`, opened now, so a bad path fails before any work.
+pub(crate) fn shared_tape(args: &TapeArgs) -> Result<Overrides> {
+    let tape = match (&args.replay, &args.record) {
+        (Some(file), _) => Some(Tape::replay(file)?),
+        (None, Some(file)) => Some(Tape::record(file)?),
+        (None, None) => None,
+    };
+    Ok(Overrides {
+        tape,
+        ..Overrides::default()
+    })
+}
+
+/// What a run's model calls go to: the shared tape of a batch or an agent, else the run's own
+/// `--replay` or `--record` file (opened now, so a bad path fails before any work), else the
+/// live providers.
+fn llm_source(
+    args: &RunArgs,
+    cwd: &Path,
+    config: &Config,
+    overrides: &Overrides,
+) -> Result<LlmSource> {
+    let tape = match (&overrides.tape, &args.replay, &args.record) {
+        (Some(tape), _, _) => Some(tape.clone()),
+        (None, Some(file), _) => Some(Tape::replay(&cwd.join(file))?),
+        (None, None, Some(file)) => Some(Tape::record(&cwd.join(file))?),
+        (None, None, None) => None,
+    };
+    Ok(LlmSource::with_tape(tape.as_ref(), || {
+        provider_setups(config, overrides)
+    }))
 }
 
 /// Every model the run may call (each role's, then its fallbacks) has a price, from config or

@@ -11,12 +11,17 @@
 //! within one role it is the run's own order. The request is kept for people reading the file;
 //! playback does not compare it, since prompts carry paths and times that differ between runs.
 //! Replies carry their recorded usage, so a replayed run costs exactly what the live run did.
+//!
+//! One tape can hold many runs (a batch's entries, an agent's specs): each exchange then also
+//! names its run (`"run":"specs/fix-median.md"`), and playback keeps a queue per run and role,
+//! so runs that went in parallel replay in any order. A run the tape does not name plays the
+//! unnamed exchanges, which is what a single run records.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ralph_actors::ports::llm::{
     ChatMessage, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError,
@@ -24,15 +29,19 @@ use ralph_actors::ports::llm::{
 use ralph_actors::role::Role;
 use serde::{Deserialize, Serialize};
 
-/// One line of a recording.
+/// One model call as recorded: who asked, what, and the reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {
     pub role: Role,
     pub model: String,
+    /// The run it belongs to when the tape holds several (a spec's path); none for a single run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     pub request: RecordedRequest,
     pub reply: ChatReply,
 }
 
+/// The request of an [`Exchange`], for people reading the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedRequest {
     pub messages: Vec<ChatMessage>,
@@ -67,24 +76,23 @@ impl From<ReplayError> for LlmError {
     }
 }
 
-/// Wraps a live client and appends every successful exchange to a file. Failed calls are not
-/// recorded: playback reproduces the replies a run was given.
-pub struct Recorder<C> {
-    inner: C,
+/// The file a recording is written to, shared by every run that records into it. Lines are
+/// written whole under a lock, so runs in parallel never interleave within one.
+#[derive(Debug)]
+pub struct RecordTape {
     path: PathBuf,
     file: Mutex<File>,
 }
 
-impl<C: LlmClient> Recorder<C> {
-    /// Creates (or empties) the file at once, so a bad path fails before the run starts.
-    pub fn create(path: impl AsRef<Path>, inner: C) -> Result<Self, ReplayError> {
+impl RecordTape {
+    /// Creates (or empties) the file now, so a bad path fails before any work.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
         let path = path.as_ref().to_path_buf();
         let file = File::create(&path).map_err(|source| ReplayError::Create {
             path: path.clone(),
             source,
         })?;
         Ok(Self {
-            inner,
             path,
             file: Mutex::new(file),
         })
@@ -97,18 +105,38 @@ impl<C: LlmClient> Recorder<C> {
     fn append(&self, exchange: &Exchange) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(exchange).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        // One write per line under the lock, so parallel roles never interleave; flushed at
-        // once so an interrupted run leaves a usable recording of what it did.
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         file.write_all(&line)?;
         file.flush()
     }
 }
 
+/// A client that passes every call to `inner` and appends the exchange to a tape.
+pub struct Recorder<C> {
+    inner: C,
+    tape: Arc<RecordTape>,
+    run: Option<String>,
+}
+
+impl<C: LlmClient> Recorder<C> {
+    /// Records a single run into a file of its own.
+    pub fn create(path: impl AsRef<Path>, inner: C) -> Result<Self, ReplayError> {
+        Ok(Self::on(Arc::new(RecordTape::create(path)?), None, inner))
+    }
+
+    /// Records run `run` (none for a single run) into a shared tape.
+    pub fn on(tape: Arc<RecordTape>, run: Option<String>, inner: C) -> Self {
+        Self { inner, tape, run }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tape.path()
+    }
+}
+
 #[async_trait::async_trait]
 impl<C: LlmClient> LlmClient for Recorder<C> {
     async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
-        // A sealed request: what is recorded is what the provider was sent, masked.
         let ChatRequest {
             role,
             model,
@@ -120,6 +148,7 @@ impl<C: LlmClient> LlmClient for Recorder<C> {
         let exchange = Exchange {
             role,
             model,
+            run: self.run.clone(),
             request: RecordedRequest {
                 messages,
                 temperature,
@@ -127,32 +156,37 @@ impl<C: LlmClient> LlmClient for Recorder<C> {
             },
             reply: reply.clone(),
         };
-        if let Err(e) = self.append(&exchange) {
-            // The reply is paid for; losing the recording is no reason to lose the run.
-            tracing::error!("cannot write to the recording {}: {e}", self.path.display());
+        if let Err(e) = self.tape.append(&exchange) {
+            tracing::error!(
+                "cannot write to the recording {}: {e}",
+                self.tape.path().display()
+            );
         }
         Ok(reply)
     }
 }
 
-/// Plays a recording back. Needs no network and no key.
+type Queues = HashMap<(Option<String>, Role), VecDeque<Exchange>>;
+
+/// A recording read whole, its replies queued per run and role, shared by every run that
+/// plays from it.
 #[derive(Debug)]
-pub struct ReplayClient {
+pub struct ReplayTape {
     path: PathBuf,
-    queues: Mutex<HashMap<Role, VecDeque<Exchange>>>,
-    recorded: HashMap<Role, usize>,
-    /// Each role's models in the order the recording first used them.
+    queues: Mutex<Queues>,
+    recorded: HashMap<(Option<String>, Role), usize>,
     models: HashMap<Role, Vec<String>>,
 }
 
-impl ReplayClient {
+impl ReplayTape {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|source| ReplayError::Read {
             path: path.clone(),
             source,
         })?;
-        let mut queues: HashMap<Role, VecDeque<Exchange>> = HashMap::new();
+        let mut queues: Queues = HashMap::new();
+        let mut models: HashMap<Role, Vec<String>> = HashMap::new();
         for (i, line) in BufReader::new(file).lines().enumerate() {
             let line = line.map_err(|source| ReplayError::Read {
                 path: path.clone(),
@@ -167,21 +201,16 @@ impl ReplayClient {
                     line: i + 1,
                     message: e.to_string(),
                 })?;
-            queues.entry(exchange.role).or_default().push_back(exchange);
+            let seen = models.entry(exchange.role).or_default();
+            if !seen.contains(&exchange.model) {
+                seen.push(exchange.model.clone());
+            }
+            queues
+                .entry((exchange.run.clone(), exchange.role))
+                .or_default()
+                .push_back(exchange);
         }
-        let recorded = queues.iter().map(|(r, q)| (*r, q.len())).collect();
-        let models = queues
-            .iter()
-            .map(|(role, q)| {
-                let mut seen: Vec<String> = Vec::new();
-                for e in q {
-                    if !seen.contains(&e.model) {
-                        seen.push(e.model.clone());
-                    }
-                }
-                (*role, seen)
-            })
-            .collect();
+        let recorded = queues.iter().map(|(k, q)| (k.clone(), q.len())).collect();
         Ok(Self {
             path,
             queues: Mutex::new(queues),
@@ -190,30 +219,34 @@ impl ReplayClient {
         })
     }
 
-    /// The models a role used in the recording, first used first: a replayed run runs on them,
-    /// so its report prices the calls as the recorded run did.
+    /// The models `role` was answered by, in the order they first answered.
     pub fn models(&self, role: Role) -> &[String] {
         self.models.get(&role).map_or(&[], Vec::as_slice)
     }
 
-    /// Replies recorded for a role, used or not.
-    pub fn recorded(&self, role: Role) -> usize {
-        self.recorded.get(&role).copied().unwrap_or(0)
+    /// How many replies the tape holds for `role` in `run`.
+    pub fn recorded(&self, run: Option<&str>, role: Role) -> usize {
+        let key = (self.key(run), role);
+        self.recorded.get(&key).copied().unwrap_or(0)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
 
-#[async_trait::async_trait]
-impl LlmClient for ReplayClient {
-    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+    /// The queue key `run` plays from: its own when the tape names it, else the unnamed one.
+    fn key(&self, run: Option<&str>) -> Option<String> {
+        run.filter(|r| self.recorded.keys().any(|(k, _)| k.as_deref() == Some(*r)))
+            .map(str::to_owned)
+    }
+
+    fn next(&self, run: Option<&str>, request: &ChatRequest) -> Result<ChatReply, LlmError> {
+        let key = (self.key(run), request.role);
         let next = self
             .queues
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&request.role)
+            .get_mut(&key)
             .and_then(VecDeque::pop_front);
         match next {
             Some(exchange) => {
@@ -228,12 +261,51 @@ impl LlmClient for ReplayClient {
                 Ok(exchange.reply)
             }
             None => Err(LlmError::Replay(format!(
-                "the recording {} has no more {} replies ({} recorded)",
+                "the recording {} has no more {} replies{} ({} recorded)",
                 self.path.display(),
                 request.role,
-                self.recorded(request.role)
+                key.0.map(|r| format!(" for {r}")).unwrap_or_default(),
+                self.recorded(run, request.role)
             ))),
         }
+    }
+}
+
+/// A client answering one run's calls from a [`ReplayTape`]: no network, no key.
+#[derive(Debug, Clone)]
+pub struct ReplayClient {
+    tape: Arc<ReplayTape>,
+    run: Option<String>,
+}
+
+impl ReplayClient {
+    /// Plays a single run's recording.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
+        Ok(Self::on(Arc::new(ReplayTape::open(path)?), None))
+    }
+
+    /// Plays run `run` (none for a single run) from a shared tape.
+    pub fn on(tape: Arc<ReplayTape>, run: Option<String>) -> Self {
+        Self { tape, run }
+    }
+
+    pub fn models(&self, role: Role) -> &[String] {
+        self.tape.models(role)
+    }
+
+    pub fn recorded(&self, role: Role) -> usize {
+        self.tape.recorded(self.run.as_deref(), role)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tape.path()
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmClient for ReplayClient {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+        self.tape.next(self.run.as_deref(), &request)
     }
 }
 
@@ -321,6 +393,7 @@ mod tests {
         let exchange = Exchange {
             role: Role::Critic,
             model: "openai/gpt-4.1-mini".into(),
+            run: None,
             request: RecordedRequest {
                 messages: vec![ChatMessage::user("review")],
                 temperature: None,
@@ -360,6 +433,73 @@ mod tests {
             .to_string();
         assert!(
             err.contains("no more artisan replies (0 recorded)"),
+            "{err}"
+        );
+    }
+
+    /// Runs recorded in parallel into one tape each replay their own replies, in any order; a
+    /// run the tape does not name plays the unnamed ones (a single run's recording).
+    #[tokio::test]
+    async fn a_shared_tape_keeps_each_run_s_replies_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("tape.jsonl");
+        let tape = Arc::new(RecordTape::create(&file).expect("tape"));
+        struct Echo;
+        #[async_trait::async_trait]
+        impl LlmClient for Echo {
+            async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+                Ok(ChatReply {
+                    text: request
+                        .messages
+                        .last()
+                        .map(|m| m.content.clone())
+                        .unwrap_or_default(),
+                    ..ChatReply::default()
+                })
+            }
+        }
+        let a = Recorder::on(tape.clone(), Some("specs/a.md".into()), Echo);
+        let b = Recorder::on(tape.clone(), Some("specs/b.md".into()), Echo);
+        let single = Recorder::on(tape, None, Echo);
+        for (client, text) in [
+            (&b, "b1"),
+            (&a, "a1"),
+            (&single, "s1"),
+            (&a, "a2"),
+            (&b, "b2"),
+        ] {
+            client
+                .complete(request_for(Role::Artisan, "openai/gpt-4.1", text))
+                .await
+                .expect("live");
+        }
+        let text = std::fs::read_to_string(&file).expect("file");
+        assert!(text
+            .lines()
+            .next()
+            .expect("a line")
+            .contains("\"run\":\"specs/b.md\""));
+
+        let tape = Arc::new(ReplayTape::open(&file).expect("open"));
+        let a = ReplayClient::on(tape.clone(), Some("specs/a.md".into()));
+        let other = ReplayClient::on(tape.clone(), Some("specs/other.md".into()));
+        let b = ReplayClient::on(tape, Some("specs/b.md".into()));
+        assert_eq!(a.recorded(Role::Artisan), 2);
+        assert_eq!(other.recorded(Role::Artisan), 1, "the unnamed replies");
+        let ask = || request_for(Role::Artisan, "openai/gpt-4.1", "again");
+        for (client, expected) in [
+            (&a, "a1"),
+            (&b, "b1"),
+            (&other, "s1"),
+            (&a, "a2"),
+            (&b, "b2"),
+        ] {
+            let got = client.complete(ask()).await.expect("replayed");
+            assert!(got.text.contains(expected), "{} for {expected}", got.text);
+        }
+        let err = a.complete(ask()).await.expect_err("a is spent").to_string();
+        assert!(
+            err.contains("no more artisan replies for specs/a.md (2 recorded)"),
             "{err}"
         );
     }

@@ -32,7 +32,7 @@ fn medians(n: usize) -> tempfile::TempDir {
     dir
 }
 
-fn batch_report(dir: &Path) -> Value {
+pub(super) fn batch_report(dir: &Path) -> Value {
     let ralph = dir.join(".ralph");
     let batch = std::fs::read_dir(&ralph)
         .unwrap()

@@ -406,16 +406,7 @@ async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
         "{kept_text}"
     );
     // The project's own test command runs it, and it passes.
-    let out = std::process::Command::new("node")
-        .args(["--test", path])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    node_tests_pass(dir.path(), path);
     // The unit test file is untouched.
     let unit = std::fs::read_to_string(dir.path().join("test/median.test.js")).unwrap();
     assert!(!unit.contains("a single value"));

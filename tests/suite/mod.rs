@@ -19,3 +19,4 @@ mod output;
 mod pace;
 mod providers;
 mod runners;
+mod tape;

@@ -717,14 +717,37 @@ pub fn link_node_modules(dir: &Path) {
     std::os::unix::fs::symlink(tools, dir.join("node_modules")).unwrap();
 }
 
+/// `node --test PATH` in `dir` passes.
+pub fn node_tests_pass(dir: &Path, path: &str) {
+    let out = std::process::Command::new("node")
+        .args(["--test", path])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 pub fn fixture(name: &str) -> TempDir {
+    copy_to_git("tests/fixtures", name)
+}
+
+/// A copy of the bundled example `examples/<name>`, as a fresh git repository.
+pub fn example(name: &str) -> TempDir {
+    copy_to_git("examples", name)
+}
+
+fn copy_to_git(folder: &str, name: &str) -> TempDir {
     let dir = tempfile::Builder::new()
         .prefix("ralph-test-")
         .tempdir()
         .unwrap();
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
+            .join(folder)
             .join(name),
         dir.path(),
     );

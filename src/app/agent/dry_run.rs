@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::agent::AgentError;
 use crate::app::entry::{agent_dir, Entry, Progress};
-use crate::app::plan::Overrides;
+use crate::app::plan::shared_tape;
 use crate::cli::{AgentArgs, RunArgs};
 use crate::error::Result;
 use crate::inbox::{Inbox, Record, Status};
@@ -28,7 +28,7 @@ pub(super) fn dry_run(root: &Path, args: &AgentArgs) -> Result<i32> {
         config: args.config.clone(),
         ..RunArgs::default()
     };
-    let overrides = Overrides::default();
+    let overrides = shared_tape(&args.tape)?;
     let system = actix::System::new();
     let mut out = String::new();
     let mut failures = 0;
@@ -53,6 +53,7 @@ pub(super) fn dry_run(root: &Path, args: &AgentArgs) -> Result<i32> {
                                 dir: dir.clone(),
                                 base: &base,
                                 overrides: &overrides,
+                                name: &record.spec,
                             };
                             let plan = entry.plan(None).await;
                             if let Ok(plan) = &plan {

@@ -34,7 +34,7 @@ use crate::agent::log::AgentLog;
 use crate::agent::session::{AgentLock, AgentSession};
 use crate::agent::{elapsed_since, human_duration, AgentError};
 use crate::app::entry::{agent_dir, Progress, Shared};
-use crate::app::plan::Overrides;
+use crate::app::plan::{shared_tape, Overrides};
 use crate::cli::{AgentArgs, OutputFormat, RunArgs};
 use crate::config::FailedWork;
 use crate::error::{Error, Result};
@@ -91,6 +91,8 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     if let Ok(inbox) = Inbox::at(&root).lock() {
         worktree::sweep(&repo, &worktrees, &inbox.records, &links);
     }
+    // Opened before anything is written: a bad recording path changes nothing.
+    let overrides = shared_tape(&args.tape)?;
     let log = AgentLog::create(&root, true)?;
     session.pid = Some(std::process::id());
     session.log = Some(relative(&log.path, &root));
@@ -117,7 +119,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
             output: Some(OutputFormat::Human),
             ..RunArgs::default()
         },
-        overrides: Overrides::default(),
+        overrides,
         worktrees,
         links,
         args,

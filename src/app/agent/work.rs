@@ -99,6 +99,7 @@ impl Agent {
                 let id = job.record.id.clone();
                 let spec = job.spec.clone();
                 let dir = job.dir.clone();
+                let name = job.record.spec.clone();
                 let (base, overrides) = (&base, &overrides);
                 running.push(async move {
                     let entry = Entry {
@@ -107,6 +108,7 @@ impl Agent {
                         dir,
                         base,
                         overrides,
+                        name: &name,
                     };
                     let ended = entry.run(&mut progress, shared).await;
                     (id, progress, ended)
@@ -191,6 +193,7 @@ impl Agent {
                 dir: dir.clone(),
                 base: &self.base,
                 overrides: &self.overrides,
+                name: &record.spec,
             };
             match entry.plan(shared.budget.clone()).await {
                 Ok(plan) => {

@@ -21,7 +21,7 @@ use ralph_actors::policy::budget::Budget;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::entry::{Ended, Entry, Progress, Shared};
-use crate::app::plan::Overrides;
+use crate::app::plan::{self, Overrides};
 use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
 use crate::config::BatchEntry;
 use crate::error::{Error, Result, UsageError};
@@ -74,6 +74,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             .map(|p| from_path(p, &cwd, &root, &args))
             .collect::<Result<Vec<_>>>()?
     };
+    let overrides = plan::shared_tape(&args.tape)?;
     let id = uuid::Uuid::new_v4().to_string();
     let dir = root.join(RALPH_DIR).join(format!("batch-{id}"));
     std::fs::create_dir_all(&dir)
@@ -100,7 +101,6 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         output: Some(OutputFormat::Human),
         ..RunArgs::default()
     };
-    let overrides = Overrides::default();
     let started = Instant::now();
     let started_at = crate::inbox::now();
     let system = actix::System::new();
@@ -275,6 +275,7 @@ impl Batch<'_> {
             dir: self.dir.join(format!("entry-{}", i + 1)),
             base: self.base,
             overrides: self.overrides,
+            name: &self.items[i].name,
         }
     }
 
