@@ -7,6 +7,8 @@
 //! 2. **Model-bound throughput**: 100 queued specs against a mock with a fixed latency, at
 //!    `--parallel 1` and `--parallel 4`; the wall-time ratio (near 4 when the model is what
 //!    takes the time).
+//!    The same 100 specs queued in the inbox and worked through by `ralph-loop agent` at
+//!    `--parallel 1` and `--parallel 4` (each spec committed; at 4, each in a git worktree).
 //! 3. **`inbox list` on 10,000 records**, whole process, beside `ralph-loop --version`.
 //!
 //! The entries' tests are a `grep` of the fixed line (a few ms), so the model's latency is what
@@ -50,6 +52,9 @@ fn main() {
     eprintln!("batch: {specs} specs, model latency {latency:?}, --parallel 1 then 4");
     let p1 = throughput(&rt, specs, latency, 1);
     let p4 = throughput(&rt, specs, latency, 4);
+    eprintln!("batch: the same {specs} specs queued, `agent` at --parallel 1 then 4");
+    let a1 = agent(&rt, specs, latency, 1);
+    let a4 = agent(&rt, specs, latency, 4);
 
     eprintln!("batch: `inbox list` on 10,000 records, {lists} runs, and `--version`");
     let (list, version) = inbox_list(lists);
@@ -66,6 +71,13 @@ fn main() {
             "parallel_1": p1,
             "parallel_4": p4,
             "wall_ratio": p1["wall_ms"].as_f64().unwrap() / p4["wall_ms"].as_f64().unwrap(),
+        },
+        "agent": {
+            "specs": specs,
+            "latency_ms": latency.as_millis() as u64,
+            "parallel_1": a1,
+            "parallel_4": a4,
+            "wall_ratio": a1["wall_ms"].as_f64().unwrap() / a4["wall_ms"].as_f64().unwrap(),
         },
         "inbox_list_10000_ms": { "list": list, "version": version },
     });
@@ -208,6 +220,57 @@ fn throughput(rt: &tokio::runtime::Runtime, n: usize, latency: Duration, paralle
     json!({
         "wall_ms": wall,
         "succeeded": report["totals"]["succeeded"],
+        "model_calls": rt.block_on(llm.requests()).len(),
+    })
+}
+
+/// `n` specs queued in a committed project and worked through by `agent --parallel p`: wall
+/// time, specs done and commits made.
+fn agent(rt: &tokio::runtime::Runtime, n: usize, latency: Duration, parallel: usize) -> Value {
+    let dir = project(n);
+    let p = dir.path();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(p)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["config", "user.name", "Bench"]);
+    git(&["config", "user.email", "bench@example.com"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "init"]);
+    let llm = mock(rt, latency);
+    let mut add = ralph(p, &llm);
+    add.args(["inbox", "add"]);
+    for i in 0..n {
+        add.arg(format!("specs/median-{i}.md"));
+    }
+    assert!(add.status().unwrap().success());
+    // The worktrees go outside the project, as a user's do.
+    let cache = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let status = ralph(p, &llm)
+        .args(["agent", "--parallel", &parallel.to_string()])
+        .env("XDG_CACHE_HOME", cache.path())
+        .status()
+        .expect("agent");
+    let wall = ms(t.elapsed());
+    let inbox = std::fs::read_to_string(p.join(".ralph/inbox.jsonl")).unwrap();
+    let log = Command::new("git")
+        .args(["rev-list", "--count", "HEAD"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let commits: u64 = String::from_utf8_lossy(&log.stdout).trim().parse().unwrap();
+    json!({
+        "wall_ms": wall,
+        "exit": status.code(),
+        "done": inbox.matches("\"status\":\"done\"").count(),
+        "commits": commits - 1,
         "model_calls": rt.block_on(llm.requests()).len(),
     })
 }

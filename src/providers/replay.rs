@@ -170,12 +170,21 @@ type Queues = HashMap<(Option<String>, Role), VecDeque<Exchange>>;
 
 /// A recording read whole, its replies queued per run and role, shared by every run that
 /// plays from it.
-#[derive(Debug)]
 pub struct ReplayTape {
     path: PathBuf,
     queues: Mutex<Queues>,
     recorded: HashMap<(Option<String>, Role), usize>,
     models: HashMap<Role, Vec<String>>,
+}
+
+/// The file, not the replies: a tape may hold megabytes of prompts.
+impl std::fmt::Debug for ReplayTape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayTape")
+            .field("path", &self.path)
+            .field("recorded", &self.recorded.values().sum::<usize>())
+            .finish()
+    }
 }
 
 impl ReplayTape {
