@@ -6,15 +6,12 @@
 //! `ralph-loop --version` (measured with `LD_DEBUG=statistics` and `perf`, docs/performance.md),
 //! and those pages stay in memory for the whole run. Linked with `-no-pie`, the addresses are
 //! fixed at link time and nothing is relocated. The price is that the executable's own image is
-//! not placed at a random address (its libraries, stack, heap and mappings still are); set
-//! `RALPH_BUILD_PIE=1` when building to keep a PIE.
+//! not placed at a random address (its libraries, stack, heap and mappings still are).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=RALPH_BUILD_PIE");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    let keep_pie = std::env::var_os("RALPH_BUILD_PIE").is_some_and(|v| v != "0");
-    if linux && !keep_pie {
+    if linux {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }

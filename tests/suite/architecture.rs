@@ -81,6 +81,22 @@ fn the_check_finds_a_planted_cycle_and_accepts_a_facade() {
     assert!(found[0].contains("a -> b  (a uses b)"), "{}", found[0]);
 }
 
+/// `build.rs` links the binaries without PIE on Linux, so the loader relocates nothing at start
+/// (docs/performance.md): the ELF header's type is `ET_EXEC` (2), not `ET_DYN` (3).
+#[test]
+#[cfg(target_os = "linux")]
+fn the_binaries_are_linked_position_dependent() {
+    for bin in [
+        env!("CARGO_BIN_EXE_ralph-loop"),
+        env!("CARGO_BIN_EXE_micro-agent"),
+    ] {
+        let header = std::fs::read(bin).unwrap();
+        assert_eq!(&header[..4], b"\x7fELF", "{bin}");
+        let e_type = u16::from_le_bytes([header[16], header[17]]);
+        assert_eq!(e_type, 2, "{bin} is not ET_EXEC");
+    }
+}
+
 #[test]
 fn no_file_has_over_600_lines_of_non_test_code() {
     let mut over = Vec::new();
