@@ -49,6 +49,8 @@ impl Router {
     /// Every provider this build has, each configured from its setup and, when the setup sets
     /// a rate limit, behind one limiter that every role of the run shares.
     pub fn live(providers: &Providers) -> Result<Self, LlmError> {
+        // The connection pool is built beside the run's start, not in front of it.
+        super::http::prewarm();
         let mut router = Self::new();
         for (name, setup) in providers {
             let limiter = Limiter::new(&RateLimits {

@@ -1,7 +1,8 @@
 //! The MemoryVault's storage and embeddings: `.ralph/memory.db`, an embedded LanceDB database.
 //!
 //! - [`store`]: [`LanceStore`], attempts and vectors in one table per embedding model, written
-//!   by several processes at once (`contention`: commit retries, the creation lock);
+//!   by several processes at once (`contention`: commit retries, the creation and write locks),
+//!   recalled from the rows in memory and their snapshot beside the table (`snapshot`);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
 //!   configured [`embedder`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
@@ -18,6 +19,7 @@ pub mod embed;
 mod error;
 mod housekeep;
 mod open;
+mod snapshot;
 pub mod store;
 mod transfer;
 

@@ -5,8 +5,11 @@
 //! and, when another process committed first, a compatible append is rebased by LanceDB itself
 //! and anything it still reports as a conflict is retried here with jittered backoff. Tables
 //! are created under a lock file (`create.lock` in the database's directory), so that two
-//! processes creating one table at once never both commit.
+//! processes creating one table at once never both commit. Recall searches the rows in memory,
+//! read from a snapshot beside the table when it is current ([`super::snapshot`]); a prune or
+//! compaction rewrites the table from those rows under a lock that keeps appends out.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,21 +21,19 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::database::CreateTableMode;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
-use lancedb::table::OptimizeAction;
+use lancedb::table::{AddDataMode, OptimizeAction};
 use lancedb::Table;
 use ralph_actors::ports::memory::{MemoryError, VectorStore};
 use ralph_actors::schema::attempt::{FixAttempt, Scored};
 use ralph_actors::schema::test_run::Category;
 
-use super::contention::{committed, creation_lock};
+use super::contention::{committed, creation_lock, write_lock, Lock};
 use super::error::{Result, VaultError};
+use super::snapshot::{snapshot_path, unit, Mirror};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a
 /// hint, and checking for new versions on every read would cost each query a directory listing.
 const READ_CONSISTENCY: Duration = Duration::from_secs(2);
-
-/// Rows are deleted this many ids per statement, keeping each predicate a manageable size.
-const DELETE_CHUNK: usize = 500;
 
 /// Where the vault's rows live, and which model made their vectors.
 pub struct LanceStore {
@@ -46,42 +47,8 @@ pub struct LanceStore {
     /// compaction) against 2.5 ms for a plain scan of the same vectors; the vault is small
     /// (`memory.max_patterns`, 1,000 by default), so it is read once and kept.
     mirror: tokio::sync::Mutex<Option<Mirror>>,
-}
-
-/// Every row of the table at `version`, each vector scaled to length 1 so that cosine
-/// similarity is a dot product. Any other version, from another process's write or from a
-/// prune or compaction, means reading the table again.
-struct Mirror {
-    version: u64,
-    rows: Vec<(FixAttempt, Vec<f32>)>,
-}
-
-/// `v` scaled to length 1; a zero vector stays zero (it is similar to nothing).
-fn unit(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-    v
-}
-
-/// The dot product in eight independent lanes: a plain sum is one chain of dependent additions
-/// that the compiler may not reorder, so it cannot use SIMD; eight partial sums can.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0_f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
+    /// The rows' snapshot on disk (`<table>.recall`), read instead of the table when current.
+    snapshot: PathBuf,
 }
 
 /// The table of vectors made by the embedder `embedder_id`: `attempts_` and the id with every
@@ -179,6 +146,7 @@ impl LanceStore {
             schema,
             dims,
             uri: uri.to_string(),
+            snapshot: snapshot_path(uri, &name),
             name,
             mirror: tokio::sync::Mutex::new(None),
         })
@@ -227,24 +195,61 @@ impl LanceStore {
         }
         let batch = self.batch(&rows)?;
         let mut mirror = self.mirror.lock().await;
+        let _appending = write_lock(&self.uri, Lock::Shared).await?;
         let add = || async { self.table.add(batch.clone()).execute().await };
         committed(add).await?;
-        // The mirror stays whole only when this write is the one commit since it was read;
-        // with another writer's commit in between, it is read again at the next search.
+        // The rows in memory (or in the snapshot) stay whole only when this write is the one
+        // commit since they were read; with another writer's commit in between, they are read
+        // again at the next search.
         let version = self.table.version().await?;
-        match mirror.as_mut() {
-            Some(m) if version == m.version + 1 => {
-                m.version = version;
-                m.rows.extend(rows.into_iter().map(|(a, v)| (a, unit(v))));
-            }
-            _ => *mirror = None,
+        let base = match mirror.take() {
+            Some(m) => Some(m),
+            None => version
+                .checked_sub(1)
+                .and_then(|v| Mirror::load(&self.snapshot, v, self.dims)),
+        };
+        if let Some(mut m) = base.filter(|m| version == m.version + 1) {
+            m.version = version;
+            m.extend(rows);
+            m.save(&self.snapshot);
+            *mirror = Some(m);
         }
         Ok(())
     }
 
-    /// Every attempt with its vector (scaled to length 1) and the table's version they are
-    /// from.
-    async fn read_mirror(&self) -> Result<Mirror> {
+    /// The rows at the table's current version: those in memory, else the snapshot, else read
+    /// through LanceDB (and the snapshot written).
+    async fn current<'a>(&self, slot: &'a mut Option<Mirror>) -> Result<&'a Mirror> {
+        let version = self.table.version().await?;
+        let stale = slot.as_ref().is_none_or(|m| m.version != version);
+        if stale {
+            *slot = None;
+        }
+        if let Some(m) = slot {
+            return Ok(m);
+        }
+        let mirror = match Mirror::load(&self.snapshot, version, self.dims) {
+            Some(m) => m,
+            // A new table: counting reads the manifest, reading would plan a query.
+            None if self.count().await? == 0 => Mirror {
+                version,
+                dims: self.dims,
+                rows: Vec::new(),
+            },
+            None => {
+                let m = self.read_rows().await?;
+                if m.version == version {
+                    m.save(&self.snapshot);
+                }
+                m
+            }
+        };
+        Ok(slot.insert(mirror))
+    }
+
+    /// Every attempt with its vector (scaled to length 1), read through LanceDB, and the
+    /// table's version they are.
+    async fn read_rows(&self) -> Result<Mirror> {
         let version = self.table.version().await?;
         let batches: Vec<RecordBatch> = self.table.query().execute().await?.try_collect().await?;
         let mut rows = Vec::new();
@@ -270,14 +275,21 @@ impl LanceStore {
                 rows.push((attempt, unit(vector)));
             }
         }
-        Ok(Mirror { version, rows })
+        // A write by another process between the two reads of the version would label these
+        // rows wrongly: they are then labelled with no version, so nothing keeps them.
+        let after = self.table.version().await?;
+        Ok(Mirror {
+            version: if after == version { version } else { u64::MAX },
+            dims: self.dims,
+            rows,
+        })
     }
 
     /// Up to `limit` attempts with cosine similarity ≥ `min_similarity`, most similar first.
     /// An exhaustive (flat) search over the rows in memory: exact, and at the vault's size
-    /// (thousands of rows) faster than any index would pay back. The rows are read from the
-    /// table when it has changed since they were last read (another process wrote, or a prune
-    /// or compaction ran), which another process's write makes visible within two seconds.
+    /// (thousands of rows) faster than any index would pay back. The rows are read again when
+    /// the table has changed since (another process wrote, or a prune or compaction ran),
+    /// which another process's write makes visible within two seconds.
     pub async fn search(
         &self,
         vector: &[f32],
@@ -292,78 +304,78 @@ impl LanceStore {
             )));
         }
         let query = unit(vector.to_vec());
-        let mut mirror = self.mirror.lock().await;
-        let version = self.table.version().await?;
-        let mirror = match mirror.as_mut() {
-            Some(m) if m.version == version => m,
-            _ => mirror.insert(self.read_mirror().await?),
-        };
-        let mut hits: Vec<(f32, usize)> = mirror
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(i, (_, v))| (dot(&query, v), i))
-            .filter(|(similarity, _)| *similarity >= min_similarity)
-            .collect();
-        if hits.len() > limit && limit > 0 {
-            hits.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
-        }
-        hits.truncate(limit);
-        hits.sort_by(|a, b| b.0.total_cmp(&a.0));
-        Ok(hits
-            .into_iter()
-            .map(|(similarity, i)| Scored {
-                attempt: mirror.rows[i].0.clone(),
-                similarity,
-            })
-            .collect())
+        let mut slot = self.mirror.lock().await;
+        Ok(self
+            .current(&mut slot)
+            .await?
+            .nearest(&query, limit, min_similarity))
     }
 
     /// Deletes the least useful attempts until at most `max` remain: failed attempts before
-    /// successful ones, older before newer. Returns how many were deleted.
+    /// successful ones, older before newer. Returns how many were deleted. The table is
+    /// rewritten from the rows kept, which also merges its files into one.
     pub async fn prune(&self, max: usize) -> Result<usize> {
         // Counting reads the manifest only; reading every row is for when there is work.
         if self.count().await? <= max {
             return Ok(0);
         }
-        let mut all = self.all().await?;
-        if all.len() <= max {
-            return Ok(0);
-        }
-        // Most useful first; everything past `max` goes.
-        all.sort_by(|a, b| {
-            b.success
-                .cmp(&a.success)
-                .then(b.timestamp_ms.cmp(&a.timestamp_ms))
-                .then(a.id.cmp(&b.id))
-        });
-        let doomed: Vec<String> = all.split_off(max).into_iter().map(|a| a.id).collect();
-        for chunk in doomed.chunks(DELETE_CHUNK) {
-            let list = chunk
-                .iter()
-                .map(|id| format!("'{}'", id.replace('\'', "''")))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let predicate = format!("id IN ({list})");
-            let delete = || async { self.table.delete(predicate.as_str()).await };
-            committed(delete).await?;
-        }
-        Ok(doomed.len())
+        self.rewrite(max).await
     }
 
     /// Merges small files (each write adds one) and removes versions older than a minute, so
     /// searches read a few files and the directory does not grow with every run.
     pub async fn compact(&self) -> Result<CompactStats> {
-        let before = self.table.stats().await?.fragment_stats.num_fragments;
-        let compact = || async {
+        let before = self.fragments().await?;
+        if before > 1 {
+            self.rewrite(usize::MAX).await?;
+        }
+        self.remove_old_versions().await?;
+        Ok(CompactStats {
+            fragments_before: before,
+            fragments_after: self.fragments().await?,
+        })
+    }
+
+    /// Replaces the table by its `max` most useful rows in one new version (one file), and
+    /// returns how many rows were left out. Under the write lock held exclusively, at the
+    /// table's latest version: no append can commit between the read and the rewrite. This
+    /// is a write of rows already in memory; LanceDB's delete and compaction would each plan
+    /// a DataFusion query (a SQL predicate, a scan).
+    async fn rewrite(&self, max: usize) -> Result<usize> {
+        let mut slot = self.mirror.lock().await;
+        let _alone = write_lock(&self.uri, Lock::Exclusive).await?;
+        self.table.checkout_latest().await?;
+        let mut rows = self.current(&mut slot).await?.rows.clone();
+        // Most useful first; everything past `max` goes.
+        rows.sort_by(|(a, _), (b, _)| {
+            b.success
+                .cmp(&a.success)
+                .then(b.timestamp_ms.cmp(&a.timestamp_ms))
+                .then(a.id.cmp(&b.id))
+        });
+        let doomed = rows.len().saturating_sub(max);
+        rows.truncate(max);
+        let batch = self.batch(&rows)?;
+        let overwrite = || async {
             self.table
-                .optimize(OptimizeAction::Compact {
-                    options: Default::default(),
-                    remap_options: None,
-                })
+                .add(batch.clone())
+                .mode(AddDataMode::Overwrite)
+                .execute()
                 .await
         };
-        committed(compact).await?;
+        committed(overwrite).await?;
+        let mirror = Mirror {
+            version: self.table.version().await?,
+            dims: self.dims,
+            rows,
+        };
+        mirror.save(&self.snapshot);
+        *slot = Some(mirror);
+        Ok(doomed)
+    }
+
+    /// Deletes the files of versions older than a minute (a reader may still be on one).
+    pub async fn remove_old_versions(&self) -> Result<()> {
         let prune = || async {
             self.table
                 .optimize(OptimizeAction::Prune {
@@ -374,11 +386,7 @@ impl LanceStore {
                 .await
         };
         committed(prune).await?;
-        let after = self.table.stats().await?.fragment_stats.num_fragments;
-        Ok(CompactStats {
-            fragments_before: before,
-            fragments_after: after,
-        })
+        Ok(())
     }
 
     /// The number of data files: each write adds one until compaction merges them.
@@ -584,18 +592,6 @@ mod tests {
         (store, embedder)
     }
 
-    #[test]
-    fn dot_is_the_plain_sum_of_products_at_any_length() {
-        for n in [0, 1, 7, 8, 9, 256, 257] {
-            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
-            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-            assert!((dot(&a, &b) - plain).abs() < 1e-4, "{n}");
-        }
-        assert_eq!(unit(vec![3.0, 4.0]), [0.6, 0.8]);
-        assert_eq!(unit(vec![0.0, 0.0]), [0.0, 0.0]);
-    }
-
     #[tokio::test]
     async fn recall_honours_the_threshold_and_round_trips_every_field() {
         let dir = tempfile::tempdir().unwrap();
@@ -662,7 +658,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn pruning_keeps_the_most_useful_and_compaction_merges_files() {
+    async fn pruning_keeps_the_most_useful_and_rewrites_like_compaction_into_one_file() {
         let dir = tempfile::tempdir().unwrap();
         let (store, embedder) = store_with(dir.path(), &[]).await;
         for n in 0..8 {
@@ -687,10 +683,66 @@ mod tests {
             .collect();
         kept.sort();
         assert_eq!(kept, ["a0", "a3", "a6", "a7"]);
+        // The prune rewrote the table into one file.
+        assert_eq!(store.fragments().await.unwrap(), 1);
         assert_eq!(store.prune(4).await.unwrap(), 0);
+        for n in 8..11 {
+            let a = attempt(&format!("a{n}"), &format!("sig {n}"), false);
+            let v = embedder
+                .embed(sealed_texts(vec![a.signature.clone()]))
+                .await
+                .unwrap()
+                .remove(0);
+            store.add(vec![(a, v)]).await.unwrap();
+        }
         let stats = store.compact().await.unwrap();
-        assert!(stats.fragments_after < stats.fragments_before, "{stats:?}");
-        assert_eq!(store.count().await.unwrap(), 4);
+        assert_eq!((stats.fragments_before, stats.fragments_after), (4, 1));
+        assert_eq!(store.count().await.unwrap(), 7);
+    }
+
+    /// Each write that is the table's next version, and each rewrite, leaves the snapshot at
+    /// the table's version: a new handle (the next run) recalls from it without reading the
+    /// table.
+    #[tokio::test]
+    async fn writes_and_rewrites_keep_the_snapshot_at_the_tables_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let sig = "LOGIC test_total: AssertionError: expected 3 to equal 4";
+        let (store, embedder) = store_with(dir.path(), &[attempt("a", sig, false)]).await;
+        let current = |store: &LanceStore| {
+            let version = futures::executor::block_on(store.table.version()).unwrap();
+            Mirror::load(&store.snapshot, version, store.dims).map(|m| m.rows.len())
+        };
+        // The first write had nothing to extend: the snapshot is made at the first search.
+        assert_eq!(current(&store), None);
+        let query = embedder
+            .embed(sealed_texts(vec![sig.into()]))
+            .await
+            .unwrap()
+            .remove(0);
+        store.search(&query, 5, 0.5).await.unwrap();
+        assert_eq!(current(&store), Some(1));
+        store
+            .add(vec![(attempt("b", sig, true), query.clone())])
+            .await
+            .unwrap();
+        assert_eq!(current(&store), Some(2));
+        assert_eq!(store.prune(1).await.unwrap(), 1);
+        assert_eq!(current(&store), Some(1));
+
+        // A new handle recalls from the snapshot; a snapshot of another version is read past.
+        let (again, _) = store_with(dir.path(), &[]).await;
+        let ids = |found: Vec<Scored>| -> Vec<String> {
+            found.into_iter().map(|s| s.attempt.id).collect()
+        };
+        assert_eq!(ids(again.search(&query, 5, 0.5).await.unwrap()), ["b"]);
+        let stale = Mirror {
+            version: 1,
+            dims: store.dims,
+            rows: vec![(attempt("ghost", sig, true), query.clone())],
+        };
+        stale.save(&store.snapshot);
+        let (fresh, _) = store_with(dir.path(), &[]).await;
+        assert_eq!(ids(fresh.search(&query, 5, 0.5).await.unwrap()), ["b"]);
     }
 
     /// Recall reads the table once and keeps it: its own writes join the rows in memory, another

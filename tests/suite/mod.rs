@@ -9,6 +9,7 @@ mod chaos;
 mod cli;
 mod context;
 mod criteria;
+mod footprint;
 mod guard;
 mod lifecycle;
 mod loop_runs;

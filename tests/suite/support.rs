@@ -760,7 +760,8 @@ fn copy_to_git(folder: &str, name: &str) -> TempDir {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies the folder `from` and all it holds to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -951,4 +952,57 @@ pub fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> i32 {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Fills the MemoryVault of `project` with `n` attempts at other bugs of a JavaScript project,
+/// embedded by the default (hashed) embedder, and searches it once, as the project's earlier
+/// runs would have: its recall snapshot is current.
+pub async fn seed_vault(project: &Path, n: usize) {
+    use ralph_actors::ports::memory::{Embedder, GuardedTexts};
+    use ralph_loop::vault::{embed::HashedNgrams, vault_path, LanceStore, PROJECT_TABLE};
+    let uri = vault_path(project);
+    std::fs::create_dir_all(&uri).unwrap();
+    let embedder = HashedNgrams::default();
+    let store = LanceStore::open(
+        &uri.to_string_lossy(),
+        PROJECT_TABLE,
+        &embedder.id(),
+        embedder.dims(),
+    )
+    .await
+    .unwrap();
+    let attempts: Vec<_> = (0..n)
+        .map(|i| ralph_actors::schema::attempt::FixAttempt {
+            id: format!("seed-{i}"),
+            project_id: "seeded".into(),
+            signature: format!(
+                "LOGIC test_{i}: AssertionError: expected {i} to equal {}",
+                i + 1
+            ),
+            category: None,
+            test_ids: vec![format!("test::case {i}")],
+            hypothesis: "An off-by-one in the loop bound.".into(),
+            diff: format!("--- a/src/m{i}.js\n+++ b/src/m{i}.js\n@@ -1 +1 @@\n-a\n+b\n"),
+            success: i % 3 == 0,
+            timestamp_ms: 1_790_000_000_000 + i as i64,
+            tokens: 3000,
+            cost_usd: 0.006,
+            model: "openai/gpt-4.1".into(),
+            language: "javascript".into(),
+        })
+        .collect();
+    let texts = GuardedTexts::seal(
+        &ralph_guard::Guard::off(),
+        attempts.iter().map(|a| a.signature.clone()).collect(),
+    )
+    .unwrap();
+    let vectors = embedder.embed(texts).await.unwrap();
+    store
+        .add(attempts.into_iter().zip(vectors).collect())
+        .await
+        .unwrap();
+    store
+        .search(&vec![1.0; embedder.dims()], 5, 0.9)
+        .await
+        .unwrap();
 }

@@ -44,4 +44,4 @@ pub(crate) use failure::{says_too_long, status_kind, Failure, Problem};
 pub(crate) use read::{ndjson, parse_chunk, read_json, sse};
 pub(crate) use reply::{estimate_usage, finish, Outcome};
 pub(crate) use request::{model_id, split_system, temperature};
-pub(crate) use transport::client;
+pub(crate) use transport::{client, prewarm};

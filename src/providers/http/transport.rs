@@ -20,21 +20,37 @@ use crate::providers::options::ClientOptions;
 /// deadline covers.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The connection pool every client shares: quick to connect or failing, with no limit of its
-/// own on a reply (each call's deadline is that). Built once per process, because setting up TLS
-/// reads and parses the system's root certificates, which costs more than everything else
-/// ralph-loop does before its first call.
-pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
-    static SHARED: std::sync::OnceLock<Result<reqwest::Client, String>> =
-        std::sync::OnceLock::new();
-    let shared = SHARED.get_or_init(|| {
+static SHARED: std::sync::OnceLock<Result<reqwest::Client, String>> = std::sync::OnceLock::new();
+
+fn shared() -> &'static Result<reqwest::Client, String> {
+    SHARED.get_or_init(|| {
         reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("ralph-loop/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| e.to_string())
-    });
-    shared.clone().map_err(|e| LlmError::Config {
+    })
+}
+
+/// Builds the shared pool on a thread of its own, so that it is ready by the first call
+/// without delaying anything before it: setting up TLS reads and parses every root certificate
+/// of the system (300 files here, 5 ms), more than the rest of ralph-loop's start-up. Called
+/// when a run's clients are made; the baseline test run hides it.
+pub(crate) fn prewarm() {
+    if SHARED.get().is_none() {
+        let _ = std::thread::Builder::new()
+            .name("http-prewarm".into())
+            .spawn(|| {
+                shared();
+            });
+    }
+}
+
+/// The connection pool every client shares: quick to connect or failing, with no limit of its
+/// own on a reply (each call's deadline is that). Built once per process, at its first use or
+/// by [`prewarm`], and taken by each call, not by a client when it is made.
+pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
+    shared().clone().map_err(|e| LlmError::Config {
         model: format!("{provider}/*"),
         message: format!("cannot set up HTTP: {e}"),
     })
@@ -71,7 +87,6 @@ impl Outgoing {
 /// Sends a provider's requests: the pool, the patience and the error mapping of one client.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
-    http: reqwest::Client,
     pub provider: &'static str,
     /// The variable the key comes from, named in authentication errors.
     pub api_key_env: String,
@@ -91,7 +106,6 @@ impl Transport {
         parse_error: ErrorParser,
     ) -> Result<Self, LlmError> {
         Ok(Self {
-            http: client(provider)?,
             provider,
             api_key_env,
             policy: RetryPolicy::default().with_max_retries(opts.max_retries),
@@ -116,13 +130,14 @@ impl Transport {
         T: Send,
     {
         let deadline = Instant::now() + self.timeout;
+        let http = client(self.provider)?;
         let attempts = AtomicU32::new(0);
         let work = retry(
             &self.policy,
             self.provider,
             Some(deadline),
             &attempts,
-            || self.attempt(out, &read),
+            || self.attempt(&http, out, &read),
         );
         match tokio::time::timeout(self.timeout, work).await {
             Err(_) => Err(LlmError::Timeout {
@@ -134,13 +149,17 @@ impl Transport {
         }
     }
 
-    async fn attempt<T, R, Fut>(&self, out: &Outgoing, read: &R) -> Result<T, Failure>
+    async fn attempt<T, R, Fut>(
+        &self,
+        http: &reqwest::Client,
+        out: &Outgoing,
+        read: &R,
+    ) -> Result<T, Failure>
     where
         R: Fn(Response) -> Fut,
         Fut: Future<Output = Result<T, Failure>>,
     {
-        let response = self
-            .http
+        let response = http
             .post(out.url.clone())
             .headers(out.headers.clone())
             .body(out.body.clone())

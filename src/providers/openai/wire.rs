@@ -22,7 +22,6 @@ use crate::providers::retry::{CallState, RetryService};
 /// One server's way of taking OpenAI-protocol calls: its async-openai `Config`, the connection
 /// pool and the patience.
 pub(crate) struct Wire<C> {
-    http: reqwest::Client,
     config: C,
     /// The name errors and logs carry.
     provider: &'static str,
@@ -46,7 +45,6 @@ impl<C> Wire<C> {
         config: C,
     ) -> Result<Self, LlmError> {
         Ok(Self {
-            http: http::client(provider)?,
             config,
             provider,
             api_key_env,
@@ -61,7 +59,6 @@ impl<C> Wire<C> {
     /// This wire with another config (Azure's, made per deployment), on the same pool.
     pub fn with_config<D>(&self, config: D) -> Wire<D> {
         Wire {
-            http: self.http.clone(),
             config,
             provider: self.provider,
             api_key_env: self.api_key_env.clone(),
@@ -88,15 +85,16 @@ impl<C: Config + Clone> Wire<C> {
         let provider = self.provider;
         let started = Instant::now();
         let deadline = started + self.timeout;
+        let http = http::client(provider)?;
         let call = Arc::new(CallState::new(Some(deadline)));
         let max_attempts = self.policy.max_retries.saturating_add(1);
         // A client per attempt is cheap (it shares the connection pool); each gets the retries
         // this call has left, and all share the call's attempt counter.
         let attempt = || {
             let left = max_attempts.saturating_sub(call.attempts().saturating_add(1));
-            let client = Client::build(self.http.clone(), self.config.clone()).with_http_service(
+            let client = Client::build(http.clone(), self.config.clone()).with_http_service(
                 RetryService::new(
-                    self.http.clone(),
+                    http.clone(),
                     self.policy.with_max_retries(left),
                     call.clone(),
                     self.strip_auth,
