@@ -33,5 +33,15 @@ pub mod supervisor;
 
 pub use error::{Error, Result};
 
+/// Compiles the patterns the first iteration reads test output and replies with (the circuit
+/// breaker's normalisation, the test-integrity markers, the Critic's verdict), on the caller's
+/// thread. A binary calls this beside the baseline test run, so that the path from its end to
+/// the first model call does not compile them; without it, each compiles at its first use.
+pub fn warm() {
+    policy::entropy::warm();
+    policy::integrity::warm();
+    prompt::reply::warm();
+}
+
 #[cfg(test)]
 mod tests;

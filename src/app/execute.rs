@@ -113,6 +113,7 @@ pub(crate) async fn execute_in(
     let mut state = state;
     let (memory, vault_store) =
         open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state).await;
+    warm_up(&plan, vault_store.clone());
     let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
     let mut ledger = Ledger::resume(
         plan.settings.max_cost_usd,
@@ -303,6 +304,26 @@ impl Signals {
             _ = self.hup.recv() => libc::SIGHUP,
             _ = self.quit.recv() => libc::SIGQUIT,
         }
+    }
+}
+
+/// Starts, beside the baseline test run, the work of the first iteration that does not
+/// depend on its result: the import graph (its cache under `.ralph/` then holds every file, so
+/// the iteration's own build from disk reads what changed, usually nothing), the vault's rows
+/// for recall, and the patterns test output and replies are read with. Each iteration still reads everything from
+/// disk; this only moves work off the path to the first model call. Nothing waits for it: a
+/// warm-up still running when its result is needed is joined or overtaken by the real call.
+fn warm_up(plan: &Plan, vault: Option<Arc<vault::LanceStore>>) {
+    let root = plan.workspace.root.clone();
+    tokio::task::spawn_blocking(move || {
+        crate::runner::classify::warm();
+        ralph_actors::warm();
+        if let Err(e) = crate::context::ImportGraph::build(&root) {
+            tracing::debug!("warming the import graph: {e}");
+        }
+    });
+    if let Some(store) = vault {
+        tokio::spawn(async move { store.warm().await });
     }
 }
 

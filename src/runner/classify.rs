@@ -97,6 +97,12 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 /// Sets the category of a failing or timed-out test (a FLAKY one is left alone), and its error
 /// type and location when still unknown and the message or trace shows them.
+/// Compiles the rules now (on the caller's thread), so that the first classification, right
+/// after the baseline test run, does not: a run calls this beside that test run.
+pub fn warm() {
+    LazyLock::force(&RULES);
+}
+
 pub fn classify_case(case: &mut TestCase, language: Option<Language>) {
     if !matches!(case.status, CaseStatus::Fail | CaseStatus::Timeout)
         || case.category == Some(Category::Flaky)

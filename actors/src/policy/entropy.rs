@@ -52,6 +52,12 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 });
 
 /// Takes out of `text` what differs between two runs of the same failure.
+/// Compiles the rules now, so that the first normalisation (right after the baseline test run)
+/// does not; see [`crate::warm`].
+pub fn warm() {
+    LazyLock::force(&RULES);
+}
+
 pub fn normalise(text: &str) -> String {
     let mut out = text.to_string();
     for (re, with) in RULES.iter() {

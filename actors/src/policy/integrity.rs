@@ -50,6 +50,12 @@ static TEST_DEFS: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 /// What a proposal does to the tests, one sentence each; empty when it keeps them intact.
+/// Compiles the markers now, so that the first check does not; see [`crate::warm`].
+pub fn warm() {
+    LazyLock::force(&MARKERS);
+    LazyLock::force(&TEST_DEFS);
+}
+
 pub fn check(path: &str, before: &str, after: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (re, what) in MARKERS.iter() {

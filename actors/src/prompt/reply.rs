@@ -57,6 +57,14 @@ static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?mi)^[\s*#>_-]*VERDICT[\s*_]*:[\s*_]*(APPROVE|REJECT)\b").expect("static regex")
 });
 
+/// Compiles the patterns replies are read with now, so that the first reply is not kept
+/// waiting for them; see [`crate::warm`].
+pub fn warm() {
+    LazyLock::force(&VERDICT);
+    LazyLock::force(&NAMED_TEST);
+    LazyLock::force(&JUDGED);
+}
+
 pub fn parse_verdict(reply: &str) -> Verdict {
     // The last verdict line wins: a critic that thinks aloud may quote the format first.
     match VERDICT.captures_iter(reply).last() {
