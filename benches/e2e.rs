@@ -184,7 +184,8 @@ struct FixRun {
     report: Value,
     /// `ru_maxrss` from `wait4`: the process and the children it reaped (the test commands).
     rusage_maxrss_kib: u64,
-    /// The process's own high-water mark (`VmHWM`), sampled while it ran.
+    /// The process's own high-water mark: `getrusage` at its exit when the build logs it, else
+    /// `VmHWM` sampled while it ran.
     hwm_kib: Option<u64>,
 }
 
@@ -323,6 +324,14 @@ fn fix_run(
         cmd.env_remove(var);
     }
 
+    // The process's own peak, as the kernel kept it to the very end (`getrusage` at exit, logged
+    // by builds since issue 18): sampling `/proc` misses what the last milliseconds of a run
+    // map in (the vault's write, the report).
+    let exit_log = sample_memory.then(|| tempfile::NamedTempFile::new().expect("exit log"));
+    if let Some(log) = &exit_log {
+        cmd.env("RUST_LOG", "ralph_loop::exit=debug")
+            .stderr(log.reopen().expect("exit log"));
+    }
     let started = Instant::now();
     let child = cmd.spawn().expect("spawn ralph-loop");
     let pid = child.id() as libc::pid_t;
@@ -330,7 +339,17 @@ fn fix_run(
     // Wait for the exit without reaping, so the sampler never reads a recycled pid.
     wait_exit(pid);
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let hwm_kib = sampler.map(Sampler::stop);
+    let at_exit = exit_log.and_then(|log| {
+        let text = std::fs::read_to_string(log.path()).ok()?;
+        let (_, rest) = text.rsplit_once("peak_rss_kib=")?;
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    let hwm_kib = sampler
+        .map(Sampler::stop)
+        .map(|sampled| sampled.max(at_exit.unwrap_or(0)));
     let (status, rusage_maxrss_kib) = reap(pid);
     drop(child); // already reaped; dropping a `Child` does not wait.
 
@@ -727,7 +746,7 @@ fn print_table(r: &Value) {
     );
     if !m["own_peak_mib"].is_null() {
         row(
-            "peak RSS, ralph-loop itself (VmHWM)",
+            "peak RSS, ralph-loop itself (at exit)",
             &m["own_peak_mib"],
             "MiB",
             "< 50",
