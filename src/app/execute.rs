@@ -310,9 +310,10 @@ impl Signals {
 /// Starts, beside the baseline test run, the work of the first iteration that does not
 /// depend on its result: the import graph (its cache under `.ralph/` then holds every file, so
 /// the iteration's own build from disk reads what changed, usually nothing), the vault's rows
-/// for recall, and the patterns test output and replies are read with. Each iteration still reads everything from
-/// disk; this only moves work off the path to the first model call. Nothing waits for it: a
-/// warm-up still running when its result is needed is joined or overtaken by the real call.
+/// for recall, and the patterns test output and replies are read with. Each iteration still
+/// reads everything from disk; this only moves work off the path to the first model call.
+/// Nothing waits for it: a warm-up still running when its result is needed is joined or
+/// overtaken by the real call (a run whose baseline passes at once ends when it is done).
 fn warm_up(plan: &Plan, vault: Option<Arc<vault::LanceStore>>) {
     let root = plan.workspace.root.clone();
     tokio::task::spawn_blocking(move || {
