@@ -339,18 +339,13 @@ fn fix_run(
     // Wait for the exit without reaping, so the sampler never reads a recycled pid.
     wait_exit(pid);
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let at_exit = exit_log.and_then(|log| {
-        let text = std::fs::read_to_string(log.path()).ok()?;
-        let (_, rest) = text.rsplit_once("peak_rss_kib=")?;
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse::<u64>()
-            .ok()
-    });
+    let at_exit =
+        exit_log.and_then(|log| support::exit_peak_kib(&std::fs::read_to_string(log.path()).ok()?));
     let hwm_kib = sampler
         .map(Sampler::stop)
         .map(|sampled| sampled.max(at_exit.unwrap_or(0)));
-    let (status, rusage_maxrss_kib) = reap(pid);
+    let (status, usage) = support::reap(pid);
+    let rusage_maxrss_kib = usage.ru_maxrss as u64;
     drop(child); // already reaped; dropping a `Child` does not wait.
 
     let session = support::session_dir(dir.path());
@@ -454,16 +449,6 @@ fn wait_exit(pid: libc::pid_t) {
         let err = std::io::Error::last_os_error();
         assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "waitid: {err}");
     }
-}
-
-/// Reaps `pid`: its wait status and `ru_maxrss` (KiB on Linux).
-fn reap(pid: libc::pid_t) -> (i32, u64) {
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our own, exited child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    (status, usage.ru_maxrss as u64)
 }
 
 /// Polls `/proc/<pid>/status` for `VmHWM`, the process's own peak resident set. It is a

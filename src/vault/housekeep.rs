@@ -29,7 +29,7 @@ pub struct Housekeeping {
 /// files.
 pub async fn housekeep(store: &LanceStore, max_patterns: usize) -> Result<Housekeeping> {
     let pruned = if store.count().await? > prune_above(max_patterns) {
-        store.prune(max_patterns).await?
+        store.rewrite(max_patterns).await?
     } else {
         0
     };

@@ -202,13 +202,7 @@ impl LanceStore {
         // commit since they were read; with another writer's commit in between, they are read
         // again at the next search.
         let version = self.table.version().await?;
-        let base = match mirror.take() {
-            Some(m) => Some(m),
-            None => version
-                .checked_sub(1)
-                .and_then(|v| Mirror::load(&self.snapshot, v, self.dims)),
-        };
-        if let Some(mut m) = base.filter(|m| version == m.version + 1) {
+        if let Some(mut m) = mirror.take().filter(|m| version == m.version + 1) {
             m.version = version;
             m.extend(rows);
             m.save(&self.snapshot);
@@ -349,7 +343,7 @@ impl LanceStore {
     /// table's latest version: no append can commit between the read and the rewrite. This
     /// is a write of rows already in memory; LanceDB's delete and compaction would each plan
     /// a DataFusion query (a SQL predicate, a scan).
-    async fn rewrite(&self, max: usize) -> Result<usize> {
+    pub(super) async fn rewrite(&self, max: usize) -> Result<usize> {
         let mut slot = self.mirror.lock().await;
         let _alone = write_lock(&self.uri, Lock::Exclusive).await?;
         self.table.checkout_latest().await?;
@@ -577,6 +571,15 @@ mod tests {
         }
     }
 
+    async fn embedded(embedder: &HashedNgrams, a: FixAttempt) -> (FixAttempt, Vec<f32>) {
+        let v = embedder
+            .embed(sealed_texts(vec![a.signature.clone()]))
+            .await
+            .unwrap()
+            .remove(0);
+        (a, v)
+    }
+
     async fn store_with(dir: &std::path::Path, rows: &[FixAttempt]) -> (LanceStore, HashedNgrams) {
         let embedder = HashedNgrams::default();
         let store = LanceStore::open(
@@ -672,12 +675,7 @@ mod tests {
         for n in 0..8 {
             let mut a = attempt(&format!("a{n}"), &format!("sig {n}"), n % 3 == 0);
             a.timestamp_ms = n;
-            let v = embedder
-                .embed(sealed_texts(vec![a.signature.clone()]))
-                .await
-                .unwrap()
-                .remove(0);
-            store.add(vec![(a, v)]).await.unwrap();
+            store.add(vec![embedded(&embedder, a).await]).await.unwrap();
         }
         assert!(store.fragments().await.unwrap() >= 8);
         // Successful a0, a3, a6, then the newest failed: a7.
@@ -696,12 +694,7 @@ mod tests {
         assert_eq!(store.prune(4).await.unwrap(), 0);
         for n in 8..11 {
             let a = attempt(&format!("a{n}"), &format!("sig {n}"), false);
-            let v = embedder
-                .embed(sealed_texts(vec![a.signature.clone()]))
-                .await
-                .unwrap()
-                .remove(0);
-            store.add(vec![(a, v)]).await.unwrap();
+            store.add(vec![embedded(&embedder, a).await]).await.unwrap();
         }
         let stats = store.compact().await.unwrap();
         assert_eq!((stats.fragments_before, stats.fragments_after), (4, 1));

@@ -27,15 +27,6 @@ fn minor_faults(program: &str, args: &[&str]) -> i64 {
     usage.ru_minflt
 }
 
-fn reap(pid: libc::pid_t) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is this test's own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    (status, usage)
-}
-
 fn median(mut v: Vec<i64>) -> i64 {
     v.sort_unstable();
     v[v.len() / 2]
@@ -127,15 +118,7 @@ fn peak_of_run(dir: &Path, envs: &[(&str, &str)]) -> (u64, String) {
     );
     // The kernel's high-water mark at exit, which the samples above can miss the last
     // milliseconds of (the vault's write at the end of the run).
-    let at_exit = stderr
-        .rsplit_once("peak_rss_kib=")
-        .and_then(|(_, rest)| {
-            rest.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .expect("the exit log names the peak");
+    let at_exit = exit_peak_kib(&stderr).expect("the exit log names the peak");
     (peak.max(at_exit) / 1024, stderr)
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use ralph_actors::ports::memory::{Embedder, GuardedTexts};
 use ralph_actors::schema::attempt::FixAttempt;
 use ralph_loop::vault::embed::HashedNgrams;
-use ralph_loop::vault::{vault_path, LanceStore, PROJECT_TABLE};
+use ralph_loop::vault::{vault_path, LanceStore};
 use serde_json::Value;
 
 use super::support::*;
@@ -198,16 +198,15 @@ fn attempt(writer: &str, n: usize) -> FixAttempt {
     }
 }
 
-/// One of the writer processes of the test below; a no-op when run on its own.
+/// The body of each writer process of the test below, which runs this test binary once per
+/// writer with `--ignored` and the writer's name and directory in the environment; on its own
+/// it has nothing to write to.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "a child process of eight_processes_write_and_rewrite_at_once_and_lose_nothing"]
 async fn vault_writer_process() {
     let dir = std::env::var("RALPH_VAULT_DIR").expect("run by the concurrency test");
     let writer = std::env::var("RALPH_VAULT_WRITER").expect("run by the concurrency test");
-    let embedder = HashedNgrams::default();
-    let store = LanceStore::open(&dir, PROJECT_TABLE, &embedder.id(), embedder.dims())
-        .await
-        .unwrap();
+    let (store, embedder) = hashed_store(&dir).await;
     for n in 0..WRITES {
         let a = attempt(&writer, n);
         let texts =
@@ -257,15 +256,7 @@ fn eight_processes_write_and_rewrite_at_once_and_lose_nothing() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let embedder = HashedNgrams::default();
-        let store = LanceStore::open(
-            &uri.to_string_lossy(),
-            PROJECT_TABLE,
-            &embedder.id(),
-            embedder.dims(),
-        )
-        .await
-        .unwrap();
+        let (store, embedder) = hashed_store(&uri.to_string_lossy()).await;
         let all = store.all().await.unwrap();
         let ids: std::collections::HashSet<_> = all.iter().map(|a| a.id.clone()).collect();
         let lost: Vec<String> = (0..WRITERS)

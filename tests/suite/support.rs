@@ -959,18 +959,9 @@ pub fn wait_exit(child: &mut std::process::Child, timeout: Duration) -> i32 {
 /// runs would have: its recall snapshot is current.
 pub async fn seed_vault(project: &Path, n: usize) {
     use ralph_actors::ports::memory::{Embedder, GuardedTexts};
-    use ralph_loop::vault::{embed::HashedNgrams, vault_path, LanceStore, PROJECT_TABLE};
-    let uri = vault_path(project);
+    let uri = ralph_loop::vault::vault_path(project);
     std::fs::create_dir_all(&uri).unwrap();
-    let embedder = HashedNgrams::default();
-    let store = LanceStore::open(
-        &uri.to_string_lossy(),
-        PROJECT_TABLE,
-        &embedder.id(),
-        embedder.dims(),
-    )
-    .await
-    .unwrap();
+    let (store, embedder) = hashed_store(&uri.to_string_lossy()).await;
     let attempts: Vec<_> = (0..n)
         .map(|i| ralph_actors::schema::attempt::FixAttempt {
             id: format!("seed-{i}"),
@@ -1005,4 +996,44 @@ pub async fn seed_vault(project: &Path, n: usize) {
         .search(&vec![1.0; embedder.dims()], 5, 0.9)
         .await
         .unwrap();
+}
+
+/// The project table of the vault at `uri`, with the default (hashed) embedder.
+pub async fn hashed_store(
+    uri: &str,
+) -> (
+    ralph_loop::vault::LanceStore,
+    ralph_loop::vault::embed::HashedNgrams,
+) {
+    use ralph_actors::ports::memory::Embedder;
+    let embedder = ralph_loop::vault::embed::HashedNgrams::default();
+    let store = ralph_loop::vault::LanceStore::open(
+        uri,
+        ralph_loop::vault::PROJECT_TABLE,
+        &embedder.id(),
+        embedder.dims(),
+    )
+    .await
+    .unwrap();
+    (store, embedder)
+}
+
+/// Reaps the exited child `pid`: its wait status and usage (`ru_maxrss` counts the children it
+/// reaped too).
+pub fn reap(pid: libc::pid_t) -> (i32, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is the caller's own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    (status, usage)
+}
+
+/// The peak resident set (KiB) ralph-loop logged as it exited (`RUST_LOG=ralph_loop::exit=debug`).
+pub fn exit_peak_kib(stderr: &str) -> Option<u64> {
+    let (_, rest) = stderr.rsplit_once("peak_rss_kib=")?;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
