@@ -90,7 +90,16 @@ fn main() {
         .collect();
     let variant_config = std::env::var("RALPH_BENCH_VARIANT_CONFIG").ok();
     let variant = !variant_env.is_empty() || variant_config.is_some();
-    // One untimed run first: page cache, node's own start-up caches.
+    // The binary as an installed one is after a boot: read from disk, not in the blocks it was
+    // written in (see `support::evict_page_cache`). Then one untimed run: page cache, node's
+    // own start-up caches.
+    if !support::evict_page_cache(std::path::Path::new(&*RALPH)) {
+        eprintln!(
+            "e2e: warning: {} is in memory (tmpfs): its pages stay as they were written, and \
+             its memory figures compare only with a binary in the same state",
+            *RALPH
+        );
+    }
     let _ = fix_run(&rt, latency, false, &[], None, None);
     let (mut fixes, mut variants) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -328,6 +337,9 @@ fn fix_run(
     // by builds since issue 18): sampling `/proc` misses what the last milliseconds of a run
     // map in (the vault's write, the report).
     let exit_log = sample_memory.then(|| tempfile::NamedTempFile::new().expect("exit log"));
+    if sample_memory {
+        support::evict_page_cache(std::path::Path::new(&*RALPH));
+    }
     if let Some(log) = &exit_log {
         cmd.env("RUST_LOG", "ralph_loop::exit=debug")
             .stderr(log.reopen().expect("exit log"));

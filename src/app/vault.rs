@@ -29,8 +29,10 @@ pub struct Stats {
     pub by_model: BTreeMap<String, usize>,
     pub oldest: Option<String>,
     pub newest: Option<String>,
-    /// Data files (each write adds one until compaction).
+    /// Data files (each flush of the log adds one until compaction).
     pub fragments: usize,
+    /// Attempts recorded in the log beside the table, not yet written into it.
+    pub unwritten: usize,
     pub bytes: usize,
     pub max_patterns: usize,
 }
@@ -101,6 +103,7 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                     oldest: all.iter().map(|a| a.timestamp_ms).min().and_then(date),
                     newest: all.iter().map(|a| a.timestamp_ms).max().and_then(date),
                     fragments: store.fragments().await?,
+                    unwritten: store.backlog().await?.0,
                     bytes: store.bytes().await?,
                     max_patterns: config.memory.max_patterns,
                 };
@@ -131,7 +134,10 @@ pub fn run(args: VaultArgs) -> Result<i32> {
                     }
                     print(
                         &mut out,
-                        format!("storage    {} bytes in {} data files", stats.bytes, stats.fragments),
+                        format!(
+                            "storage    {} bytes in {} data files, {} attempts in the log",
+                            stats.bytes, stats.fragments, stats.unwritten
+                        ),
                     );
                 }
             }

@@ -1,6 +1,6 @@
 //! Writing one LanceDB database from several processes at once: which errors mean another
 //! writer won a commit (worth another try), the retries, the lock under which tables are
-//! created, and the one that keeps appends out of a rewrite.
+//! created, and the one under which the table and its log are written.
 
 use std::time::Duration;
 
@@ -64,26 +64,19 @@ where
 /// Holds `<uri>/create.lock` exclusively until dropped (the kernel releases it if the process
 /// dies): the tables of the database at `uri` are created by one process at a time.
 pub(super) async fn creation_lock(uri: &str) -> Result<std::fs::File> {
-    file_lock(uri, "create.lock", Lock::Exclusive).await
+    file_lock(uri, "create.lock").await
 }
 
-/// How a lock file is held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Lock {
-    /// With other shared holders: appends, which LanceDB rebases over each other.
-    Shared,
-    /// Alone: a rewrite of the table, which must see every append committed before it.
-    Exclusive,
+/// Holds `<uri>/write.lock` exclusively until dropped: an append to a table's log, the log's
+/// flush into the table and a rewrite (prune, compaction) run one at a time. A rewrite
+/// replaces the table with the rows it read, so a row recorded between its read and its
+/// commit would be lost; a flush removes the log it wrote, so an append in between would be.
+/// An append to the log takes a millisecond, so holding the lock alone costs nothing.
+pub(super) async fn write_lock(uri: &str) -> Result<std::fs::File> {
+    file_lock(uri, "write.lock").await
 }
 
-/// Holds `<uri>/write.lock` until dropped. Appends hold it shared and a rewrite (prune,
-/// compaction) exclusively: a rewrite replaces the table with the rows it read, so an append
-/// committed between its read and its commit would be lost.
-pub(super) async fn write_lock(uri: &str, how: Lock) -> Result<std::fs::File> {
-    file_lock(uri, "write.lock", how).await
-}
-
-async fn file_lock(uri: &str, name: &str, how: Lock) -> Result<std::fs::File> {
+async fn file_lock(uri: &str, name: &str) -> Result<std::fs::File> {
     let path = std::path::Path::new(uri).join(name);
     let locked = path.clone();
     let lock = move || {
@@ -92,10 +85,7 @@ async fn file_lock(uri: &str, name: &str, how: Lock) -> Result<std::fs::File> {
             .truncate(false)
             .write(true)
             .open(&locked)?;
-        match how {
-            Lock::Shared => file.lock_shared()?,
-            Lock::Exclusive => file.lock()?,
-        }
+        file.lock()?;
         Ok(file)
     };
     let io = |source| VaultError::Io {

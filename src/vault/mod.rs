@@ -2,7 +2,9 @@
 //!
 //! - [`store`]: [`LanceStore`], attempts and vectors in one table per embedding model, written
 //!   by several processes at once (`contention`: commit retries, the creation and write locks),
-//!   recalled from the rows in memory and their snapshot beside the table (`snapshot`);
+//!   a run's attempts recorded in a log beside the table (`pending`) until written into it in
+//!   one append, recalled from the rows in memory and their snapshot beside the table
+//!   (`snapshot`);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
 //!   configured [`embedder`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
@@ -14,11 +16,13 @@
 //! the binary's, with its other commands (`app::vault`): it reports in the binary's errors, which
 //! wrap [`VaultError`], so it cannot live here.
 
+mod columns;
 mod contention;
 pub mod embed;
 mod error;
 mod housekeep;
 mod open;
+mod pending;
 mod snapshot;
 pub mod store;
 mod transfer;

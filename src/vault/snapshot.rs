@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use ralph_actors::schema::attempt::{FixAttempt, Scored};
 use serde::{Deserialize, Serialize};
 
+use super::pending::Row;
+
 /// The file's first bytes: its format. A change of `FixAttempt` or of the layout below changes
 /// the number, and older files are then read past.
 const MAGIC: &[u8; 16] = b"ralph-recall-v1\n";
@@ -26,7 +28,7 @@ const MAGIC: &[u8; 16] = b"ralph-recall-v1\n";
 pub(super) struct Mirror {
     pub version: u64,
     pub dims: usize,
-    pub rows: Vec<(FixAttempt, Vec<f32>)>,
+    pub rows: Vec<Row>,
 }
 
 /// Where the snapshot of table `name` of the database at `uri` lives.
@@ -69,29 +71,31 @@ impl Mirror {
         self.rows
             .extend(rows.into_iter().map(|(a, v)| (a, unit(v))));
     }
+}
 
-    /// Up to `limit` rows with cosine similarity ≥ `min_similarity` to `query` (scaled to
-    /// length 1), most similar first.
-    pub fn nearest(&self, query: &[f32], limit: usize, min_similarity: f32) -> Vec<Scored> {
-        let mut hits: Vec<(f32, usize)> = self
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(i, (_, v))| (dot(query, v), i))
-            .filter(|(similarity, _)| *similarity >= min_similarity)
-            .collect();
-        if hits.len() > limit && limit > 0 {
-            hits.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
-        }
-        hits.truncate(limit);
-        hits.sort_by(|a, b| b.0.total_cmp(&a.0));
-        hits.into_iter()
-            .map(|(similarity, i)| Scored {
-                attempt: self.rows[i].0.clone(),
-                similarity,
-            })
-            .collect()
+/// Up to `limit` of `rows` with cosine similarity ≥ `min_similarity` to `query` (scaled to
+/// length 1), most similar first.
+pub(super) fn nearest<'a>(
+    rows: impl Iterator<Item = &'a Row>,
+    query: &[f32],
+    limit: usize,
+    min_similarity: f32,
+) -> Vec<Scored> {
+    let mut hits: Vec<(f32, &FixAttempt)> = rows
+        .map(|(a, v)| (dot(query, v), a))
+        .filter(|(similarity, _)| *similarity >= min_similarity)
+        .collect();
+    if hits.len() > limit && limit > 0 {
+        hits.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
     }
+    hits.truncate(limit);
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0));
+    hits.into_iter()
+        .map(|(similarity, a)| Scored {
+            attempt: a.clone(),
+            similarity,
+        })
+        .collect()
 }
 
 /// `v` scaled to length 1; a zero vector stays zero (it is similar to nothing).
@@ -200,7 +204,10 @@ mod tests {
         let ids = |found: Vec<Scored>| -> Vec<String> {
             found.into_iter().map(|s| s.attempt.id).collect()
         };
-        assert_eq!(ids(mirror.nearest(&[1.0, 0.0], 5, 0.5)), ["x", "xy"]);
-        assert_eq!(ids(mirror.nearest(&[1.0, 0.0], 1, 0.0)), ["x"]);
+        assert_eq!(
+            ids(nearest(mirror.rows.iter(), &[1.0, 0.0], 5, 0.5)),
+            ["x", "xy"]
+        );
+        assert_eq!(ids(nearest(mirror.rows.iter(), &[1.0, 0.0], 1, 0.0)), ["x"]);
     }
 }

@@ -5,31 +5,31 @@
 //! and, when another process committed first, a compatible append is rebased by LanceDB itself
 //! and anything it still reports as a conflict is retried here with jittered backoff. Tables
 //! are created under a lock file (`create.lock` in the database's directory), so that two
-//! processes creating one table at once never both commit. Recall searches the rows in memory,
-//! read from a snapshot beside the table when it is current ([`super::snapshot`]); a prune or
-//! compaction rewrites the table from those rows under a lock that keeps appends out.
+//! processes creating one table at once never both commit. A run's attempts are appended to a
+//! log beside the table ([`super::pending`]), which is written into the table in one append
+//! once it holds a tenth of `memory.max_patterns`. Recall searches the table's rows and the
+//! log's in memory, the table's read from a snapshot beside it when that is current
+//! ([`super::snapshot`]); a prune or compaction rewrites the table from those rows. Appends to
+//! the log, its flush into the table and rewrites hold `write.lock`, one at a time.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{
-    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int64Array,
-    ListArray, ListBuilder, RecordBatch, StringArray, StringBuilder, UInt64Array,
-};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use futures::TryStreamExt;
 use lancedb::database::CreateTableMode;
-use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::query::ExecutableQuery;
 use lancedb::table::{AddDataMode, OptimizeAction};
 use lancedb::Table;
 use ralph_actors::ports::memory::{MemoryError, VectorStore};
 use ralph_actors::schema::attempt::{FixAttempt, Scored};
-use ralph_actors::schema::test_run::Category;
 
-use super::contention::{committed, creation_lock, write_lock, Lock};
+use super::columns;
+use super::contention::{committed, creation_lock, write_lock};
 use super::error::{Result, VaultError};
-use super::snapshot::{snapshot_path, unit, Mirror};
+use super::pending::{self, pending_path, Pending, Row};
+use super::snapshot::{nearest, snapshot_path, unit, Mirror};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a
 /// hint, and checking for new versions on every read would cost each query a directory listing.
@@ -42,13 +42,38 @@ pub struct LanceStore {
     dims: usize,
     uri: String,
     name: String,
-    /// The table's rows in memory, for recall. A LanceDB vector query plans and runs a
-    /// DataFusion plan each time, 12 ms at the median over 10,000 rows (121 ms before
+    /// The table's rows and the log's in memory, for recall. A LanceDB vector query plans and
+    /// runs a DataFusion plan each time, 12 ms at the median over 10,000 rows (121 ms before
     /// compaction) against 2.5 ms for a plain scan of the same vectors; the vault is small
     /// (`memory.max_patterns`, 1,000 by default), so it is read once and kept.
-    mirror: tokio::sync::Mutex<Option<Mirror>>,
-    /// The rows' snapshot on disk (`<table>.recall`), read instead of the table when current.
+    rows: tokio::sync::Mutex<Rows>,
+    /// The table rows' snapshot on disk (`<table>.recall`), read instead of the table when
+    /// current.
     snapshot: PathBuf,
+    /// The log of attempts not yet in the table (`<table>.pending`).
+    pending: PathBuf,
+}
+
+/// What a store holds in memory: the table's rows at some version and the log as last read.
+#[derive(Default)]
+struct Rows {
+    table: Option<Mirror>,
+    pending: Option<Pending>,
+}
+
+/// The log's rows not already in `table`: a flush that crashed before removing the log left
+/// its rows in both.
+fn unflushed<'a>(table: &Mirror, pending: &'a Pending) -> Vec<&'a Row> {
+    if pending.rows.is_empty() {
+        return Vec::new();
+    }
+    let flushed: std::collections::HashSet<&str> =
+        table.rows.iter().map(|(a, _)| a.id.as_str()).collect();
+    pending
+        .rows
+        .iter()
+        .filter(|(a, _)| !flushed.contains(a.id.as_str()))
+        .collect()
 }
 
 /// The table of vectors made by the embedder `embedder_id`: `attempts_` and the id with every
@@ -67,39 +92,10 @@ pub fn table_name(prefix: &str, embedder_id: &str) -> String {
     format!("{prefix}_{slug}")
 }
 
-fn schema(dims: usize) -> Result<SchemaRef> {
-    let dims = i32::try_from(dims).map_err(|_| VaultError::Schema(format!("{dims} dimensions")))?;
-    let text = |name: &str| Field::new(name, DataType::Utf8, false);
-    Ok(Arc::new(Schema::new(vec![
-        text("id"),
-        text("project_id"),
-        text("signature"),
-        Field::new("category", DataType::Utf8, true),
-        Field::new(
-            "test_ids",
-            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
-            false,
-        ),
-        text("hypothesis"),
-        text("diff"),
-        Field::new("success", DataType::Boolean, false),
-        Field::new("timestamp_ms", DataType::Int64, false),
-        Field::new("tokens", DataType::UInt64, false),
-        Field::new("cost_usd", DataType::Float64, false),
-        text("model"),
-        text("language"),
-        Field::new(
-            "vector",
-            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dims),
-            false,
-        ),
-    ])))
-}
-
 impl LanceStore {
     /// Opens (creating when absent) the table `<prefix>_<embedder>` of the database at `uri`.
     pub async fn open(uri: &str, prefix: &str, embedder_id: &str, dims: usize) -> Result<Self> {
-        let schema = schema(dims)?;
+        let schema = columns::schema(dims)?;
         let name = table_name(prefix, embedder_id);
         let connect = || async {
             lancedb::connect(uri)
@@ -147,8 +143,9 @@ impl LanceStore {
             dims,
             uri: uri.to_string(),
             snapshot: snapshot_path(uri, &name),
+            pending: pending_path(uri, &name),
             name,
-            mirror: tokio::sync::Mutex::new(None),
+            rows: tokio::sync::Mutex::new(Rows::default()),
         })
     }
 
@@ -157,29 +154,31 @@ impl LanceStore {
         (&self.uri, &self.name)
     }
 
-    /// How many attempts the table holds.
+    /// How many attempts the vault holds: the table's and the log's.
     pub async fn count(&self) -> Result<usize> {
+        let mut state = self.rows.lock().await;
+        let (table, pending) = self.current(&mut state).await?;
+        Ok(table.rows.len() + unflushed(table, pending).len())
+    }
+
+    /// How many rows the table holds (its manifest says; nothing is read).
+    async fn table_rows(&self) -> Result<usize> {
         Ok(self.table.count_rows(None).await?)
     }
 
-    /// Every attempt, in no particular order (for `vault export`, `vault stats`, pruning).
+    /// Every attempt, the table's then the log's (for `vault export`, `vault stats`).
     pub async fn all(&self) -> Result<Vec<FixAttempt>> {
-        let batches: Vec<RecordBatch> = self
-            .table
-            .query()
-            .select(Select::columns(&self.columns_without_vector()))
-            .execute()
-            .await?
-            .try_collect()
-            .await?;
-        let mut out = Vec::new();
-        for batch in &batches {
-            out.extend(attempts(batch)?);
-        }
-        Ok(out)
+        let mut state = self.rows.lock().await;
+        let (table, pending) = self.current(&mut state).await?;
+        Ok(table
+            .rows
+            .iter()
+            .chain(unflushed(table, pending))
+            .map(|(a, _)| a.clone())
+            .collect())
     }
 
-    /// Appends attempts with their vectors, retrying commit conflicts.
+    /// Records attempts with their vectors: appended to the log, not yet to the table.
     pub async fn add(&self, rows: Vec<(FixAttempt, Vec<f32>)>) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
@@ -193,52 +192,108 @@ impl LanceStore {
                 )));
             }
         }
-        let batch = self.batch(&rows)?;
-        let mut mirror = self.mirror.lock().await;
-        let _appending = write_lock(&self.uri, Lock::Shared).await?;
-        let add = || async { self.table.add(batch.clone()).execute().await };
-        committed(add).await?;
-        // The rows in memory (or in the snapshot) stay whole only when this write is the one
-        // commit since they were read; with another writer's commit in between, they are read
-        // again at the next search.
-        let version = self.table.version().await?;
-        if let Some(mut m) = mirror.take().filter(|m| version == m.version + 1) {
-            m.version = version;
-            m.extend(rows);
-            m.save(&self.snapshot);
-            *mirror = Some(m);
+        let rows: Vec<Row> = rows.into_iter().map(|(a, v)| (a, unit(v))).collect();
+        let mut state = self.rows.lock().await;
+        let _alone = write_lock(&self.uri).await?;
+        let (before, after) =
+            pending::append(&self.pending, self.dims, &rows).map_err(|e| self.io(e))?;
+        // The log in memory stays whole when this append is the only change since it was read.
+        match state.pending.as_mut() {
+            Some(p) if p.stamp == before => {
+                p.rows.extend(rows);
+                p.stamp = after;
+                p.bytes = after.map_or(0, |s| s.bytes());
+            }
+            _ => state.pending = None,
         }
         Ok(())
     }
 
-    /// The rows at the table's current version: those in memory, else the snapshot, else read
-    /// through LanceDB (and the snapshot written).
-    async fn current<'a>(&self, slot: &'a mut Option<Mirror>) -> Result<&'a Mirror> {
-        let version = self.table.version().await?;
-        let stale = slot.as_ref().is_none_or(|m| m.version != version);
-        if stale {
-            *slot = None;
+    /// Writes the log's rows into the table in one append and removes the log. Returns how
+    /// many rows were written.
+    pub async fn flush(&self) -> Result<usize> {
+        let mut state = self.rows.lock().await;
+        let _alone = write_lock(&self.uri).await?;
+        self.table.checkout_latest().await?;
+        // Under the lock the log is read as it is now, not as it was.
+        state.pending = None;
+        let (table, pending) = self.current(&mut state).await?;
+        let fresh: Vec<Row> = unflushed(table, pending).into_iter().cloned().collect();
+        let from = table.version;
+        if !fresh.is_empty() {
+            let batch = columns::batch(&self.schema, self.dims, &fresh)?;
+            let add = || async { self.table.add(batch.clone()).execute().await };
+            committed(add).await?;
         }
-        if let Some(m) = slot {
+        let written = fresh.len();
+        // The rows in memory (and in the snapshot) stay whole when this append is the one
+        // commit since they were read; otherwise they are read again at the next search.
+        let version = self.table.version().await?;
+        match state.table.take() {
+            Some(mut m) if from == m.version && version == from + 1 => {
+                m.version = version;
+                m.extend(fresh);
+                m.save(&self.snapshot);
+                state.table = Some(m);
+            }
+            Some(m) if version == from => state.table = Some(m),
+            _ => {}
+        }
+        pending::clear(&self.pending).map_err(|e| self.io(e))?;
+        state.pending = Some(Pending::default());
+        Ok(written)
+    }
+
+    /// The log's size: rows not yet in the table, and bytes.
+    pub async fn backlog(&self) -> Result<(usize, u64)> {
+        let mut state = self.rows.lock().await;
+        let (table, pending) = self.current(&mut state).await?;
+        Ok((unflushed(table, pending).len(), pending.bytes))
+    }
+
+    fn io(&self, source: std::io::Error) -> VaultError {
+        VaultError::Io {
+            path: self.pending.clone(),
+            source,
+        }
+    }
+
+    /// The table's rows at its current version (those in memory, else the snapshot, else read
+    /// through LanceDB, and the snapshot written) and the log as it is now.
+    async fn current<'a>(&self, state: &'a mut Rows) -> Result<(&'a Mirror, &'a Pending)> {
+        let Rows { table, pending } = state;
+        let version = self.table.version().await?;
+        let table = match table.take().filter(|m| m.version == version) {
+            Some(m) => table.insert(m),
+            None => table.insert(self.load_table(version).await?),
+        };
+        let pending = match pending.take().filter(|p| p.is_current(&self.pending)) {
+            Some(p) => pending.insert(p),
+            None => {
+                pending.insert(Pending::read(&self.pending, self.dims).map_err(|e| self.io(e))?)
+            }
+        };
+        Ok((table, pending))
+    }
+
+    /// The table's rows at `version`: the snapshot, else read through LanceDB.
+    async fn load_table(&self, version: u64) -> Result<Mirror> {
+        if let Some(m) = Mirror::load(&self.snapshot, version, self.dims) {
             return Ok(m);
         }
-        let mirror = match Mirror::load(&self.snapshot, version, self.dims) {
-            Some(m) => m,
-            // A new table: counting reads the manifest, reading would plan a query.
-            None if self.count().await? == 0 => Mirror {
+        // A new table: counting reads the manifest, reading would plan a query.
+        if self.table_rows().await? == 0 {
+            return Ok(Mirror {
                 version,
                 dims: self.dims,
                 rows: Vec::new(),
-            },
-            None => {
-                let m = self.read_rows().await?;
-                if m.version == version {
-                    m.save(&self.snapshot);
-                }
-                m
-            }
-        };
-        Ok(slot.insert(mirror))
+            });
+        }
+        let m = self.read_rows().await?;
+        if m.version == version {
+            m.save(&self.snapshot);
+        }
+        Ok(m)
     }
 
     /// Every attempt with its vector (scaled to length 1), read through LanceDB, and the
@@ -248,26 +303,7 @@ impl LanceStore {
         let batches: Vec<RecordBatch> = self.table.query().execute().await?.try_collect().await?;
         let mut rows = Vec::new();
         for batch in &batches {
-            let vectors = batch
-                .column_by_name("vector")
-                .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
-                .ok_or_else(|| VaultError::Schema("column vector is missing or mistyped".into()))?;
-            let values = vectors
-                .values()
-                .as_any()
-                .downcast_ref::<Float32Array>()
-                .ok_or_else(|| VaultError::Schema("vector holds no 32-bit floats".into()))?;
-            for (i, attempt) in attempts(batch)?.into_iter().enumerate() {
-                let start = vectors.value_offset(i) as usize;
-                let vector = values
-                    .values()
-                    .get(start..start + self.dims)
-                    .ok_or_else(|| {
-                        VaultError::Schema("a vector is shorter than the table's".into())
-                    })?
-                    .to_vec();
-                rows.push((attempt, unit(vector)));
-            }
+            rows.extend(columns::rows(batch, self.dims)?);
         }
         // A write by another process between the two reads of the version would label these
         // rows wrongly: they are then labelled with no version, so nothing keeps them.
@@ -279,19 +315,19 @@ impl LanceStore {
         })
     }
 
-    /// Reads the rows recall searches (from the snapshot when it is current), so that the
-    /// first search, after the baseline test run, finds them in memory: a run calls this
-    /// beside that test run. A failure here is the search's to report.
+    /// Reads the rows recall searches (the table's from the snapshot when it is current, and
+    /// the log), so that the first search, after the baseline test run, finds them in memory:
+    /// a run calls this beside that test run. A failure here is the search's to report.
     pub async fn warm(&self) {
-        let mut slot = self.mirror.lock().await;
-        let _ = self.current(&mut slot).await;
+        let mut state = self.rows.lock().await;
+        let _ = self.current(&mut state).await;
     }
 
     /// Up to `limit` attempts with cosine similarity ≥ `min_similarity`, most similar first.
     /// An exhaustive (flat) search over the rows in memory: exact, and at the vault's size
-    /// (thousands of rows) faster than any index would pay back. The rows are read again when
-    /// the table has changed since (another process wrote, or a prune or compaction ran),
-    /// which another process's write makes visible within two seconds.
+    /// (thousands of rows) faster than any index would pay back. The log is read again when
+    /// it has changed (another process recorded an attempt), the table's rows when the table
+    /// has (a flush, prune or compaction), which is seen within two seconds.
     pub async fn search(
         &self,
         vector: &[f32],
@@ -306,29 +342,28 @@ impl LanceStore {
             )));
         }
         let query = unit(vector.to_vec());
-        let mut slot = self.mirror.lock().await;
-        Ok(self
-            .current(&mut slot)
-            .await?
-            .nearest(&query, limit, min_similarity))
+        let mut state = self.rows.lock().await;
+        let (table, pending) = self.current(&mut state).await?;
+        let rows = table.rows.iter().chain(unflushed(table, pending));
+        Ok(nearest(rows, &query, limit, min_similarity))
     }
 
     /// Deletes the least useful attempts until at most `max` remain: failed attempts before
     /// successful ones, older before newer. Returns how many were deleted. The table is
     /// rewritten from the rows kept, which also merges its files into one.
     pub async fn prune(&self, max: usize) -> Result<usize> {
-        // Counting reads the manifest only; reading every row is for when there is work.
         if self.count().await? <= max {
             return Ok(0);
         }
         self.rewrite(max).await
     }
 
-    /// Merges small files (each write adds one) and removes versions older than a minute, so
-    /// searches read a few files and the directory does not grow with every run.
+    /// Merges the table's files (each flush adds one) and the log into one file, and removes
+    /// versions older than a minute, so that a read through LanceDB reads one file and the
+    /// directory does not grow with every flush.
     pub async fn compact(&self) -> Result<CompactStats> {
         let before = self.fragments().await?;
-        if before > 1 {
+        if before > 1 || self.backlog().await?.0 > 0 {
             self.rewrite(usize::MAX).await?;
         }
         self.remove_old_versions().await?;
@@ -339,15 +374,23 @@ impl LanceStore {
     }
 
     /// Replaces the table by its `max` most useful rows in one new version (one file), and
-    /// returns how many rows were left out. Under the write lock held exclusively, at the
-    /// table's latest version: no append can commit between the read and the rewrite. This
-    /// is a write of rows already in memory; LanceDB's delete and compaction would each plan
-    /// a DataFusion query (a SQL predicate, a scan).
+    /// returns how many rows were left out; the log's rows are among those ranked, and the
+    /// log is removed. Under the write lock, at the table's latest version: nothing is
+    /// recorded between the read and the rewrite. This is a write of rows already in memory;
+    /// LanceDB's delete and compaction would each plan a DataFusion query (a SQL predicate, a
+    /// scan).
     pub(super) async fn rewrite(&self, max: usize) -> Result<usize> {
-        let mut slot = self.mirror.lock().await;
-        let _alone = write_lock(&self.uri, Lock::Exclusive).await?;
+        let mut state = self.rows.lock().await;
+        let _alone = write_lock(&self.uri).await?;
         self.table.checkout_latest().await?;
-        let mut rows = self.current(&mut slot).await?.rows.clone();
+        state.pending = None;
+        let (table, pending) = self.current(&mut state).await?;
+        let mut rows: Vec<Row> = table
+            .rows
+            .iter()
+            .chain(unflushed(table, pending))
+            .cloned()
+            .collect();
         // Most useful first; everything past `max` goes.
         rows.sort_by(|(a, _), (b, _)| {
             b.success
@@ -357,7 +400,7 @@ impl LanceStore {
         });
         let doomed = rows.len().saturating_sub(max);
         rows.truncate(max);
-        let batch = self.batch(&rows)?;
+        let batch = columns::batch(&self.schema, self.dims, &rows)?;
         let overwrite = || async {
             self.table
                 .add(batch.clone())
@@ -372,7 +415,9 @@ impl LanceStore {
             rows,
         };
         mirror.save(&self.snapshot);
-        *slot = Some(mirror);
+        state.table = Some(mirror);
+        pending::clear(&self.pending).map_err(|e| self.io(e))?;
+        state.pending = Some(Pending::default());
         Ok(doomed)
     }
 
@@ -391,7 +436,7 @@ impl LanceStore {
         Ok(())
     }
 
-    /// The number of data files: each write adds one until compaction merges them.
+    /// The number of data files: each flush adds one until compaction merges them.
     pub async fn fragments(&self) -> Result<usize> {
         Ok(self.table.stats().await?.fragment_stats.num_fragments)
     }
@@ -400,66 +445,6 @@ impl LanceStore {
     pub async fn bytes(&self) -> Result<usize> {
         Ok(self.table.stats().await?.total_bytes)
     }
-
-    fn columns_without_vector(&self) -> Vec<String> {
-        self.schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .filter(|n| n != "vector")
-            .collect()
-    }
-
-    fn batch(&self, rows: &[(FixAttempt, Vec<f32>)]) -> Result<RecordBatch> {
-        let text = |f: fn(&FixAttempt) -> &str| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|(a, _)| f(a)),
-            ))
-        };
-        let mut tests = ListBuilder::new(StringBuilder::new());
-        for (a, _) in rows {
-            for id in &a.test_ids {
-                tests.values().append_value(id);
-            }
-            tests.append(true);
-        }
-        let dims = i32::try_from(self.dims).map_err(|_| VaultError::Schema("dims".into()))?;
-        let values =
-            Float32Array::from_iter_values(rows.iter().flat_map(|(_, v)| v.iter().copied()));
-        let vectors = FixedSizeListArray::try_new(
-            Arc::new(Field::new("item", DataType::Float32, true)),
-            dims,
-            Arc::new(values),
-            None,
-        )?;
-        let columns: Vec<ArrayRef> = vec![
-            text(|a| &a.id),
-            text(|a| &a.project_id),
-            text(|a| &a.signature),
-            Arc::new(StringArray::from_iter(
-                rows.iter().map(|(a, _)| a.category.map(|c| c.as_str())),
-            )),
-            Arc::new(tests.finish()),
-            text(|a| &a.hypothesis),
-            text(|a| &a.diff),
-            Arc::new(BooleanArray::from_iter(
-                rows.iter().map(|(a, _)| Some(a.success)),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|(a, _)| a.timestamp_ms),
-            )),
-            Arc::new(UInt64Array::from_iter_values(
-                rows.iter().map(|(a, _)| a.tokens),
-            )),
-            Arc::new(Float64Array::from_iter_values(
-                rows.iter().map(|(a, _)| a.cost_usd),
-            )),
-            text(|a| &a.model),
-            text(|a| &a.language),
-            Arc::new(vectors),
-        ];
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
-    }
 }
 
 /// Numbers of data files before and after a compaction.
@@ -467,60 +452,6 @@ impl LanceStore {
 pub struct CompactStats {
     pub fragments_before: usize,
     pub fragments_after: usize,
-}
-
-/// The attempts of a batch read back (every column but the vector).
-fn attempts(batch: &RecordBatch) -> Result<Vec<FixAttempt>> {
-    fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T> {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<T>())
-            .ok_or_else(|| VaultError::Schema(format!("column {name} is missing or mistyped")))
-    }
-    let text = |name| column::<StringArray>(batch, name);
-    let (id, project, signature, category) = (
-        text("id")?,
-        text("project_id")?,
-        text("signature")?,
-        text("category")?,
-    );
-    let (hypothesis, diff, model, language) = (
-        text("hypothesis")?,
-        text("diff")?,
-        text("model")?,
-        text("language")?,
-    );
-    let tests = column::<ListArray>(batch, "test_ids")?;
-    let success = column::<BooleanArray>(batch, "success")?;
-    let timestamp = column::<Int64Array>(batch, "timestamp_ms")?;
-    let tokens = column::<UInt64Array>(batch, "tokens")?;
-    let cost = column::<Float64Array>(batch, "cost_usd")?;
-    let mut out = Vec::with_capacity(batch.num_rows());
-    for i in 0..batch.num_rows() {
-        let ids = tests.value(i);
-        let ids = ids
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| VaultError::Schema("test_ids is not a list of strings".into()))?;
-        out.push(FixAttempt {
-            id: id.value(i).to_string(),
-            project_id: project.value(i).to_string(),
-            signature: signature.value(i).to_string(),
-            category: (!category.is_null(i))
-                .then(|| Category::parse(category.value(i)))
-                .flatten(),
-            test_ids: ids.iter().flatten().map(str::to_string).collect(),
-            hypothesis: hypothesis.value(i).to_string(),
-            diff: diff.value(i).to_string(),
-            success: success.value(i),
-            timestamp_ms: timestamp.value(i),
-            tokens: tokens.value(i),
-            cost_usd: cost.value(i),
-            model: model.value(i).to_string(),
-            language: language.value(i).to_string(),
-        });
-    }
-    Ok(out)
 }
 
 #[async_trait::async_trait]
@@ -552,6 +483,7 @@ mod tests {
     use crate::vault::embed::sealed_texts;
     use crate::vault::embed::HashedNgrams;
     use ralph_actors::ports::memory::Embedder;
+    use ralph_actors::schema::test_run::Category;
 
     fn attempt(id: &str, signature: &str, success: bool) -> FixAttempt {
         FixAttempt {
@@ -677,7 +609,9 @@ mod tests {
             a.timestamp_ms = n;
             store.add(vec![embedded(&embedder, a).await]).await.unwrap();
         }
-        assert!(store.fragments().await.unwrap() >= 8);
+        // Recorded in the log; the table has no file yet.
+        assert_eq!(store.fragments().await.unwrap(), 0);
+        assert_eq!(store.backlog().await.unwrap().0, 8);
         // Successful a0, a3, a6, then the newest failed: a7.
         assert_eq!(store.prune(4).await.unwrap(), 4);
         let mut kept: Vec<String> = store
@@ -689,21 +623,24 @@ mod tests {
             .collect();
         kept.sort();
         assert_eq!(kept, ["a0", "a3", "a6", "a7"]);
-        // The prune rewrote the table into one file.
+        // The prune rewrote the table into one file, the log's rows with it.
         assert_eq!(store.fragments().await.unwrap(), 1);
+        assert_eq!(store.backlog().await.unwrap(), (0, 0));
         assert_eq!(store.prune(4).await.unwrap(), 0);
         for n in 8..11 {
             let a = attempt(&format!("a{n}"), &format!("sig {n}"), false);
             store.add(vec![embedded(&embedder, a).await]).await.unwrap();
         }
+        // Compaction merges the log into the table too.
         let stats = store.compact().await.unwrap();
-        assert_eq!((stats.fragments_before, stats.fragments_after), (4, 1));
+        assert_eq!((stats.fragments_before, stats.fragments_after), (1, 1));
         assert_eq!(store.count().await.unwrap(), 7);
+        assert_eq!(store.backlog().await.unwrap(), (0, 0));
     }
 
-    /// Each write that is the table's next version, and each rewrite, leaves the snapshot at
-    /// the table's version: a new handle (the next run) recalls from it without reading the
-    /// table.
+    /// Recording leaves the table alone; each flush that is the table's next version, and each
+    /// rewrite, leaves the snapshot at the table's version: a new handle (the next run) recalls
+    /// from it without reading the table.
     #[tokio::test]
     async fn writes_and_rewrites_keep_the_snapshot_at_the_tables_version() {
         let dir = tempfile::tempdir().unwrap();
@@ -713,19 +650,19 @@ mod tests {
             let version = futures::executor::block_on(store.table.version()).unwrap();
             Mirror::load(&store.snapshot, version, store.dims).map(|m| m.rows.len())
         };
-        // The first write had nothing to extend: the snapshot is made at the first search.
+        // In the log: the table is still empty, and so there is no snapshot.
         assert_eq!(current(&store), None);
         let query = embedder
             .embed(sealed_texts(vec![sig.into()]))
             .await
             .unwrap()
             .remove(0);
-        store.search(&query, 5, 0.5).await.unwrap();
-        assert_eq!(current(&store), Some(1));
+        assert_eq!(store.search(&query, 5, 0.5).await.unwrap().len(), 1);
         store
             .add(vec![(attempt("b", sig, true), query.clone())])
             .await
             .unwrap();
+        assert_eq!(store.flush().await.unwrap(), 2);
         assert_eq!(current(&store), Some(2));
         assert_eq!(store.prune(1).await.unwrap(), 1);
         assert_eq!(current(&store), Some(1));
@@ -746,10 +683,10 @@ mod tests {
         assert_eq!(ids(fresh.search(&query, 5, 0.5).await.unwrap()), ["b"]);
     }
 
-    /// Recall reads the table once and keeps it: its own writes join the rows in memory, another
-    /// process's writes and a prune are seen when the table's version moves.
+    /// Recall reads the table once and keeps it: attempts recorded by this handle or another
+    /// (another process) are seen at the next search, a prune when the table's version moves.
     #[tokio::test]
-    async fn recall_sees_its_own_writes_at_once_and_others_within_the_read_interval() {
+    async fn recall_sees_every_recorded_attempt_at_once_and_a_prune_within_the_read_interval() {
         let dir = tempfile::tempdir().unwrap();
         let signature = "LOGIC test_total: AssertionError: expected 3 to equal 4";
         let (store, embedder) = store_with(dir.path(), &[attempt("first", signature, false)]).await;
@@ -778,21 +715,54 @@ mod tests {
             ["first", "mine"]
         );
 
-        // Another process's write (another handle on the same table): found once the table is
-        // checked again, at most `READ_CONSISTENCY` later.
+        // Another process's attempt (another handle on the same table): in the log, found by the
+        // next search too.
         let (other, _) = store_with(dir.path(), &[attempt("theirs", signature, true)]).await;
-        tokio::time::sleep(READ_CONSISTENCY + Duration::from_millis(200)).await;
         assert_eq!(
             ids(store.search(&query, 10, 0.85).await.unwrap()),
             ["first", "mine", "theirs"]
         );
 
-        // A prune by the other handle: the pruned row is not recalled any more.
+        // A prune by the other handle: the pruned row is not recalled any more once the table
+        // is checked again, at most `READ_CONSISTENCY` later.
         assert_eq!(other.prune(2).await.unwrap(), 1);
         tokio::time::sleep(READ_CONSISTENCY + Duration::from_millis(200)).await;
         assert_eq!(
             ids(store.search(&query, 10, 0.85).await.unwrap()),
             ["mine", "theirs"]
         );
+    }
+
+    /// A flush writes the log into the table in one append and removes it; a flush that
+    /// crashed before removing the log leaves rows in both, which are neither recalled nor
+    /// counted twice and are not written again.
+    #[tokio::test]
+    async fn a_flush_writes_the_log_once_even_after_a_crash_that_left_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sig = "LOGIC test_total: AssertionError: expected 3 to equal 4";
+        let rows = [attempt("a", sig, false), attempt("b", sig, true)];
+        let (store, embedder) = store_with(dir.path(), &rows).await;
+        let log = std::fs::read(&store.pending).unwrap();
+        let version = store.table.version().await.unwrap();
+        assert_eq!(store.flush().await.unwrap(), 2);
+        assert_eq!(store.table.version().await.unwrap(), version + 1);
+        assert_eq!(store.fragments().await.unwrap(), 1);
+        assert!(!store.pending.exists());
+
+        // The crash: the log is back after the commit.
+        std::fs::write(&store.pending, &log).unwrap();
+        let (again, _) = store_with(dir.path(), &[]).await;
+        let query = embedder
+            .embed(sealed_texts(vec![sig.into()]))
+            .await
+            .unwrap()
+            .remove(0);
+        assert_eq!(again.search(&query, 10, 0.5).await.unwrap().len(), 2);
+        assert_eq!(again.count().await.unwrap(), 2);
+        assert_eq!(again.all().await.unwrap().len(), 2);
+        assert_eq!(again.backlog().await.unwrap().0, 0);
+        assert_eq!(again.flush().await.unwrap(), 0);
+        assert_eq!(again.table.version().await.unwrap(), version + 1);
+        assert!(!again.pending.exists());
     }
 }

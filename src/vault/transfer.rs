@@ -74,5 +74,7 @@ pub async fn import(
         added += rows.len();
         store.add(rows).await?;
     }
+    // An import is many attempts at once: into the table with them, not into the log.
+    store.flush().await?;
     Ok(added)
 }
