@@ -1,16 +1,17 @@
 //! Prompt token counts before a call, for the budget check.
 //!
-//! OpenAI models are counted exactly with OpenAI's own BPE tables (`tiktoken-rs`). Anthropic,
-//! Google and most local models use tokenizers that are not published (or not for this crate), so
-//! for them the count is an *estimate*: the `o200k_base` count times a safety factor per family
+//! OpenAI models are counted exactly with OpenAI's own BPE vocabularies. Anthropic, Google and
+//! most local models use tokenizers that are not published (or not for this crate), so for them
+//! the count is an *estimate*: the `o200k_base` count times a safety factor per family
 //! ([`Family::factor`]). The estimate only has to hold until the call returns: the ledger then
 //! replaces it by the usage the provider reports, so the cost is exact and only the pre-call
 //! reservation (and the context-use figure) depends on the factor.
 //!
-//! The tables take a noticeable time to build (see `docs/providers.md`), so they are built once,
-//! on first use, and [`TiktokenCounter::warm_up`] lets start-up build them on a background thread
-//! while the run gathers its context. A count that arrives before the table is ready waits for it
-//! rather than guessing, so a run's budget decisions do not depend on timing.
+//! `o200k_base` (every current OpenAI model, and the basis of every estimate) is counted from the
+//! compact table compiled into the binary (`ralph_guard::tokens`, read in place): the same
+//! counts as `tiktoken-rs`, whose hash maps cost 44 MiB and a quarter of a second to build
+//! (measured in issue 18). Only `cl100k_base` (gpt-4, gpt-3.5) still builds `tiktoken-rs`'s
+//! table, once, at its first count.
 
 use std::sync::OnceLock;
 
@@ -70,27 +71,23 @@ impl Encoding {
     pub fn for_model(model: &str) -> Encoding {
         Family::for_model(model).encoding()
     }
+}
 
-    /// The table, built on first use. `None` only if the bundled data failed to load, which
-    /// callers answer with a byte-count bound.
-    fn bpe(self) -> Option<&'static CoreBPE> {
-        static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        let (cell, build): (_, fn() -> anyhow::Result<CoreBPE>) = match self {
-            Encoding::O200kBase => (&O200K, tiktoken_rs::o200k_base),
-            Encoding::Cl100kBase => (&CL100K, tiktoken_rs::cl100k_base),
-        };
-        cell.get_or_init(|| match build() {
+/// `cl100k_base`'s tokenizer, built on first use. `None` only if the bundled data failed to
+/// load, which callers answer with a byte-count bound.
+fn cl100k() -> Option<&'static CoreBPE> {
+    static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+    CL100K
+        .get_or_init(|| match tiktoken_rs::cl100k_base() {
             Ok(bpe) => Some(bpe),
             Err(e) => {
                 tracing::warn!(
-                    "cannot load the {self:?} token table ({e}); counting bytes instead"
+                    "cannot load the cl100k_base token table ({e}); counting bytes instead"
                 );
                 None
             }
         })
         .as_ref()
-    }
 }
 
 /// How a model's tokens are counted: exactly (OpenAI) or as an estimate (everyone else).
@@ -164,7 +161,7 @@ impl Family {
     }
 }
 
-/// Counts tokens with tiktoken; implements the core's [`TokenCounter`].
+/// Counts tokens with OpenAI's vocabularies; implements the core's [`TokenCounter`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TiktokenCounter;
 
@@ -183,20 +180,6 @@ impl TiktokenCounter {
         Self
     }
 
-    /// Builds the o200k table (the one every current OpenAI model uses, and the basis of every
-    /// estimate) on a background thread, so the first count does not wait for it. Returns at
-    /// once; calling it twice is harmless. `None` if no thread could be started: the first
-    /// count then builds the table itself.
-    pub fn warm_up() -> Option<std::thread::JoinHandle<()>> {
-        std::thread::Builder::new()
-            .name("tiktoken-warm-up".into())
-            .spawn(|| {
-                let _ = Encoding::O200kBase.bpe();
-            })
-            .map_err(|e| tracing::debug!("cannot start the token-table thread: {e}"))
-            .ok()
-    }
-
     /// Tokens of a bare text (a reply), without message framing: exact for OpenAI models, an
     /// estimate for the others.
     pub fn count_text(&self, model: &str, text: &str) -> u64 {
@@ -211,10 +194,13 @@ impl TiktokenCounter {
 
 /// Tokens of `text` in `encoding`, unscaled.
 fn raw_count(encoding: Encoding, text: &str) -> u64 {
-    match encoding.bpe() {
-        Some(bpe) => bpe.encode_ordinary(text).len() as u64,
-        // Every BPE token covers at least one byte.
-        None => text.len() as u64,
+    match encoding {
+        Encoding::O200kBase => ralph_guard::tokens::count(text) as u64,
+        Encoding::Cl100kBase => match cl100k() {
+            Some(bpe) => bpe.encode_ordinary(text).len() as u64,
+            // Every BPE token covers at least one byte.
+            None => text.len() as u64,
+        },
     }
 }
 
@@ -258,7 +244,6 @@ impl TokenCounter for TiktokenCounter {
 mod tests {
     use super::*;
     use ralph_actors::ports::llm::ByteBoundCounter;
-    use std::time::Instant;
 
     #[test]
     fn picks_the_encoding_by_family() {
@@ -320,14 +305,6 @@ mod tests {
 
     #[test]
     fn counts_like_openai() {
-        let t0 = Instant::now();
-        if let Some(h) = TiktokenCounter::warm_up() {
-            h.join().expect("warm-up thread");
-        }
-        eprintln!(
-            "o200k_base built in {:?} (this test binary's profile)",
-            t0.elapsed()
-        );
         let c = TiktokenCounter::new();
         // "hello world" is two tokens in both encodings.
         assert_eq!(c.count_text("openai/gpt-4o", "hello world"), 2);
@@ -367,6 +344,23 @@ mod tests {
         assert!(
             c.count("anthropic/claude-opus-4-1", &tiny)
                 <= ByteBoundCounter.count("anthropic/claude-opus-4-1", &tiny)
+        );
+    }
+
+    /// `o200k_base` from the compact table counts as `tiktoken-rs` does, on a prompt as a run
+    /// sends it: code, prose, a diff, a test failure.
+    #[test]
+    fn the_compact_table_counts_a_prompt_as_tiktoken_does() {
+        let bpe = tiktoken_rs::o200k_base().expect("bundled table");
+        let prompt = format!(
+            "You fix failing tests.\n\n## src/providers/tokens.rs\n```rust\n{}\n```\n\
+             --- a/median.js\n+++ b/median.js\n@@ -1,3 +1,3 @@\n-  return s[n/2];\n\
+             +  return (s[n/2-1] + s[n/2]) / 2;\n\nAssertionError [ERR_ASSERTION]: 3 !== 2.5\n",
+            include_str!("tokens.rs")
+        );
+        assert_eq!(
+            raw_count(Encoding::O200kBase, &prompt),
+            bpe.encode_ordinary(&prompt).len() as u64
         );
     }
 
