@@ -752,7 +752,7 @@ fn print_table(r: &Value) {
     let near = &m["near_budget"];
     if !near["own_peak_mib"].is_null() {
         row(
-            "peak RSS near the budget (tokenizer built)",
+            "peak RSS near the budget (exact counts)",
             &near["own_peak_mib"],
             "MiB",
             "< 80",

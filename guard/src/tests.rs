@@ -22,6 +22,26 @@ fn file() -> String {
     )
 }
 
+/// The keyword automaton built by `warm` on another thread while a scan runs: the scan waits
+/// for that build, and finds what it would have found alone.
+#[test]
+fn a_scan_during_the_warm_up_finds_everything() {
+    let g = std::sync::Arc::new(guard());
+    let warming = {
+        let g = g.clone();
+        std::thread::spawn(move || g.detector().warm())
+    };
+    let masked = g.mask(&file(), Some("app.py"));
+    warming.join().unwrap();
+    for value in [AWS, GITHUB, MAIL] {
+        assert!(
+            !masked.text.contains(value),
+            "{value} left in:\n{}",
+            masked.text
+        );
+    }
+}
+
 #[test]
 fn values_become_stable_placeholders_and_come_back() {
     let g = guard();

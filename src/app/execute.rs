@@ -112,7 +112,7 @@ pub(crate) async fn execute_in(
         .collect();
     let mut state = state;
     let (memory, vault_store) =
-        open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state).await;
+        open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state);
     warm_up(&plan, vault_store.clone());
     let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
     let mut ledger = Ledger::resume(
@@ -169,12 +169,24 @@ pub(crate) async fn execute_in(
     for printer in printers {
         let _ = printer.await;
     }
-    if let (Some(store), Some(config)) = (vault_store, plan.memory.as_ref()) {
+    if let (Some(opening), Some(config)) = (vault_store, plan.memory.as_ref()) {
         // Best effort: a vault that cannot be pruned now is pruned after the next run. The
         // printers have finished, so the warning is said on stderr and added to the report
         // already written: nothing is said that the report lacks.
-        if let Err(e) = vault::housekeep(&store, config.memory.max_patterns).await {
-            let warning = format!("memory vault housekeeping failed: {e}");
+        let warning = match opening.store().await {
+            Ok(store) => vault::housekeep(&store, config.memory.max_patterns)
+                .await
+                .err()
+                .map(|e| format!("memory vault housekeeping failed: {e}")),
+            // A vault the run never used (its tests passed at once) and that did not open.
+            Err(e) if report.memory.status == MemoryStatus::On => {
+                report.memory.status = MemoryStatus::Unavailable;
+                report.memory.reason = Some(e.clone());
+                Some(format!("{e}; the run went on without memory"))
+            }
+            Err(_) => None,
+        };
+        if let Some(warning) = warning {
             eprintln!("warning: {warning}");
             report.warnings.push(warning);
             if let Err(e) = session_dir.write_json("report.json", &report) {
@@ -310,38 +322,47 @@ impl Signals {
 /// Starts, beside the baseline test run, the work of the first iteration that does not
 /// depend on its result: the import graph (its cache under `.ralph/` then holds every file, so
 /// the iteration's own build from disk reads what changed, usually nothing), the vault's rows
-/// for recall, and the patterns test output and replies are read with. Each iteration still
+/// for recall, LocalGuard's keyword automaton, and the patterns test output and replies are
+/// read with (every parser's, as the first output read tries each in turn). Each iteration still
 /// reads everything from disk; this only moves work off the path to the first model call.
 /// Nothing waits for it: a warm-up still running when its result is needed is joined or
 /// overtaken by the real call (a run whose baseline passes at once ends when it is done).
-fn warm_up(plan: &Plan, vault: Option<Arc<vault::LanceStore>>) {
+fn warm_up(plan: &Plan, vault: Option<vault::Opening>) {
     let root = plan.workspace.root.clone();
+    let guard = plan.guard.clone();
     tokio::task::spawn_blocking(move || {
+        guard.detector().warm();
+        crate::runner::parse::warm();
         crate::runner::classify::warm();
         ralph_actors::warm();
         if let Err(e) = crate::context::ImportGraph::build(&root) {
             tracing::debug!("warming the import graph: {e}");
         }
     });
-    if let Some(store) = vault {
-        tokio::spawn(async move { store.warm().await });
+    if let Some(opening) = vault {
+        tokio::spawn(async move {
+            if let Ok(store) = opening.store().await {
+                store.warm().await;
+            }
+        });
     }
 }
 
-/// Opens the MemoryVault for a run. A vault that cannot be opened (corrupt, unwritable, an
-/// embedder without its key) is a warning: the run goes on without memory, and the report says
-/// why.
-async fn open_memory(
+/// Opens the MemoryVault for a run (its stores in the background). A vault that cannot be
+/// opened (corrupt, unwritable, an embedder without its key) is a warning: the run goes on
+/// without memory, and the report says why; a store that fails to open says so at its first
+/// use.
+fn open_memory(
     root: &Path,
     config: Option<&Config>,
     preamble: &mut Vec<Event>,
     state: &mut SessionState,
-) -> (Option<MemoryDeps>, Option<Arc<vault::LanceStore>>) {
+) -> (Option<MemoryDeps>, Option<vault::Opening>) {
     let Some(config) = config else {
         state.memory.status = MemoryStatus::Off;
         return (None, None);
     };
-    match vault::open(root, config).await {
+    match vault::open(root, config) {
         Ok((deps, store)) => (Some(deps), Some(store)),
         Err(e) => {
             state.memory.status = MemoryStatus::Unavailable;

@@ -7,7 +7,7 @@
 //!   (`snapshot`);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
-//!   configured [`embedder`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
+//!   configured [`embedder`]; the stores open in the background, [`Opening`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
 //!   form used by `vault export` / `vault import` ([`write_jsonl`], [`read_jsonl`], [`import`]);
 //! - [`VaultError`], the one error of all of these.
 //!
@@ -22,6 +22,7 @@ pub mod embed;
 mod error;
 mod housekeep;
 mod open;
+mod opening;
 mod pending;
 mod snapshot;
 pub mod store;
@@ -30,5 +31,6 @@ mod transfer;
 pub use error::{Result, VaultError};
 pub use housekeep::{housekeep, Housekeeping};
 pub use open::{embedder, open, project_id, vault_path, PROJECT_TABLE, SHARED_TABLE};
+pub use opening::Opening;
 pub use store::LanceStore;
 pub use transfer::{import, read_jsonl, write_jsonl};

@@ -11,6 +11,7 @@ use ralph_actors::supervisor::run::MemoryDeps;
 
 use super::embed::{self, EmbedProvider, EmbedderSpec};
 use super::error::{Result, VaultError};
+use super::opening::Opening;
 use super::store::LanceStore;
 use crate::config::{Config, EmbedderKind};
 
@@ -67,8 +68,10 @@ pub fn embedder(config: &Config) -> Result<Arc<dyn Embedder>> {
     Ok(embed::build(&spec)?)
 }
 
-/// Opens everything the MemoryVault actor needs for a run in `project`.
-pub async fn open(project: &Path, config: &Config) -> Result<(MemoryDeps, Arc<LanceStore>)> {
+/// Opens everything the MemoryVault actor needs for a run in `project`: the embedder at once
+/// (a missing key is an error here), the stores in the background ([`Opening`]), so that the
+/// run's first steps do not wait for LanceDB. Must be called on a Tokio runtime.
+pub fn open(project: &Path, config: &Config) -> Result<(MemoryDeps, Opening)> {
     let embedder = embedder(config)?;
     let path = vault_path(project);
     std::fs::create_dir_all(&path).map_err(|source| VaultError::Io {
@@ -76,8 +79,9 @@ pub async fn open(project: &Path, config: &Config) -> Result<(MemoryDeps, Arc<La
         source,
     })?;
     let uri = path.to_string_lossy().into_owned();
+    let (id, dims) = (embedder.id(), embedder.dims());
     let store =
-        Arc::new(LanceStore::open(&uri, PROJECT_TABLE, &embedder.id(), embedder.dims()).await?);
+        Opening::start(async move { LanceStore::open(&uri, PROJECT_TABLE, &id, dims).await });
     let shared = match (
         config.memory.global_sharing,
         config.memory.global_uri.as_deref(),
@@ -87,15 +91,18 @@ pub async fn open(project: &Path, config: &Config) -> Result<(MemoryDeps, Arc<La
                 path: PathBuf::from(dir),
                 source,
             })?;
+            let (dir, id, dims) = (dir.to_string(), embedder.id(), embedder.dims());
             let shared =
-                LanceStore::open(dir, SHARED_TABLE, &embedder.id(), embedder.dims()).await?;
+                Opening::start(
+                    async move { LanceStore::open(&dir, SHARED_TABLE, &id, dims).await },
+                );
             Some(Arc::new(shared) as Arc<dyn ralph_actors::ports::memory::VectorStore>)
         }
         _ => None,
     };
     let deps = MemoryDeps {
         embedder,
-        store: store.clone(),
+        store: Arc::new(store.clone()),
         shared,
         settings: VaultSettings {
             min_similarity: config.memory.similarity_threshold,

@@ -162,6 +162,16 @@ async fn a_corrupt_table_is_a_warning_and_the_run_goes_on() {
     let report = run_json(dir.path(), &llm);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["memory"]["status"], "unavailable", "{report:#}");
+
+    // The store opens beside the run's first steps: a run that never needs it (its tests pass
+    // at once) still reports that it did not open, in the report it leaves.
+    std::fs::remove_dir_all(session_dir(dir.path())).unwrap();
+    let llm = MockLlm::start().await;
+    assert_eq!(run_json(dir.path(), &llm)["status"], "success");
+    let report = read_json(&session_dir(dir.path()).join("report.json"));
+    assert_eq!(report["memory"]["status"], "unavailable", "{report:#}");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("without memory"), "{warnings}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -42,6 +42,10 @@ pub enum MemoryError {
     /// The vector store failed: I/O, a commit that kept conflicting, a schema it cannot read.
     #[error("{message}")]
     Store { message: String, transient: bool },
+    /// The store could not be opened (it is opened beside the run's first steps, so this is
+    /// known at its first use): a corrupt or unreadable database.
+    #[error("{0}")]
+    Unavailable(String),
     /// A store or embedder panicked inside the vault.
     #[error("the memory vault panicked: {0}")]
     Panicked(String),
@@ -76,7 +80,10 @@ impl MemoryError {
             MemoryError::Embed { transient, .. } | MemoryError::Store { transient, .. } => {
                 *transient
             }
-            MemoryError::Panicked(_) | MemoryError::Stopped(_) | MemoryError::Cancelled => false,
+            MemoryError::Unavailable(_)
+            | MemoryError::Panicked(_)
+            | MemoryError::Stopped(_)
+            | MemoryError::Cancelled => false,
         }
     }
 }

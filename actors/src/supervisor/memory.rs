@@ -145,10 +145,16 @@ impl Run {
 
     fn memory_failed(&mut self, n: u32, error: MemoryError) {
         self.vault = None;
-        self.state.memory.status = MemoryStatus::Failed;
         self.state.memory.reason = Some(error.to_string());
-        self.warn(format!(
-            "iteration {n}: the memory vault stopped working ({error}); the run goes on without memory"
-        ));
+        if let MemoryError::Unavailable(_) = error {
+            // The store never opened: as if it had failed to open before the run.
+            self.state.memory.status = MemoryStatus::Unavailable;
+            self.warn(format!("{error}; the run goes on without memory"));
+        } else {
+            self.state.memory.status = MemoryStatus::Failed;
+            self.warn(format!(
+                "iteration {n}: the memory vault stopped working ({error}); the run goes on without memory"
+            ));
+        }
     }
 }
