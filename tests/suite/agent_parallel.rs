@@ -158,12 +158,18 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
     assert_eq!(git(p, &["status", "--porcelain"]), "?? specs/\n");
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+fn wait_for(what: &str, done: impl FnMut() -> bool) {
+    wait_saying(what, done, String::new);
+}
+
+/// [`wait_for`], saying `log()` (what the process printed) when the wait fails.
+fn wait_saying(what: &str, mut done: impl FnMut() -> bool, log: impl Fn() -> String) {
     let start = Instant::now();
     while !done() {
         assert!(
             start.elapsed() < Duration::from_secs(90),
-            "waited for {what}"
+            "waited for {what}:\n{}",
+            log()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -197,18 +203,30 @@ async fn watch_picks_up_specs_added_later_and_idles_without_spinning() {
     let idle = cpu_ticks(child.id()) - before;
     assert!(idle <= 5, "{idle} ticks of CPU in 2 s of idling");
 
-    // A spec added by another process is picked up and committed, then another.
+    // A spec added by another process is picked up and committed, then another, each added
+    // once the agent watches again (added earlier, the second is fetched without a wait).
     inbox_add(p, &llm, &["specs/fix-median.md"]);
-    wait_for("the first commit", || {
-        subjects(p).contains(&"ralph: complete fix-median".to_string())
-    });
+    wait_saying(
+        "the first commit",
+        || subjects(p).contains(&"ralph: complete fix-median".to_string()),
+        said,
+    );
+    wait_saying(
+        "the agent to watch after the first",
+        || said().matches("watching it").count() >= 2,
+        said,
+    );
     inbox_add(p, &llm, &["specs/fix-mode.md"]);
-    wait_for("the second commit", || {
-        subjects(p).contains(&"ralph: complete fix-mode".to_string())
-    });
-    wait_for("the agent to watch again", || {
-        said().matches("watching it").count() >= 3
-    });
+    wait_saying(
+        "the second commit",
+        || subjects(p).contains(&"ralph: complete fix-mode".to_string()),
+        said,
+    );
+    wait_saying(
+        "the agent to watch again",
+        || said().matches("watching it").count() >= 3,
+        said,
+    );
     assert!(child.try_wait().unwrap().is_none(), "{}", said());
 
     // Ctrl+C while it waits ends the session cleanly.
