@@ -60,6 +60,10 @@ pub struct Scan {
     pub allowlisted: Vec<u64>,
 }
 
+/// Texts up to this long are searched for keywords without the automaton while it is not built
+/// yet ([`Detector::keyword_hits`]).
+const PLAIN_MAX: usize = 512;
+
 /// Finds secrets and personal data in texts. Built once per run; shared between threads.
 pub struct Detector {
     rules: RuleSet,
@@ -107,7 +111,9 @@ impl Detector {
                 unkeyed.push(i);
             }
             for k in &rule.spec.keywords {
-                match words.iter().position(|w| w == k) {
+                // Keywords are matched without regard to ASCII case, so two that differ only
+                // in case are one keyword.
+                match words.iter().position(|w| w.eq_ignore_ascii_case(k)) {
                     Some(p) => keyword_rules[p].push(i),
                     None => {
                         words.push(k.clone());
@@ -120,7 +126,11 @@ impl Detector {
         // `secret`): the search below reports the longest keyword at each place only.
         for (i, word) in words.iter().enumerate() {
             for (j, other) in words.iter().enumerate() {
-                if i != j && word.starts_with(other.as_str()) {
+                let prefix = word
+                    .as_bytes()
+                    .get(..other.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(other.as_bytes()));
+                if i != j && prefix {
                     let extra = keyword_rules[j].clone();
                     for r in extra {
                         if !keyword_rules[i].contains(&r) {
@@ -232,16 +242,10 @@ impl Detector {
     fn rules_into(&self, text: &str, scan: &mut Scan) {
         // The windows of each rule, merged.
         let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
-        if let Some(ac) = self.keywords() {
-            // Every occurrence of every keyword: the longest keyword starting at the leftmost
-            // place (with those it starts with), then the search goes on from the next byte.
-            let mut at = 0;
-            while let Some(m) = ac.find(Input::new(text).range(at..)) {
-                for &r in &self.keyword_rules[m.pattern().as_usize()] {
-                    let w = window(text, m.start(), m.end(), self.rules.rules[r].multiline);
-                    windows.push((r, w));
-                }
-                at = m.start() + 1;
+        let plain = text.len() <= PLAIN_MAX && self.keywords.get().is_none();
+        for (start, end, k) in self.keyword_hits(text, plain) {
+            for &r in &self.keyword_rules[k] {
+                windows.push((r, window(text, start, end, self.rules.rules[r].multiline)));
             }
         }
         for &r in &self.unkeyed {
@@ -258,6 +262,46 @@ impl Detector {
         for (r, w) in merged {
             self.rule_into(&self.rules.rules[r], text, w, scan);
         }
+    }
+
+    /// The longest keyword starting at each place of `text` where one starts, in order, as
+    /// `(start, end, keyword)`: with those it starts with, that is every occurrence of every
+    /// keyword. `plain` tries each keyword at each place instead of running the automaton,
+    /// which a short text (a path, a command) takes less time for than the automaton's build:
+    /// the run's first scan, of what the user typed, comes before its baseline test run.
+    pub(crate) fn keyword_hits(&self, text: &str, plain: bool) -> Vec<(usize, usize, usize)> {
+        if plain {
+            let bytes = text.as_bytes();
+            // The longest keyword at each place; on a tie, the first (as the automaton).
+            let mut longest: Vec<Option<(usize, usize)>> = vec![None; bytes.len()];
+            for (k, word) in self.words.iter().map(String::as_bytes).enumerate() {
+                if word.is_empty() || word.len() > bytes.len() {
+                    continue;
+                }
+                for start in 0..=bytes.len() - word.len() {
+                    let found = bytes[start..start + word.len()].eq_ignore_ascii_case(word);
+                    if found && longest[start].is_none_or(|(len, _)| len < word.len()) {
+                        longest[start] = Some((word.len(), k));
+                    }
+                }
+            }
+            return longest
+                .into_iter()
+                .enumerate()
+                .filter_map(|(start, l)| l.map(|(len, k)| (start, start + len, k)))
+                .collect();
+        }
+        let mut hits = Vec::new();
+        if let Some(ac) = self.keywords() {
+            // The longest keyword starting at the leftmost place, then the search goes on
+            // from the next byte.
+            let mut at = 0;
+            while let Some(m) = ac.find(Input::new(text).range(at..)) {
+                hits.push((m.start(), m.end(), m.pattern().as_usize()));
+                at = m.start() + 1;
+            }
+        }
+        hits
     }
 
     fn rule_into(&self, rule: &Rule, text: &str, w: Range<usize>, scan: &mut Scan) {

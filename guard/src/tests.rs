@@ -218,6 +218,24 @@ static SHARED: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(guard);
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// Trying each keyword at each place (a short text's search before the automaton is built)
+    /// finds what the automaton finds, on texts dense with keywords in any case.
+    #[test]
+    fn the_plain_keyword_search_finds_what_the_automaton_finds(
+        pieces in prop::collection::vec(
+            prop::sample::select(vec![
+                "api_key", "API", "key", "secret", "SeCrEt_", "token", "ToKen=", "ghp_", "akia",
+                "AKIA", "password", "pass", "sk-", "sk-proj-", "xox", "-----BEGIN", " ", "=", "\n",
+                "é", "🚀", "a", "Z9",
+            ]),
+            0..40,
+        ),
+    ) {
+        let text: String = pieces.concat();
+        let d = SHARED.detector();
+        prop_assert_eq!(d.keyword_hits(&text, true), d.keyword_hits(&text, false), "{:?}", text);
+    }
+
     /// Mask then unmask is the identity, on any text, with or without secrets in it.
     #[test]
     fn mask_then_unmask_is_the_identity(
