@@ -4,7 +4,7 @@
 //!   by several processes at once (`contention`: commit retries, the creation and write locks),
 //!   a run's attempts recorded in a log beside the table (`pending`) until written into it in
 //!   one append, recalled from the rows in memory and their snapshot beside the table
-//!   (`snapshot`);
+//!   (`snapshot`), the table's Arrow columns (`columns`);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
 //!   configured [`embedder`]; the stores open in the background, [`Opening`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
