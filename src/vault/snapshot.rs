@@ -73,18 +73,23 @@ impl Mirror {
     }
 }
 
-/// Up to `limit` of `rows` with cosine similarity ≥ `min_similarity` to `query` (scaled to
-/// length 1), most similar first.
-pub(super) fn nearest<'a>(
-    rows: impl Iterator<Item = &'a Row>,
+/// Up to `limit` of the rows of `parts` (the table's, the log's) with cosine similarity ≥
+/// `min_similarity` to `query` (scaled to length 1), most similar first.
+pub(super) fn nearest(
+    parts: &[&[Row]],
     query: &[f32],
     limit: usize,
     min_similarity: f32,
 ) -> Vec<Scored> {
-    let mut hits: Vec<(f32, &FixAttempt)> = rows
-        .map(|(a, v)| (dot(query, v), a))
-        .filter(|(similarity, _)| *similarity >= min_similarity)
-        .collect();
+    let mut hits: Vec<(f32, &FixAttempt)> = Vec::new();
+    for rows in parts {
+        for (a, v) in rows.iter() {
+            let similarity = dot(query, v);
+            if similarity >= min_similarity {
+                hits.push((similarity, a));
+            }
+        }
+    }
     if hits.len() > limit && limit > 0 {
         hits.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
     }
@@ -205,9 +210,9 @@ mod tests {
             found.into_iter().map(|s| s.attempt.id).collect()
         };
         assert_eq!(
-            ids(nearest(mirror.rows.iter(), &[1.0, 0.0], 5, 0.5)),
+            ids(nearest(&[&mirror.rows], &[1.0, 0.0], 5, 0.5)),
             ["x", "xy"]
         );
-        assert_eq!(ids(nearest(mirror.rows.iter(), &[1.0, 0.0], 1, 0.0)), ["x"]);
+        assert_eq!(ids(nearest(&[&mirror.rows], &[1.0, 0.0], 1, 0.0)), ["x"]);
     }
 }

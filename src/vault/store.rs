@@ -61,19 +61,17 @@ struct Rows {
     pending: Option<Pending>,
 }
 
-/// The log's rows not already in `table`: a flush that crashed before removing the log left
-/// its rows in both.
-fn unflushed<'a>(table: &Mirror, pending: &'a Pending) -> Vec<&'a Row> {
+/// Leaves out of the log as read the rows `table` already holds: a flush that crashed before
+/// removing the log left its rows in both. Done once per read of the log, not per search.
+fn drop_flushed(table: &Mirror, pending: &mut Pending) {
     if pending.rows.is_empty() {
-        return Vec::new();
+        return;
     }
     let flushed: std::collections::HashSet<&str> =
         table.rows.iter().map(|(a, _)| a.id.as_str()).collect();
     pending
         .rows
-        .iter()
-        .filter(|(a, _)| !flushed.contains(a.id.as_str()))
-        .collect()
+        .retain(|(a, _)| !flushed.contains(a.id.as_str()));
 }
 
 /// The table of vectors made by the embedder `embedder_id`: `attempts_` and the id with every
@@ -158,7 +156,7 @@ impl LanceStore {
     pub async fn count(&self) -> Result<usize> {
         let mut state = self.rows.lock().await;
         let (table, pending) = self.current(&mut state).await?;
-        Ok(table.rows.len() + unflushed(table, pending).len())
+        Ok(table.rows.len() + pending.rows.len())
     }
 
     /// How many rows the table holds (its manifest says; nothing is read).
@@ -173,7 +171,7 @@ impl LanceStore {
         Ok(table
             .rows
             .iter()
-            .chain(unflushed(table, pending))
+            .chain(&pending.rows)
             .map(|(a, _)| a.clone())
             .collect())
     }
@@ -218,7 +216,7 @@ impl LanceStore {
         // Under the lock the log is read as it is now, not as it was.
         state.pending = None;
         let (table, pending) = self.current(&mut state).await?;
-        let fresh: Vec<Row> = unflushed(table, pending).into_iter().cloned().collect();
+        let fresh: Vec<Row> = pending.rows.clone();
         let from = table.version;
         if !fresh.is_empty() {
             let batch = columns::batch(&self.schema, self.dims, &fresh)?;
@@ -247,8 +245,8 @@ impl LanceStore {
     /// The log's size: rows not yet in the table, and bytes.
     pub async fn backlog(&self) -> Result<(usize, u64)> {
         let mut state = self.rows.lock().await;
-        let (table, pending) = self.current(&mut state).await?;
-        Ok((unflushed(table, pending).len(), pending.bytes))
+        let (_, pending) = self.current(&mut state).await?;
+        Ok((pending.rows.len(), pending.bytes))
     }
 
     fn io(&self, source: std::io::Error) -> VaultError {
@@ -265,12 +263,18 @@ impl LanceStore {
         let version = self.table.version().await?;
         let table = match table.take().filter(|m| m.version == version) {
             Some(m) => table.insert(m),
-            None => table.insert(self.load_table(version).await?),
+            None => {
+                // The log is told apart from the new rows at its next read.
+                *pending = None;
+                table.insert(self.load_table(version).await?)
+            }
         };
         let pending = match pending.take().filter(|p| p.is_current(&self.pending)) {
             Some(p) => pending.insert(p),
             None => {
-                pending.insert(Pending::read(&self.pending, self.dims).map_err(|e| self.io(e))?)
+                let mut p = Pending::read(&self.pending, self.dims).map_err(|e| self.io(e))?;
+                drop_flushed(table, &mut p);
+                pending.insert(p)
             }
         };
         Ok((table, pending))
@@ -344,8 +348,12 @@ impl LanceStore {
         let query = unit(vector.to_vec());
         let mut state = self.rows.lock().await;
         let (table, pending) = self.current(&mut state).await?;
-        let rows = table.rows.iter().chain(unflushed(table, pending));
-        Ok(nearest(rows, &query, limit, min_similarity))
+        Ok(nearest(
+            &[&table.rows, &pending.rows],
+            &query,
+            limit,
+            min_similarity,
+        ))
     }
 
     /// Deletes the least useful attempts until at most `max` remain: failed attempts before
@@ -385,21 +393,19 @@ impl LanceStore {
         self.table.checkout_latest().await?;
         state.pending = None;
         let (table, pending) = self.current(&mut state).await?;
-        let mut rows: Vec<Row> = table
-            .rows
-            .iter()
-            .chain(unflushed(table, pending))
-            .cloned()
-            .collect();
+        let mut order: Vec<&Row> = table.rows.iter().chain(&pending.rows).collect();
         // Most useful first; everything past `max` goes.
-        rows.sort_by(|(a, _), (b, _)| {
+        order.sort_by(|(a, _), (b, _)| {
             b.success
                 .cmp(&a.success)
                 .then(b.timestamp_ms.cmp(&a.timestamp_ms))
                 .then(a.id.cmp(&b.id))
         });
-        let doomed = rows.len().saturating_sub(max);
-        rows.truncate(max);
+        let doomed = order.len().saturating_sub(max);
+        order.truncate(max);
+        // Copied in their new order, so that a search reads the vectors in the order they lie
+        // in memory (sorted after copying, they would lie scattered).
+        let rows: Vec<Row> = order.into_iter().cloned().collect();
         let batch = columns::batch(&self.schema, self.dims, &rows)?;
         let overwrite = || async {
             self.table
