@@ -14,8 +14,8 @@ const FLUSH_BYTES: u64 = 4 << 20;
 
 /// A tenth of `max_patterns`, at least one: the vault is pruned once it holds this many more
 /// than `max_patterns`, and the log is written into the table once it holds this many rows.
-/// A write through LanceDB is the costliest thing a run does with the vault (it maps 25 to 30
-/// MiB more of the executable, measured in issue 18): with this slack a vault in steady use
+/// A write through LanceDB is the costliest thing a run does with the vault (a run's peak rises
+/// from 41 to 64 MiB, measured in issue 18): with this slack a vault in steady use
 /// writes to LanceDB once in a hundred attempts, not after each.
 fn slack(max_patterns: usize) -> usize {
     (max_patterns / 10).max(1)
