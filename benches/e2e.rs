@@ -53,6 +53,17 @@ fn seeded_vault(rt: &tokio::runtime::Runtime, n: usize) -> Option<tempfile::Temp
     }
     let dir = tempfile::tempdir().unwrap();
     rt.block_on(support::seed_vault(dir.path(), n));
+    // The recall snapshot beside the table is in the format of this harness's build. A binary
+    // of another format reads the table through LanceDB once and writes its own, as the first
+    // run after an upgrade does: one read of the vault by the binary measured leaves what any
+    // later run of it finds.
+    let stats = std::process::Command::new(&*RALPH)
+        .args(["vault", "stats"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(stats.status.success(), "vault stats: {stats:?}");
     Some(dir)
 }
 

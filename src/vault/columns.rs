@@ -12,8 +12,7 @@ use ralph_actors::schema::attempt::FixAttempt;
 use ralph_actors::schema::test_run::Category;
 
 use super::error::{Result, VaultError};
-use super::pending::Row;
-use super::snapshot::unit;
+use super::rowset::Rowset;
 
 /// The layout of a table whose vectors have `dims` dimensions.
 pub(super) fn schema(dims: usize) -> Result<SchemaRef> {
@@ -46,20 +45,19 @@ pub(super) fn schema(dims: usize) -> Result<SchemaRef> {
 }
 
 /// `rows` as one record batch of a table with `schema`.
-pub(super) fn batch(schema: &SchemaRef, dims: usize, rows: &[Row]) -> Result<RecordBatch> {
+pub(super) fn batch(schema: &SchemaRef, rows: &Rowset) -> Result<RecordBatch> {
+    let attempts = rows.attempts();
     let text = |f: fn(&FixAttempt) -> &str| -> ArrayRef {
-        Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|(a, _)| f(a)),
-        ))
+        Arc::new(StringArray::from_iter_values(attempts.iter().map(f)))
     };
     let mut tests = ListBuilder::new(StringBuilder::new());
-    for (a, _) in rows {
+    for a in attempts {
         for id in &a.test_ids {
             tests.values().append_value(id);
         }
         tests.append(true);
     }
-    let dims = i32::try_from(dims).map_err(|_| VaultError::Schema("dims".into()))?;
+    let dims = i32::try_from(rows.dims()).map_err(|_| VaultError::Schema("dims".into()))?;
     let values = Float32Array::from_iter_values(rows.iter().flat_map(|(_, v)| v.iter().copied()));
     let vectors = FixedSizeListArray::try_new(
         Arc::new(Field::new("item", DataType::Float32, true)),
@@ -72,22 +70,22 @@ pub(super) fn batch(schema: &SchemaRef, dims: usize, rows: &[Row]) -> Result<Rec
         text(|a| &a.project_id),
         text(|a| &a.signature),
         Arc::new(StringArray::from_iter(
-            rows.iter().map(|(a, _)| a.category.map(|c| c.as_str())),
+            attempts.iter().map(|a| a.category.map(|c| c.as_str())),
         )),
         Arc::new(tests.finish()),
         text(|a| &a.hypothesis),
         text(|a| &a.diff),
         Arc::new(BooleanArray::from_iter(
-            rows.iter().map(|(a, _)| Some(a.success)),
+            attempts.iter().map(|a| Some(a.success)),
         )),
         Arc::new(Int64Array::from_iter_values(
-            rows.iter().map(|(a, _)| a.timestamp_ms),
+            attempts.iter().map(|a| a.timestamp_ms),
         )),
         Arc::new(UInt64Array::from_iter_values(
-            rows.iter().map(|(a, _)| a.tokens),
+            attempts.iter().map(|a| a.tokens),
         )),
         Arc::new(Float64Array::from_iter_values(
-            rows.iter().map(|(a, _)| a.cost_usd),
+            attempts.iter().map(|a| a.cost_usd),
         )),
         text(|a| &a.model),
         text(|a| &a.language),
@@ -96,8 +94,9 @@ pub(super) fn batch(schema: &SchemaRef, dims: usize, rows: &[Row]) -> Result<Rec
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
-/// The attempts of a batch with their vectors (scaled to length 1).
-pub(super) fn rows(batch: &RecordBatch, dims: usize) -> Result<Vec<Row>> {
+/// Adds the attempts of a batch with their vectors (scaled to length 1) to `rows`.
+pub(super) fn read_into(rows: &mut Rowset, batch: &RecordBatch) -> Result<()> {
+    let dims = rows.dims();
     let vectors = batch
         .column_by_name("vector")
         .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
@@ -107,17 +106,15 @@ pub(super) fn rows(batch: &RecordBatch, dims: usize) -> Result<Vec<Row>> {
         .as_any()
         .downcast_ref::<Float32Array>()
         .ok_or_else(|| VaultError::Schema("vector holds no 32-bit floats".into()))?;
-    let mut rows = Vec::with_capacity(batch.num_rows());
     for (i, attempt) in attempts(batch)?.into_iter().enumerate() {
         let start = vectors.value_offset(i) as usize;
         let vector = values
             .values()
             .get(start..start + dims)
-            .ok_or_else(|| VaultError::Schema("a vector is shorter than the table's".into()))?
-            .to_vec();
-        rows.push((attempt, unit(vector)));
+            .ok_or_else(|| VaultError::Schema("a vector is shorter than the table's".into()))?;
+        rows.push(attempt, vector);
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// The attempts of a batch read back (every column but the vector).

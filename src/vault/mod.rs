@@ -3,8 +3,8 @@
 //! - [`store`]: [`LanceStore`], attempts and vectors in one table per embedding model, written
 //!   by several processes at once (`contention`: commit retries, the creation and write locks),
 //!   a run's attempts recorded in a log beside the table (`pending`) until written into it in
-//!   one append, recalled from the rows in memory and their snapshot beside the table
-//!   (`snapshot`), the table's Arrow columns (`columns`);
+//!   one append, recalled from the rows in memory (`rowset`, the vectors in one buffer) and their
+//!   snapshot beside the table (`snapshot`), the table's Arrow columns (`columns`);
 //! - [`embed`]: the offline hashed n-gram embedder and the provider embedders;
 //! - opening the vault for a run ([`open()`], with [`vault_path`], [`project_id`] and the
 //!   configured [`embedder`]; the stores open in the background, [`Opening`]), the housekeeping after it ([`housekeep()`]), and the JSON Lines
@@ -24,6 +24,7 @@ mod housekeep;
 mod open;
 mod opening;
 mod pending;
+mod rowset;
 mod snapshot;
 pub mod store;
 mod transfer;

@@ -19,10 +19,7 @@
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ralph_actors::schema::attempt::FixAttempt;
-
-/// An attempt and its vector (scaled to length 1).
-pub(super) type Row = (FixAttempt, Vec<f32>);
+use super::rowset::{Row, Rowset};
 
 /// The file's first bytes: its format. A change of `FixAttempt` or of the record layout
 /// changes the number; a log of another format is set aside at the next append, not lost.
@@ -68,15 +65,24 @@ pub(super) fn stamp(path: &Path) -> Option<Stamp> {
 }
 
 /// The log as read, with the stamp of the state it was read in.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Pending {
     pub stamp: Option<Stamp>,
-    pub rows: Vec<Row>,
+    pub rows: Rowset,
     /// The file's length: a long log is flushed even with few rows.
     pub bytes: u64,
 }
 
 impl Pending {
+    /// No log.
+    pub fn empty(dims: usize) -> Pending {
+        Pending {
+            stamp: None,
+            rows: Rowset::new(dims),
+            bytes: 0,
+        }
+    }
+
     /// Reads the log at `path`; none is an empty log. Rows with vectors of another length than
     /// `dims` are left out, and so is a file of another format (it is set aside at the next
     /// append).
@@ -86,14 +92,14 @@ impl Pending {
         let stamp = stamp(path);
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pending::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pending::empty(dims)),
             Err(e) => return Err(e),
         };
         let rows = match parse(&bytes, dims) {
             Some((rows, _)) => rows,
             None => {
                 tracing::debug!("{} is not a log of this version; read past", path.display());
-                Vec::new()
+                Rowset::new(dims)
             }
         };
         Ok(Pending {
@@ -112,12 +118,12 @@ impl Pending {
 /// The rows of the whole records of a log, and the length they end at; `None` when `bytes` is
 /// not a log of this format. A file shorter than the format line that begins it is a log torn
 /// before its first record.
-fn parse(bytes: &[u8], dims: usize) -> Option<(Vec<Row>, usize)> {
+fn parse(bytes: &[u8], dims: usize) -> Option<(Rowset, usize)> {
     if bytes.len() < MAGIC.len() {
-        return MAGIC.starts_with(bytes).then(|| (Vec::new(), 0));
+        return MAGIC.starts_with(bytes).then(|| (Rowset::new(dims), 0));
     }
     let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
-    let mut rows = Vec::new();
+    let mut rows = Rowset::new(dims);
     let mut end = MAGIC.len();
     while let Some((len, sum)) = rest.get(..HEADER).map(|h| {
         let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -129,12 +135,11 @@ fn parse(bytes: &[u8], dims: usize) -> Option<(Vec<Row>, usize)> {
         if checksum(record) != sum {
             break;
         }
-        let Ok(row) = postcard::from_bytes::<Row>(record) else {
+        let Ok((attempt, vector)) = postcard::from_bytes::<Row>(record) else {
             break;
         };
-        if row.1.len() == dims {
-            rows.push(row);
-        }
+        // A vector of another length (another embedder's) is not this table's: left out.
+        rows.push(attempt, &vector);
         end += HEADER + len;
         rest = &rest[HEADER + len..];
     }
@@ -212,29 +217,14 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use ralph_actors::schema::test_run::Category;
+    use crate::vault::rowset::fixtures::attempt;
 
     fn row(id: &str) -> Row {
-        let attempt = FixAttempt {
-            id: id.into(),
-            project_id: "p".into(),
-            signature: "s".into(),
-            category: Some(Category::Logic),
-            test_ids: vec!["t::a".into()],
-            hypothesis: "h".into(),
-            diff: "d".into(),
-            success: true,
-            timestamp_ms: 7,
-            tokens: 3,
-            cost_usd: 0.5,
-            model: "m".into(),
-            language: "python".into(),
-        };
-        (attempt, vec![0.6, 0.8])
+        (attempt(id), vec![0.6, 0.8])
     }
 
     fn ids(p: &Pending) -> Vec<&str> {
-        p.rows.iter().map(|(a, _)| a.id.as_str()).collect()
+        p.rows.attempts().iter().map(|a| a.id.as_str()).collect()
     }
 
     #[test]
@@ -251,7 +241,8 @@ mod tests {
         let read = Pending::read(&path, 2).unwrap();
         assert_eq!(read.stamp, after);
         assert_eq!(ids(&read), ["a", "b"]);
-        assert_eq!(read.rows[0], row("a"), "every field comes back");
+        let (a, v) = read.rows.iter().next().unwrap();
+        assert_eq!((a.clone(), v.to_vec()), row("a"), "every field comes back");
 
         let (before, _) = append(&path, 2, &[row("c")]).unwrap();
         assert_eq!(before, read.stamp);

@@ -28,8 +28,9 @@ use ralph_actors::schema::attempt::{FixAttempt, Scored};
 use super::columns;
 use super::contention::{committed, creation_lock, write_lock};
 use super::error::{Result, VaultError};
-use super::pending::{self, pending_path, Pending, Row};
-use super::snapshot::{nearest, snapshot_path, unit, Mirror};
+use super::pending::{self, pending_path, Pending};
+use super::rowset::{nearest, unit, Row, Rowset};
+use super::snapshot::{snapshot_path, Mirror};
 
 /// How stale a read may be: another process's attempt is seen within this time. Recall is a
 /// hint, and checking for new versions on every read would cost each query a directory listing.
@@ -67,11 +68,13 @@ fn drop_flushed(table: &Mirror, pending: &mut Pending) {
     if pending.rows.is_empty() {
         return;
     }
-    let flushed: std::collections::HashSet<&str> =
-        table.rows.iter().map(|(a, _)| a.id.as_str()).collect();
-    pending
+    let flushed: std::collections::HashSet<&str> = table
         .rows
-        .retain(|(a, _)| !flushed.contains(a.id.as_str()));
+        .attempts()
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
+    pending.rows.retain(|a| !flushed.contains(a.id.as_str()));
 }
 
 /// The table of vectors made by the embedder `embedder_id`: `attempts_` and the id with every
@@ -170,9 +173,10 @@ impl LanceStore {
         let (table, pending) = self.current(&mut state).await?;
         Ok(table
             .rows
+            .attempts()
             .iter()
-            .chain(&pending.rows)
-            .map(|(a, _)| a.clone())
+            .chain(pending.rows.attempts())
+            .cloned()
             .collect())
     }
 
@@ -216,10 +220,10 @@ impl LanceStore {
         // Under the lock the log is read as it is now, not as it was.
         state.pending = None;
         let (table, pending) = self.current(&mut state).await?;
-        let fresh: Vec<Row> = pending.rows.clone();
+        let fresh = pending.rows.clone();
         let from = table.version;
         if !fresh.is_empty() {
-            let batch = columns::batch(&self.schema, self.dims, &fresh)?;
+            let batch = columns::batch(&self.schema, &fresh)?;
             let add = || async { self.table.add(batch.clone()).execute().await };
             committed(add).await?;
         }
@@ -230,7 +234,7 @@ impl LanceStore {
         match state.table.take() {
             Some(mut m) if from == m.version && version == from + 1 => {
                 m.version = version;
-                m.extend(fresh);
+                m.rows.append(&fresh);
                 m.save(&self.snapshot);
                 state.table = Some(m);
             }
@@ -238,7 +242,7 @@ impl LanceStore {
             _ => {}
         }
         pending::clear(&self.pending).map_err(|e| self.io(e))?;
-        state.pending = Some(Pending::default());
+        state.pending = Some(Pending::empty(self.dims));
         Ok(written)
     }
 
@@ -289,8 +293,7 @@ impl LanceStore {
         if self.table_rows().await? == 0 {
             return Ok(Mirror {
                 version,
-                dims: self.dims,
-                rows: Vec::new(),
+                rows: Rowset::new(self.dims),
             });
         }
         let m = self.read_rows().await?;
@@ -305,16 +308,16 @@ impl LanceStore {
     async fn read_rows(&self) -> Result<Mirror> {
         let version = self.table.version().await?;
         let batches: Vec<RecordBatch> = self.table.query().execute().await?.try_collect().await?;
-        let mut rows = Vec::new();
+        let total = batches.iter().map(RecordBatch::num_rows).sum();
+        let mut rows = Rowset::with_capacity(self.dims, total);
         for batch in &batches {
-            rows.extend(columns::rows(batch, self.dims)?);
+            columns::read_into(&mut rows, batch)?;
         }
         // A write by another process between the two reads of the version would label these
         // rows wrongly: they are then labelled with no version, so nothing keeps them.
         let after = self.table.version().await?;
         Ok(Mirror {
             version: if after == version { version } else { u64::MAX },
-            dims: self.dims,
             rows,
         })
     }
@@ -393,7 +396,8 @@ impl LanceStore {
         self.table.checkout_latest().await?;
         state.pending = None;
         let (table, pending) = self.current(&mut state).await?;
-        let mut order: Vec<&Row> = table.rows.iter().chain(&pending.rows).collect();
+        let mut order: Vec<(&FixAttempt, &[f32])> =
+            table.rows.iter().chain(pending.rows.iter()).collect();
         // Most useful first; everything past `max` goes.
         order.sort_by(|(a, _), (b, _)| {
             b.success
@@ -403,10 +407,11 @@ impl LanceStore {
         });
         let doomed = order.len().saturating_sub(max);
         order.truncate(max);
-        // Copied in their new order, so that a search reads the vectors in the order they lie
-        // in memory (sorted after copying, they would lie scattered).
-        let rows: Vec<Row> = order.into_iter().cloned().collect();
-        let batch = columns::batch(&self.schema, self.dims, &rows)?;
+        let mut rows = Rowset::with_capacity(self.dims, order.len());
+        for (attempt, vector) in order {
+            rows.push(attempt.clone(), vector);
+        }
+        let batch = columns::batch(&self.schema, &rows)?;
         let overwrite = || async {
             self.table
                 .add(batch.clone())
@@ -417,13 +422,12 @@ impl LanceStore {
         committed(overwrite).await?;
         let mirror = Mirror {
             version: self.table.version().await?,
-            dims: self.dims,
             rows,
         };
         mirror.save(&self.snapshot);
         state.table = Some(mirror);
         pending::clear(&self.pending).map_err(|e| self.io(e))?;
-        state.pending = Some(Pending::default());
+        state.pending = Some(Pending::empty(self.dims));
         Ok(doomed)
     }
 
@@ -681,8 +685,10 @@ mod tests {
         assert_eq!(ids(again.search(&query, 5, 0.5).await.unwrap()), ["b"]);
         let stale = Mirror {
             version: 1,
-            dims: store.dims,
-            rows: vec![(attempt("ghost", sig, true), query.clone())],
+            rows: Rowset::from_rows(
+                store.dims,
+                vec![(attempt("ghost", sig, true), query.clone())],
+            ),
         };
         stale.save(&store.snapshot);
         let (fresh, _) = store_with(dir.path(), &[]).await;
