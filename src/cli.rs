@@ -42,6 +42,34 @@ pub enum Command {
     Agent(AgentArgs),
     /// Fix many files or specs, one after another or N at once, within one total budget.
     Batch(BatchArgs),
+    /// The coding-agent CLIs ralph-loop can run (Claude Code, Codex, Aider, ...): which are
+    /// installed and signed in, and their models.
+    Agents(AgentsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    #[command(subcommand)]
+    pub action: AgentsAction,
+    /// The config file (default: ./ralph.config.yaml or the nearest one above); its `agents:`
+    /// section adds agents or replaces built-in ones.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsAction {
+    /// Every agent ralph-loop knows: installed or not, signed in or not, its output format.
+    List,
+    /// The models agent NAME offers (listed by the agent and cached; `--refresh` asks again).
+    Models {
+        name: String,
+        #[arg(long)]
+        refresh: bool,
+    },
 }
 
 /// How a batch shows itself.

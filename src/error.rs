@@ -46,6 +46,9 @@ pub enum Error {
     Spec(#[from] crate::spec::SpecError),
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
+    /// An unknown or missing coding-agent CLI, or one whose models cannot be listed.
+    #[error(transparent)]
+    Agents(#[from] crate::agents::registry::AgentsError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -130,6 +133,8 @@ impl Error {
             Error::Inbox(e) => e.exit_code(),
             Error::Spec(_) => 2,
             Error::Git(_) => 1,
+            Error::Agents(crate::agents::registry::AgentsError::ListFailed { .. }) => 1,
+            Error::Agents(_) => 2,
             Error::Lock(crate::lock::LockError::Held { .. }) => 2,
             Error::Lock(_) => 1,
             // A recording given by `--record`/`--replay` that cannot be opened: a bad flag.

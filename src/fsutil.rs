@@ -1,4 +1,4 @@
-//! Small file-system helpers shared by the session store and the workspace.
+//! Small file-system helpers shared by the session store, the workspace and the caches.
 
 use std::io::Write;
 use std::path::Path;
@@ -21,4 +21,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// ralph-loop's cache folder: `$XDG_CACHE_HOME/ralph-loop` (an absolute one), else
+/// `~/.cache/ralph-loop`, else one in the temporary directory.
+pub fn cache_home() -> std::path::PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("ralph-loop")
 }

@@ -9,6 +9,8 @@
 //! - Many runs: [`spec`] (a task as Markdown with front matter, and planning its targets),
 //!   [`inbox`] (the queue of specs), [`agent`] (agent mode's session file, lock and log),
 //!   [`git`] (the commits and stashes of finished and failed specs).
+//! - Coding-agent CLIs: [`agents`] (their definitions, detection, models, and readers of their
+//!   output).
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
@@ -23,6 +25,7 @@
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
 pub mod agent;
+pub mod agents;
 pub mod app;
 pub mod chaos;
 pub mod cli;

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Some(Command::Query(args)) => ralph_loop::app::queue::query(args),
         Some(Command::Agent(args)) => ralph_loop::app::agent::run(args),
         Some(Command::Batch(args)) => ralph_loop::app::batch::run(args),
+        Some(Command::Agents(args)) => ralph_loop::app::agents::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };
     ralph_loop::app::exit_code(result)

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub(crate) mod agent_status;
+pub mod agents;
 pub mod batch;
 pub mod commands;
 pub mod edge;

@@ -55,12 +55,7 @@ pub fn uses_library(language: Language, suite: &str) -> bool {
 
 /// Where ralph-loop keeps the libraries it installed for Chaos.
 fn cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("ralph-loop").join("chaos")
+    crate::fsutil::cache_home().join("chaos")
 }
 
 /// Makes `language`'s library importable from files in `chaos_dir` run in `cwd`: the variables

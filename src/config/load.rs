@@ -115,6 +115,24 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
             ));
         }
     }
+    for (i, def) in config.agents.iter().enumerate() {
+        if let Err(why) = def.validate() {
+            return Err(ConfigError::at_key(
+                file,
+                source,
+                "agents",
+                format!("entry {} ({:?}): {why}", i + 1, def.name),
+            ));
+        }
+        if config.agents[..i].iter().any(|d| d.name == def.name) {
+            return Err(ConfigError::at_key(
+                file,
+                source,
+                "agents",
+                format!("entry {}: {:?} is defined twice", i + 1, def.name),
+            ));
+        }
+    }
     if config.memory.global_sharing && config.memory.global_uri.is_none() {
         return Err(ConfigError::at_key(
             file,

@@ -41,6 +41,8 @@ pub struct Config {
     pub linting: Linting,
     pub sandbox: SandboxConfig,
     pub agent: AgentConfig,
+    /// Coding-agent CLIs beyond the built-in ones, or replacing one of the same name.
+    pub agents: Vec<crate::agents::AgentDef>,
     /// The entries of `ralph-loop batch` without arguments, in order.
     pub batch: Vec<super::batch::BatchEntry>,
     /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
@@ -77,6 +79,7 @@ impl Default for Config {
             linting: Linting::default(),
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
+            agents: Vec::new(),
             batch: Vec::new(),
             prices: BTreeMap::new(),
             prompts: Prompts::default(),

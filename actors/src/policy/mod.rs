@@ -1,7 +1,8 @@
 //! The rules a run is judged and bounded by, each a pure function of its inputs: the money
 //! ([`budget`]), Chaos's rounds and how its runs are read ([`adversarial`]), the circuit breaker ([`entropy`]), the completion promise ([`criteria`]),
 //! flaky-test re-runs ([`flaky`]), the check that a proposal leaves the tests alone
-//! ([`integrity`]) and which calls an iteration waits for ([`pace`]).
+//! ([`integrity`]), which calls an iteration waits for ([`pace`]), and the agent loop's status
+//! blocks, breaker and exit gate ([`tracker`]).
 
 pub mod adversarial;
 pub mod budget;
@@ -10,3 +11,4 @@ pub mod entropy;
 pub mod flaky;
 pub mod integrity;
 pub mod pace;
+pub mod tracker;

@@ -4,6 +4,7 @@
 //! - [`test_run`]: the unified test-result schema (`test-results-iteration-<N>.json`);
 //! - [`context`]: what the Librarian packed into a prompt, and why;
 //! - [`attempt`]: a fix attempt as the MemoryVault keeps and recalls it;
+//! - [`agent`]: what a coding-agent CLI's output says (text, tools, tokens, cost, result);
 //! - [`adversarial`]: Chaos's findings and the report's `adversarial` section;
 //! - [`mutation`]: mutation testing's mutants and scores, whichever tool ran it;
 //! - [`report`]: the final report and its parts (statuses and exit codes);
@@ -11,6 +12,7 @@
 //! - [`usage`]: token usage.
 
 pub mod adversarial;
+pub mod agent;
 pub mod attempt;
 pub mod context;
 pub mod mutation;

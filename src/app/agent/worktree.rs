@@ -23,18 +23,12 @@ pub(super) fn home(configured: Option<&Path>, root: &Path) -> PathBuf {
     if let Some(dir) = configured {
         return dir.to_path_buf();
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
     let name = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".into());
     let id = crate::vault::project_id(root);
-    cache
-        .join("ralph-loop")
+    crate::fsutil::cache_home()
         .join("worktrees")
         .join(format!("{name}-{}", &id[..id.len().min(8)]))
 }

@@ -1,0 +1,169 @@
+//! Reading coding agents' output: the status-block scanner over 100 MB of agent text (target:
+//! over 200 MB/s, issue 19), and the whole path from Claude Code's stream-JSON lines through
+//! its reader to the scanner. Beside them, the least any line reader costs: finding the line
+//! breaks of the same bytes. Run with `cargo bench --bench agents`
+//! (`RALPH_BENCH_AGENT_MB` sets the size). See `docs/performance.md`.
+
+// A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use ralph_actors::policy::tracker::status::{Found, StatusScanner};
+use ralph_actors::schema::agent::AgentEvent;
+use ralph_loop::agents::output::Format;
+
+/// What an agent prints over an iteration: prose, code, tool output, now and then a status
+/// block and a completion indicator, and one long line (a JSON blob) in a hundred.
+fn agent_text(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 4096);
+    let mut i = 0usize;
+    while out.len() < bytes {
+        match i % 100 {
+            0 => out.push_str(
+                "---RALPH_STATUS---\nSTATUS: IN_PROGRESS\nTASKS_COMPLETED_THIS_LOOP: 1\nFILES_MODIFIED: 2\nTESTS_STATUS: FAILING\nWORK_TYPE: IMPLEMENTATION\nEXIT_SIGNAL: false\nRECOMMENDATION: go on with the parser\n---END_RALPH_STATUS---\n",
+            ),
+            37 => out.push_str("All tasks are complete for this part of the work.\n"),
+            50 => {
+                out.push_str("{\"blob\":\"");
+                out.push_str(&"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo".repeat(60));
+                out.push_str("\"}\n");
+            }
+            n if n % 3 == 0 => out.push_str(&format!(
+                "    let value_{i} = parse(&input[{i}..]).map_err(|e| Error::at({i}, e))?;\n"
+            )),
+            n if n % 3 == 1 => out.push_str(&format!(
+                "I am reading src/module_{i}.rs to see how the tokens are counted before the edit.\n"
+            )),
+            _ => out.push_str(&format!(
+                "tests/test_{i}.py::test_case PASSED                                        [ {}%]\n",
+                i % 100
+            )),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The same text as Claude Code's stream-JSON: an assistant event per ten lines.
+fn claude_stream(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 5 / 4);
+    let lines: Vec<&str> = text.lines().collect();
+    for (n, chunk) in lines.chunks(10).enumerate() {
+        let event = serde_json::json!({
+            "type": "assistant",
+            "message": {
+                "id": format!("msg_{n}"),
+                "content": [{"type": "text", "text": chunk.join("\n")}],
+                "usage": {"input_tokens": 1000, "output_tokens": 200}
+            },
+            "session_id": "s"
+        });
+        out.push_str(&event.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+fn mb_per_s(bytes: usize, took: Duration) -> f64 {
+    bytes as f64 / 1e6 / took.as_secs_f64()
+}
+
+/// The best of `rounds` timings of `f`.
+fn best<T>(rounds: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let out = f();
+        best = best.min(t.elapsed());
+        last = Some(out);
+    }
+    (best, last.expect("one round at least"))
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("agents: skipped (run it with `cargo bench --bench agents`)");
+        return;
+    }
+    let mb: usize = std::env::var("RALPH_BENCH_AGENT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let text = agent_text(mb << 20);
+    let bytes = text.as_bytes();
+
+    let (newlines, count) = best(3, || memchr::memchr_iter(b'\n', bytes).count());
+    let (lines, _) = best(3, || black_box(text.lines().count()));
+    let (scan, found) = best(3, || {
+        let mut scanner = StatusScanner::new();
+        let mut found = Vec::new();
+        // As a pipe delivers it: 16 KiB at a time, cut anywhere.
+        for piece in bytes.chunks(16 * 1024) {
+            scanner.feed(piece, &mut found);
+        }
+        scanner.finish(&mut found);
+        found
+    });
+    let blocks = found
+        .iter()
+        .filter(|f| matches!(f, Found::Block(_)))
+        .count();
+    let indicators = found
+        .iter()
+        .filter(|f| matches!(f, Found::Indicator(_)))
+        .count();
+    eprintln!(
+        "agents: {:.0} MB of agent text, {count} lines, {blocks} status blocks, {indicators} indicators",
+        bytes.len() as f64 / 1e6
+    );
+    eprintln!(
+        "agents: status scanner {:.0} MB/s ({:.0} ms); baseline: line breaks (memchr) {:.0} MB/s, str::lines {:.0} MB/s",
+        mb_per_s(bytes.len(), scan),
+        scan.as_secs_f64() * 1e3,
+        mb_per_s(bytes.len(), newlines),
+        mb_per_s(bytes.len(), lines),
+    );
+
+    let stream = claude_stream(&text);
+    let (whole, events) = best(3, || {
+        let mut reader = Format::ClaudeStreamJson.reader();
+        let mut scanner = StatusScanner::new();
+        let mut events = Vec::new();
+        let mut found = Vec::new();
+        let mut count = 0usize;
+        for line in stream.lines() {
+            reader.line(line, &mut events);
+            for event in events.drain(..) {
+                if let AgentEvent::Text { text } = event {
+                    scanner.feed(text.as_bytes(), &mut found);
+                    scanner.feed(b"\n", &mut found);
+                }
+                count += 1;
+            }
+        }
+        scanner.finish(&mut found);
+        (count, found.len())
+    });
+    eprintln!(
+        "agents: Claude stream-JSON through its reader and the scanner: {:.0} MB/s over {:.0} MB ({} events, {} found)",
+        mb_per_s(stream.len(), whole),
+        stream.len() as f64 / 1e6,
+        events.0,
+        events.1
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "agent_text_mb": bytes.len() as f64 / 1e6,
+            "status_scanner_mb_per_s": mb_per_s(bytes.len(), scan),
+            "baseline_memchr_mb_per_s": mb_per_s(bytes.len(), newlines),
+            "baseline_lines_mb_per_s": mb_per_s(bytes.len(), lines),
+            "claude_stream_mb_per_s": mb_per_s(stream.len(), whole),
+            "status_blocks": blocks,
+            "indicators": indicators,
+        })
+    );
+}

@@ -1,0 +1,232 @@
+//! The agents ralph-loop knows without configuration. Each entry's flags follow its vendor's
+//! documentation for headless use; `docs/agents.md` says which were run here and which were
+//! not.
+
+use super::definition::{AgentDef, Auth, ModelSource, PromptVia};
+use super::output::Format;
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every built-in agent, in the order `agents list` shows them.
+pub fn builtins() -> Vec<AgentDef> {
+    vec![
+        AgentDef {
+            name: "claude".into(),
+            title: "Claude Code".into(),
+            binaries: strings(&["claude"]),
+            auth: Auth {
+                env: strings(&[
+                    "ANTHROPIC_API_KEY",
+                    "ANTHROPIC_AUTH_TOKEN",
+                    "CLAUDE_CODE_OAUTH_TOKEN",
+                ]),
+                files: strings(&["~/.claude/.credentials.json"]),
+            },
+            models: ModelSource::Fixed {
+                names: strings(&["sonnet", "opus", "haiku"]),
+            },
+            args: strings(&[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--dangerously-skip-permissions",
+                "--model",
+                "{model}",
+            ]),
+            prompt: PromptVia::Stdin,
+            format: Format::ClaudeStreamJson,
+            reports_cost: true,
+        },
+        AgentDef {
+            name: "codex".into(),
+            title: "OpenAI Codex CLI".into(),
+            binaries: strings(&["codex"]),
+            auth: Auth {
+                env: strings(&["OPENAI_API_KEY", "CODEX_API_KEY"]),
+                files: strings(&["~/.codex/auth.json"]),
+            },
+            models: ModelSource::Fixed {
+                names: strings(&["gpt-5-codex", "gpt-5", "gpt-5-mini"]),
+            },
+            args: strings(&[
+                "exec",
+                "--json",
+                "--full-auto",
+                "--skip-git-repo-check",
+                "--model",
+                "{model}",
+                "-",
+            ]),
+            prompt: PromptVia::Stdin,
+            format: Format::CodexJson,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "agy".into(),
+            title: "Google Antigravity".into(),
+            binaries: strings(&["agy"]),
+            auth: Auth {
+                env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+                files: strings(&["~/.gemini/oauth_creds.json"]),
+            },
+            models: ModelSource::Fixed {
+                names: strings(&["gemini-3-pro", "gemini-2.5-pro", "gemini-2.5-flash"]),
+            },
+            args: strings(&["--model", "{model}", "-p", "{prompt}"]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "gemini".into(),
+            title: "Gemini CLI (retired; Antigravity succeeds it)".into(),
+            binaries: strings(&["gemini"]),
+            auth: Auth {
+                env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+                files: strings(&["~/.gemini/oauth_creds.json"]),
+            },
+            models: ModelSource::Fixed {
+                names: strings(&["gemini-2.5-pro", "gemini-2.5-flash"]),
+            },
+            args: strings(&["--yolo", "--model", "{model}", "-p", "{prompt}"]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "aider".into(),
+            title: "Aider".into(),
+            binaries: strings(&["aider"]),
+            auth: Auth {
+                env: strings(&[
+                    "OPENAI_API_KEY",
+                    "ANTHROPIC_API_KEY",
+                    "GEMINI_API_KEY",
+                    "DEEPSEEK_API_KEY",
+                    "OPENROUTER_API_KEY",
+                    "OPENAI_API_BASE",
+                ]),
+                files: strings(&["~/.aider.conf.yml"]),
+            },
+            models: ModelSource::Command {
+                args: strings(&["--list-models", "/"]),
+            },
+            args: strings(&[
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-check-update",
+                "--no-analytics",
+                "--no-pretty",
+                "--no-stream",
+                "--no-show-model-warnings",
+                "--model",
+                "{model}",
+                "--message",
+                "{prompt}",
+            ]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "cursor".into(),
+            title: "Cursor Agent".into(),
+            binaries: strings(&["cursor-agent", "agent"]),
+            auth: Auth {
+                env: strings(&["CURSOR_API_KEY"]),
+                files: strings(&["~/.cursor/cli-config.json"]),
+            },
+            models: ModelSource::Command {
+                args: strings(&["--list-models"]),
+            },
+            args: strings(&[
+                "-p",
+                "--force",
+                "--output-format",
+                "text",
+                "--model",
+                "{model}",
+                "{prompt}",
+            ]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "auggie".into(),
+            title: "Augment CLI".into(),
+            binaries: strings(&["auggie"]),
+            auth: Auth {
+                env: strings(&["AUGMENT_SESSION_AUTH"]),
+                files: strings(&["~/.augment/session.json"]),
+            },
+            models: ModelSource::Command {
+                args: strings(&["models", "list"]),
+            },
+            args: strings(&["--print", "--quiet", "--model", "{model}"]),
+            prompt: PromptVia::Stdin,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "opencode".into(),
+            title: "OpenCode".into(),
+            binaries: strings(&["opencode"]),
+            auth: Auth {
+                env: Vec::new(),
+                files: strings(&["~/.local/share/opencode/auth.json"]),
+            },
+            models: ModelSource::Command {
+                args: strings(&["models"]),
+            },
+            args: strings(&["run", "--model", "{model}", "{prompt}"]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+        AgentDef {
+            name: "goose".into(),
+            title: "goose".into(),
+            binaries: strings(&["goose"]),
+            auth: Auth {
+                env: Vec::new(),
+                files: strings(&["~/.config/goose/config.yaml"]),
+            },
+            models: ModelSource::None,
+            args: strings(&["run", "--no-session", "--text", "{prompt}"]),
+            prompt: PromptVia::Argument,
+            format: Format::Plain,
+            reports_cost: false,
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_each_runs_headless_on_its_prompt() {
+        let all = builtins();
+        let mut names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        for d in &all {
+            let args = d.run_args("PROMPT", Some("M"));
+            match d.prompt {
+                PromptVia::Argument => assert!(args.contains(&"PROMPT".into()), "{}", d.name),
+                PromptVia::Stdin => assert!(!args.contains(&"PROMPT".into()), "{}", d.name),
+            }
+            if d.args.iter().any(|a| a.contains("{model}")) {
+                assert!(args.contains(&"M".into()), "{}", d.name);
+                assert!(!d.run_args("PROMPT", None).contains(&"--model".into()));
+            }
+        }
+    }
+}

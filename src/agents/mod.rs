@@ -1,0 +1,17 @@
+//! Coding-agent CLIs as ralph-loop runs them (Claude Code, Codex, Antigravity, Aider, Cursor,
+//! Auggie, OpenCode, goose, and any configured in `agents:`).
+//!
+//! - [`definition`]: one agent: its executables, its sign-in check, where its models come
+//!   from, the arguments of a headless run and its output format;
+//! - [`builtin`]: the agents known without configuration;
+//! - [`registry`]: the built-ins and the configured ones together, what is installed and
+//!   signed in here, and model lists (cached);
+//! - [`output`]: readers of each output format into `AgentEvent`s.
+
+pub mod builtin;
+pub mod definition;
+pub mod output;
+pub mod registry;
+
+pub use definition::AgentDef;
+pub use registry::Registry;

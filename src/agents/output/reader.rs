@@ -1,0 +1,19 @@
+//! [`Reader`]: what every format's reader does; and the one-line summaries they share.
+
+use ralph_actors::schema::agent::AgentEvent;
+
+/// Reads one agent's stdout, line by line (without the line break).
+pub trait Reader: Send {
+    fn line(&mut self, line: &str, out: &mut Vec<AgentEvent>);
+}
+
+/// A one-line summary of at most `max` characters.
+pub(crate) fn summary(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.chars().count() <= max && !text.trim().contains('\n') {
+        return line.to_string();
+    }
+    let mut short: String = line.chars().take(max.saturating_sub(1)).collect();
+    short.push('…');
+    short
+}

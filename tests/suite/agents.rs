@@ -1,0 +1,216 @@
+//! `ralph-loop agents`: the coding-agent CLIs found on PATH, their sign-in, their models (listed
+//! by the agent, cached, refreshed on request), and agents defined in config.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::support::isolate;
+
+/// An executable script `name` in `bin`.
+fn script(bin: &Path, name: &str, body: &str) {
+    let path = bin.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `ralph-loop agents ...` in `dir` with only `bin` (and the system's) on PATH.
+fn agents(dir: &Path, bin: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, dir);
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env_remove("CODEX_API_KEY")
+        .env_remove("CLAUDE_CODE_OAUTH_TOKEN")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .arg("agents");
+    cmd
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out).unwrap()
+}
+
+#[test]
+fn list_says_which_agents_are_installed_and_signed_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    script(&bin, "claude", "exit 0");
+    script(&bin, "codex", "exit 0");
+    std::fs::create_dir_all(dir.path().join(".codex")).unwrap();
+    std::fs::write(dir.path().join(".codex/auth.json"), "{}").unwrap();
+
+    let out = agents(dir.path(), &bin)
+        .args(["list", "--json"])
+        .assert()
+        .success();
+    let list = json(&out.get_output().stdout);
+    let entry = |name: &str| -> Value {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let claude = entry("claude");
+    assert_eq!(
+        claude["binary"],
+        bin.join("claude").to_string_lossy().as_ref()
+    );
+    assert_eq!(claude["auth"]["state"], "missing");
+    assert_eq!(claude["format"], "claude-stream-json");
+    assert_eq!(entry("codex")["auth"]["state"], "ready");
+    assert_eq!(entry("codex")["auth"]["how"], "~/.codex/auth.json");
+    assert!(entry("aider")["binary"].is_null());
+
+    // The text view: one line per agent and how many can be used.
+    let out = agents(dir.path(), &bin)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .arg("list")
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("claude") && l.contains("signed in ($ANTHROPIC_API_KEY)")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("aider") && l.contains("not installed")),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 of 9 agents installed and usable here"),
+        "{text}"
+    );
+}
+
+/// A listed model set is asked of the agent once, then served from the cache until
+/// `--refresh`; a fixed one is printed as it is; a failing listing names the command.
+#[test]
+fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = dir.path().join("calls");
+    script(
+        &bin,
+        "aider",
+        &format!(
+            "echo listed >> {}\necho 'Models which match \"/\":'\necho '- openai/gpt-4.1'\necho '- anthropic/claude-sonnet-4-5'",
+            calls.display()
+        ),
+    );
+    let listed = |refresh: bool| {
+        let mut cmd = agents(dir.path(), &bin);
+        cmd.args(["models", "aider", "--json"]);
+        if refresh {
+            cmd.arg("--refresh");
+        }
+        json(&cmd.assert().success().get_output().stdout)
+    };
+    let first = listed(false);
+    assert_eq!(
+        first["names"],
+        serde_json::json!(["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"])
+    );
+    assert_eq!(first["cached"], false);
+    let second = listed(false);
+    assert_eq!(second["cached"], true);
+    assert_eq!(second["names"], first["names"]);
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1);
+    assert_eq!(listed(true)["cached"], false);
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 2);
+    assert!(dir
+        .path()
+        .join("cache/ralph-loop/agents/aider.models.json")
+        .is_file());
+
+    let out = agents(dir.path(), &bin)
+        .args(["models", "claude"])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "sonnet\nopus\nhaiku\n"
+    );
+
+    script(&bin, "cursor-agent", "echo 'not logged in' >&2; exit 3");
+    let out = agents(dir.path(), &bin)
+        .args(["models", "cursor"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("cursor-agent --list-models") && err.contains("not logged in"),
+        "{err}"
+    );
+
+    let out = agents(dir.path(), &bin)
+        .args(["models", "nope"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("no agent named \"nope\""), "{err}");
+}
+
+/// An agent defined in config is listed beside the built-ins; a bad definition is refused
+/// with the file, line and key.
+#[test]
+fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    script(&bin, "my-agent", "exit 0");
+    std::fs::write(
+        dir.path().join("ralph.config.yaml"),
+        "agents:\n  - name: mine\n    title: My agent\n    binaries: [my-agent]\n    args: [run, \"{prompt}\"]\n    prompt: argument\n    format: plain\n",
+    )
+    .unwrap();
+    let out = agents(dir.path(), &bin)
+        .args(["list", "--json"])
+        .assert()
+        .success();
+    let list = json(&out.get_output().stdout);
+    let mine = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "mine")
+        .unwrap();
+    assert_eq!(mine["configured"], true);
+    assert_eq!(mine["auth"]["state"], "unknown");
+    assert_eq!(
+        mine["binary"],
+        bin.join("my-agent").to_string_lossy().as_ref()
+    );
+
+    std::fs::write(
+        dir.path().join("ralph.config.yaml"),
+        "budgets:\n  max_iterations: 3\nagents:\n  - name: mine\n    binaries: [my-agent]\n    args: [run]\n    prompt: argument\n    format: plain\n",
+    )
+    .unwrap();
+    let out = agents(dir.path(), &bin).arg("list").assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("ralph.config.yaml") && err.contains("agents") && err.contains("{prompt}"),
+        "{err}"
+    );
+    assert!(err.contains(":3"), "the line of `agents:`: {err}");
+
+    std::fs::write(
+        dir.path().join("ralph.config.yaml"),
+        "agents:\n  - name: mine\n    binaries: [my-agent]\n    args: [run]\n    format: yaml\n",
+    )
+    .unwrap();
+    let out = agents(dir.path(), &bin).arg("list").assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("agents[0].format") || err.contains("format"),
+        "{err}"
+    );
+}
