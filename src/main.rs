@@ -4,7 +4,12 @@ use clap::Parser;
 use ralph_loop::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `__reap ...`: this binary as the reaper of a supervised command's tree.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = ralph_loop::process::reaper::run_if_asked(&args) {
+        return ExitCode::from(code);
+    }
+    let cli = Cli::parse_from(args);
     ralph_loop::app::init_tracing();
     let result = match cli.command {
         Some(Command::Run(args)) => ralph_loop::app::run(*args, Default::default()),

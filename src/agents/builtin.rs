@@ -128,7 +128,7 @@ pub fn builtins() -> Vec<AgentDef> {
                 "{prompt}",
             ]),
             prompt: PromptVia::Argument,
-            format: Format::Plain,
+            format: Format::Aider,
             reports_cost: false,
         },
         AgentDef {

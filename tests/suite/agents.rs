@@ -214,3 +214,111 @@ fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
         "{err}"
     );
 }
+
+/// Whether process `pid` is still running (not gone, not a zombie).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Waits up to `limit` for `pid` to stop running.
+fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if !running(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    !running(pid)
+}
+
+/// The pid a command under the reaper printed first, read from its stdout.
+fn first_pid(stdout: &mut impl std::io::BufRead) -> i32 {
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    line.trim().parse().unwrap()
+}
+
+/// A command that starts a process in a session of its own (as Claude Code's shell tool does)
+/// and exits: the reaper stops the escaped process and exits with the command's status. No
+/// descendant survives (ralph-orchestrator #204).
+#[test]
+fn the_reaper_stops_what_escaped_the_group_and_keeps_the_exit_code() {
+    let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
+    let mut child = std::process::Command::new(&bin)
+        .args(["__reap", &std::process::id().to_string(), "--", "sh", "-c"])
+        .arg("setsid sleep 300 & echo $!; exit 3")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let escaped = first_pid(&mut out);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(
+        gone_within(escaped, std::time::Duration::from_secs(2)),
+        "pid {escaped} survived"
+    );
+}
+
+/// SIGTERM to the reaper stops the command and everything it started, in any session; the
+/// exit status says the command was terminated.
+#[test]
+fn sigterm_to_the_reaper_stops_the_whole_tree() {
+    use nix::sys::signal::{kill, Signal};
+    let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
+    let mut child = std::process::Command::new(&bin)
+        .args(["__reap", &std::process::id().to_string(), "--", "sh", "-c"])
+        .arg("setsid sh -c 'trap \"\" TERM; sleep 300' & echo $!; sleep 300")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let escaped = first_pid(&mut out);
+    assert!(running(escaped));
+    kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    // It ignores SIGTERM: SIGKILL after the grace period.
+    assert!(
+        gone_within(escaped, std::time::Duration::from_secs(2)),
+        "pid {escaped} survived"
+    );
+}
+
+/// When ralph-loop itself dies (here a shell standing in for it, killed with SIGKILL), the
+/// reaper hears of it and stops the tree.
+#[test]
+fn the_tree_dies_with_the_process_that_started_the_reaper() {
+    use nix::sys::signal::{kill, Signal};
+    let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
+    let script = format!(
+        "{} __reap $$ -- sh -c 'setsid sleep 300 & echo $!; sleep 300' & wait",
+        bin.display()
+    );
+    let mut parent = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
+    let escaped = first_pid(&mut out);
+    kill(
+        nix::unistd::Pid::from_raw(parent.id() as i32),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    parent.wait().unwrap();
+    assert!(
+        gone_within(escaped, std::time::Duration::from_secs(3)),
+        "pid {escaped} survived"
+    );
+}

@@ -1,8 +1,9 @@
 //! Readers of agents' output: each turns one agent's format, a line at a time, into
 //! `AgentEvent`s. Claude Code's stream-JSON ([`claude`]), Codex's `--json` events in both of
-//! their schemas ([`codex`]), and plain text for every agent without a structured mode
-//! ([`plain`]); [`Format`] names them and makes their readers ([`Reader`]).
+//! their schemas ([`codex`]), Aider's text with its cost lines ([`aider`]), and plain text for
+//! every other agent without a structured mode ([`plain`]); [`Format`] names them and makes their readers ([`Reader`]).
 
+pub mod aider;
 pub mod claude;
 pub mod codex;
 mod format;

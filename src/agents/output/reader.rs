@@ -5,6 +5,9 @@ use ralph_actors::schema::agent::AgentEvent;
 /// Reads one agent's stdout, line by line (without the line break).
 pub trait Reader: Send {
     fn line(&mut self, line: &str, out: &mut Vec<AgentEvent>);
+
+    /// Called once the output has ended: what the format says only at its end.
+    fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
 }
 
 /// A one-line summary of at most `max` characters.

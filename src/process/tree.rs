@@ -1,0 +1,162 @@
+//! A process's whole tree of descendants, read from `/proc`, across process groups and
+//! sessions: what a coding agent leaves behind when its shell tool starts commands in a session
+//! of their own (Claude Code does), which killing the agent's group cannot reach. Also the CPU
+//! time the tree has used, by which a silent agent still at work is told from a stuck one.
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// One process as `/proc/<pid>/stat` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proc {
+    pub pid: i32,
+    pub ppid: i32,
+    /// Neither a zombie nor dead.
+    pub live: bool,
+    /// User and system time, in clock ticks.
+    pub cpu_ticks: u64,
+}
+
+/// Every process on the machine; `None` when `/proc` cannot be read.
+pub fn table() -> Option<Vec<Proc>> {
+    let mut procs = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(p) = parse(pid, &stat) {
+            procs.push(p);
+        }
+    }
+    Some(procs)
+}
+
+/// `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+/// stime ...`; `comm` may hold spaces and parentheses, so fields are counted from the last `)`.
+fn parse(pid: i32, stat: &str) -> Option<Proc> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().take(13).collect();
+    let state = *fields.first()?;
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Proc {
+        pid,
+        ppid,
+        live: state != "Z" && state != "X",
+        cpu_ticks: utime + stime,
+    })
+}
+
+/// The descendants of `root` in `table` (not `root` itself), parents before their children.
+pub fn descendants(root: i32, table: &[Proc]) -> Vec<Proc> {
+    let mut out: Vec<Proc> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for p in table.iter().filter(|p| p.ppid == parent && p.pid != root) {
+            if !out.iter().any(|o| o.pid == p.pid) {
+                out.push(*p);
+                frontier.push(p.pid);
+            }
+        }
+    }
+    out
+}
+
+/// The CPU time `root` and its live descendants have used, in clock ticks; `None` when
+/// `/proc` cannot be read or `root` has gone.
+pub fn cpu_ticks(root: i32) -> Option<u64> {
+    let table = table()?;
+    let own = table.iter().find(|p| p.pid == root)?.cpu_ticks;
+    Some(
+        own + descendants(root, &table)
+            .iter()
+            .filter(|p| p.live)
+            .map(|p| p.cpu_ticks)
+            .sum::<u64>(),
+    )
+}
+
+/// How many live descendants `root` has.
+pub fn live_descendants(root: i32) -> usize {
+    table().map_or(0, |table| {
+        descendants(root, &table).iter().filter(|p| p.live).count()
+    })
+}
+
+/// Sends `signal` to every live descendant of `root`; returns how many there were.
+pub fn signal_descendants(root: i32, signal: Signal) -> usize {
+    let Some(table) = table() else {
+        return 0;
+    };
+    let live: Vec<Proc> = descendants(root, &table)
+        .into_iter()
+        .filter(|p| p.live)
+        .collect();
+    for p in &live {
+        let _ = kill(Pid::from_raw(p.pid), signal);
+    }
+    live.len()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn stat_lines_are_read_past_a_command_name_with_parentheses() {
+        let stat =
+            "42 (my (odd) name) S 7 42 42 0 -1 4194560 100 0 0 0 15 5 0 0 20 0 1 0 100 1000 50";
+        assert_eq!(
+            parse(42, stat),
+            Some(Proc {
+                pid: 42,
+                ppid: 7,
+                live: true,
+                cpu_ticks: 20
+            })
+        );
+        assert!(!parse(43, "43 (z) Z 7 1 1 0 -1 0 0 0 0 0 1 1").unwrap().live);
+    }
+
+    #[test]
+    fn descendants_follow_every_generation_and_nothing_else() {
+        let p = |pid, ppid| Proc {
+            pid,
+            ppid,
+            live: true,
+            cpu_ticks: 1,
+        };
+        let table = [p(1, 0), p(10, 1), p(11, 10), p(12, 11), p(13, 10), p(20, 1)];
+        let mut pids: Vec<i32> = descendants(10, &table).iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        assert_eq!(pids, [11, 12, 13]);
+    }
+
+    /// A process of this test's own tree is found, and its CPU time counted.
+    #[test]
+    fn a_real_child_is_a_descendant() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as i32;
+        let table = table().unwrap();
+        assert!(descendants(me, &table)
+            .iter()
+            .any(|p| p.pid == child.id() as i32));
+        assert!(cpu_ticks(me).is_some());
+        assert_eq!(signal_descendants(child.id() as i32, Signal::SIGKILL), 0);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
