@@ -1,8 +1,10 @@
-//! Reading coding agents' output: the status-block scanner over 100 MB of agent text (target:
-//! over 200 MB/s, issue 19), and the whole path from Claude Code's stream-JSON lines through
-//! its reader to the scanner. Beside them, the least any line reader costs: finding the line
-//! breaks of the same bytes. Run with `cargo bench --bench agents`
-//! (`RALPH_BENCH_AGENT_MB` sets the size). See `docs/performance.md`.
+//! Coding agents (issue 19): reading their output, the status-block scanner over 100 MB of agent
+//! text (target: over 200 MB/s) and the whole path from Claude Code's stream-JSON lines through
+//! its reader to the scanner, beside the least any line reader costs (finding the line breaks
+//! of the same bytes); running them, a supervised run's overhead beyond the agent's own (the
+//! same script run plainly) and how soon after its hang timeout a hung agent is stopped
+//! (target: within 1 s). Run with `cargo bench --bench agents` (`RALPH_BENCH_AGENT_MB` sets the
+//! size, `RALPH_BENCH_AGENT_RUNS` the runs). See `docs/performance.md`.
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,7 +14,22 @@ use std::time::{Duration, Instant};
 
 use ralph_actors::policy::tracker::status::{Found, StatusScanner};
 use ralph_actors::schema::agent::AgentEvent;
+use ralph_loop::agents::invoke::{invoke, AgentEnding, Limits};
 use ralph_loop::agents::output::Format;
+use ralph_loop::process::groups::ProcessGroups;
+
+#[path = "../tests/suite/agent_script.rs"]
+mod agent_script;
+
+/// The limits of the benchmark's agent runs, with `hang`.
+fn limits(hang: Duration) -> Limits {
+    Limits {
+        hang,
+        active: Duration::from_secs(60),
+        result_grace: Duration::from_secs(5),
+        max_output_bytes: 1 << 20,
+    }
+}
 
 /// What an agent prints over an iteration: prose, code, tool output, now and then a status
 /// block and a completion indicator, and one long line (a JSON blob) in a hundred.
@@ -83,11 +100,82 @@ fn best<T>(rounds: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     (best, last.expect("one round at least"))
 }
 
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// A supervised run against the same script run plainly, and the hang detection's latency.
+fn running(runs: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.\n---RALPH_STATUS---\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\n---END_RALPH_STATUS---","total_cost_usd":0.02}"#;
+    let body = format!("cat > /dev/null\nprintf '%s\\n' '{result}'");
+    let groups = ProcessGroups::new();
+    let (mut plain, mut supervised) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let run = agent_script::scripted(dir.path(), &body, limits(Duration::from_secs(30)));
+        let t = Instant::now();
+        let out = std::process::Command::new(&run.binary)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        plain.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        let outcome = rt
+            .block_on(invoke(run, Default::default(), &groups, |_| {}))
+            .unwrap();
+        assert_eq!(outcome.ending, AgentEnding::Exited(Some(0)));
+        supervised.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let paired: Vec<f64> = supervised.iter().zip(&plain).map(|(s, p)| s - p).collect();
+    eprintln!(
+        "agents: a supervised run {:.2} ms against {:.2} ms for the script alone: overhead {:.2} ms (median of {runs} pairs, max {:.2})",
+        median(supervised.clone()),
+        median(plain.clone()),
+        median(paired.clone()),
+        paired.iter().copied().fold(f64::MIN, f64::max),
+    );
+    let hang = Duration::from_millis(500);
+    let mut late = Vec::new();
+    for _ in 0..runs.min(10) {
+        let run = agent_script::scripted(dir.path(), "cat > /dev/null\nsleep 30", limits(hang));
+        let outcome = rt
+            .block_on(invoke(run, Default::default(), &groups, |_| {}))
+            .unwrap();
+        assert_eq!(outcome.ending, AgentEnding::Hung);
+        late.push((outcome.duration.as_secs_f64() - hang.as_secs_f64()) * 1e3);
+    }
+    eprintln!(
+        "agents: a hung agent stopped {:.0} ms after its hang timeout (median of {}, max {:.0})",
+        median(late.clone()),
+        late.len(),
+        late.iter().copied().fold(f64::MIN, f64::max)
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "supervised_run_ms": median(supervised),
+            "plain_run_ms": median(plain),
+            "supervision_overhead_ms": median(paired),
+            "hang_latency_ms": median(late),
+        })
+    );
+}
+
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         eprintln!("agents: skipped (run it with `cargo bench --bench agents`)");
         return;
     }
+    let runs: usize = std::env::var("RALPH_BENCH_AGENT_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
     let mb: usize = std::env::var("RALPH_BENCH_AGENT_MB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -166,4 +254,5 @@ fn main() {
             "indicators": indicators,
         })
     );
+    running(runs);
 }

@@ -6,10 +6,12 @@
 //! - [`builtin`]: the agents known without configuration;
 //! - [`registry`]: the built-ins and the configured ones together, what is installed and
 //!   signed in here, and model lists (cached);
-//! - [`output`]: readers of each output format into `AgentEvent`s.
+//! - [`output`]: readers of each output format into `AgentEvent`s;
+//! - [`invoke`]: one supervised run of an agent on a prompt, and how it ended.
 
 pub mod builtin;
 pub mod definition;
+pub mod invoke;
 pub mod output;
 pub mod registry;
 

@@ -48,6 +48,14 @@ pub struct Spec {
     pub before_stop: Option<BoxFuture<'static, ()>>,
     /// Run when the group is killed without being waited for (a dropped run, a hard exit).
     pub cleanup: Option<Cleanup>,
+    /// Written to the command's stdin, which is then closed (`None`: closed at once).
+    pub stdin: Option<Vec<u8>>,
+    /// Runs the command under the reaper started from this executable (ralph-loop's own), so
+    /// that no descendant outlives it, whatever its group or session (see `process::reaper`).
+    pub reaper: Option<PathBuf>,
+    /// Asked, with the group's id, when no output came for the idle timeout: `true` (the
+    /// command is still at work) waits another idle timeout instead of stopping it.
+    pub still_working: Option<Box<dyn FnMut(Pid) -> BoxFuture<'static, bool> + Send>>,
 }
 
 impl Spec {
@@ -72,6 +80,9 @@ impl Spec {
             lines: None,
             before_stop: None,
             cleanup: None,
+            stdin: None,
+            reaper: None,
+            still_working: None,
         }
     }
 }
@@ -115,6 +126,8 @@ pub struct Outcome {
     pub peak_memory_bytes: Option<u64>,
     /// Processes were still running after the command exited and were stopped.
     pub stopped_leftovers: bool,
+    /// Idle timeouts the command outlived because it was still at work (`Spec::still_working`).
+    pub idle_extensions: u32,
 }
 
 /// Why the command never ran.
@@ -133,11 +146,21 @@ pub async fn run(
     groups: &ProcessGroups,
 ) -> Result<Outcome, SpawnError> {
     let started = Instant::now();
-    let mut command = Command::new(&spec.program);
+    let (program, args) = match &spec.reaper {
+        Some(reaper) => {
+            crate::process::reaper::wrap(reaper, spec.program.clone(), spec.args.clone())
+        }
+        None => (spec.program.clone(), spec.args.clone()),
+    };
+    let mut command = Command::new(&program);
     command
-        .args(&spec.args)
+        .args(&args)
         .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_clear()
@@ -153,6 +176,15 @@ pub async fn run(
         return Err(SpawnError::Vanished);
     };
     let mut guard = groups.guard(pgid, spec.cleanup.clone());
+    let feeding = match (spec.stdin, child.stdin.take()) {
+        (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            // A command that exits without reading it all closes the pipe: not an error here.
+            let _ = pipe.write_all(&bytes).await;
+            let _ = pipe.shutdown().await;
+        })),
+        _ => None,
+    };
 
     let capture = Arc::new(Mutex::new(Capture::new(spec.max_output_bytes)));
     let heard = Arc::new(Notify::new());
@@ -167,10 +199,25 @@ pub async fn run(
     }
 
     let mut peak_bytes = None;
+    let mut idle_extensions = 0;
+    let mut still_working = spec.still_working;
+    let idle_watch = async {
+        loop {
+            idle(&heard, spec.idle_timeout).await;
+            let busy = match still_working.as_mut() {
+                Some(probe) => probe(pgid).await,
+                None => false,
+            };
+            if !busy {
+                return;
+            }
+            idle_extensions += 1;
+        }
+    };
     let ending = tokio::select! {
         status = child.wait() => Ending::Exited(status.ok()),
         () = tokio::time::sleep(spec.timeout) => Ending::TimedOut,
-        () = idle(&heard, spec.idle_timeout) => Ending::Idle,
+        () = idle_watch => Ending::Idle,
         () = cancel.cancelled() => Ending::Cancelled,
         used = watch_memory(pgid, spec.memory_limit_mb, &mut peak_bytes) => {
             Ending::OverMemory(used)
@@ -188,6 +235,9 @@ pub async fn run(
     let stopped = terminate_group(pgid, &mut child).await;
     drain(&mut pumps, DRAIN_AFTER_KILL).await;
     pumps.abort_all();
+    if let Some(feeding) = feeding {
+        feeding.abort();
+    }
     guard.armed = false;
     drop(guard);
     let (output, truncated) = lock(&capture).render();
@@ -198,6 +248,7 @@ pub async fn run(
         duration: started.elapsed(),
         peak_memory_bytes: peak_bytes,
         stopped_leftovers: stopped && matches!(ending, Ending::Exited(_)),
+        idle_extensions,
     })
 }
 

@@ -70,18 +70,48 @@ pub fn descendants(root: i32, table: &[Proc]) -> Vec<Proc> {
     out
 }
 
-/// The CPU time `root` and its live descendants have used, in clock ticks; `None` when
-/// `/proc` cannot be read or `root` has gone.
-pub fn cpu_ticks(root: i32) -> Option<u64> {
+/// What a tree has done so far: CPU time and bytes read or written (files, pipes, sockets).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Activity {
+    pub cpu_ticks: u64,
+    pub io_bytes: u64,
+}
+
+impl Activity {
+    /// Whether anything was done between `before` and this.
+    pub fn since(&self, before: &Activity) -> bool {
+        self.cpu_ticks > before.cpu_ticks || self.io_bytes > before.io_bytes
+    }
+}
+
+/// The activity of `root` and its live descendants; `None` when `/proc` cannot be read or
+/// `root` has gone.
+pub fn activity(root: i32) -> Option<Activity> {
     let table = table()?;
-    let own = table.iter().find(|p| p.pid == root)?.cpu_ticks;
-    Some(
-        own + descendants(root, &table)
-            .iter()
-            .filter(|p| p.live)
-            .map(|p| p.cpu_ticks)
-            .sum::<u64>(),
-    )
+    let own = table.iter().find(|p| p.pid == root)?;
+    let mut total = Activity {
+        cpu_ticks: own.cpu_ticks,
+        io_bytes: io_bytes(root),
+    };
+    for p in descendants(root, &table).iter().filter(|p| p.live) {
+        total.cpu_ticks += p.cpu_ticks;
+        total.io_bytes += io_bytes(p.pid);
+    }
+    Some(total)
+}
+
+/// `rchar` + `wchar` of `/proc/<pid>/io`; 0 when it cannot be read.
+fn io_bytes(pid: i32) -> u64 {
+    let Ok(io) = std::fs::read_to_string(format!("/proc/{pid}/io")) else {
+        return 0;
+    };
+    io.lines()
+        .filter_map(|l| {
+            l.strip_prefix("rchar: ")
+                .or_else(|| l.strip_prefix("wchar: "))
+        })
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .sum()
 }
 
 /// How many live descendants `root` has.
@@ -154,7 +184,7 @@ mod tests {
         assert!(descendants(me, &table)
             .iter()
             .any(|p| p.pid == child.id() as i32));
-        assert!(cpu_ticks(me).is_some());
+        assert!(activity(me).is_some_and(|a| a.io_bytes > 0 || a.cpu_ticks > 0));
         assert_eq!(signal_descendants(child.id() as i32, Signal::SIGKILL), 0);
         child.kill().unwrap();
         child.wait().unwrap();

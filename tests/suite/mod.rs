@@ -2,6 +2,7 @@ mod support;
 
 mod agent;
 mod agent_parallel;
+mod agent_script;
 mod agents;
 mod architecture;
 mod batch;
