@@ -82,7 +82,7 @@ pub fn builtins() -> Vec<AgentDef> {
         },
         AgentDef {
             name: "gemini".into(),
-            title: "Gemini CLI (retired; Antigravity succeeds it)".into(),
+            title: "Gemini CLI (retired: see agy)".into(),
             binaries: strings(&["gemini"]),
             auth: Auth {
                 env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),

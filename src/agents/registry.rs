@@ -130,7 +130,7 @@ pub fn models_cache(name: &str) -> PathBuf {
 }
 
 /// `def`'s models: a fixed list as it is; a listed one from the cache unless `refresh` (or
-/// none is cached), else asked of the agent and cached.
+/// none is cached), else asked of the agent (in a scratch folder) and cached.
 pub async fn models(
     def: &AgentDef,
     refresh: bool,
@@ -175,11 +175,13 @@ pub async fn models(
         command: command.clone(),
         why,
     };
-    let cwd = std::env::current_dir().map_err(|e| failed(e.to_string()))?;
+    // In a scratch folder: an agent may leave files where it runs (Aider starts a git
+    // repository and its history files, even to list models).
+    let scratch = tempfile::tempdir().map_err(|e| failed(e.to_string()))?;
     let spec = Spec::new(
         &binary,
         args,
-        cwd,
+        scratch.path(),
         std::env::vars_os().collect(),
         LIST_TIMEOUT,
         1 << 20,

@@ -29,16 +29,19 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                     Some(path) => path.display().to_string(),
                     None => "not installed".into(),
                 };
-                let auth = match &f.auth {
-                    AuthState::Ready { how } => format!("signed in ({how})"),
-                    AuthState::Missing { wanted } => format!("not signed in (needs {wanted})"),
-                    AuthState::Unknown => "sign-in unknown".into(),
+                let auth = match (&f.binary, &f.auth) {
+                    (None, _) => String::new(),
+                    (Some(_), AuthState::Ready { how }) => format!("; signed in ({how})"),
+                    (Some(_), AuthState::Missing { wanted }) => {
+                        format!("; not signed in (needs {wanted})")
+                    }
+                    (Some(_), AuthState::Unknown) => "; sign-in unknown".into(),
                 };
                 let origin = if f.configured { ", from config" } else { "" };
                 let _ = writeln!(
                     out,
-                    "{:<9} {:<44} {}; {}; {}{origin}",
-                    f.name, f.title, installed, auth, f.format
+                    "{:<9} {:<30} {installed}{auth}; {}{origin}",
+                    f.name, f.title, f.format
                 );
             }
             let usable = found.iter().filter(|f| f.usable()).count();

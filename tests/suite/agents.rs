@@ -101,7 +101,7 @@ fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
         &bin,
         "aider",
         &format!(
-            "echo listed >> {}\necho 'Models which match \"/\":'\necho '- openai/gpt-4.1'\necho '- anthropic/claude-sonnet-4-5'",
+            "echo listed >> {}\ntouch left-by-the-listing\necho 'Models which match \"/\":'\necho '- openai/gpt-4.1'\necho '- anthropic/claude-sonnet-4-5'",
             calls.display()
         ),
     );
