@@ -23,6 +23,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The first file named `name` in the directories of `path` (a `PATH` value) that is
+/// executable.
+pub fn which(name: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|file| is_executable(file))
+}
+
+/// Whether `file` is a regular file someone may execute.
+pub fn is_executable(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// ralph-loop's cache folder: `$XDG_CACHE_HOME/ralph-loop` (an absolute one), else
 /// `~/.cache/ralph-loop`, else one in the temporary directory.
 pub fn cache_home() -> std::path::PathBuf {

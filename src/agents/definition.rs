@@ -90,12 +90,9 @@ pub enum AuthState {
 impl AgentDef {
     /// The first of its executables on `path` (a PATH value).
     pub fn locate(&self, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-        let dirs: Vec<PathBuf> = path.map(|p| std::env::split_paths(p).collect())?;
-        self.binaries.iter().find_map(|bin| {
-            dirs.iter()
-                .map(|d| d.join(bin))
-                .find(|candidate| is_executable(candidate))
-        })
+        self.binaries
+            .iter()
+            .find_map(|bin| crate::fsutil::which(bin, path))
     }
 
     /// Whether it can work, from `env` and the files under `home`.
@@ -183,12 +180,6 @@ impl AgentDef {
         }
         out
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

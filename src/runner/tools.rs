@@ -4,7 +4,6 @@
 //! imports; and the shell quoting of the paths put in those tools' commands.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -55,10 +54,7 @@ impl ToolEnv {
 
     /// The executable `name` on `PATH`.
     pub fn which(&self, name: &str) -> Option<PathBuf> {
-        let path = self.path.as_deref()?;
-        std::env::split_paths(path)
-            .map(|dir| dir.join(name))
-            .find(|file| is_executable(file))
+        crate::fsutil::which(name, self.path.as_deref())
     }
 
     /// Whether cargo finds the subcommand binary `name` (`cargo-llvm-cov`): on `PATH` or in
@@ -68,12 +64,8 @@ impl ToolEnv {
             || self
                 .cargo_home
                 .as_ref()
-                .is_some_and(|home| is_executable(&home.join("bin").join(name)))
+                .is_some_and(|home| crate::fsutil::is_executable(&home.join("bin").join(name)))
     }
-}
-
-fn is_executable(file: &Path) -> bool {
-    std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `rel` in `start` or the nearest ancestor that has it, as node resolves `node_modules`.
