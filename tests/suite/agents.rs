@@ -139,6 +139,20 @@ fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
         "sonnet\nopus\nhaiku\n"
     );
 
+    // Not installed, and an agent that lists none: both refused with what is wrong.
+    let out = agents(dir.path(), &bin)
+        .args(["models", "opencode"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("OpenCode is not installed"), "{err}");
+    let out = agents(dir.path(), &bin)
+        .args(["models", "goose"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("lists no models"), "{err}");
+
     script(&bin, "cursor-agent", "echo 'not logged in' >&2; exit 3");
     let out = agents(dir.path(), &bin)
         .args(["models", "cursor"])
