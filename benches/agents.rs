@@ -12,8 +12,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ralph_actors::policy::tracker::status::{Found, StatusScanner};
 use ralph_actors::schema::agent::AgentEvent;
+use ralph_actors::tracker::status::{Found, StatusScanner};
 use ralph_loop::agents::invoke::{invoke, AgentEnding, Limits};
 use ralph_loop::agents::output::Format;
 use ralph_loop::process::groups::ProcessGroups;
@@ -255,4 +255,127 @@ fn main() {
         })
     );
     running(runs);
+    regent(runs.min(20));
+}
+
+/// The Regent's overhead per iteration beyond the agent's own run and the tests': `ralph-loop
+/// loop` over `iterations` iterations of an agent that only answers, against the same agent
+/// script and test command run plainly as many times (and the binary's start-up once), in the
+/// same git repository. Twice: an agent that changes nothing, and one that changes a file each
+/// iteration (so each iteration also makes a commit).
+fn regent(iterations: usize) {
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ralph-loop"));
+    for changes in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        let bindir = dir.path().join("bin");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&bindir).unwrap();
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"Working.","total_cost_usd":0.001}"#;
+        let edit = if changes {
+            "date +%s%N > work.txt\n"
+        } else {
+            ""
+        };
+        let agent = bindir.join("bench-agent");
+        std::fs::write(
+            &agent,
+            format!("#!/bin/sh\ncat > /dev/null\n{edit}printf '%s\\n' '{result}'\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(root.join("PROMPT.md"), "Work.\n").unwrap();
+        std::fs::write(root.join(".gitignore"), ".ralph/\n").unwrap();
+        std::fs::write(
+            root.join("ralph.config.yaml"),
+            format!(
+                "testing:\n  command: \"true\"\n  mode: report\nbudgets:\n  max_iterations: {iterations}\nregent:\n  agent: bench\n  breaker:\n    half_open_after: 100000\n    open_after: 100000\n    same_error: 100000\n    tests_failing: 100000\nagents:\n  - name: bench\n    binaries: [bench-agent]\n    args: []\n    format: claude-stream-json\n    reports_cost: true\n"
+            ),
+        )
+        .unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&root)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["config", "user.email", "b@example.com"]);
+        git(&["config", "user.name", "B"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "init"]);
+        let path = format!("{}:/usr/bin:/bin", bindir.display());
+        let (mut looped, mut plain) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let _ = std::fs::remove_dir_all(root.join(".ralph"));
+            let t = Instant::now();
+            let out = std::process::Command::new(&bin)
+                .args(["loop", "PROMPT.md", "--output", "json"])
+                .current_dir(&root)
+                .env("PATH", &path)
+                .output()
+                .unwrap();
+            looped.push(t.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(
+                out.status.code(),
+                Some(4),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let t = Instant::now();
+            let version = std::process::Command::new(&bin)
+                .arg("--version")
+                .output()
+                .unwrap();
+            assert!(version.status.success());
+            // The tests run once before the first iteration and once after each.
+            for i in 0..=iterations {
+                if i > 0 {
+                    let mut child = std::process::Command::new(&agent)
+                        .current_dir(&root)
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::null())
+                        .spawn()
+                        .unwrap();
+                    use std::io::Write;
+                    child.stdin.take().unwrap().write_all(b"Work.\n").unwrap();
+                    assert!(child.wait().unwrap().success());
+                }
+                let test = std::process::Command::new("sh")
+                    .args(["-c", "true"])
+                    .current_dir(&root)
+                    .status()
+                    .unwrap();
+                assert!(test.success());
+            }
+            plain.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let per = |ms: f64| ms / iterations as f64;
+        let overhead = per(median(looped.clone()) - median(plain.clone()));
+        let what = if changes {
+            "a file changed and committed each iteration"
+        } else {
+            "no change"
+        };
+        eprintln!(
+            "agents: the Regent, {iterations} iterations ({what}): {:.1} ms against {:.1} ms for the agent and the tests run plainly: {overhead:.2} ms per iteration (median of 5)",
+            median(looped.clone()),
+            median(plain.clone()),
+        );
+        println!(
+            "{}",
+            serde_json::json!({
+                "regent_changes": changes,
+                "regent_iterations": iterations,
+                "regent_loop_ms": median(looped),
+                "regent_plain_ms": median(plain),
+                "regent_overhead_per_iteration_ms": overhead,
+            })
+        );
+    }
 }

@@ -45,6 +45,59 @@ pub enum Command {
     /// The coding-agent CLIs ralph-loop can run (Claude Code, Codex, Aider, ...): which are
     /// installed and signed in, and their models.
     Agents(AgentsArgs),
+    /// Run a coding agent (Claude Code, Codex, Aider, ...) again and again on PROMPT, a fresh
+    /// process each iteration, under the Regent, until its work is done and the tests agree.
+    Loop(LoopArgs),
+    /// The agent loop's circuit breaker (`.ralph/regent-state.json`).
+    Breaker(BreakerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoopArgs {
+    /// The prompt file (Markdown), read afresh each iteration.
+    pub prompt: PathBuf,
+    /// The agent to run (`ralph-loop agents list`); default: the config's `regent.agent`.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The agent's model (`ralph-loop agents models NAME`); default: `regent.model`, else the
+    /// agent's own.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A Markdown task list (`- [ ] ID: task`) the agent works through and checks off.
+    #[arg(long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
+    /// Stop after this many iterations (default: the config's `budgets.max_iterations`).
+    #[arg(short = 'm', long = "max-iterations", value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Cost cap in US dollars (default: `budgets.max_cost_usd`); checked between iterations,
+    /// and `regent.max_cost_per_iteration` within one.
+    #[arg(long, value_name = "USD")]
+    pub budget: Option<f64>,
+    /// Time cap in minutes, checked between iterations.
+    #[arg(long, value_name = "MINUTES")]
+    pub max_duration: Option<f64>,
+    /// The test command (default: `testing.command`, else detected from the manifest).
+    #[arg(short = 't', long = "test-command")]
+    pub test_command: Option<String>,
+    /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git
+    /// root).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+}
+
+#[derive(Debug, Args)]
+pub struct BreakerArgs {
+    #[command(subcommand)]
+    pub action: BreakerAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BreakerAction {
+    /// Close the breaker and clear its counters; a running loop takes it before its next
+    /// iteration.
+    Reset,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
-//! The git a batch or the agent needs: what changed in the tree, a commit of exactly those
-//! files, a failed spec's work kept in a stash and under a private ref.
+//! The git a batch, the agent and the agent loop need: what changed in the tree, a commit of
+//! exactly those files, a failed spec's work kept in a stash and under a private ref, a
+//! checkpoint of the tree, a revert of an iteration's commits, a push.
 //!
 //! Every call is the `git` binary, run to its end in its own process group with stdin closed:
 //! the user's git, with its hooks and config.
@@ -210,6 +211,58 @@ impl Repo {
     /// The commit `HEAD` names, in full.
     pub fn head(&self) -> Result<String> {
         Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_string())
+    }
+
+    /// Points `reference` at a commit of the tree as it is now, uncommitted changes included
+    /// (`git stash create`, which touches neither the tree nor the stash list), or at `HEAD`
+    /// when nothing is changed: what `git checkout <reference> -- .` brings back.
+    pub fn checkpoint(&self, reference: &str, message: &str) -> Result<String> {
+        let mut create = self.identity();
+        create.extend(["stash", "create", message].map(String::from));
+        let args: Vec<&str> = create.iter().map(String::as_str).collect();
+        let sha = match self.git(&args)?.trim() {
+            "" => self.head()?,
+            sha => sha.to_string(),
+        };
+        self.git(&["update-ref", "-m", message, reference, &sha])?;
+        Ok(sha)
+    }
+
+    /// The commits after `base` up to `HEAD`, newest first (short hashes); every commit when
+    /// `base` is empty.
+    pub fn commits_since(&self, base: &str) -> Result<Vec<String>> {
+        let range = if base.is_empty() {
+            "HEAD".to_string()
+        } else {
+            format!("{base}..HEAD")
+        };
+        let out = self.git(&["rev-list", "--abbrev-commit", &range])?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
+    /// Reverts every commit after `base`, newest first, in one revert each (`git revert
+    /// --no-edit base..HEAD`); returns the new `HEAD`'s short hash. When git cannot (a
+    /// conflict, a merge commit), the revert is aborted so the tree is as it was, never half
+    /// reverted, and the error says why.
+    pub fn revert_since(&self, base: &str) -> Result<String> {
+        let range = format!("{base}..HEAD");
+        let mut revert = self.identity();
+        revert.extend(["revert", "--no-edit", &range].map(String::from));
+        let args: Vec<&str> = revert.iter().map(String::as_str).collect();
+        if let Err(e) = self.git(&args) {
+            // Nothing to abort when git refused before it began (a merge commit).
+            let _ = self.git(&["revert", "--abort"]);
+            return Err(e);
+        }
+        Ok(self
+            .git(&["rev-parse", "--short", "HEAD"])?
+            .trim()
+            .to_string())
+    }
+
+    /// `git push` to the branch's upstream.
+    pub fn push(&self) -> Result<()> {
+        self.git(&["push", "-q"]).map(drop)
     }
 
     /// A new work tree at `path` on `commit`, detached (no branch is made or moved).

@@ -9,8 +9,9 @@
 //! - Many runs: [`spec`] (a task as Markdown with front matter, and planning its targets),
 //!   [`inbox`] (the queue of specs), [`agent`] (agent mode's session file, lock and log),
 //!   [`git`] (the commits and stashes of finished and failed specs).
-//! - Coding-agent CLIs: [`agents`] (their definitions, detection, models, and readers of their
-//!   output).
+//! - Coding-agent CLIs: [`agents`] (their definitions, detection, models, readers of their
+//!   output, one supervised run), and [`regent`] (`ralph-loop loop`: an agent run again and
+//!   again under the Regent, with git, tests, breaker and exit gate).
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
@@ -43,6 +44,7 @@ pub mod models;
 pub mod printers;
 pub mod process;
 pub mod providers;
+pub mod regent;
 pub mod runner;
 pub mod session;
 pub mod spec;

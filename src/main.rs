@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Some(Command::Agent(args)) => ralph_loop::app::agent::run(args),
         Some(Command::Batch(args)) => ralph_loop::app::batch::run(args),
         Some(Command::Agents(args)) => ralph_loop::app::agents::run(args),
+        Some(Command::Loop(args)) => ralph_loop::app::agent_loop::run(args),
+        Some(Command::Breaker(args)) => ralph_loop::app::breaker::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };
     ralph_loop::app::exit_code(result)

@@ -3,6 +3,8 @@
 //!
 //! Layout, from the leaves up (a module uses only those above it in this list):
 //! - [`role`]: the roles and the one table that describes them;
+//! - [`tracker`]: the agent loop's judgement of an iteration (status blocks, circuit breaker,
+//!   exit gate), pure;
 //! - [`schema`]: the documents a run produces and reads (test results, report, state);
 //! - [`ports`]: the traits to the outside world (models, tests, files, session store, vault),
 //!   each with its own error; the binary crate implements them, tests mock them (`mock`);
@@ -30,6 +32,7 @@ pub mod roles;
 pub mod schema;
 pub mod settings;
 pub mod supervisor;
+pub mod tracker;
 
 pub use error::{Error, Result};
 

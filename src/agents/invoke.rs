@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ralph_actors::policy::tracker::status::{Found, StatusScanner};
 use ralph_actors::schema::agent::AgentEvent;
+use ralph_actors::tracker::status::{Found, StatusScanner};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

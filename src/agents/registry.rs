@@ -49,6 +49,8 @@ pub enum AgentsError {
     Unknown { name: String, known: String },
     #[error("{title} is not installed: none of {binaries} is on PATH")]
     NotInstalled { title: String, binaries: String },
+    #[error("{title} is not signed in: set {wanted}")]
+    NotSignedIn { title: String, wanted: String },
     #[error("{title} lists no models: it uses the model its own configuration names")]
     NoModels { title: String },
     #[error("`{command}` failed: {why}")]

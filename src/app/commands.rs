@@ -283,12 +283,38 @@ pub fn status(args: StatusArgs) -> Result<i32> {
         None => crate::app::agent_status::load(&root)?,
         Some(_) => None,
     };
+    let agent_loop = match args.session {
+        None => crate::app::loop_status::load(&root).map_err(Error::Internal)?,
+        Some(_) => None,
+    };
     let session = match SessionDir::find(&root, args.session.as_deref(), |_| true) {
         Ok(session) => Some(session),
         // The agent has not started a session yet: its own status is the answer.
-        Err(SessionError::NoSessions(_)) if agent.is_some() => None,
+        Err(SessionError::NoSessions(_)) if agent.is_some() || agent_loop.is_some() => None,
         Err(e) => return Err(e.into()),
     };
+    if let Some(agent_loop) = agent_loop {
+        // The agent loop's state, then the last session's, if any.
+        let mut out = std::io::stdout().lock();
+        match agent_loop {
+            Ok(view) if args.json => {
+                let json = serde_json::to_string_pretty(&view)
+                    .map_err(|e| Error::Internal(format!("cannot encode the status: {e}")))?;
+                let _ = writeln!(out, "{json}");
+                return Ok(0);
+            }
+            Ok(view) => {
+                let _ = write!(out, "{}", view.human());
+            }
+            Err(line) => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        if session.is_none() && agent.is_none() {
+            return Ok(0);
+        }
+        let _ = writeln!(out);
+    }
     let report = match &session {
         Some(s) => s.read_json::<Report>("report.json")?,
         None => None,

@@ -1,17 +1,21 @@
 //! The wiring of a run at the binary's edge: [`plan`] turns flags and config into a run,
 //! [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
-//! `terminal` the person the circuit breaker asks before it stops a run.
+//! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
+//! [`breaker`] the agent loop's `loop` and `breaker reset`.
 
 pub mod agent;
+pub mod agent_loop;
 pub(crate) mod agent_status;
 pub mod agents;
 pub mod batch;
+pub mod breaker;
 pub mod commands;
 pub mod edge;
 pub(crate) mod entry;
 pub mod execute;
 pub mod guard;
+mod loop_status;
 pub mod plan;
 pub mod queue;
 mod terminal;

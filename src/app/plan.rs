@@ -460,7 +460,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
 
 /// How the tests run, from the flags and the config's `testing`, `sandbox`, `success_criteria`
 /// and `linting` sections.
-fn testing_options(
+pub(crate) fn testing_options(
     config: &Config,
     args: &RunArgs,
     cwd: &Path,

@@ -133,6 +133,16 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
             ));
         }
     }
+    for (key, value) in config.regent.counts() {
+        if value == 0 {
+            return Err(ConfigError::at_key(
+                file,
+                source,
+                key,
+                "must be at least 1".into(),
+            ));
+        }
+    }
     if config.memory.global_sharing && config.memory.global_uri.is_none() {
         return Err(ConfigError::at_key(
             file,

@@ -6,7 +6,7 @@
 //!
 //! The schema (every key, its default, and the check on its value) is split by what it holds:
 //! `sections` (the top level and the plain sections), `roles` (the sections keyed by role),
-//! `guard` (LocalGuard's section),
+//! `guard` (LocalGuard's section), `regent` (the agent loop's `regent:` and `git:`),
 //! `providers` (connection settings) and `checks` (the value checks used while deserialising).
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
@@ -16,6 +16,7 @@ mod error;
 mod guard;
 mod load;
 mod providers;
+mod regent;
 mod roles;
 mod sections;
 mod settings;
@@ -27,6 +28,7 @@ pub use error::ConfigError;
 pub use guard::{AllowEntry, GuardMode, LocalGuardConfig};
 pub use load::{discover, load, load_discovered, parse, FILE_NAME};
 pub use providers::{Endpoint, ProviderConfig};
+pub use regent::{GitConfig, RegentConfig, TestMode};
 pub use roles::{ModelEntry, Models, Prompts};
 pub use sections::{
     AgentConfig, Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig, EmbedderKind,

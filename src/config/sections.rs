@@ -43,6 +43,10 @@ pub struct Config {
     pub agent: AgentConfig,
     /// Coding-agent CLIs beyond the built-in ones, or replacing one of the same name.
     pub agents: Vec<crate::agents::AgentDef>,
+    /// `ralph-loop loop`: the Regent's supervision of the agent, its breaker and exit gate.
+    pub regent: super::regent::RegentConfig,
+    /// `ralph-loop loop`: its commits and pushes.
+    pub git: super::regent::GitConfig,
     /// The entries of `ralph-loop batch` without arguments, in order.
     pub batch: Vec<super::batch::BatchEntry>,
     /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
@@ -80,6 +84,8 @@ impl Default for Config {
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
             agents: Vec::new(),
+            regent: super::regent::RegentConfig::default(),
+            git: super::regent::GitConfig::default(),
             batch: Vec::new(),
             prices: BTreeMap::new(),
             prompts: Prompts::default(),
@@ -330,6 +336,9 @@ pub struct Testing {
     pub flaky_retries: u32,
     /// Let the Artisan edit, delete or skip tests.
     pub allow_test_edits: bool,
+    /// How `ralph-loop loop` judges the tests: `gate` (all must pass) or `report` (record
+    /// only). The fix loop always needs them all to pass.
+    pub mode: super::regent::TestMode,
 }
 
 impl Default for Testing {
@@ -344,6 +353,7 @@ impl Default for Testing {
             language: None,
             flaky_retries: 0,
             allow_test_edits: false,
+            mode: super::regent::TestMode::Gate,
         }
     }
 }

@@ -318,6 +318,23 @@ impl<W: Write> Human<W> {
                 }
             }
             Event::SessionFinished { report } => write_summary(report, out)?,
+            Event::LoopStarted { max_iterations, .. } => {
+                self.max_iterations = *max_iterations;
+                crate::printers::loop_lines::write(event, "", out)?;
+            }
+            Event::AgentEnded { total_cost_usd, .. } => {
+                self.cost = *total_cost_usd;
+                crate::printers::loop_lines::write(event, &self.prefix(), out)?;
+            }
+            Event::AgentStarted { .. }
+            | Event::AgentOutput { .. }
+            | Event::Regent { .. }
+            | Event::StatusRead { .. }
+            | Event::ProgressMeasured { .. }
+            | Event::BreakerChanged { .. }
+            | Event::LoopFinished { .. } => {
+                crate::printers::loop_lines::write(event, &self.prefix(), out)?;
+            }
         }
         self.out.write_all(&text)?;
         self.out.flush()

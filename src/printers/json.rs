@@ -22,6 +22,11 @@ impl<W: Write + Send> Printer for JsonReport<W> {
     fn print(&mut self, event: &Envelope) -> std::io::Result<()> {
         match &event.event {
             Event::SessionFinished { report } => write_report(report, &mut self.out),
+            Event::LoopFinished { report } => {
+                serde_json::to_writer_pretty(&mut self.out, report)?;
+                self.out.write_all(b"\n")?;
+                self.out.flush()
+            }
             _ => Ok(()),
         }
     }

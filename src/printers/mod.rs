@@ -1,5 +1,6 @@
 //! Renderings of the one event stream, each a [`Printer`]: a live [`human`] view on stderr,
-//! [`jsonl`] (every event, one JSON line each, on stdout) and [`json`] (the final report alone).
+//! [`jsonl`] (every event, one JSON line each, on stdout) and [`json`] (the final report alone);
+//! [`loop_lines`] are the human view's lines for the agent loop.
 //! A printer is a subscriber of the session's event bus; any number can watch one run.
 //!
 //! Adding a printer is one type that implements [`Printer`] (in a module of its own) and one
@@ -8,6 +9,7 @@
 pub mod human;
 pub mod json;
 pub mod jsonl;
+pub mod loop_lines;
 pub mod printer;
 
 pub use printer::{drive, Printer};

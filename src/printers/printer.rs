@@ -13,13 +13,16 @@ pub trait Printer: Send {
     fn print(&mut self, event: &Envelope) -> std::io::Result<()>;
 }
 
-/// Prints every event of `events` until the session finishes; returns the final report.
+/// Prints every event of `events` until the session (or the agent loop) finishes; returns the
+/// session's final report.
 pub async fn drive(mut printer: Box<dyn Printer>, mut events: Subscription) -> Option<Report> {
     while let Some(envelope) = events.recv().await {
         // A closed stdout (`| head`) must not end the run: output errors are ignored.
         let _ = printer.print(&envelope);
-        if let Event::SessionFinished { report } = &envelope.event {
-            return Some((**report).clone());
+        match &envelope.event {
+            Event::SessionFinished { report } => return Some((**report).clone()),
+            Event::LoopFinished { .. } => return None,
+            _ => {}
         }
     }
     None

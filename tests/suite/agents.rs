@@ -345,7 +345,7 @@ mod invoke {
     use std::path::Path;
     use std::time::Duration;
 
-    use ralph_actors::policy::tracker::status::Found;
+    use ralph_actors::tracker::status::Found;
     use ralph_loop::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation, Limits};
     use ralph_loop::process::groups::ProcessGroups;
     use tokio_util::sync::CancellationToken;

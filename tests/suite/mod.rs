@@ -21,5 +21,6 @@ mod mutation;
 mod output;
 mod pace;
 mod providers;
+mod regent;
 mod runners;
 mod tape;

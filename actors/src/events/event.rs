@@ -4,9 +4,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::role::Role;
+use crate::schema::agent::AgentEvent;
 use crate::schema::context::ContextChoice;
+use crate::schema::regent::{LoopReport, RegentAction};
 use crate::schema::report::{FallbackRecord, Report, TestsSnapshot};
 use crate::schema::usage::Usage;
+use crate::tracker::circuit::{Reason, State};
+use crate::tracker::status::StatusBlock;
 
 /// The steps of one iteration, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +200,77 @@ pub enum Event {
     },
     SessionFinished {
         report: Box<Report>,
+    },
+    /// `ralph-loop loop` began: a coding agent, run again and again on a prompt.
+    LoopStarted {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        prompt_file: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks_file: Option<String>,
+        max_iterations: u32,
+        max_cost_usd: f64,
+    },
+    /// The agent process of an iteration started (`run` counts restarts within it, from 1).
+    AgentStarted {
+        iteration: u32,
+        run: u32,
+        agent: String,
+    },
+    /// Something the agent's output said, as it said it: its thought stream.
+    AgentOutput {
+        iteration: u32,
+        event: AgentEvent,
+    },
+    /// The agent process ended: how, and what it cost.
+    AgentEnded {
+        iteration: u32,
+        run: u32,
+        /// `exited`, `hung`, `active_timeout`, `stopped_after_result`, `over_cost`,
+        /// `over_memory`, `cancelled`.
+        ending: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        cost_usd: f64,
+        /// Estimated from the text: the agent reported no cost.
+        cost_estimated: bool,
+        total_cost_usd: f64,
+    },
+    /// The Regent acted on the agent or the tree (a restart, a kill, a commit, a revert).
+    Regent {
+        iteration: u32,
+        action: RegentAction,
+        message: String,
+    },
+    /// What the agent's RALPH_STATUS block and completion indicators said this iteration.
+    StatusRead {
+        iteration: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        block: Option<StatusBlock>,
+        indicators: u32,
+        /// Blocks that could not be read, and why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        malformed: Vec<String>,
+    },
+    /// What the iteration changed, measured: files, tasks checked off, tests newly passing.
+    ProgressMeasured {
+        iteration: u32,
+        files_changed: u32,
+        tasks_checked: Vec<String>,
+        newly_passing: u32,
+        progress: bool,
+    },
+    /// The agent loop's circuit breaker moved.
+    BreakerChanged {
+        iteration: u32,
+        from: State,
+        to: State,
+        reason: Reason,
+    },
+    LoopFinished {
+        report: Box<LoopReport>,
     },
 }
 

@@ -140,7 +140,16 @@ impl Snapshot {
             | Event::ContextHigh { .. }
             | Event::ContextGathered { .. }
             | Event::ProposalAmended { .. }
-            | Event::SuccessVetoed { .. } => {}
+            | Event::SuccessVetoed { .. }
+            | Event::LoopStarted { .. }
+            | Event::AgentStarted { .. }
+            | Event::AgentOutput { .. }
+            | Event::AgentEnded { .. }
+            | Event::Regent { .. }
+            | Event::StatusRead { .. }
+            | Event::ProgressMeasured { .. }
+            | Event::BreakerChanged { .. }
+            | Event::LoopFinished { .. } => {}
         }
     }
 }

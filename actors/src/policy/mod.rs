@@ -1,8 +1,8 @@
 //! The rules a run is judged and bounded by, each a pure function of its inputs: the money
 //! ([`budget`]), Chaos's rounds and how its runs are read ([`adversarial`]), the circuit breaker ([`entropy`]), the completion promise ([`criteria`]),
 //! flaky-test re-runs ([`flaky`]), the check that a proposal leaves the tests alone
-//! ([`integrity`]), which calls an iteration waits for ([`pace`]), and the agent loop's status
-//! blocks, breaker and exit gate ([`tracker`]).
+//! ([`integrity`]), and which calls an iteration waits for ([`pace`]). The agent loop's rules
+//! are in [`crate::tracker`].
 
 pub mod adversarial;
 pub mod budget;
@@ -11,4 +11,3 @@ pub mod entropy;
 pub mod flaky;
 pub mod integrity;
 pub mod pace;
-pub mod tracker;

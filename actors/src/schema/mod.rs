@@ -8,6 +8,7 @@
 //! - [`adversarial`]: Chaos's findings and the report's `adversarial` section;
 //! - [`mutation`]: mutation testing's mutants and scores, whichever tool ran it;
 //! - [`report`]: the final report and its parts (statuses and exit codes);
+//! - [`regent`]: the agent loop's state file, report and iteration records;
 //! - [`state`]: `state.json` and `iterations.log`, what a resume needs;
 //! - [`usage`]: token usage.
 
@@ -16,6 +17,7 @@ pub mod agent;
 pub mod attempt;
 pub mod context;
 pub mod mutation;
+pub mod regent;
 pub mod report;
 pub mod state;
 pub mod test_run;

@@ -46,8 +46,8 @@ impl Format {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use ralph_actors::policy::tracker::status::{Found, Status, StatusScanner};
     use ralph_actors::schema::agent::AgentEvent;
+    use ralph_actors::tracker::status::{Found, Status, StatusScanner};
 
     use super::*;
 

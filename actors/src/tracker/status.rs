@@ -45,6 +45,16 @@ pub enum Status {
     Blocked,
 }
 
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::InProgress => "IN_PROGRESS",
+            Status::Complete => "COMPLETE",
+            Status::Blocked => "BLOCKED",
+        }
+    }
+}
+
 /// What the agent says of the tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -52,6 +62,16 @@ pub enum TestsStatus {
     Passing,
     Failing,
     NotRun,
+}
+
+impl TestsStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestsStatus::Passing => "PASSING",
+            TestsStatus::Failing => "FAILING",
+            TestsStatus::NotRun => "NOT_RUN",
+        }
+    }
 }
 
 /// What kind of work the agent says it did.

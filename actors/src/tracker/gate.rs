@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::status::{Found, Status};
 
-/// The gate's settings (`exit_gate:` in config).
+/// The gate's settings (`regent.exit_gate` in config).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GateSettings {
@@ -101,7 +101,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::policy::tracker::status::StatusBlock;
+    use crate::tracker::status::StatusBlock;
 
     fn block(status: Status, exit_signal: bool) -> Found {
         Found::Block(StatusBlock {

@@ -62,7 +62,7 @@ impl Reason {
     }
 }
 
-/// When the breaker trips (`breaker:` in config).
+/// When the breaker trips (`regent.breaker` in config).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
@@ -230,10 +230,12 @@ impl Breaker {
         if seen.progress {
             return self.go(State::Closed, Reason::ProgressDetected, now_ms);
         }
-        if probing {
+        // A probe after a cooldown that fails says so; the probe HALF_OPEN admits on the way
+        // from CLOSED fails as the seed's third iteration without progress.
+        if probing && self.reason == Reason::CooldownElapsed {
             return reopen(self, Reason::ProbeFailed);
         }
-        if self.consecutive_no_progress >= t.open_after.max(1) {
+        if probing || self.consecutive_no_progress >= t.open_after.max(1) {
             return reopen(self, Reason::NoProgressOpen);
         }
         if self.consecutive_no_progress >= t.half_open_after.max(1) {
@@ -297,7 +299,7 @@ mod tests {
             states(&mut b, &t, &[false, false, false]),
             [Closed, HalfOpen, Open]
         );
-        assert_eq!(b.reason, Reason::ProbeFailed);
+        assert_eq!(b.reason, Reason::NoProgressOpen);
         assert_eq!(b.admit(&t, 0).0, Admission::Stop, "no cooldown: OPEN stops");
         let moved = b.reset(5);
         assert_eq!((moved.from, moved.to), (Open, Closed));

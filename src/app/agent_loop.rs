@@ -1,0 +1,272 @@
+//! `ralph-loop loop PROMPT.md --agent NAME`: the agent chosen (never silently: a terminal asks,
+//! a headless run refuses with the list), checked (installed, signed in), the loop's settings
+//! from the flags and the config, one loop per project at a time, and the Regent actor run under
+//! an actix system with the printers and the signals: SIGINT, SIGTERM or SIGHUP finish the
+//! iteration under way (its commit included) then stop, a second one quits at once; SIGQUIT
+//! kills the agent now and stops.
+
+use std::fs::File;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use actix::Actor;
+use nix::fcntl::{Flock, FlockArg};
+use ralph_actors::events::bus::EventBus;
+use ralph_actors::schema::regent::LoopReport;
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::definition::AuthState;
+use crate::agents::invoke::Limits;
+use crate::agents::registry::{AgentsError, Registry};
+use crate::agents::AgentDef;
+use crate::cli::{LoopArgs, OutputFormat, RunArgs};
+use crate::config::{self, Config, Output};
+use crate::error::{Error, Result, UsageError};
+use crate::printers;
+use crate::process::groups::ProcessGroups;
+use crate::regent::actor::{Regent, StartLoop};
+use crate::regent::cost::price_of;
+use crate::regent::run::{LoopDeps, LoopSettings};
+use crate::runner::detect;
+
+/// After SIGQUIT, how long the loop has to write its state before the process exits anyway.
+const QUIT_GRACE: Duration = Duration::from_secs(3);
+
+pub fn run(args: LoopArgs) -> Result<i32> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let (config, _) = config::load_discovered(args.config.as_deref(), &cwd)?;
+    let prompt_file = cwd.join(&args.prompt);
+    if !prompt_file.is_file() {
+        return Err(UsageError::FileNotFound {
+            what: "prompt file",
+            path: args.prompt.clone(),
+        }
+        .into());
+    }
+    let root = detect::project_root(&cwd);
+    let registry = Registry::new(&config.agents);
+    let name = match args.agent.clone().or_else(|| config.regent.agent.clone()) {
+        Some(name) => name,
+        None => choose(&registry, &config)?,
+    };
+    let agent = registry.get(&name)?.clone();
+    let binary = ready(&agent)?;
+    let output = args.output.unwrap_or(match config.output {
+        Output::Human => OutputFormat::Human,
+        Output::Json => OutputFormat::Json,
+        Output::Jsonl => OutputFormat::Jsonl,
+    });
+    let ralph_dir = root.join(crate::session::RALPH_DIR);
+    std::fs::create_dir_all(&ralph_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", ralph_dir.display()), e))?;
+    let _lock = lock(&ralph_dir)?;
+    let model = args.model.clone().or_else(|| config.regent.model.clone());
+    let prices = crate::providers::prices::with_overrides(config.prices.clone());
+    let (price, priced_as, known) = price_of(&prices, model.as_deref());
+    let mut notes = Vec::new();
+    if !known && !agent.reports_cost {
+        notes.push(format!(
+            "{} reports no cost and its model's price is not known: costs are estimated at {priced_as}'s price",
+            agent.title
+        ));
+    }
+    let run_args = RunArgs {
+        test_command: args.test_command.clone(),
+        ..RunArgs::default()
+    };
+    let testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
+    let settings = settings(&config, &args);
+    let groups = ProcessGroups::new();
+    let drain = CancellationToken::new();
+    let quit = CancellationToken::new();
+    let deps = LoopDeps {
+        root: root.clone(),
+        agent,
+        binary,
+        model,
+        env: std::env::vars_os().collect(),
+        prompt_file,
+        tasks_file: args.tasks.as_ref().map(|t| cwd.join(t)),
+        settings,
+        testing,
+        price,
+        events: EventBus::new(format!("loop-{}", uuid::Uuid::new_v4())),
+        groups: groups.clone(),
+        reaper: std::env::current_exe().ok(),
+        drain: drain.clone(),
+        quit: quit.clone(),
+        notes,
+    };
+    let events = deps.events.clone();
+    let report_dir = deps.testing.report_dir.clone();
+    let system = actix::System::new();
+    let report: Option<LoopReport> = system.block_on(async move {
+        let printer = tokio::spawn(printers::drive(
+            printers::for_format(output),
+            events.subscribe(),
+        ));
+        let signals = tokio::spawn(on_signals(drain, quit, groups));
+        let regent = Regent::new(deps).start();
+        let report = regent.send(StartLoop).await.ok().flatten();
+        signals.abort();
+        let _ = printer.await;
+        report
+    });
+    let _ = std::fs::remove_dir_all(&report_dir);
+    let report =
+        report.ok_or_else(|| Error::Internal("the Regent stopped without a report".into()))?;
+    Ok(report.exit_code)
+}
+
+/// The loop's settings: the flags over the config.
+fn settings(config: &Config, args: &LoopArgs) -> LoopSettings {
+    let r = &config.regent;
+    let secs = Duration::from_secs_f64;
+    LoopSettings {
+        max_iterations: args.max_iterations.unwrap_or(config.budgets.max_iterations),
+        max_cost_usd: args.budget.unwrap_or(config.budgets.max_cost_usd),
+        max_duration: args
+            .max_duration
+            .or(config.budgets.max_duration_minutes)
+            .map(|m| secs(m * 60.0)),
+        max_cost_per_iteration: r.max_cost_per_iteration,
+        limits: Limits {
+            hang: secs(r.hang_timeout_seconds),
+            active: secs(r.active_timeout_minutes * 60.0),
+            result_grace: secs(r.result_grace_seconds),
+            max_output_bytes: 16 * 1024 * 1024,
+        },
+        max_retries: r.max_retries,
+        backoff_first: secs(r.retry_backoff_seconds),
+        backoff_cap: secs(r.max_backoff_seconds),
+        rollback_on_test_failure: r.rollback_on_test_failure,
+        mode: config.testing.mode,
+        git: config.git.clone(),
+        thresholds: r.breaker.clone(),
+        gate: r.exit_gate.clone(),
+    }
+}
+
+/// The agent's executable, when it is installed and signed in as far as can be told.
+fn ready(agent: &AgentDef) -> Result<PathBuf> {
+    let path = std::env::var_os("PATH");
+    let binary = agent
+        .locate(path.as_deref())
+        .ok_or_else(|| AgentsError::NotInstalled {
+            title: agent.title.clone(),
+            binaries: agent.binaries.join(", "),
+        })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env = |k: &str| std::env::var(k).ok();
+    if let AuthState::Missing { wanted } = agent.check(&env, home.as_deref()) {
+        return Err(AgentsError::NotSignedIn {
+            title: agent.title.clone(),
+            wanted,
+        }
+        .into());
+    }
+    Ok(binary)
+}
+
+/// No agent named: a person at a terminal picks one of those installed; a headless run is
+/// refused with the list (no silent default).
+fn choose(registry: &Registry, config: &Config) -> Result<String> {
+    let usable: Vec<_> = registry
+        .detect(&config.agents)
+        .into_iter()
+        .filter(|f| f.usable())
+        .collect();
+    let names: Vec<&str> = usable.iter().map(|f| f.name.as_str()).collect();
+    if usable.is_empty() {
+        return Err(UsageError::flag(
+            "--agent",
+            "no coding agent is installed and signed in here (`ralph-loop agents list` shows what ralph-loop knows)",
+        )
+        .into());
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !interactive {
+        return Err(UsageError::flag(
+            "--agent",
+            format!(
+                "no agent chosen: pass --agent NAME or set regent.agent in ralph.config.yaml (installed here: {})",
+                names.join(", ")
+            ),
+        )
+        .into());
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "Which coding agent should run the loop?");
+    for (i, f) in usable.iter().enumerate() {
+        let _ = writeln!(err, "  {}. {} ({})", i + 1, f.name, f.title);
+    }
+    let mut line = String::new();
+    loop {
+        let _ = write!(err, "agent [1-{}]: ", usable.len());
+        let _ = err.flush();
+        line.clear();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        if matches!(read, Ok(0) | Err(_)) {
+            return Err(UsageError::flag("--agent", "no agent chosen").into());
+        }
+        let answer = line.trim();
+        let picked = answer
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| names.get(i))
+            .or_else(|| names.iter().find(|n| **n == answer));
+        if let Some(name) = picked {
+            return Ok((*name).to_string());
+        }
+    }
+}
+
+/// One loop per project at a time: an exclusive lock on `.ralph/loop.lock`, held while the
+/// returned value lives.
+fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
+    let path = ralph_dir.join("loop.lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        UsageError::flag(
+            "loop",
+            format!(
+                "another `ralph-loop loop` runs in this project ({} is locked); `ralph-loop status` shows it",
+                path.display()
+            ),
+        )
+        .into()
+    })
+}
+
+/// SIGINT, SIGTERM or SIGHUP: finish the iteration, then stop; again: kill everything and exit.
+/// SIGQUIT: kill the agent now; the loop writes its state and stops (or the process exits after
+/// a short grace).
+async fn on_signals(drain: CancellationToken, quit: CancellationToken, groups: ProcessGroups) {
+    let Some(mut signals) = crate::app::execute::Signals::listen() else {
+        eprintln!("warning: cannot listen for signals; Ctrl+C will stop the loop at once");
+        return;
+    };
+    let first = signals.next().await;
+    if first == libc::SIGQUIT {
+        eprintln!("quit: killing the agent now");
+        quit.cancel();
+        tokio::time::sleep(QUIT_GRACE).await;
+        groups.kill_all();
+        std::process::exit(128 + first);
+    }
+    eprintln!(
+        "stopping: finishing the iteration under way, its commit included (Ctrl+C again to quit at once)"
+    );
+    drain.cancel();
+    let second = signals.next().await;
+    groups.kill_all();
+    std::process::exit(128 + second);
+}

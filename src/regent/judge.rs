@@ -1,0 +1,412 @@
+//! What an iteration did, measured rather than believed, and what follows from it: the tests
+//! run; the files git sees changed, the tasks checked off and the tests newly passing (progress);
+//! the commit of the iteration's changes (and its push); the rollback of its commits when the
+//! tests fail after them; the breaker; and the exit gate, which ends the loop only when the
+//! agent's status, its completion indicators and the tests agree.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use chrono::Utc;
+use ralph_actors::events::event::Event;
+use ralph_actors::policy::entropy::fingerprint;
+use ralph_actors::schema::regent::{IterationRecord, LoopStatus, RegentAction, TaskCounts};
+use ralph_actors::schema::report::TestsSnapshot;
+use ralph_actors::schema::test_run::{CaseStatus, TestRun};
+use ralph_actors::tracker::circuit::Observed;
+use ralph_actors::tracker::gate::{GateVerdict, Said};
+use ralph_actors::tracker::status::Found;
+
+use super::outcome::{Turn, TurnEnd};
+use super::run::LoopRun;
+use super::tasks::TaskList;
+use crate::config::TestMode;
+use crate::git::Snapshot;
+use crate::runner::project::ProjectRunner;
+
+/// The ref the checkpoint before each iteration is kept under.
+pub const CHECKPOINT_REF: &str = "refs/ralph/checkpoint";
+
+/// The tree before an iteration.
+pub(super) struct Checkpoint {
+    /// `HEAD` then (`None` in a repository with no commit yet).
+    head: Option<String>,
+    snapshot: Snapshot,
+}
+
+impl LoopRun {
+    /// Notes the tree before an iteration, and keeps it (changes included) under
+    /// [`CHECKPOINT_REF`].
+    pub(super) fn checkpoint(&mut self, iteration: u32) -> Option<Checkpoint> {
+        let repo = self.repo.clone()?;
+        let head = repo.has_commit().then(|| repo.head().ok()).flatten();
+        if head.is_some() {
+            let message = format!("ralph-loop: before iteration {iteration}");
+            if let Err(e) = repo.checkpoint(CHECKPOINT_REF, &message) {
+                self.warn(format!("cannot keep a checkpoint: {e}"));
+            }
+        }
+        match repo.snapshot() {
+            Ok(snapshot) => Some(Checkpoint { head, snapshot }),
+            Err(e) => {
+                self.warn(format!("cannot read the tree's state: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The project's tests, found afresh (a project may gain tests as the loop goes);
+    /// `None` when it has none yet.
+    pub(super) async fn run_tests(&mut self, iteration: u32) -> Option<TestRun> {
+        let runner =
+            match ProjectRunner::build(&self.deps.prompt_file, &self.deps.root, &self.deps.testing)
+            {
+                Ok(runner) => runner.with_groups(self.deps.groups.clone()),
+                Err(e) => {
+                    if iteration == 0 {
+                        self.emit(Event::Note {
+                            message: format!("no tests run: {e}"),
+                        });
+                    }
+                    return None;
+                }
+            };
+        let run = match runner.run_all(self.deps.quit.clone()).await {
+            Ok(run) => run,
+            Err(e) => {
+                self.warn(format!("the tests could not run: {e}"));
+                return None;
+            }
+        };
+        let snapshot = TestsSnapshot::from(&run);
+        self.emit(Event::TestsFinished {
+            iteration,
+            tests: snapshot.clone(),
+        });
+        self.state.last_tests = Some(snapshot);
+        Some(run)
+    }
+
+    /// Judges iteration `iteration` after the agent's turn: its record, and `Some` when the
+    /// loop stops.
+    pub(super) async fn judge(
+        &mut self,
+        iteration: u32,
+        turn: &Turn,
+        checkpoint: Option<Checkpoint>,
+        tasks_before: &TaskList,
+    ) -> (IterationRecord, Option<(LoopStatus, String)>) {
+        let tests = self.run_tests(iteration).await;
+        let quit = self.deps.quit.is_cancelled().then(|| {
+            (
+                LoopStatus::Quit,
+                format!("SIGQUIT while iteration {iteration}'s tests ran: nothing was committed"),
+            )
+        });
+        let tasks_after = self.read_tasks().map(|(_, list)| list);
+        let checked: Vec<String> = tasks_after
+            .as_ref()
+            .map(|after| {
+                after
+                    .checked_since(tasks_before)
+                    .into_iter()
+                    .map(|t| t.label())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(after) = &tasks_after {
+            self.state.tasks = Some(TaskCounts {
+                done: after.done(),
+                total: after.total(),
+            });
+        }
+        let changed = self.changed_files(checkpoint.as_ref());
+        let agent_commits = self.commits_since(checkpoint.as_ref());
+        let newly_passing = newly_passing(self.last_tests.as_ref(), tests.as_ref());
+        let progress = !changed.is_empty()
+            || !agent_commits.is_empty()
+            || !checked.is_empty()
+            || newly_passing > 0;
+        self.emit(Event::ProgressMeasured {
+            iteration,
+            files_changed: changed.len() as u32,
+            tasks_checked: checked.clone(),
+            newly_passing,
+            progress,
+        });
+        let said = Said::from_found(&turn.found);
+        let block = turn.found.iter().rev().find_map(|f| match f {
+            Found::Block(b) => Some(b.clone()),
+            _ => None,
+        });
+        let malformed: Vec<String> = turn
+            .found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Malformed(why) => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        self.emit(Event::StatusRead {
+            iteration,
+            block: block.clone(),
+            indicators: said.indicators,
+            malformed,
+        });
+        let tests_ok = match self.deps.settings.mode {
+            TestMode::Gate => tests.as_ref().is_none_or(TestRun::passed),
+            TestMode::Report => true,
+        };
+
+        let mut record = IterationRecord {
+            iteration,
+            runs: turn.runs,
+            ending: turn.ending.clone(),
+            exit_code: turn.exit_code,
+            duration_ms: turn.duration.as_millis() as u64,
+            cost_usd: turn.cost_usd,
+            cost_estimated: turn.cost_estimated,
+            tokens: turn.tokens,
+            tokens_estimated: turn.tokens_estimated,
+            files_changed: changed.len() as u32,
+            tasks_checked: checked.clone(),
+            tests: tests.as_ref().map(TestsSnapshot::from),
+            newly_passing,
+            progress,
+            status_block: block,
+            commit: None,
+            reverted: None,
+        };
+
+        self.notes.extend(turn.notes.iter().cloned());
+        if quit.is_some() {
+            return (record, quit);
+        }
+        let finished = matches!(turn.end, TurnEnd::Finished);
+        if finished && self.deps.settings.git.auto_commit && !changed.is_empty() {
+            record.commit = self.commit(iteration, &changed, &checked, tests.as_ref());
+        }
+        if self.deps.settings.rollback_on_test_failure && !tests_ok {
+            if let Some(stop) =
+                self.rollback(iteration, checkpoint.as_ref(), tests.as_ref(), &mut record)
+            {
+                return (record, Some(stop));
+            }
+        }
+
+        let error = tests.as_ref().filter(|t| !t.passed()).map(fingerprint);
+        let observed = Observed {
+            iteration,
+            progress,
+            error,
+            tests_failing: !tests_ok,
+        };
+        let now = Utc::now().timestamp_millis();
+        let moved = self
+            .state
+            .breaker
+            .record(&observed, &self.deps.settings.thresholds, now);
+        self.breaker_moved(iteration, moved);
+        if !progress {
+            self.notes.push(
+                "The last iteration changed no file, checked off no task and made no test pass. Try another way.".into(),
+            );
+        }
+
+        let verdict = self
+            .state
+            .gate
+            .judge(said, tests_ok, &self.deps.settings.gate);
+        if let Some(tests) = tests {
+            self.last_tests = Some(tests);
+        }
+        let stop = match verdict {
+            GateVerdict::Continue => None,
+            GateVerdict::Exit => Some((
+                LoopStatus::Complete,
+                format!(
+                    "the agent signalled completion ({} indicators over the loop) and the tests agree",
+                    self.state.gate.completion_indicators
+                ),
+            )),
+            GateVerdict::Disagree => {
+                let summary = self
+                    .last_tests
+                    .as_ref()
+                    .map_or_else(String::new, TestRun::summary);
+                self.notes.push(format!(
+                    "You set EXIT_SIGNAL: true, but the tests do not pass ({summary}). The loop goes on until they do."
+                ));
+                None
+            }
+            GateVerdict::Stop => Some((
+                LoopStatus::GateDisagreement,
+                format!(
+                    "the agent asked to stop while the tests failed, {} iterations in a row",
+                    self.state.gate.consecutive_disagreements
+                ),
+            )),
+        };
+        (record, stop)
+    }
+
+    /// The paths the iteration changed (uncommitted), `.ralph/` left out.
+    fn changed_files(&mut self, checkpoint: Option<&Checkpoint>) -> Vec<PathBuf> {
+        let (Some(repo), Some(cp)) = (self.repo.clone(), checkpoint) else {
+            return Vec::new();
+        };
+        match repo.changed_since(&cp.snapshot) {
+            Ok(paths) => paths
+                .into_iter()
+                .filter(|p| !p.starts_with(crate::session::RALPH_DIR))
+                .collect(),
+            Err(e) => {
+                self.warn(format!("cannot read what changed: {e}"));
+                Vec::new()
+            }
+        }
+    }
+
+    /// The commits made since the checkpoint (the agent's own, or the loop's).
+    fn commits_since(&self, checkpoint: Option<&Checkpoint>) -> Vec<String> {
+        match (&self.repo, checkpoint.and_then(|c| c.head.as_deref())) {
+            (Some(repo), Some(head)) => repo.commits_since(head).unwrap_or_default(),
+            // No commit before: every commit now is the iteration's.
+            (Some(repo), None) if repo.has_commit() => repo.commits_since("").unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Commits `changed` with a message naming the task; pushes when asked.
+    fn commit(
+        &mut self,
+        iteration: u32,
+        changed: &[PathBuf],
+        checked: &[String],
+        tests: Option<&TestRun>,
+    ) -> Option<String> {
+        let repo = self.repo.clone()?;
+        let prefix = self.deps.settings.git.commit_prefix.trim().to_string();
+        let next = self
+            .read_tasks()
+            .and_then(|(_, list)| list.next().map(|t| t.label()));
+        let subject = match (checked, next) {
+            ([one], _) => format!("{prefix} Complete {one}"),
+            ([first, rest @ ..], _) => {
+                format!("{prefix} Complete {first} (and {} more)", rest.len())
+            }
+            ([], Some(next)) => format!("{prefix} Work on {next} (iteration {iteration})"),
+            ([], None) => format!("{prefix} Iteration {iteration}"),
+        };
+        let model = self
+            .deps
+            .model
+            .as_deref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        let tests_line = tests.map_or_else(|| "no tests run".to_string(), TestRun::summary);
+        let body = format!(
+            "Agent: {}{model}\nTests: {tests_line}\n\nMade by ralph-loop loop, iteration {iteration}.",
+            self.deps.agent.name
+        );
+        match repo.commit(changed, subject.trim(), &body) {
+            Ok(hash) => {
+                self.regent(
+                    iteration,
+                    RegentAction::Committed,
+                    format!("committed {hash}: {}", subject.trim()),
+                );
+                self.commits.push(hash.clone());
+                self.state.last_commit = Some(hash.clone());
+                self.push(iteration, &repo);
+                Some(hash)
+            }
+            Err(e) => {
+                self.warn(format!("cannot commit iteration {iteration}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn push(&mut self, iteration: u32, repo: &crate::git::Repo) {
+        if !self.deps.settings.git.push {
+            return;
+        }
+        match repo.push() {
+            Ok(()) => self.regent(iteration, RegentAction::Pushed, "pushed".into()),
+            Err(e) => self.warn(format!("cannot push: {e}")),
+        }
+    }
+
+    /// Reverts the iteration's commits after failing tests; `Some` when the revert failed and
+    /// the loop must stop.
+    fn rollback(
+        &mut self,
+        iteration: u32,
+        checkpoint: Option<&Checkpoint>,
+        tests: Option<&TestRun>,
+        record: &mut IterationRecord,
+    ) -> Option<(LoopStatus, String)> {
+        let repo = self.repo.clone()?;
+        let base = checkpoint?.head.clone()?;
+        let commits = repo.commits_since(&base).unwrap_or_default();
+        if commits.is_empty() {
+            return None;
+        }
+        let summary = tests.map_or_else(String::new, TestRun::summary);
+        match repo.revert_since(&base) {
+            Ok(hash) => {
+                self.regent(
+                    iteration,
+                    RegentAction::Reverted,
+                    format!(
+                        "the tests fail after iteration {iteration}'s commit(s) {} ({summary}): reverted by {hash}",
+                        commits.join(", ")
+                    ),
+                );
+                self.reverts.push(hash.clone());
+                self.state.last_commit = Some(hash.clone());
+                record.reverted = Some(hash);
+                self.notes.push(format!(
+                    "The commits of iteration {iteration} were reverted: the tests failed after them ({summary})."
+                ));
+                self.push(iteration, &repo);
+                None
+            }
+            Err(e) => {
+                let why = format!(
+                    "reverting {} failed, so the tree was left as it was: {e}",
+                    commits.join(", ")
+                );
+                self.regent(iteration, RegentAction::RevertFailed, why.clone());
+                Some((LoopStatus::RevertFailed, why))
+            }
+        }
+    }
+}
+
+/// Tests that pass in `after` and did not in `before` (failed, or did not exist). Where the
+/// runs name no tests, the growth of the passed count.
+fn newly_passing(before: Option<&TestRun>, after: Option<&TestRun>) -> u32 {
+    let Some(after) = after else {
+        return 0;
+    };
+    let passing = |run: &TestRun| -> HashSet<String> {
+        run.tests
+            .iter()
+            .filter(|t| t.status == CaseStatus::Pass)
+            .map(|t| t.id.clone())
+            .collect()
+    };
+    match before {
+        None => 0,
+        Some(before) if after.tests.is_empty() || before.tests.is_empty() => {
+            let grown = after.totals.passed.saturating_sub(before.totals.passed);
+            grown.max(u32::from(after.passed() && !before.passed()))
+        }
+        Some(before) => {
+            let was = passing(before);
+            passing(after).difference(&was).count() as u32
+        }
+    }
+}

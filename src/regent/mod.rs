@@ -1,0 +1,24 @@
+//! The Regent: `ralph-loop loop`, a coding-agent CLI run again and again on a prompt file, a
+//! fresh process each iteration, supervised (the seeds' Regent and Ralph Tracker).
+//!
+//! - [`tasks`]: the task list, read afresh each iteration;
+//! - [`prompt`]: the iteration's prompt (the prompt file, the tasks, the last test results, the
+//!   Regent's notes, the RALPH_STATUS request);
+//! - [`cost`]: an agent run's cost, reported or estimated;
+//! - [`backoff`]: the wait before restarting a crashed or hung agent;
+//! - [`state`]: `.ralph/regent-state.json`, written atomically after every change;
+//! - [`run`]: the loop as a value (limits, breaker admission, iterations); [`turn`] is the
+//!   agent's turn within an iteration (restarts), [`outcome`] what it left, [`judge`] what
+//!   follows it (tests, progress, commit, rollback, breaker, exit gate);
+//! - [`actor`]: the Regent actor, the loop behind a mailbox.
+
+pub mod actor;
+pub mod backoff;
+pub mod cost;
+pub mod judge;
+pub mod outcome;
+pub mod prompt;
+pub mod run;
+pub mod state;
+pub mod tasks;
+pub mod turn;

@@ -1,0 +1,463 @@
+//! One agent loop as a value, stepped to its end: before each iteration the limits (budget,
+//! iterations, time), a breaker reset asked for, and the breaker's admission; then a checkpoint,
+//! the prompt built afresh from disk, the agent's turn ([`super::turn`]), and the judgement of
+//! what it did ([`super::judge`]). The state file is written after every change.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use ralph_actors::events::bus::EventBus;
+use ralph_actors::events::event::Event;
+use ralph_actors::policy::budget::Price;
+use ralph_actors::schema::agent::AgentTokens;
+use ralph_actors::schema::regent::{
+    IterationRecord, LoopReport, LoopStatus, RegentAction, RegentState,
+};
+use ralph_actors::schema::test_run::TestRun;
+use ralph_actors::tracker::circuit::{Admission, Thresholds, Transition};
+use ralph_actors::tracker::gate::GateSettings;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::Backoff;
+use super::outcome::TurnEnd;
+use super::prompt::{build, PromptParts};
+use super::state::{self, Loaded, StateFile};
+use super::tasks::TaskList;
+use crate::agents::invoke::Limits;
+use crate::agents::AgentDef;
+use crate::config::{GitConfig, TestMode};
+use crate::git::Repo;
+use crate::process::groups::ProcessGroups;
+use crate::runner::plan::TestingOptions;
+
+/// The loop's limits and rules, from the flags and the config.
+#[derive(Debug, Clone)]
+pub struct LoopSettings {
+    pub max_iterations: u32,
+    pub max_cost_usd: f64,
+    pub max_duration: Option<Duration>,
+    pub max_cost_per_iteration: Option<f64>,
+    pub limits: Limits,
+    pub max_retries: u32,
+    pub backoff_first: Duration,
+    pub backoff_cap: Duration,
+    pub rollback_on_test_failure: bool,
+    pub mode: TestMode,
+    pub git: GitConfig,
+    pub thresholds: Thresholds,
+    pub gate: GateSettings,
+}
+
+/// What a loop runs with.
+pub struct LoopDeps {
+    /// The project: where the agent runs and the tests are found.
+    pub root: PathBuf,
+    pub agent: AgentDef,
+    pub binary: PathBuf,
+    pub model: Option<String>,
+    /// The agent's whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub prompt_file: PathBuf,
+    pub tasks_file: Option<PathBuf>,
+    pub settings: LoopSettings,
+    pub testing: TestingOptions,
+    /// The agent model's price, for costs the agent does not report.
+    pub price: Price,
+    pub events: EventBus,
+    pub groups: ProcessGroups,
+    /// ralph-loop's executable, to run the agent under its reaper.
+    pub reaper: Option<PathBuf>,
+    /// SIGINT, SIGTERM: finish the iteration under way, then stop.
+    pub drain: CancellationToken,
+    /// SIGQUIT: kill the agent now and stop.
+    pub quit: CancellationToken,
+    /// Said at the start (a note on the price used for estimates, a state file replaced).
+    pub notes: Vec<String>,
+}
+
+/// A loop under way.
+pub struct LoopRun {
+    pub(super) deps: LoopDeps,
+    pub(super) state: RegentState,
+    pub(super) state_file: StateFile,
+    pub(super) backoff: Backoff,
+    /// What the iteration under way has cost so far (its agent runs).
+    pub(super) spent_this_iteration: f64,
+    pub(super) repo: Option<Repo>,
+    pub(super) history: Vec<IterationRecord>,
+    pub(super) commits: Vec<String>,
+    pub(super) reverts: Vec<String>,
+    pub(super) warnings: Vec<String>,
+    /// What the next prompt tells the agent.
+    pub(super) notes: Vec<String>,
+    /// The last test run, for the prompt and for what passes anew.
+    pub(super) last_tests: Option<TestRun>,
+    pub(super) tokens: AgentTokens,
+    pub(super) tokens_estimated: bool,
+    started: Instant,
+}
+
+impl LoopRun {
+    pub fn new(deps: LoopDeps) -> Self {
+        let ralph_dir = deps.root.join(crate::session::RALPH_DIR);
+        let state_file = StateFile::new(&ralph_dir);
+        let mut warnings = Vec::new();
+        let previous = match state_file.load() {
+            Ok(Loaded::Found(previous)) => Some(previous.breaker),
+            Ok(Loaded::Missing) => None,
+            Ok(Loaded::Unreadable { why, kept }) => {
+                warnings.push(format!(
+                    "{} could not be read ({why}); it was kept as {} and a new state begun",
+                    state_file.path().display(),
+                    kept.display()
+                ));
+                None
+            }
+            Err(e) => {
+                warnings.push(format!("{e}; a new state was begun"));
+                None
+            }
+        };
+        let mut state = state::fresh(&deps.agent.name, deps.model.as_deref(), previous);
+        state.prompt_file = shown(&deps.root, &deps.prompt_file);
+        state.tasks_file = deps.tasks_file.as_ref().map(|t| shown(&deps.root, t));
+        let backoff = Backoff::new(deps.settings.backoff_first, deps.settings.backoff_cap);
+        Self {
+            repo: Repo::at(&deps.root),
+            deps,
+            state,
+            state_file,
+            backoff,
+            spent_this_iteration: 0.0,
+            history: Vec::new(),
+            commits: Vec::new(),
+            reverts: Vec::new(),
+            warnings,
+            notes: Vec::new(),
+            last_tests: None,
+            tokens: AgentTokens::default(),
+            tokens_estimated: false,
+            started: Instant::now(),
+        }
+    }
+
+    pub(super) fn emit(&self, event: Event) {
+        self.deps.events.emit(event);
+    }
+
+    /// A line of the Regent's, with its shield in the human view.
+    pub(super) fn regent(&self, iteration: u32, action: RegentAction, message: String) {
+        tracing::info!(target: "regent", "{message}");
+        self.emit(Event::Regent {
+            iteration,
+            action,
+            message,
+        });
+    }
+
+    pub(super) fn warn(&mut self, message: String) {
+        self.emit(Event::Warning {
+            message: message.clone(),
+        });
+        self.warnings.push(message);
+    }
+
+    pub(super) fn save_state(&mut self) {
+        self.state.updated_at = Utc::now();
+        if let Err(e) = self.state_file.save(&self.state) {
+            let message = e.to_string();
+            if !self.warnings.contains(&message) {
+                self.warn(message);
+            }
+        }
+    }
+
+    pub(super) fn breaker_moved(&self, iteration: u32, moved: Option<Transition>) {
+        if let Some(t) = moved {
+            self.emit(Event::BreakerChanged {
+                iteration,
+                from: t.from,
+                to: t.to,
+                reason: t.reason,
+            });
+        }
+    }
+
+    /// Runs the loop to its end; its report.
+    pub async fn execute(mut self) -> LoopReport {
+        let s = &self.deps.settings;
+        self.emit(Event::LoopStarted {
+            agent: self.deps.agent.name.clone(),
+            model: self.deps.model.clone(),
+            prompt_file: self.state.prompt_file.clone(),
+            tasks_file: self.state.tasks_file.clone(),
+            max_iterations: s.max_iterations,
+            max_cost_usd: s.max_cost_usd,
+        });
+        for note in std::mem::take(&mut self.deps.notes) {
+            self.emit(Event::Note { message: note });
+        }
+        for warning in self.warnings.clone() {
+            self.emit(Event::Warning { message: warning });
+        }
+        if self.repo.is_none() {
+            self.warn(format!(
+                "{} is not in a git repository: no checkpoints, commits or rollbacks, and progress is measured by tasks and tests alone",
+                self.deps.root.display()
+            ));
+        }
+        self.save_state();
+        self.last_tests = self.run_tests(0).await;
+        let (status, reason) = loop {
+            if let Some(stop) = self.before_iteration().await {
+                break stop;
+            }
+            if let Some(stop) = self.iterate().await {
+                break stop;
+            }
+            if self.deps.drain.is_cancelled() {
+                break (
+                    LoopStatus::Interrupted,
+                    format!("stopped after iteration {}", self.state.iteration),
+                );
+            }
+        };
+        self.finish(status, reason)
+    }
+
+    /// The limits and the breaker, before an iteration: `Some` stops the loop.
+    async fn before_iteration(&mut self) -> Option<(LoopStatus, String)> {
+        let thresholds = self.deps.settings.thresholds.clone();
+        loop {
+            if let Some(stop) = self.limit_reached() {
+                return Some(stop);
+            }
+            let done = self.state.iteration;
+            let now = Utc::now().timestamp_millis();
+            if self.state_file.take_reset_request() {
+                let moved = self.state.breaker.reset(now);
+                self.breaker_moved(done, Some(moved));
+                self.save_state();
+            }
+            let (admission, moved) = self.state.breaker.admit(&thresholds, now);
+            self.breaker_moved(done, moved);
+            match admission {
+                Admission::Run => return None,
+                Admission::Probe => {
+                    self.regent(
+                        done + 1,
+                        RegentAction::Waiting,
+                        "the breaker is HALF_OPEN: this iteration is its one probe".into(),
+                    );
+                    return None;
+                }
+                Admission::Stop => {
+                    return Some((
+                        LoopStatus::BreakerOpen,
+                        format!(
+                            "the circuit breaker is OPEN ({}); `ralph-loop breaker reset` closes it",
+                            self.state.breaker.reason.as_str()
+                        ),
+                    ));
+                }
+                Admission::Wait(ms) => {
+                    self.regent(
+                        done,
+                        RegentAction::Waiting,
+                        format!(
+                            "the breaker is OPEN: cooling down {:.1}s before a probe",
+                            ms as f64 / 1000.0
+                        ),
+                    );
+                    self.save_state();
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        _ = self.deps.drain.cancelled() => {}
+                        _ = self.deps.quit.cancelled() => {
+                            return Some((LoopStatus::Quit, "quit while the breaker cooled down".into()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The loop's limits (a stop asked for, iterations, budget, time), between iterations.
+    fn limit_reached(&self) -> Option<(LoopStatus, String)> {
+        let s = &self.deps.settings;
+        let done = self.state.iteration;
+        if self.deps.quit.is_cancelled() {
+            return Some((LoopStatus::Quit, format!("SIGQUIT after iteration {done}")));
+        }
+        if self.deps.drain.is_cancelled() {
+            return Some((
+                LoopStatus::Interrupted,
+                format!("stopped after iteration {done}"),
+            ));
+        }
+        if done >= s.max_iterations {
+            return Some((
+                LoopStatus::MaxIterations,
+                format!("{done} iterations, the limit"),
+            ));
+        }
+        if self.state.total_cost_usd >= s.max_cost_usd {
+            return Some((
+                LoopStatus::BudgetExceeded,
+                format!(
+                    "${:.4} spent of a ${:.2} budget",
+                    self.state.total_cost_usd, s.max_cost_usd
+                ),
+            ));
+        }
+        let max = s.max_duration?;
+        (self.started.elapsed() >= max).then(|| {
+            (
+                LoopStatus::BudgetExceeded,
+                format!(
+                    "the time limit ({:.1} minutes) is reached",
+                    max.as_secs_f64() / 60.0
+                ),
+            )
+        })
+    }
+
+    /// One iteration: `Some` stops the loop.
+    async fn iterate(&mut self) -> Option<(LoopStatus, String)> {
+        let iteration = self.state.iteration + 1;
+        self.state.iteration = iteration;
+        self.spent_this_iteration = 0.0;
+        self.save_state();
+        self.emit(Event::IterationStarted {
+            iteration,
+            max_iterations: self.deps.settings.max_iterations,
+        });
+        let checkpoint = self.checkpoint(iteration);
+        let tasks_before = self.read_tasks();
+        let prompt_text = match std::fs::read_to_string(&self.deps.prompt_file) {
+            Ok(text) => text,
+            Err(e) => {
+                return Some((
+                    LoopStatus::Error,
+                    format!("cannot read {}: {e}", self.deps.prompt_file.display()),
+                ))
+            }
+        };
+        let notes = std::mem::take(&mut self.notes);
+        let tasks_shown = self.state.tasks_file.clone();
+        let prompt = build(&PromptParts {
+            iteration,
+            prompt: &prompt_text,
+            tasks: match (&tasks_shown, &tasks_before) {
+                (Some(path), Some((text, list))) => Some((path.as_str(), text.as_str(), list)),
+                _ => None,
+            },
+            tests: self.last_tests.as_ref(),
+            tests_skipped: None,
+            notes: &notes,
+        });
+        let turn = self.agent_turn(iteration, &prompt).await;
+        self.tokens.add(turn.tokens);
+        self.tokens_estimated |= turn.tokens_estimated;
+        match &turn.end {
+            TurnEnd::Finished | TurnEnd::OverCost => {}
+            TurnEnd::Quit => {
+                return Some((
+                    LoopStatus::Quit,
+                    format!(
+                        "SIGQUIT: {} was killed in iteration {iteration}",
+                        self.deps.agent.name
+                    ),
+                ))
+            }
+            TurnEnd::Interrupted => {
+                return Some((
+                    LoopStatus::Interrupted,
+                    format!("stopped while waiting to restart {}", self.deps.agent.name),
+                ))
+            }
+            TurnEnd::Failed(why) => return Some((LoopStatus::AgentFailed, why.clone())),
+        }
+        let tasks_before = tasks_before.map(|(_, list)| list).unwrap_or_default();
+        let (record, stop) = self
+            .judge(iteration, &turn, checkpoint, &tasks_before)
+            .await;
+        self.history.push(record);
+        self.save_state();
+        stop
+    }
+
+    /// The task list's text and tasks, when the loop has one.
+    pub(super) fn read_tasks(&mut self) -> Option<(String, TaskList)> {
+        let path = self.deps.tasks_file.clone()?;
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let list = TaskList::parse(&text);
+                Some((text, list))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Some((String::new(), TaskList::default()))
+            }
+            Err(e) => {
+                self.warn(format!("cannot read {}: {e}", path.display()));
+                None
+            }
+        }
+    }
+
+    fn finish(mut self, status: LoopStatus, reason: String) -> LoopReport {
+        let iteration = self.state.iteration;
+        self.regent(
+            iteration,
+            RegentAction::Stopping,
+            format!("the loop stops: {} ({reason})", status.as_str()),
+        );
+        self.state.status = status;
+        self.state.reason = reason.clone();
+        self.save_state();
+        let report = LoopReport {
+            status,
+            exit_code: status.exit_code(),
+            reason,
+            agent: self.deps.agent.name.clone(),
+            model: self.deps.model.clone(),
+            iterations: iteration,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            total_cost_usd: self.state.total_cost_usd,
+            cost_estimated: self.state.cost_estimated,
+            tokens: self.tokens,
+            tokens_estimated: self.tokens_estimated,
+            breaker: self.state.breaker.clone(),
+            gate: self.state.gate.clone(),
+            tasks: self.state.tasks,
+            tests: self.state.last_tests.clone(),
+            commits: self.commits,
+            reverts: self.reverts,
+            history: self.history,
+            warnings: self.warnings,
+        };
+        let dir = self.deps.root.join(crate::session::RALPH_DIR).join("loop");
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            let mut bytes = serde_json::to_vec_pretty(&report).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            crate::fsutil::write_atomic(&dir.join("report.json"), &bytes)
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write the loop's report: {e}");
+        }
+        self.deps.events.emit(Event::LoopFinished {
+            report: Box::new(report.clone()),
+        });
+        report
+    }
+}
+
+/// `path` relative to `root` when it is inside, as the agent and the user see it.
+fn shown(root: &std::path::Path, path: &std::path::Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,697 @@
+//! `ralph-loop loop`: a scripted agent that prints Claude Code's stream-JSON, run again and
+//! again under the Regent in a real git repository, with a real test command: completion by the
+//! exit gate, commits, crash and hang restarts, rollback and a failed revert, the breaker and its
+//! reset, the state file, signals, costs, and the agent's choice.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use super::support::{isolate, read_json};
+
+struct Project {
+    _dir: TempDir,
+    root: PathBuf,
+    bin: PathBuf,
+    /// The scripted agent's own files, outside the project: its run count, the prompts it got.
+    state: PathBuf,
+}
+
+/// A git repository with a prompt, two tasks and a test (`done.txt` must exist), configured to
+/// run the agent `body` (a shell script; `$n` is the run's number, from 1) with `regent` lines
+/// added to the `regent:` section and `extra` to the file.
+fn project(body: &str, regent: &str, extra: &str) -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let bin = dir.path().join("bin");
+    let state = dir.path().join("state");
+    for d in [&root, &bin, &state] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let agent = bin.join("fake-agent");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nn=$(cat \"$FAKE_STATE/n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$FAKE_STATE/n\"\ncat > \"$FAKE_STATE/prompt-$n.txt\"\necho $$ > \"$FAKE_STATE/pid\"\n{body}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("PROMPT.md"), "Make the tests pass.\n").unwrap();
+    std::fs::write(
+        root.join("TASKS.md"),
+        "- [ ] T-1: Write work.txt\n- [ ] T-2: Write done.txt\n",
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".ralph/\n").unwrap();
+    // The test's own `regent` lines win over these.
+    let defaults: String = [
+        "  agent: fake\n",
+        "  retry_backoff_seconds: 0.05\n",
+        "  max_backoff_seconds: 0.2\n",
+        "  hang_timeout_seconds: 5\n",
+    ]
+    .iter()
+    .filter(|line| !regent.contains(line.split(':').next().unwrap()))
+    .copied()
+    .collect();
+    std::fs::write(
+        root.join("ralph.config.yaml"),
+        format!(
+            "testing:\n  command: test -f done.txt\nregent:\n{defaults}{regent}{extra}agents:\n  - name: fake\n    title: Fake agent\n    binaries: [fake-agent]\n    args: [-p]\n    prompt: stdin\n    format: claude-stream-json\n    reports_cost: true\n"
+        ),
+    )
+    .unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.email", "t@example.com"]);
+    git(&root, &["config", "user.name", "T"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "init"]);
+    Project {
+        _dir: dir,
+        root,
+        bin,
+        state,
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl Project {
+    /// `ralph-loop loop PROMPT.md --tasks TASKS.md --output jsonl` here.
+    fn ralph(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+        isolate(&mut cmd, &self.root);
+        cmd.env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .env("FAKE_STATE", &self.state)
+            .args([
+                "loop",
+                "PROMPT.md",
+                "--tasks",
+                "TASKS.md",
+                "--output",
+                "jsonl",
+            ]);
+        cmd
+    }
+
+    /// Runs the loop to its end: its exit code and its events.
+    fn run(&self) -> (i32, Vec<Value>) {
+        let out = self.ralph().output().unwrap();
+        let events = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        (out.status.code().unwrap_or(-1), events)
+    }
+
+    fn state_file(&self) -> Value {
+        read_json(&self.root.join(".ralph/regent-state.json"))
+    }
+
+    fn prompt(&self, n: u32) -> String {
+        std::fs::read_to_string(self.state.join(format!("prompt-{n}.txt"))).unwrap()
+    }
+
+    fn log(&self) -> Vec<String> {
+        git(&self.root, &["log", "--format=%s"])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// A shell line printing `value` as one JSON line.
+fn emit(value: Value) -> String {
+    format!(
+        "printf '%s\\n' '{}'",
+        value.to_string().replace('\'', "'\"'\"'")
+    )
+}
+
+/// The agent's text, in an assistant message.
+fn say(text: &str) -> String {
+    emit(
+        json!({"type": "assistant", "message": {"id": "m", "content": [{"type": "text", "text": text}]}}),
+    )
+}
+
+/// Its final result, with its cost.
+fn result(cost: f64) -> String {
+    emit(
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "total_cost_usd": cost}),
+    )
+}
+
+fn status(status: &str, exit: bool) -> String {
+    say(&format!(
+        "---RALPH_STATUS---\nSTATUS: {status}\nTASKS_COMPLETED_THIS_LOOP: 1\nFILES_MODIFIED: 1\nTESTS_STATUS: PASSING\nWORK_TYPE: IMPLEMENTATION\nEXIT_SIGNAL: {exit}\nRECOMMENDATION: go on\n---END_RALPH_STATUS---"
+    ))
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn regent_actions(events: &[Value]) -> Vec<String> {
+    of_type(events, "regent")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Works through the two tasks in two iterations, then signals completion; the tests pass.
+const TWO_TASKS: &str = r#"case $n in
+1) echo one > work.txt; sed -i 's/- \[ \] T-1/- [x] T-1/' TASKS.md; SAY1; STATUS1; RESULT1;;
+*) echo ok > done.txt; sed -i 's/- \[ \] T-2/- [x] T-2/' TASKS.md; SAY2; STATUS2; RESULT2;;
+esac"#;
+
+fn two_tasks() -> String {
+    TWO_TASKS
+        .replace("SAY1", &say("Writing work.txt."))
+        .replace("STATUS1", &status("IN_PROGRESS", false))
+        .replace("RESULT1", &result(0.01))
+        .replace("SAY2", &say("All tasks are complete."))
+        .replace("STATUS2", &status("COMPLETE", true))
+        .replace("RESULT2", &result(0.02))
+}
+
+#[test]
+fn the_loop_works_through_the_tasks_commits_each_and_ends_at_the_exit_gate() {
+    let p = project(&two_tasks(), "", "");
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let finished = of_type(&events, "loop_finished");
+    let report = &finished[0]["report"];
+    assert_eq!(report["status"], "complete");
+    assert_eq!(report["iterations"], 2);
+    assert_eq!(report["tasks"], json!({"done": 2, "total": 2}));
+    assert!((report["total_cost_usd"].as_f64().unwrap() - 0.03).abs() < 1e-9);
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(
+        report["history"][0]["tasks_checked"],
+        json!(["T-1: Write work.txt"])
+    );
+    assert_eq!(report["history"][1]["newly_passing"], 1);
+
+    // One commit per iteration, naming the task it completed.
+    let log = p.log();
+    assert_eq!(
+        log[..2],
+        [
+            "[ralph] Complete T-2: Write done.txt",
+            "[ralph] Complete T-1: Write work.txt"
+        ],
+        "{log:?}"
+    );
+    assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
+
+    // The prompt: the user's, the task list with its state, the tests, the status request.
+    let first = p.prompt(1);
+    assert!(first.starts_with("Make the tests pass."), "{first}");
+    for part in [
+        "TASKS.md: 0 of 2 done",
+        "Work on the next task not done: T-1: Write work.txt.",
+        "`test -f done.txt`",
+        "---RALPH_STATUS---",
+    ] {
+        assert!(first.contains(part), "{part} missing:\n{first}");
+    }
+    assert!(p.prompt(2).contains("TASKS.md: 1 of 2 done"));
+
+    // The state file.
+    let state = p.state_file();
+    assert_eq!(state["schema"], 1);
+    assert_eq!(state["status"], "complete");
+    assert_eq!(state["iteration"], 2);
+    assert_eq!(state["consecutive_errors"], 0);
+    assert!(state["ralph_pid"].as_u64().unwrap() > 0);
+    assert!(state["last_output_at"].is_string());
+    let head = git(&p.root, &["rev-parse", "--short", "HEAD"]);
+    assert_eq!(state["last_commit"], head.trim());
+    assert!((state["total_cost_usd"].as_f64().unwrap() - 0.03).abs() < 1e-9);
+    assert_eq!(state["breaker"]["state"], "CLOSED");
+    // A checkpoint was kept before each iteration.
+    git(&p.root, &["rev-parse", "--verify", "refs/ralph/checkpoint"]);
+
+    // `ralph-loop status` shows it.
+    let mut status = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut status, &p.root);
+    let out = status.arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("agent loop: complete"), "{text}");
+    assert!(text.contains("breaker CLOSED"), "{text}");
+    assert!(text.contains("tasks TASKS.md (2 of 2 done)"), "{text}");
+}
+
+#[test]
+fn the_human_view_marks_the_regents_lines_with_a_shield() {
+    let p = project(&two_tasks(), "", "");
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, &p.root);
+    let out = cmd
+        .env("PATH", format!("{}:/usr/bin:/bin", p.bin.display()))
+        .env("FAKE_STATE", &p.state)
+        .args([
+            "loop",
+            "PROMPT.md",
+            "--tasks",
+            "TASKS.md",
+            "--output",
+            "human",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ralph-loop loop · agent fake"), "{err}");
+    assert!(err.contains("│ Writing work.txt."), "{err}");
+    assert!(err.contains("🛡 committed"), "{err}");
+    assert!(err.contains("✔ complete"), "{err}");
+}
+
+#[test]
+fn a_crash_is_restarted_after_a_backoff_and_a_finished_run_resets_the_count() {
+    let body = format!(
+        "if [ $n -eq 1 ]; then echo 'boom' >&2; exit 3; fi\necho ok > done.txt\n{}\n{}\n{}\n{}",
+        say("All tasks are complete."),
+        status("COMPLETE", true),
+        say("Everything is done."),
+        result(0.01)
+    );
+    let p = project(&body, "", "");
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let actions = regent_actions(&events);
+    assert_eq!(
+        actions[..3],
+        ["crashed", "waiting", "restarted"],
+        "{actions:?}"
+    );
+    let crashed = &of_type(&events, "regent")[0];
+    assert!(
+        crashed["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited with code 3"),
+        "{crashed}"
+    );
+    let ended: Vec<&Value> = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["exit_code"], 3);
+    assert_eq!(ended[1]["exit_code"], 0);
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["history"][0]["runs"], 2);
+    assert_eq!(p.state_file()["consecutive_errors"], 0);
+}
+
+#[test]
+fn an_agent_that_keeps_crashing_stops_the_loop_after_max_retries() {
+    let p = project("exit 1", "  max_retries: 2\n", "");
+    let (code, events) = p.run();
+    assert_eq!(code, 6, "{events:#?}");
+    assert_eq!(of_type(&events, "agent_started").len(), 3);
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["status"], "agent_failed");
+    assert!(report["reason"]
+        .as_str()
+        .unwrap()
+        .contains("failed 3 times in a row"));
+    let state = p.state_file();
+    assert_eq!(state["status"], "agent_failed");
+    assert_eq!(state["consecutive_errors"], 3);
+}
+
+#[test]
+fn a_hung_agent_is_killed_and_restarted_and_a_busy_silent_one_is_left_to_work() {
+    // Run 1 says a word and hangs; run 2 is silent for three hang timeouts but busy, then
+    // finishes.
+    let body = format!(
+        "if [ $n -eq 1 ]; then {}; sleep 30; fi\nend=$(($(date +%s) + 2)); while [ $(date +%s) -lt $end ]; do :; done\necho ok > done.txt\n{}\n{}\n{}\n{}",
+        say("Thinking."),
+        say("All tasks are complete."),
+        status("COMPLETE", true),
+        say("Everything is done."),
+        result(0.01)
+    );
+    let p = project(&body, "  hang_timeout_seconds: 0.6\n", "");
+    let started = Instant::now();
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let actions = regent_actions(&events);
+    assert!(actions.contains(&"hung".to_string()), "{actions:?}");
+    assert!(
+        actions.contains(&"silent_but_working".to_string()),
+        "{actions:?}"
+    );
+    let ended = of_type(&events, "agent_ended");
+    assert_eq!(ended[0]["ending"], "hung");
+    assert_eq!(ended[1]["ending"], "exited");
+    let hung = of_type(&events, "regent")
+        .into_iter()
+        .find(|e| e["action"] == "hung")
+        .unwrap();
+    assert!(
+        hung["message"].as_str().unwrap().contains("no CPU"),
+        "{hung}"
+    );
+}
+
+#[test]
+fn failing_tests_after_a_commit_are_rolled_back() {
+    // The tests pass at first; the agent deletes done.txt, the loop commits, the tests fail,
+    // and the commit is reverted.
+    let body = format!("rm done.txt\n{}\n{}", say("Removing a file."), result(0.01));
+    let p = project(
+        &body,
+        "  rollback_on_test_failure: true\n",
+        "budgets:\n  max_iterations: 1\n",
+    );
+    std::fs::write(p.root.join("done.txt"), "ok\n").unwrap();
+    git(&p.root, &["add", "done.txt"]);
+    git(&p.root, &["commit", "-q", "-m", "tests pass"]);
+    let (code, events) = p.run();
+    assert_eq!(code, 4, "{events:#?}");
+    let log = p.log();
+    assert!(
+        log[0].starts_with("Revert \"[ralph] Work on T-1"),
+        "{log:?}"
+    );
+    assert!(log[1].starts_with("[ralph] Work on T-1"), "{log:?}");
+    assert!(p.root.join("done.txt").exists());
+    let actions = regent_actions(&events);
+    assert!(actions.contains(&"reverted".to_string()), "{actions:?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["reverts"].as_array().unwrap().len(), 1);
+    assert!(p.prompt(1).contains("Make the tests pass."));
+}
+
+#[test]
+fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
+    // The agent makes a merge commit: `git revert` cannot revert it without a parent.
+    let body = format!(
+        "git checkout -q -b side && echo a > side.txt && git add side.txt && git commit -q -m side && git checkout -q main && git merge -q --no-ff -m merge side\n{}\n{}",
+        say("Merged."),
+        result(0.01)
+    );
+    let p = project(&body, "  rollback_on_test_failure: true\n", "");
+    let (code, events) = p.run();
+    assert_eq!(code, 7, "{events:#?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["status"], "revert_failed");
+    assert!(report["reason"]
+        .as_str()
+        .unwrap()
+        .contains("left as it was"));
+    assert_eq!(p.log()[0], "merge");
+    assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
+    assert!(!p.root.join(".git/REVERT_HEAD").exists());
+}
+
+#[test]
+fn no_progress_opens_the_breaker_and_breaker_reset_closes_it() {
+    let body = format!(
+        "{}\n{}\n{}",
+        say("Nothing to do."),
+        status("IN_PROGRESS", false),
+        result(0.0)
+    );
+    let p = project(&body, "", "");
+    // The tests pass throughout: the breaker opens for want of progress alone.
+    std::fs::write(p.root.join("done.txt"), "ok\n").unwrap();
+    git(&p.root, &["add", "done.txt"]);
+    git(&p.root, &["commit", "-q", "-m", "tests pass"]);
+    let (code, events) = p.run();
+    assert_eq!(code, 5, "{events:#?}");
+    let moves: Vec<(String, String)> = of_type(&events, "breaker_changed")
+        .iter()
+        .map(|e| {
+            (
+                e["to"].as_str().unwrap().into(),
+                e["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            ("HALF_OPEN".to_string(), "no_progress_warning".to_string()),
+            ("OPEN".to_string(), "no_progress_open".to_string())
+        ]
+    );
+    // The third iteration was the one probe.
+    assert_eq!(of_type(&events, "iteration_started").len(), 3);
+    assert!(p.prompt(2).contains("made no test pass"));
+    assert!(
+        p.prompt(1).contains("`test -f done.txt`: "),
+        "{}",
+        p.prompt(1)
+    );
+    let state = p.state_file();
+    assert_eq!(state["status"], "breaker_open");
+    assert_eq!(state["breaker"]["state"], "OPEN");
+
+    // A new loop finds the breaker open and stops at once.
+    let (code, events) = p.run();
+    assert_eq!(code, 5);
+    assert!(of_type(&events, "iteration_started").is_empty());
+
+    let mut reset = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut reset, &p.root);
+    let out = reset.args(["breaker", "reset"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("it was OPEN (no_progress_open)"));
+    let state = p.state_file();
+    assert_eq!(state["breaker"]["state"], "CLOSED");
+    assert_eq!(state["breaker"]["reason"], "manual_reset");
+}
+
+#[test]
+fn an_exit_signal_the_tests_contradict_three_times_stops_with_gate_disagreement() {
+    let body = format!(
+        "echo $n > work-$n.txt\n{}\n{}\n{}",
+        say("All tasks are complete."),
+        status("COMPLETE", true),
+        result(0.0)
+    );
+    let p = project(&body, "", "");
+    let (code, events) = p.run();
+    assert_eq!(code, 5, "{events:#?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["status"], "gate_disagreement");
+    assert_eq!(report["iterations"], 3);
+    assert!(p
+        .prompt(2)
+        .contains("You set EXIT_SIGNAL: true, but the tests do not pass"));
+}
+
+#[test]
+fn the_budget_stops_the_loop_between_iterations_and_the_iteration_cap_kills_within_one() {
+    let body = format!(
+        "echo $n > work-$n.txt\n{}\n{}",
+        say("Working."),
+        result(0.3)
+    );
+    let p = project(&body, "", "");
+    let out = p.ralph().args(["--budget", "0.5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let state = p.state_file();
+    assert_eq!(state["status"], "budget_exceeded");
+    assert_eq!(state["iteration"], 2);
+
+    // A million input tokens at the fallback price ($3) cross a $0.50 cap: killed at once.
+    let usage = emit(
+        json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "Reading everything."}], "usage": {"input_tokens": 1_000_000, "output_tokens": 10}}}),
+    );
+    let p = project(
+        &format!("{usage}\nsleep 20\n{}", result(0.0)),
+        "  max_cost_per_iteration: 0.5\n",
+        "budgets:\n  max_iterations: 1\n",
+    );
+    let started = Instant::now();
+    let (code, events) = p.run();
+    assert_eq!(code, 4, "{events:#?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let ended = &of_type(&events, "agent_ended")[0];
+    assert_eq!(ended["ending"], "over_cost");
+    assert!(regent_actions(&events).contains(&"over_cost".to_string()));
+}
+
+#[test]
+fn sigint_finishes_the_iteration_and_its_commit_then_stops() {
+    let body = format!(
+        "{}\nsleep 1.5\necho one > work.txt\n{}\n{}",
+        say("Starting."),
+        say("Wrote work.txt."),
+        result(0.01)
+    );
+    let p = project(&body, "", "");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
+    cmd.current_dir(&p.root)
+        .env("HOME", &p.root)
+        .env("PATH", format!("{}:/usr/bin:/bin", p.bin.display()))
+        .env("FAKE_STATE", &p.state)
+        .args(["loop", "PROMPT.md", "--output", "jsonl"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    wait_for(&p.state.join("pid"));
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let code = super::support::wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(code, 130);
+    assert!(p.root.join("work.txt").exists());
+    assert_eq!(p.log()[0], "[ralph] Iteration 1");
+    let state = p.state_file();
+    assert_eq!(state["status"], "interrupted");
+    assert_eq!(state["iteration"], 1);
+}
+
+#[test]
+fn sigquit_kills_the_agent_now() {
+    let body = format!("{}\nsleep 30\n{}", say("Starting."), result(0.01));
+    let p = project(&body, "", "");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
+    cmd.current_dir(&p.root)
+        .env("HOME", &p.root)
+        .env("PATH", format!("{}:/usr/bin:/bin", p.bin.display()))
+        .env("FAKE_STATE", &p.state)
+        .args(["loop", "PROMPT.md", "--output", "jsonl"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let agent: i32 = wait_for(&p.state.join("pid")).trim().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGQUIT,
+    )
+    .unwrap();
+    let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(code, 131);
+    assert!(sent.elapsed() < Duration::from_secs(3));
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(agent), None).is_err(),
+        "the agent survived"
+    );
+    assert_eq!(p.state_file()["status"], "quit");
+}
+
+#[test]
+fn a_corrupt_state_file_is_reported_kept_aside_and_replaced() {
+    let p = project(&two_tasks(), "", "");
+    std::fs::create_dir_all(p.root.join(".ralph")).unwrap();
+    std::fs::write(p.root.join(".ralph/regent-state.json"), "{not json").unwrap();
+    let mut status = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut status, &p.root);
+    let out = status.arg("status").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cannot be read"));
+
+    let (code, events) = p.run();
+    assert_eq!(code, 0);
+    let warning = of_type(&events, "warning")
+        .into_iter()
+        .find(|w| w["message"].as_str().unwrap().contains("could not be read"))
+        .expect("a warning about the state file");
+    assert!(warning["message"]
+        .as_str()
+        .unwrap()
+        .contains("regent-state.json.bad"));
+    assert_eq!(
+        std::fs::read_to_string(p.root.join(".ralph/regent-state.json.bad")).unwrap(),
+        "{not json"
+    );
+    assert_eq!(p.state_file()["status"], "complete");
+}
+
+#[test]
+fn without_an_agent_chosen_a_headless_run_refuses_with_the_list_and_a_terminal_asks() {
+    let p = project(&two_tasks(), "", "");
+    // No `regent.agent`: nothing is chosen.
+    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
+        .unwrap()
+        .replace("  agent: fake\n", "");
+    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    let out = p.ralph().output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no agent chosen") && err.contains("fake"),
+        "{err}"
+    );
+
+    let (code, screen) = super::support::in_terminal(
+        "ralph-loop",
+        &p.root,
+        &[
+            ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
+            ("FAKE_STATE", p.state.display().to_string()),
+        ],
+        &["loop", "PROMPT.md", "--tasks", "TASKS.md"],
+        &[("agent [1-", "fake")],
+    );
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("Which coding agent should run the loop?"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn an_agent_not_signed_in_is_refused_naming_its_variable() {
+    let p = project(&two_tasks(), "", "");
+    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
+        .unwrap()
+        .replace(
+            "    prompt: stdin\n",
+            "    prompt: stdin\n    auth:\n      env: [FAKE_AGENT_KEY]\n",
+        );
+    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    let out = p.ralph().env_remove("FAKE_AGENT_KEY").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Fake agent is not signed in: set $FAKE_AGENT_KEY"),
+        "{err}"
+    );
+}
+
+/// Waits (up to 10 s) for `path` to hold something; its content.
+fn wait_for(path: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.trim().is_empty() {
+                return text;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{} never came",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
