@@ -69,7 +69,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     if !known && !agent.reports_cost {
         notes.push(format!(
             "{} reports no cost and its model's price is not known: costs are estimated at {priced_as}'s price",
-            agent.title
+            if agent.title.is_empty() { &agent.name } else { &agent.title }
         ));
     }
     let run_args = RunArgs {
@@ -77,7 +77,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         ..RunArgs::default()
     };
     let testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
-    let settings = settings(&config, &args);
+    let settings = settings(&config, &args, &root);
     let groups = ProcessGroups::new();
     let drain = CancellationToken::new();
     let quit = CancellationToken::new();
@@ -121,7 +121,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
 }
 
 /// The loop's settings: the flags over the config.
-fn settings(config: &Config, args: &LoopArgs) -> LoopSettings {
+fn settings(config: &Config, args: &LoopArgs, root: &Path) -> LoopSettings {
     let r = &config.regent;
     let secs = Duration::from_secs_f64;
     LoopSettings {
@@ -143,6 +143,10 @@ fn settings(config: &Config, args: &LoopArgs) -> LoopSettings {
         backoff_cap: secs(r.max_backoff_seconds),
         rollback_on_test_failure: r.rollback_on_test_failure,
         mode: config.testing.mode,
+        baseline_file: root.join(&config.testing.baseline_file),
+        baseline_scope: config.testing.baseline_scope,
+        bootstrap: config.build.bootstrap_detection,
+        bootstrap_check: config.build.bootstrap_check.clone(),
         git: config.git.clone(),
         thresholds: r.breaker.clone(),
         gate: r.exit_gate.clone(),

@@ -77,6 +77,7 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     resolve(&mut config.testing.prompt_file);
     resolve(&mut config.local_guard.rules);
     resolve(&mut config.agent.worktrees);
+    config.testing.baseline_file = base.join(&config.testing.baseline_file);
     for (i, entry) in config.batch.iter_mut().enumerate() {
         if entry.spec.is_some() == entry.file.is_some() {
             return Err(ConfigError::at_key(
@@ -132,6 +133,16 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
                 format!("entry {}: {:?} is defined twice", i + 1, def.name),
             ));
         }
+    }
+    if config.build.bootstrap_detection == super::BootstrapDetection::Manual
+        && config.build.bootstrap_check.is_none()
+    {
+        return Err(ConfigError::at_key(
+            file,
+            source,
+            "build.bootstrap_detection",
+            "manual needs build.bootstrap_check, a command whose exit 0 means the project is still bootstrapping".into(),
+        ));
     }
     for (key, value) in config.regent.counts() {
         if value == 0 {

@@ -28,7 +28,9 @@ pub use error::ConfigError;
 pub use guard::{AllowEntry, GuardMode, LocalGuardConfig};
 pub use load::{discover, load, load_discovered, parse, FILE_NAME};
 pub use providers::{Endpoint, ProviderConfig};
-pub use regent::{GitConfig, RegentConfig, TestMode};
+pub use regent::{
+    BaselineScope, BootstrapDetection, BuildConfig, GitConfig, RegentConfig, TestMode,
+};
 pub use roles::{ModelEntry, Models, Prompts};
 pub use sections::{
     AgentConfig, Budgets, CircuitBreaker, Config, CriticConfig, EmbedderConfig, EmbedderKind,

@@ -111,6 +111,53 @@ pub enum TestMode {
     /// and trigger `regent.rollback_on_test_failure`.
     #[default]
     Gate,
+    /// Tests written before the code: only a test that passed in the baseline and fails now
+    /// (a regression) fails the gate; tests that pass anew are progress.
+    Tdd,
     /// The tests are run and recorded, and judge nothing.
     Report,
+}
+
+/// Which tests a TDD baseline holds (`testing.baseline_scope`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BaselineScope {
+    /// Captured once, the first time the project has tests, and kept across loops.
+    #[default]
+    Global,
+    /// Captured anew when each loop starts.
+    Session,
+    /// Captured anew when each loop starts and after each task checked off with no regression.
+    Task,
+}
+
+/// When a project is too new to be tested (`build:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BuildConfig {
+    pub bootstrap_detection: BootstrapDetection,
+    /// `manual`: a command whose exit 0 means the project is still bootstrapping.
+    #[serde(deserialize_with = "opt_non_empty")]
+    pub bootstrap_check: Option<String>,
+}
+
+impl Default for BuildConfig {
+    fn default() -> Self {
+        Self {
+            bootstrap_detection: BootstrapDetection::Auto,
+            bootstrap_check: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BootstrapDetection {
+    /// No tests can be found yet (no manifest with tests, or no test file): bootstrapping.
+    #[default]
+    Auto,
+    /// `build.bootstrap_check` decides.
+    Manual,
+    /// The tests always run; none found is a failure.
+    Disabled,
 }

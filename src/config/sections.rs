@@ -47,6 +47,8 @@ pub struct Config {
     pub regent: super::regent::RegentConfig,
     /// `ralph-loop loop`: its commits and pushes.
     pub git: super::regent::GitConfig,
+    /// `ralph-loop loop`: when a project is too new to be tested.
+    pub build: super::regent::BuildConfig,
     /// The entries of `ralph-loop batch` without arguments, in order.
     pub batch: Vec<super::batch::BatchEntry>,
     /// `provider/model` → price, over the bundled table. Keys given as aliases are canonicalised.
@@ -86,6 +88,7 @@ impl Default for Config {
             agents: Vec::new(),
             regent: super::regent::RegentConfig::default(),
             git: super::regent::GitConfig::default(),
+            build: super::regent::BuildConfig::default(),
             batch: Vec::new(),
             prices: BTreeMap::new(),
             prompts: Prompts::default(),
@@ -336,9 +339,13 @@ pub struct Testing {
     pub flaky_retries: u32,
     /// Let the Artisan edit, delete or skip tests.
     pub allow_test_edits: bool,
-    /// How `ralph-loop loop` judges the tests: `gate` (all must pass) or `report` (record
-    /// only). The fix loop always needs them all to pass.
+    /// How `ralph-loop loop` judges the tests: `gate` (all must pass), `tdd` (no regression
+    /// against a baseline) or `report` (record only). The fix loop always needs them all to
+    /// pass.
     pub mode: super::regent::TestMode,
+    /// `tdd`: the baseline's file, relative to the config file.
+    pub baseline_file: PathBuf,
+    pub baseline_scope: super::regent::BaselineScope,
 }
 
 impl Default for Testing {
@@ -354,6 +361,8 @@ impl Default for Testing {
             flaky_retries: 0,
             allow_test_edits: false,
             mode: super::regent::TestMode::Gate,
+            baseline_file: PathBuf::from(".ralph/test_baseline.json"),
+            baseline_scope: super::regent::BaselineScope::Global,
         }
     }
 }

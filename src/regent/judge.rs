@@ -20,9 +20,7 @@ use ralph_actors::tracker::status::Found;
 use super::outcome::{Turn, TurnEnd};
 use super::run::LoopRun;
 use super::tasks::TaskList;
-use crate::config::TestMode;
 use crate::git::Snapshot;
-use crate::runner::project::ProjectRunner;
 
 /// The ref the checkpoint before each iteration is kept under.
 pub const CHECKPOINT_REF: &str = "refs/ralph/checkpoint";
@@ -53,38 +51,6 @@ impl LoopRun {
                 None
             }
         }
-    }
-
-    /// The project's tests, found afresh (a project may gain tests as the loop goes);
-    /// `None` when it has none yet.
-    pub(super) async fn run_tests(&mut self, iteration: u32) -> Option<TestRun> {
-        let runner =
-            match ProjectRunner::build(&self.deps.prompt_file, &self.deps.root, &self.deps.testing)
-            {
-                Ok(runner) => runner.with_groups(self.deps.groups.clone()),
-                Err(e) => {
-                    if iteration == 0 {
-                        self.emit(Event::Note {
-                            message: format!("no tests run: {e}"),
-                        });
-                    }
-                    return None;
-                }
-            };
-        let run = match runner.run_all(self.deps.quit.clone()).await {
-            Ok(run) => run,
-            Err(e) => {
-                self.warn(format!("the tests could not run: {e}"));
-                return None;
-            }
-        };
-        let snapshot = TestsSnapshot::from(&run);
-        self.emit(Event::TestsFinished {
-            iteration,
-            tests: snapshot.clone(),
-        });
-        self.state.last_tests = Some(snapshot);
-        Some(run)
     }
 
     /// Judges iteration `iteration` after the agent's turn: its record, and `Some` when the
@@ -153,10 +119,7 @@ impl LoopRun {
             indicators: said.indicators,
             malformed,
         });
-        let tests_ok = match self.deps.settings.mode {
-            TestMode::Gate => tests.as_ref().is_none_or(TestRun::passed),
-            TestMode::Report => true,
-        };
+        let tests_ok = self.tests_verdict(iteration, tests.as_ref(), tasks_before.next());
 
         let mut record = IterationRecord {
             iteration,
@@ -181,6 +144,9 @@ impl LoopRun {
         self.notes.extend(turn.notes.iter().cloned());
         if quit.is_some() {
             return (record, quit);
+        }
+        if tests_ok && !checked.is_empty() {
+            self.after_task(iteration, tests.as_ref());
         }
         let finished = matches!(turn.end, TurnEnd::Finished);
         if finished && self.deps.settings.git.auto_commit && !changed.is_empty() {

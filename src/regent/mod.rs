@@ -7,13 +7,18 @@
 //! - [`cost`]: an agent run's cost, reported or estimated;
 //! - [`backoff`]: the wait before restarting a crashed or hung agent;
 //! - [`state`]: `.ralph/regent-state.json`, written atomically after every change;
+//! - [`baseline`]: `tdd` mode's baseline and regressions; [`bootstrap`]: whether a project is
+//!   too new to be tested;
 //! - [`run`]: the loop as a value (limits, breaker admission, iterations); [`turn`] is the
 //!   agent's turn within an iteration (restarts), [`outcome`] what it left, [`judge`] what
-//!   follows it (tests, progress, commit, rollback, breaker, exit gate);
+//!   follows it (progress, commit, rollback, breaker, exit gate), [`verify`] the tests
+//!   (found, run, judged by `testing.mode`);
 //! - [`actor`]: the Regent actor, the loop behind a mailbox.
 
 pub mod actor;
 pub mod backoff;
+pub mod baseline;
+pub mod bootstrap;
 pub mod cost;
 pub mod judge;
 pub mod outcome;
@@ -22,3 +27,4 @@ pub mod run;
 pub mod state;
 pub mod tasks;
 pub mod turn;
+pub mod verify;

@@ -21,13 +21,14 @@ use ralph_actors::tracker::gate::GateSettings;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
+use super::baseline::Baseline;
 use super::outcome::TurnEnd;
 use super::prompt::{build, PromptParts};
 use super::state::{self, Loaded, StateFile};
 use super::tasks::TaskList;
 use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;
-use crate::config::{GitConfig, TestMode};
+use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};
 use crate::git::Repo;
 use crate::process::groups::ProcessGroups;
 use crate::runner::plan::TestingOptions;
@@ -45,6 +46,11 @@ pub struct LoopSettings {
     pub backoff_cap: Duration,
     pub rollback_on_test_failure: bool,
     pub mode: TestMode,
+    /// `tdd`: where the baseline is kept, and what it holds.
+    pub baseline_file: PathBuf,
+    pub baseline_scope: BaselineScope,
+    pub bootstrap: BootstrapDetection,
+    pub bootstrap_check: Option<String>,
     pub git: GitConfig,
     pub thresholds: Thresholds,
     pub gate: GateSettings,
@@ -96,6 +102,14 @@ pub struct LoopRun {
     pub(super) last_tests: Option<TestRun>,
     pub(super) tokens: AgentTokens,
     pub(super) tokens_estimated: bool,
+    /// `Some(true)` while the project is too new to be tested; `None` before the first look.
+    pub(super) bootstrapping: Option<bool>,
+    pub(super) bootstrap_completed_at: Option<chrono::DateTime<Utc>>,
+    /// Why no tests can run, when they cannot (and the project is not bootstrapping).
+    pub(super) tests_missing: Option<String>,
+    /// `tdd`: the baseline, and whether it was captured from the iteration being judged.
+    pub(super) baseline: Option<Baseline>,
+    pub(super) baseline_fresh: bool,
     started: Instant,
 }
 
@@ -139,6 +153,11 @@ impl LoopRun {
             last_tests: None,
             tokens: AgentTokens::default(),
             tokens_estimated: false,
+            bootstrapping: None,
+            bootstrap_completed_at: None,
+            tests_missing: None,
+            baseline: None,
+            baseline_fresh: false,
             started: Instant::now(),
         }
     }
@@ -209,6 +228,7 @@ impl LoopRun {
             ));
         }
         self.save_state();
+        self.load_baseline();
         self.last_tests = self.run_tests(0).await;
         let (status, reason) = loop {
             if let Some(stop) = self.before_iteration().await {

@@ -22,12 +22,23 @@ pub struct Task {
     /// The text after the id (the whole text without one).
     pub name: String,
     pub done: bool,
+    /// The indented lines under it (`> Goal: ...`, `> Tests: Not required`).
+    pub notes: Vec<String>,
 }
 
 impl Task {
     /// What the task is known by across iterations: its id, else its text.
     pub fn key(&self) -> &str {
         self.id.as_deref().unwrap_or(&self.name)
+    }
+
+    /// Whether the task says its tests are not required (the seed's markers, any case:
+    /// `Tests: Not required`, `Tests: None`, `Tests: N/A`, `Tests: Skip`, `No tests needed`,
+    /// `No tests required`), in its text or the lines under it.
+    pub fn tests_required(&self) -> bool {
+        !std::iter::once(self.name.as_str())
+            .chain(self.notes.iter().map(String::as_str))
+            .any(says_no_tests)
     }
 
     /// `API-002: Add the endpoints`, or the text.
@@ -56,7 +67,29 @@ impl TaskList {
     }
 
     pub fn parse(text: &str) -> TaskList {
-        let tasks = text.lines().filter_map(checkbox).collect();
+        let mut tasks: Vec<Task> = Vec::new();
+        for line in text.lines() {
+            if let Some(task) = checkbox(line) {
+                tasks.push(task);
+            } else if line.starts_with([' ', '\t']) && !line.trim().is_empty() {
+                // An indented line belongs to the task above it.
+                if let Some(last) = tasks.last_mut() {
+                    let note = line.trim().trim_start_matches('>').trim();
+                    last.notes.push(note.to_string());
+                }
+            } else if !line.trim().is_empty() {
+                // Anything else at the margin ends the task above it (a heading, a paragraph).
+                if let Some(last) = tasks.last_mut() {
+                    last.notes.push(String::new());
+                }
+            }
+        }
+        for task in &mut tasks {
+            // A blank note marks where the task ended; what follows is not its.
+            if let Some(end) = task.notes.iter().position(String::is_empty) {
+                task.notes.truncate(end);
+            }
+        }
         TaskList { tasks }
     }
 
@@ -110,7 +143,27 @@ fn checkbox(line: &str) -> Option<Task> {
         Some((id, name)) if is_id(id) => (Some(id.to_string()), name.trim().to_string()),
         _ => (None, text.to_string()),
     };
-    Some(Task { id, name, done })
+    Some(Task {
+        id,
+        name,
+        done,
+        notes: Vec::new(),
+    })
+}
+
+/// One of the seed's markers of a task that needs no tests.
+fn says_no_tests(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let t = t.trim();
+    if t.contains("no tests needed") || t.contains("no tests required") {
+        return true;
+    }
+    t.split_once("tests:").is_some_and(|(_, rest)| {
+        let rest = rest.trim_start();
+        ["not required", "none", "n/a", "skip"]
+            .iter()
+            .any(|m| rest.starts_with(m))
+    })
 }
 
 /// A word of letters, digits, `-`, `_` or `.` with at least one digit or `-` (`T-1`,
@@ -145,6 +198,26 @@ mod tests {
         );
         assert_eq!((list.done(), list.total()), (2, 4));
         assert_eq!(list.next().map(Task::key), Some("API-002"));
+        // The lines under a task are its notes; its test marker is read from them.
+        assert_eq!(list.tasks[1].notes, ["Tests: Not required"]);
+        assert!(!list.tasks[1].tests_required());
+        assert!(list.tasks[0].tests_required());
+        for marker in [
+            "Tests: None",
+            "tests: n/a",
+            "TESTS: Skip (setup)",
+            "No tests needed",
+        ] {
+            let one = TaskList::parse(&format!("- [ ] T-1: x\n  > {marker}\n"));
+            assert!(!one.tasks[0].tests_required(), "{marker}");
+        }
+        let inline = TaskList::parse("- [ ] T-1: Add deps (no tests required)\n");
+        assert!(!inline.tasks[0].tests_required());
+        let other = TaskList::parse("- [ ] T-1: x\nA paragraph.\n  > Tests: None\n");
+        assert!(
+            other.tasks[0].tests_required(),
+            "a note after a paragraph is not the task's"
+        );
         // A phrase before a colon is not an id.
         let note = TaskList::parse("- [ ] Note: read this");
         assert_eq!(note.tasks[0].id, None);

@@ -19,6 +19,8 @@ struct Project {
     bin: PathBuf,
     /// The scripted agent's own files, outside the project: its run count, the prompts it got.
     state: PathBuf,
+    /// The loop's PATH: the agent's folder and the system's (no agent installed elsewhere).
+    path: String,
 }
 
 /// A git repository with a prompt, two tasks and a test (`done.txt` must exist), configured to
@@ -71,11 +73,13 @@ fn project(body: &str, regent: &str, extra: &str) -> Project {
     git(&root, &["config", "user.name", "T"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-q", "-m", "init"]);
+    let path = format!("{}:/usr/bin:/bin", bin.display());
     Project {
         _dir: dir,
         root,
         bin,
         state,
+        path,
     }
 }
 
@@ -98,7 +102,7 @@ impl Project {
     fn ralph(&self) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
         isolate(&mut cmd, &self.root);
-        cmd.env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+        cmd.env("PATH", &self.path)
             .env("FAKE_STATE", &self.state)
             .args([
                 "loop",
@@ -694,4 +698,151 @@ fn wait_for(path: &Path) -> String {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A Python project tested by pytest, written test-first: `test_a` passes, `test_b` waits for
+/// its code.
+fn tdd_project(body: &str, regent: &str) -> Project {
+    let mut p = project(body, regent, "testing:\n  mode: tdd\n");
+    // pytest is wherever this machine has it.
+    p.path = format!("{}:{}", p.bin.display(), std::env::var("PATH").unwrap());
+    // The project's own `testing:` replaces the helper's command: pytest is detected.
+    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
+        .unwrap()
+        .replacen("testing:\n  command: test -f done.txt\n", "", 1);
+    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    std::fs::write(p.root.join("pytest.ini"), "[pytest]\n").unwrap();
+    std::fs::write(
+        p.root.join("calc.py"),
+        "def a():\n    return 1\n\n\ndef b():\n    raise NotImplementedError\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.root.join("test_calc.py"),
+        "from calc import a, b\n\n\ndef test_a():\n    assert a() == 1\n\n\ndef test_b():\n    assert b() == 2\n",
+    )
+    .unwrap();
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-q", "-m", "tests first"]);
+    p
+}
+
+#[test]
+fn tdd_fails_only_on_regressions_and_counts_tests_passing_anew() {
+    // 1: b is written (test_b passes anew). 2: a is broken (a regression: rolled back).
+    // 3: the agent signals completion, and no test regressed.
+    let body = format!(
+        "case $n in\n1) sed -i 's/raise NotImplementedError/return 2/' calc.py; {};;\n2) sed -i 's/return 1/return 0/' calc.py; {};;\n*) {}; {};;\nesac\n{}",
+        say("Wrote b."),
+        say("Changed a."),
+        say("All tasks are complete."),
+        status("COMPLETE", true),
+        result(0.0)
+    );
+    let p = tdd_project(&body, "  rollback_on_test_failure: true\n");
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let baseline = read_json(&p.root.join(".ralph/test_baseline.json"));
+    assert_eq!(baseline["scope"], "global");
+    assert_eq!(baseline["passing"], json!(["test_calc.py::test_a"]));
+    assert_eq!(baseline["failing"], json!(["test_calc.py::test_b"]));
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let history = report["history"].as_array().unwrap();
+    assert_eq!(history[0]["newly_passing"], 1);
+    assert!(history[0]["reverted"].is_null(), "no regression in 1");
+    assert!(
+        history[1]["reverted"].is_string(),
+        "the regression of 2 is rolled back"
+    );
+    assert!(
+        p.prompt(3).contains("test_calc.py::test_a"),
+        "{}",
+        p.prompt(3)
+    );
+    assert!(std::fs::read_to_string(p.root.join("calc.py"))
+        .unwrap()
+        .contains("return 1"));
+}
+
+#[test]
+fn a_project_without_tests_bootstraps_then_turns_its_gates_on() {
+    // 1: code, no test. 2: pytest and a test that passes. 3: done.
+    let body = format!(
+        "case $n in\n1) printf 'def f():\\n    return 1\\n' > calc.py; {};;\n2) printf '[pytest]\\n' > pytest.ini; printf 'from calc import f\\n\\n\\ndef test_f():\\n    assert f() == 1\\n' > test_calc.py; {};;\n*) {}; {};;\nesac\n{}",
+        say("Wrote f."),
+        say("Wrote its test."),
+        say("All tasks are complete."),
+        status("COMPLETE", true),
+        result(0.0)
+    );
+    let mut p = project(&body, "", "");
+    p.path = format!("{}:{}", p.bin.display(), std::env::var("PATH").unwrap());
+    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
+        .unwrap()
+        .replacen(
+            "testing:\n  command: test -f done.txt\n",
+            "testing:\n  mode: tdd\n",
+            1,
+        );
+    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let notes: Vec<String> = of_type(&events, "note")
+        .iter()
+        .map(|n| n["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("bootstrap phase: no tests yet")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"Bootstrap complete, verification gates now active".to_string()),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("TDD baseline captured after iteration 2")),
+        "{notes:?}"
+    );
+    // The first tests ran after iteration 2.
+    let tests: Vec<u64> = of_type(&events, "tests_finished")
+        .iter()
+        .map(|t| t["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tests, [2, 3]);
+    let baseline = read_json(&p.root.join(".ralph/test_baseline.json"));
+    assert_eq!(baseline["passing"], json!(["test_calc.py::test_f"]));
+    assert!(baseline["bootstrap_completed_at"].is_string());
+}
+
+#[test]
+fn a_task_whose_tests_are_not_required_is_not_held_to_them() {
+    let body = format!(
+        "echo setup > setup.txt\nsed -i 's/- \\[ \\] T-1/- [x] T-1/' TASKS.md\n{}\n{}",
+        say("Set up."),
+        result(0.0)
+    );
+    let p = project(
+        &body,
+        "  rollback_on_test_failure: true\n",
+        "budgets:\n  max_iterations: 1\n",
+    );
+    std::fs::write(
+        p.root.join("TASKS.md"),
+        "- [ ] T-1: Set up the project\n  > Tests: Not required (setup-only task)\n- [ ] T-2: Write done.txt\n",
+    )
+    .unwrap();
+    git(&p.root, &["commit", "-qam", "tasks"]);
+    let (code, events) = p.run();
+    assert_eq!(code, 4, "{events:#?}");
+    assert!(of_type(&events, "note").iter().any(|n| n["message"]
+        .as_str()
+        .unwrap()
+        .contains("T-1: Set up the project says its tests are not required")));
+    // The tests failed, but the task did not need them: no rollback.
+    assert!(!regent_actions(&events).contains(&"reverted".to_string()));
+    assert_eq!(p.log()[0], "[ralph] Complete T-1: Set up the project");
 }
