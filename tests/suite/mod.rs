@@ -21,6 +21,7 @@ mod mutation;
 mod output;
 mod pace;
 mod providers;
+mod real_agents;
 mod regent;
 mod runners;
 mod tape;
