@@ -123,6 +123,43 @@ pub enum AgentsAction {
         #[arg(long)]
         refresh: bool,
     },
+    /// Define an agent in the config file's `agents:` (asked for on a terminal, from the flags
+    /// otherwise).
+    Add(Box<AgentAddArgs>),
+}
+
+/// A new agent's definition; on a terminal, what is not given is asked for.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AgentAddArgs {
+    /// Its name (letters, digits, `-` and `_`); a built-in's name replaces the built-in.
+    pub name: Option<String>,
+    /// What people call it.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// An executable that runs it (repeat for alternatives, by preference).
+    #[arg(long = "binary", value_name = "NAME")]
+    pub binaries: Vec<String>,
+    /// An argument of a headless run, in order (repeat); `{model}` and `{prompt}` are filled in.
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// How the prompt reaches it: `stdin` (default) or `argument` (the `{prompt}` argument).
+    #[arg(long, value_name = "VIA")]
+    pub prompt: Option<String>,
+    /// Its output: `plain`, `aider`, `claude-stream-json` or `codex-json`.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// An environment variable whose presence means it is signed in (repeat).
+    #[arg(long = "auth-env", value_name = "VAR")]
+    pub auth_env: Vec<String>,
+    /// A file whose presence means it is signed in (repeat; `~/` is the home directory).
+    #[arg(long = "auth-file", value_name = "PATH")]
+    pub auth_files: Vec<String>,
+    /// An argument of the command that lists its models (repeat).
+    #[arg(long = "models-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub models_args: Vec<String>,
+    /// Its output reports the money spent.
+    #[arg(long)]
+    pub reports_cost: bool,
 }
 
 /// How a batch shows itself.

@@ -1,5 +1,6 @@
 //! `ralph-loop agents list` and `ralph-loop agents models NAME [--refresh]`: the coding-agent
-//! CLIs ralph-loop knows, which are installed and signed in here, and their models.
+//! CLIs ralph-loop knows, which are installed and signed in here, and their models (`agents
+//! add` is [`crate::app::agents_add`]).
 
 use std::io::Write;
 
@@ -52,6 +53,7 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
             );
             Ok(0)
         }
+        AgentsAction::Add(add) => crate::app::agents_add::run(*add, args.config.as_deref()),
         AgentsAction::Models { name, refresh } => {
             let def = registry.get(&name)?;
             let runtime = tokio::runtime::Builder::new_current_thread()

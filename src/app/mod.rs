@@ -8,6 +8,7 @@ pub mod agent;
 pub mod agent_loop;
 pub(crate) mod agent_status;
 pub mod agents;
+mod agents_add;
 pub mod batch;
 pub mod breaker;
 pub mod commands;

@@ -482,3 +482,126 @@ mod invoke {
         );
     }
 }
+
+#[test]
+fn agents_add_writes_a_definition_that_loads_and_keeps_the_files_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    script(&bin, "my-agent", "exit 0");
+    let config = dir.path().join("ralph.config.yaml");
+    std::fs::write(
+        &config,
+        "# my settings\nbudgets:\n  max_iterations: 3   # three\nagents: []   # coding agents\n",
+    )
+    .unwrap();
+    let out = agents(dir.path(), &bin)
+        .args([
+            "add",
+            "mine",
+            "--title",
+            "My agent",
+            "--binary",
+            "my-agent",
+            "--arg",
+            "run",
+            "--arg",
+            "--model",
+            "--arg",
+            "{model}",
+            "--format",
+            "claude-stream-json",
+            "--auth-env",
+            "MY_AGENT_KEY",
+            "--reports-cost",
+        ])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        said.contains("agent \"mine\" added to ralph.config.yaml"),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    for kept in [
+        "# my settings",
+        "max_iterations: 3   # three",
+        "# coding agents",
+    ] {
+        assert!(text.contains(kept), "{kept} lost:\n{text}");
+    }
+    let out = agents(dir.path(), &bin)
+        .env("MY_AGENT_KEY", "k")
+        .args(["list", "--json"])
+        .assert()
+        .success();
+    let list = json(&out.get_output().stdout);
+    let mine = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "mine")
+        .unwrap();
+    assert_eq!(mine["configured"], true);
+    assert_eq!(mine["format"], "claude-stream-json");
+    assert_eq!(mine["auth"]["state"], "ready");
+
+    // Twice: refused, the file untouched.
+    agents(dir.path(), &bin)
+        .args([
+            "add", "mine", "--binary", "x", "--arg", "y", "--format", "plain",
+        ])
+        .assert()
+        .code(2);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
+    // A prompt as an argument without `{prompt}`: refused before anything is written.
+    let out = agents(dir.path(), &bin)
+        .args([
+            "add", "other", "--binary", "x", "--arg", "y", "--prompt", "argument", "--format",
+            "plain",
+        ])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("{prompt}"));
+    // No terminal and fields missing: said which.
+    let out = agents(dir.path(), &bin)
+        .args(["add", "third"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("--binary, --arg, --format"), "{err}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
+}
+
+#[test]
+fn agents_add_asks_at_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, screen) = super::support::in_terminal(
+        "ralph-loop",
+        dir.path(),
+        &[],
+        &["agents", "add"],
+        &[
+            ("name (letters", "mine"),
+            ("title", "My agent"),
+            ("executables", "my-agent"),
+            ("arguments of a headless run", "-p --model {model}"),
+            ("prompt on stdin", ""),
+            ("output format", "claude-stream-json"),
+            ("environment variables", ""),
+            ("list its models", "models"),
+        ],
+    );
+    assert_eq!(code, 0, "{screen}");
+    let text = std::fs::read_to_string(dir.path().join("ralph.config.yaml")).unwrap();
+    let config = ralph_loop::config::parse(&text, &dir.path().join("ralph.config.yaml")).unwrap();
+    let mine = &config.agents[0];
+    assert_eq!(mine.args, ["-p", "--model", "{model}"]);
+    assert_eq!(mine.binaries, ["my-agent"]);
+    assert_eq!(
+        mine.models,
+        ralph_loop::agents::definition::ModelSource::Command {
+            args: vec!["models".into()]
+        }
+    );
+}
