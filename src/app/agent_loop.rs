@@ -231,7 +231,7 @@ fn choose(registry: &Registry, config: &Config) -> Result<String> {
 /// One loop per project at a time: an exclusive lock on `.ralph/loop.lock`, held while the
 /// returned value lives.
 fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
-    let path = ralph_dir.join("loop.lock");
+    let path = ralph_dir.join(crate::regent::state::LOCK);
     let file = File::options()
         .create(true)
         .truncate(false)

@@ -14,7 +14,8 @@ pub fn run(args: BreakerArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
-    let file = StateFile::new(&root.join(crate::session::RALPH_DIR));
+    let ralph_dir = root.join(crate::session::RALPH_DIR);
+    let file = StateFile::new(&ralph_dir);
     let state = match file.peek().map_err(|e| Error::Internal(e.to_string()))? {
         None => {
             println!("no agent loop has run here: there is no breaker to reset");
@@ -28,7 +29,7 @@ pub fn run(args: BreakerArgs) -> Result<i32> {
         }
         Some(Ok(state)) => state,
     };
-    if is_running(&state) {
+    if is_running(&state, &ralph_dir) {
         file.request_reset()
             .map_err(|e| Error::Internal(e.to_string()))?;
         println!(

@@ -20,7 +20,8 @@ pub(crate) struct LoopStatusView {
 
 /// The loop's status, when a loop has run here; an unreadable file is said as a line.
 pub(crate) fn load(root: &Path) -> Result<Option<Result<LoopStatusView, String>>, String> {
-    let file = StateFile::new(&root.join(crate::session::RALPH_DIR));
+    let ralph_dir = root.join(crate::session::RALPH_DIR);
+    let file = StateFile::new(&ralph_dir);
     Ok(match file.peek().map_err(|e| e.to_string())? {
         None => None,
         Some(Err(why)) => Some(Err(format!(
@@ -28,7 +29,7 @@ pub(crate) fn load(root: &Path) -> Result<Option<Result<LoopStatusView, String>>
             file.path().display()
         ))),
         Some(Ok(state)) => Some(Ok(LoopStatusView {
-            running: is_running(&state),
+            running: is_running(&state, &ralph_dir),
             state,
         })),
     })

@@ -158,16 +158,21 @@ pub fn fresh(agent: &str, model: Option<&str>, breaker: Option<Breaker>) -> Rege
     }
 }
 
-/// Whether the loop that wrote `state` still runs: its process is alive and is a ralph-loop.
-pub fn is_running(state: &RegentState) -> bool {
-    if state.status != LoopStatus::Running || state.ralph_pid == 0 {
+/// The lock a running loop holds on its project (`.ralph/loop.lock`): one loop per project.
+pub const LOCK: &str = "loop.lock";
+
+/// Whether a loop runs in the project whose `.ralph/` is `ralph_dir`: its lock is held (a
+/// loop killed with SIGKILL holds it no more).
+pub fn loop_running(ralph_dir: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(ralph_dir.join(LOCK)) else {
         return false;
-    }
-    let pid = state.ralph_pid;
-    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok();
-    alive
-        && std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("loop"))
+    };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
+}
+
+/// Whether the loop that wrote `state` (in `ralph_dir`) still runs.
+pub fn is_running(state: &RegentState, ralph_dir: &Path) -> bool {
+    state.status == LoopStatus::Running && loop_running(ralph_dir)
 }
 
 #[cfg(test)]

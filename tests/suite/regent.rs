@@ -846,3 +846,50 @@ fn a_task_whose_tests_are_not_required_is_not_held_to_them() {
     assert!(!regent_actions(&events).contains(&"reverted".to_string()));
     assert_eq!(p.log()[0], "[ralph] Complete T-1: Set up the project");
 }
+
+#[test]
+fn breaker_reset_while_a_loop_runs_is_taken_before_its_next_iteration() {
+    let body = format!(
+        "echo $n > work-$n.txt\nif [ $n -eq 1 ]; then sleep 1.5; fi\n{}\n{}",
+        say("Working."),
+        result(0.0)
+    );
+    let p = project(&body, "", "budgets:\n  max_iterations: 2\n");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
+    cmd.current_dir(&p.root)
+        .env("HOME", &p.root)
+        .env("PATH", &p.path)
+        .env("FAKE_STATE", &p.state)
+        .args(["loop", "PROMPT.md", "--output", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let child = cmd.spawn().unwrap();
+    wait_for(&p.state.join("pid"));
+    let mut reset = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut reset, &p.root);
+    let out = reset.args(["breaker", "reset"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("resets its breaker"), "{said}");
+    // A second loop in the same project is refused while this one runs.
+    let second = p.ralph().output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("another `ralph-loop loop` runs"));
+
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reset = of_type(&events, "breaker_changed");
+    assert_eq!(reset.len(), 1, "{reset:?}");
+    assert_eq!(reset[0]["reason"], "manual_reset");
+    assert_eq!(reset[0]["iteration"], 1);
+    assert!(!p.root.join(".ralph/breaker-reset").exists());
+    // Once it ended, `status` says so.
+    let mut status = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut status, &p.root);
+    let text = String::from_utf8_lossy(&status.arg("status").output().unwrap().stdout).into_owned();
+    assert!(text.starts_with("agent loop: max_iterations"), "{text}");
+}
