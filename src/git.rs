@@ -228,6 +228,12 @@ impl Repo {
         Ok(sha)
     }
 
+    /// Points `reference` at `commit`.
+    pub fn point(&self, reference: &str, commit: &str, message: &str) -> Result<()> {
+        self.git(&["update-ref", "-m", message, reference, commit])
+            .map(drop)
+    }
+
     /// The commits after `base` up to `HEAD`, newest first (short hashes); every commit when
     /// `base` is empty.
     pub fn commits_since(&self, base: &str) -> Result<Vec<String>> {

@@ -37,20 +37,28 @@ impl LoopRun {
     /// [`CHECKPOINT_REF`].
     pub(super) fn checkpoint(&mut self, iteration: u32) -> Option<Checkpoint> {
         let repo = self.repo.clone()?;
-        let head = repo.has_commit().then(|| repo.head().ok()).flatten();
-        if head.is_some() {
+        // Each git command is a process: as few as can say it (HEAD, the tree's changes, and a
+        // stash commit only when there are changes to keep).
+        let head = repo.head().ok();
+        let snapshot = match repo.snapshot() {
+            Ok(snapshot) => snapshot,
+            Err(e) => {
+                self.warn(format!("cannot read the tree's state: {e}"));
+                return None;
+            }
+        };
+        if let Some(head) = &head {
             let message = format!("ralph-loop: before iteration {iteration}");
-            if let Err(e) = repo.checkpoint(CHECKPOINT_REF, &message) {
+            let kept = if snapshot.is_empty() {
+                repo.point(CHECKPOINT_REF, head, &message)
+            } else {
+                repo.checkpoint(CHECKPOINT_REF, &message).map(drop)
+            };
+            if let Err(e) = kept {
                 self.warn(format!("cannot keep a checkpoint: {e}"));
             }
         }
-        match repo.snapshot() {
-            Ok(snapshot) => Some(Checkpoint { head, snapshot }),
-            Err(e) => {
-                self.warn(format!("cannot read the tree's state: {e}"));
-                None
-            }
-        }
+        Some(Checkpoint { head, snapshot })
     }
 
     /// Judges iteration `iteration` after the agent's turn: its record, and `Some` when the
