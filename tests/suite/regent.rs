@@ -893,3 +893,44 @@ fn breaker_reset_while_a_loop_runs_is_taken_before_its_next_iteration() {
     let text = String::from_utf8_lossy(&status.arg("status").output().unwrap().stdout).into_owned();
     assert!(text.starts_with("agent loop: max_iterations"), "{text}");
 }
+
+#[test]
+fn each_commit_is_pushed_when_asked_and_a_failed_push_is_a_warning() {
+    let p = project(&two_tasks(), "", "git:\n  push: true\n");
+    let remote = p.state.join("remote.git");
+    git(
+        &p.state,
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    git(
+        &p.root,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&p.root, &["push", "-q", "-u", "origin", "main"]);
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(
+        regent_actions(&events)
+            .iter()
+            .filter(|a| *a == "pushed")
+            .count(),
+        2
+    );
+    let pushed = git(&remote, &["log", "--format=%s", "main"]);
+    assert!(pushed.starts_with("[ralph] Complete T-2"), "{pushed}");
+
+    // No upstream to push to: the loop goes on, and says so.
+    let p = project(&two_tasks(), "", "git:\n  push: true\n");
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    assert!(of_type(&events, "warning")
+        .iter()
+        .any(|w| w["message"].as_str().unwrap().starts_with("cannot push")));
+}
