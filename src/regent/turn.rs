@@ -150,7 +150,10 @@ impl LoopRun {
         let stop = self.deps.quit.child_token();
         let mut meter = Meter::new(self.deps.price, prompt);
         let mut over_cost = false;
-        let mut stamped = Instant::now() - OUTPUT_STAMP_EVERY;
+        // The first output is stamped at once.
+        let mut stamped = Instant::now()
+            .checked_sub(OUTPUT_STAMP_EVERY)
+            .unwrap_or_else(Instant::now);
         let events = self.deps.events.clone();
         let file = self.state_file.clone();
         let state = &mut self.state;
