@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+use super::agent::git;
 use super::support::{isolate, read_json};
 
 struct Project {
@@ -83,20 +84,6 @@ fn project(body: &str, regent: &str, extra: &str) -> Project {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 impl Project {
     /// `ralph-loop loop PROMPT.md --tasks TASKS.md --output jsonl` here.
     fn ralph(&self) -> assert_cmd::Command {
@@ -113,6 +100,26 @@ impl Project {
                 "jsonl",
             ]);
         cmd
+    }
+
+    /// `ralph-loop loop PROMPT.md --output jsonl` started here in the background, its stdout
+    /// piped when `piped`.
+    fn spawn(&self, piped: bool) -> std::process::Child {
+        let out = if piped {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        };
+        Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
+            .current_dir(&self.root)
+            .env("HOME", &self.root)
+            .env("PATH", &self.path)
+            .env("FAKE_STATE", &self.state)
+            .args(["loop", "PROMPT.md", "--output", "jsonl"])
+            .stdout(out)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
     }
 
     /// Runs the loop to its end: its exit code and its events.
@@ -546,15 +553,7 @@ fn sigint_finishes_the_iteration_and_its_commit_then_stops() {
         result(0.01)
     );
     let p = project(&body, "", "");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
-    cmd.current_dir(&p.root)
-        .env("HOME", &p.root)
-        .env("PATH", format!("{}:/usr/bin:/bin", p.bin.display()))
-        .env("FAKE_STATE", &p.state)
-        .args(["loop", "PROMPT.md", "--output", "jsonl"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let mut child = p.spawn(false);
     wait_for(&p.state.join("pid"));
     std::thread::sleep(Duration::from_millis(300));
     nix::sys::signal::kill(
@@ -575,15 +574,7 @@ fn sigint_finishes_the_iteration_and_its_commit_then_stops() {
 fn sigquit_kills_the_agent_now() {
     let body = format!("{}\nsleep 30\n{}", say("Starting."), result(0.01));
     let p = project(&body, "", "");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
-    cmd.current_dir(&p.root)
-        .env("HOME", &p.root)
-        .env("PATH", format!("{}:/usr/bin:/bin", p.bin.display()))
-        .env("FAKE_STATE", &p.state)
-        .args(["loop", "PROMPT.md", "--output", "jsonl"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let mut child = p.spawn(false);
     let agent: i32 = wait_for(&p.state.join("pid")).trim().parse().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let sent = Instant::now();
@@ -855,15 +846,7 @@ fn breaker_reset_while_a_loop_runs_is_taken_before_its_next_iteration() {
         result(0.0)
     );
     let p = project(&body, "", "budgets:\n  max_iterations: 2\n");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
-    cmd.current_dir(&p.root)
-        .env("HOME", &p.root)
-        .env("PATH", &p.path)
-        .env("FAKE_STATE", &p.state)
-        .args(["loop", "PROMPT.md", "--output", "jsonl"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let child = cmd.spawn().unwrap();
+    let child = p.spawn(true);
     wait_for(&p.state.join("pid"));
     let mut reset = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut reset, &p.root);
