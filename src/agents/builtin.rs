@@ -49,12 +49,13 @@ pub fn builtins() -> Vec<AgentDef> {
                 files: strings(&["~/.codex/auth.json"]),
             },
             models: ModelSource::Fixed {
-                names: strings(&["gpt-5-codex", "gpt-5", "gpt-5-mini"]),
+                names: strings(&["gpt-5.5", "gpt-5-codex", "gpt-5", "gpt-5-mini"]),
             },
             args: strings(&[
                 "exec",
                 "--json",
-                "--full-auto",
+                "--sandbox",
+                "workspace-write",
                 "--skip-git-repo-check",
                 "--model",
                 "{model}",

@@ -102,9 +102,10 @@ impl Meter {
     /// The tokens of the run: reported, else estimated.
     pub fn tokens(&self) -> AgentTokens {
         if self.reported_tokens {
-            let mut t = self.cumulative;
-            t.add(self.increments);
-            t
+            // A running total covers the increments reported before it (Claude Code's result
+            // sums its messages; Codex reports a turn's usage and its result alike): the larger
+            // of the two, never their sum. Increments alone count a run killed before its total.
+            max(self.cumulative, self.increments)
         } else {
             AgentTokens {
                 input: self.prompt_chars.div_ceil(4) as u64,
@@ -182,6 +183,37 @@ mod tests {
         let (usd, estimated) = codex.cost();
         assert!((usd - 2.25).abs() < 1e-9, "{usd}");
         assert!(!estimated);
+
+        // Per-message usage and then the run's total (Claude Code's stream, Codex's turn):
+        // counted once.
+        let mut both = Meter::new(gpt5, "fix it");
+        let part = AgentTokens {
+            input: 1000,
+            output: 50,
+            cached_input: 0,
+        };
+        for _ in 0..3 {
+            both.see(&AgentEvent::Usage {
+                tokens: part,
+                cumulative: false,
+            });
+        }
+        assert_eq!(
+            both.tokens().input,
+            3000,
+            "increments alone, before a total"
+        );
+        both.see(&AgentEvent::Result {
+            text: "done".into(),
+            is_error: false,
+            cost_usd: None,
+            tokens: Some(AgentTokens {
+                input: 3000,
+                output: 150,
+                cached_input: 0,
+            }),
+        });
+        assert_eq!((both.tokens().input, both.tokens().output), (3000, 150));
 
         // Aider: nothing reported, four characters a token.
         let (unknown, name, known) = price_of(&prices, Some("my-local-model"));

@@ -3,6 +3,7 @@ mod support;
 mod agent;
 mod agent_parallel;
 mod agent_script;
+mod agent_wire;
 mod agents;
 mod architecture;
 mod batch;

@@ -1,39 +1,47 @@
 //! The real coding-agent CLIs that install from a registry, run by `ralph-loop loop` with
-//! their built-in definitions against the local model server: Aider 0.86.2 from PyPI
-//! (`scripts/setup-deps` installs it in a virtual environment under the build cache).
+//! their built-in definitions against a local server that speaks their provider's protocol:
+//! Aider 0.86.2 from PyPI (Chat Completions), Claude Code 2.1.332 (Anthropic Messages, with tool
+//! use) and Codex 0.171.0 (OpenAI Responses, with tool calls) from npm. `scripts/setup-deps`
+//! installs them under the build cache.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::agent_wire::{tool, AgentWire, Step, USAGE};
 use super::support::*;
+
+/// `ralph-loop/<rel>` under the build cache, where `scripts/setup-deps` installs the agents.
+fn cached(rel: &str) -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    cache.join("ralph-loop").join(rel)
+}
 
 /// Where `scripts/setup-deps` installs Aider (`RALPH_TEST_AIDER` names another).
 fn aider() -> PathBuf {
     if let Some(path) = std::env::var_os("RALPH_TEST_AIDER") {
         return PathBuf::from(path);
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    cache.join("ralph-loop/aider-venv/bin/aider")
+    cached("aider-venv/bin/aider")
 }
 
-/// The model's one reply: Aider's SEARCH/REPLACE edit of `calc.py`, the words that the work is
-/// done, and the status block the loop asked for.
-const REPLY: &str = "I will make b return 2.
+/// Claude Code's or Codex's launcher, as `scripts/setup-deps` installs them from npm.
+fn npm_agent(name: &str) -> PathBuf {
+    let path = cached("agent-clis/node_modules/.bin").join(name);
+    assert!(
+        path.exists(),
+        "{name} is not installed at {}: run scripts/setup-deps",
+        path.display()
+    );
+    path
+}
 
-calc.py
-```python
-<<<<<<< SEARCH
-    raise NotImplementedError
-=======
-    return 2
->>>>>>> REPLACE
-```
-
-All tasks are complete.
+/// The end of every scripted session: the words that the work is done, and the status block the
+/// loop asked for.
+const DONE: &str = "All tasks are complete.
 
 ---RALPH_STATUS---
 STATUS: COMPLETE
@@ -46,17 +54,27 @@ RECOMMENDATION: nothing left
 ---END_RALPH_STATUS---
 ";
 
-#[tokio::test(flavor = "multi_thread")]
-async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
-    let aider = aider();
-    assert!(
-        aider.exists(),
-        "Aider is not installed at {}: run scripts/setup-deps",
-        aider.display()
-    );
-    let llm = MockLlm::start().await;
-    llm.always("unknown", text(REPLY));
+/// The model's one reply to Aider: its SEARCH/REPLACE edit of `calc.py`, then [`DONE`].
+fn aider_reply() -> String {
+    format!(
+        "I will make b return 2.
 
+calc.py
+```python
+<<<<<<< SEARCH
+    raise NotImplementedError
+=======
+    return 2
+>>>>>>> REPLACE
+```
+
+{DONE}"
+    )
+}
+
+/// A Python project whose `test_b` fails until `b()` returns 2, committed, with a prompt that
+/// asks for that and `config` as its `ralph.config.yaml`.
+fn project(config: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
@@ -70,29 +88,32 @@ async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
         "test_calc.py",
         "from calc import a, b\n\n\ndef test_a():\n    assert a() == 1\n\n\ndef test_b():\n    assert b() == 2\n",
     );
-    write(".gitignore", ".ralph/\n.aider*\n");
-    write(
-        "ralph.config.yaml",
-        "regent:\n  agent: aider\n  model: openai/gpt-4.1\nbudgets:\n  max_iterations: 2\n",
-    );
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.email", "t@example.com"]);
-    git(&["config", "user.name", "T"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "tests first"]);
+    write(".gitignore", ".ralph/\n.aider*\n.claude*\n.codex/\n");
+    write("ralph.config.yaml", config);
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["config", "user.email", "t@example.com"]);
+    git(root, &["config", "user.name", "T"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "tests first"]);
+    dir
+}
 
-    // Aider alone on PATH: its virtual environment's `python3` has no pytest.
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `ralph-loop loop PROMPT.md` in `root` with `agent` (a link to the real CLI) the only
+/// addition to PATH, and `env`; asserts it completed and returns its report.
+fn run_loop(root: &Path, agent: (&str, &Path), env: &[(&str, String)]) -> Value {
+    // The agent alone added to PATH: Aider's virtual environment's `python3` has no pytest.
     let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(&aider, bin.path().join("aider")).unwrap();
+    std::os::unix::fs::symlink(agent.1, bin.path().join(agent.0)).unwrap();
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, root);
     let path = format!(
@@ -100,49 +121,173 @@ async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
+    cmd.env("PATH", path);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let out = cmd
-        .env("PATH", path)
-        .env("OPENAI_API_BASE", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key")
-        // Aider's model table from its own package, not the network.
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .timeout(std::time::Duration::from_secs(300))
         .args(["loop", "PROMPT.md", "--output", "jsonl"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let events: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-
-    // Aider applied the model's edit, and the loop committed it.
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let finished = events.iter().find(|e| e["type"] == "loop_finished");
+    let report = finished.expect("loop_finished")["report"].clone();
+    assert_eq!(report["status"], "complete", "{report:#}");
+    // The agent's edit made the failing test pass, and the loop committed it.
     let calc = std::fs::read_to_string(root.join("calc.py")).unwrap();
     assert!(calc.contains("return 2"), "{calc}");
     assert_eq!(
-        git(&["log", "-1", "--format=%s"]).trim(),
+        git(root, &["log", "-1", "--format=%s"]).trim(),
         "[ralph] Iteration 1"
     );
-    // The prompt reached the model through Aider, with the status request.
-    let requests = llm.requests().await;
-    assert!(!requests.is_empty());
-    let asked = prompt_of(&requests[0].1);
-    assert!(asked.contains("Make test_b pass"), "{asked}");
-    assert!(asked.contains("---RALPH_STATUS---"), "{asked}");
-    // Its text was read: the status block, and a cost estimated from the text (Aider reports
-    // no dollar figure for a model the mock serves at no price).
-    let report = &events
-        .iter()
-        .find(|e| e["type"] == "loop_finished")
-        .unwrap()["report"];
-    assert_eq!(report["status"], "complete", "{report:#}");
     assert_eq!(report["history"][0]["status_block"]["status"], "COMPLETE");
     assert_eq!(report["history"][0]["newly_passing"], 1);
+    assert_eq!(report["history"][0]["files_changed"], 1);
+    report
+}
+
+/// The prompt the loop wrote reached the model through the CLI, with the status request.
+fn asked_for_status(first_request: &Value) {
+    let asked = prompt_of(first_request);
+    assert!(asked.contains("Make test_b pass"), "{asked}");
+    assert!(asked.contains("---RALPH_STATUS---"), "{asked}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
+    let aider = aider();
+    assert!(
+        aider.exists(),
+        "Aider is not installed at {}: run scripts/setup-deps",
+        aider.display()
+    );
+    let llm = MockLlm::start().await;
+    llm.always("unknown", text(aider_reply()));
+    let dir = project(
+        "regent:\n  agent: aider\n  model: openai/gpt-4.1\nbudgets:\n  max_iterations: 2\n",
+    );
+    let report = run_loop(
+        dir.path(),
+        ("aider", &aider),
+        &[
+            ("OPENAI_API_BASE", llm.base_url()),
+            ("OPENAI_API_KEY", "sk-test-key".into()),
+            // Aider's model table from its own package, not the network.
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+        ],
+    );
+    let requests = llm.requests().await;
+    assert!(!requests.is_empty());
+    asked_for_status(&requests[0].1);
+    // A cost estimated from the text: Aider reports no dollar figure for a model the mock
+    // serves at no price.
     assert!(report["total_cost_usd"].as_f64().unwrap() > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_edits_the_project_in_the_loop_with_its_tools() {
+    let claude = npm_agent("claude");
+    let dir = project(
+        "regent:\n  agent: claude\n  model: claude-sonnet-4-5\nbudgets:\n  max_iterations: 2\n",
+    );
+    let calc = dir.path().join("calc.py").display().to_string();
+    // Claude Code edits a file only after reading it.
+    let wire = AgentWire::start(vec![
+        tool("Read", json!({"file_path": calc})),
+        tool(
+            "Edit",
+            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
+                   "new_string": "    return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    let report = run_loop(
+        dir.path(),
+        ("claude", &claude),
+        &[
+            ("ANTHROPIC_BASE_URL", wire.server.uri()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+            // Claude Code refuses --dangerously-skip-permissions as root unless told it is
+            // sandboxed (CI runs as root), and makes no other calls with this set.
+            ("IS_SANDBOX", "1".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ],
+    );
+    let requests = wire.bodies("/v1/messages").await;
+    assert_eq!(requests.len(), 3, "read, edit, answer");
+    asked_for_status(&requests[0]);
+    assert_eq!(requests[0]["model"], "claude-sonnet-4-5");
+    // The cost is Claude Code's own figure (its price of Sonnet 4.5, $3 in and $15 out per
+    // million tokens), not an estimate; the tokens are its usage, counted once per message.
+    let calls = requests.len() as f64;
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = calls * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(report["tokens"]["input"], 3 * USAGE.0);
+    assert_eq!(report["tokens"]["output"], 3 * USAGE.1);
+    assert_eq!(report["tokens_estimated"], false);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_edits_the_project_in_the_loop_with_its_tools() {
+    let codex = npm_agent("codex");
+    // Codex reports tokens, not dollars: the loop prices them from `prices:`.
+    let dir = project(
+        "regent:\n  agent: codex\n  model: gpt-5.5\nbudgets:\n  max_iterations: 2\n\
+         prices:\n  openai/gpt-5.5: { input: 2.00, output: 8.00 }\n",
+    );
+    let wire = AgentWire::start(vec![
+        // Codex's freeform apply_patch tool, offered for the models it knows (gpt-5.5 in 0.171).
+        tool(
+            "apply_patch",
+            json!("*** Begin Patch\n*** Update File: calc.py\n@@\n def b():\n-    raise NotImplementedError\n+    return 2\n*** End Patch\n"),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    // Codex reads its provider from its own config (it ignores OPENAI_BASE_URL), and the
+    // Responses API is the wire it speaks.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model_provider = \"mock\"\n[model_providers.mock]\nname = \"mock\"\n\
+             base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+            wire.server.uri()
+        ),
+    )
+    .unwrap();
+    let report = run_loop(
+        dir.path(),
+        ("codex", &codex),
+        &[
+            ("CODEX_HOME", home.path().display().to_string()),
+            ("OPENAI_API_KEY", "sk-test-key".into()),
+        ],
+    );
+    let requests = wire.bodies("/v1/responses").await;
+    assert_eq!(requests.len(), 2, "patch, answer");
+    asked_for_status(&requests[0]);
+    assert_eq!(requests[0]["model"], "gpt-5.5");
+    // Codex's usage, at the configured price.
+    assert_eq!(report["tokens"]["input"], 2 * USAGE.0);
+    assert_eq!(report["tokens"]["output"], 2 * USAGE.1);
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = 2.0 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(report["tokens_estimated"], false);
 }
