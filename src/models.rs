@@ -65,6 +65,20 @@ pub fn default_models(role: Role) -> Option<DefaultModels> {
     Some(DefaultModels { model, fallbacks })
 }
 
+/// The provider of agent models (`agent/claude`): a coding-agent CLI as the Artisan.
+pub const AGENT_PROVIDER: &str = "agent";
+
+/// Why an agent model cannot serve `role`, when it cannot.
+pub fn agent_misplaced(role: Role, model: &str) -> Option<String> {
+    let agent = model.starts_with("agent/") || model.starts_with("agent:");
+    (agent && role != Role::Artisan).then(|| {
+        format!(
+            "the {role} cannot be an agent CLI ({model}): an agent serves only the Artisan \
+             (as in --models artisan=agent:claude)"
+        )
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelName {
     pub provider: String,
@@ -84,6 +98,22 @@ impl ModelName {
         let name = name.trim();
         if name.is_empty() {
             return Err("empty model name".into());
+        }
+        // An agent CLI in the Artisan's place: `agent:claude`, `agent:codex/gpt-5.5` (the model
+        // as the agent names it).
+        if let Some(rest) = name
+            .strip_prefix("agent:")
+            .or_else(|| name.strip_prefix("agent/"))
+        {
+            if rest.split('/').next().unwrap_or("").is_empty() {
+                return Err(format!(
+                    "`{name}` names no agent (as in agent:claude or agent:codex/gpt-5.5)"
+                ));
+            }
+            return Ok(Self {
+                provider: AGENT_PROVIDER.into(),
+                model: rest.into(),
+            });
         }
         if let Some((_, full)) = ALIASES.iter().find(|(a, _)| *a == name) {
             return Self::parse(full);
@@ -134,6 +164,9 @@ pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, String> {
     let canonical = |name: &str| ModelName::parse(name).map(|m| m.to_string());
     if !flag.contains('=') {
         let model = canonical(flag)?;
+        if let Some(why) = agent_misplaced(Role::Librarian, &model) {
+            return Err(why);
+        }
         return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
     }
     let mut pairs: Vec<(Role, String)> = Vec::new();
@@ -148,7 +181,11 @@ pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, String> {
         if pairs.iter().any(|(r, _)| *r == role) {
             return Err(format!("the {role} is given a model twice"));
         }
-        pairs.push((role, canonical(name)?));
+        let model = canonical(name)?;
+        if let Some(why) = agent_misplaced(role, &model) {
+            return Err(why);
+        }
+        pairs.push((role, model));
     }
     Ok(pairs)
 }
@@ -212,5 +249,18 @@ mod tests {
         );
         assert!(ModelName::parse("acme/x").is_err());
         assert!(ModelName::parse("mystery").is_err());
+        // Agent CLIs, the Artisan's only.
+        assert_eq!(
+            ModelName::parse("agent:codex/gpt-5.5").map(|m| m.to_string()),
+            Ok("agent/codex/gpt-5.5".into())
+        );
+        assert!(ModelName::parse("agent:").is_err());
+        assert_eq!(
+            parse_role_models("librarian=gpt-mini,artisan=agent:claude").map(|p| p[1].1.clone()),
+            Ok("agent/claude".into())
+        );
+        let misplaced = parse_role_models("critic=agent:claude").unwrap_err();
+        assert!(misplaced.contains("only the Artisan"), "{misplaced}");
+        assert!(parse_role_models("agent:claude").is_err());
     }
 }

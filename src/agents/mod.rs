@@ -7,9 +7,15 @@
 //! - [`registry`]: the built-ins and the configured ones together, what is installed and
 //!   signed in here, and model lists (cached);
 //! - [`output`]: readers of each output format into `AgentEvent`s;
-//! - [`invoke`]: one supervised run of an agent on a prompt, and how it ended.
+//! - [`invoke`]: one supervised run of an agent on a prompt, and how it ended; [`backoff`]: the
+//!   wait before restarting one that crashed or hung; [`cost`]: what a run cost, reported or
+//!   estimated;
+//! - [`artisan`]: an agent as the fix loop's Artisan (`--models artisan=agent:claude`).
 
+pub mod artisan;
+pub mod backoff;
 pub mod builtin;
+pub mod cost;
 pub mod definition;
 pub mod invoke;
 pub mod output;

@@ -235,6 +235,26 @@ pub fn parse_list(output: &str) -> Vec<String> {
     names
 }
 
+/// The agent's executable, when it is installed and signed in as far as can be told.
+pub fn ready(agent: &AgentDef) -> Result<PathBuf, AgentsError> {
+    let path = std::env::var_os("PATH");
+    let binary = agent
+        .locate(path.as_deref())
+        .ok_or_else(|| AgentsError::NotInstalled {
+            title: agent.title.clone(),
+            binaries: agent.binaries.join(", "),
+        })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let env = |k: &str| std::env::var(k).ok();
+    if let AuthState::Missing { wanted } = agent.check(&env, home.as_deref()) {
+        return Err(AgentsError::NotSignedIn {
+            title: agent.title.clone(),
+            wanted,
+        });
+    }
+    Ok(binary)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

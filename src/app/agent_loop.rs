@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use actix::Actor;
@@ -16,17 +16,14 @@ use ralph_actors::events::bus::EventBus;
 use ralph_actors::schema::regent::LoopReport;
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::definition::AuthState;
-use crate::agents::invoke::Limits;
-use crate::agents::registry::{AgentsError, Registry};
-use crate::agents::AgentDef;
+use crate::agents::cost::price_of;
+use crate::agents::registry::Registry;
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
 use crate::config::{self, Config, Output};
 use crate::error::{Error, Result, UsageError};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::regent::actor::{Regent, StartLoop};
-use crate::regent::cost::price_of;
 use crate::regent::run::{LoopDeps, LoopSettings};
 use crate::runner::detect;
 
@@ -52,7 +49,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         None => choose(&registry, &config)?,
     };
     let agent = registry.get(&name)?.clone();
-    let binary = ready(&agent)?;
+    let binary = crate::agents::registry::ready(&agent)?;
     let output = args.output.unwrap_or(match config.output {
         Output::Human => OutputFormat::Human,
         Output::Json => OutputFormat::Json,
@@ -132,12 +129,7 @@ fn settings(config: &Config, args: &LoopArgs, root: &Path) -> LoopSettings {
             .or(config.budgets.max_duration_minutes)
             .map(|m| secs(m * 60.0)),
         max_cost_per_iteration: r.max_cost_per_iteration,
-        limits: Limits {
-            hang: secs(r.hang_timeout_seconds),
-            active: secs(r.active_timeout_minutes * 60.0),
-            result_grace: secs(r.result_grace_seconds),
-            max_output_bytes: 16 * 1024 * 1024,
-        },
+        limits: r.limits(),
         max_retries: r.max_retries,
         backoff_first: secs(r.retry_backoff_seconds),
         backoff_cap: secs(r.max_backoff_seconds),
@@ -151,27 +143,6 @@ fn settings(config: &Config, args: &LoopArgs, root: &Path) -> LoopSettings {
         thresholds: r.breaker.clone(),
         gate: r.exit_gate.clone(),
     }
-}
-
-/// The agent's executable, when it is installed and signed in as far as can be told.
-fn ready(agent: &AgentDef) -> Result<PathBuf> {
-    let path = std::env::var_os("PATH");
-    let binary = agent
-        .locate(path.as_deref())
-        .ok_or_else(|| AgentsError::NotInstalled {
-            title: agent.title.clone(),
-            binaries: agent.binaries.join(", "),
-        })?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let env = |k: &str| std::env::var(k).ok();
-    if let AuthState::Missing { wanted } = agent.check(&env, home.as_deref()) {
-        return Err(AgentsError::NotSignedIn {
-            title: agent.title.clone(),
-            wanted,
-        }
-        .into());
-    }
-    Ok(binary)
 }
 
 /// No agent named: a person at a terminal picks one of those installed; a headless run is

@@ -5,6 +5,7 @@
 //! [`breaker`] the agent loop's `loop` and `breaker reset`.
 
 pub mod agent;
+mod agent_artisan;
 pub mod agent_loop;
 pub(crate) mod agent_status;
 pub mod agents;

@@ -18,6 +18,7 @@ use ralph_actors::settings::{ModelSpec, OnFailure, RunSettings};
 use ralph_guard::Guard;
 use serde::{Deserialize, Serialize};
 
+use super::agent_artisan;
 use crate::cli::{OnFailureArg, OutputFormat, RunArgs, TapeArgs};
 use crate::config::{self, Config, SandboxType};
 use crate::error::{Error, Result, UsageError};
@@ -170,12 +171,23 @@ pub(crate) fn plan(
     };
 
     let source = llm_source(args, cwd, &config, overrides)?;
+    let mut prices = providers::prices::with_overrides(config.prices.clone());
+    let agent = agent_artisan::take(
+        &mut settings.models,
+        &config,
+        &source,
+        (&root, &workspace.target),
+        groups,
+        &prices,
+    )?;
     // Each role runs on the first of its models that can be called now (provider present, key
     // set); a recording answers for any.
-    let (llm, mut notes) =
+    let (mut llm, mut notes) =
         providers::build(&source, overrides.run.as_deref(), &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
-    let prices = providers::prices::with_overrides(config.prices.clone());
+    if let Some(agent) = agent {
+        llm = agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
+    }
     // A replay bills nothing; a live run must be able to price every model it may call.
     if !matches!(source, LlmSource::Replay(_)) {
         notes.extend(check_priced(

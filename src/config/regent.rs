@@ -42,6 +42,29 @@ pub struct RegentConfig {
     pub exit_gate: GateSettings,
 }
 
+impl RegentConfig {
+    /// The limits of one agent run.
+    pub fn limits(&self) -> crate::agents::invoke::Limits {
+        let secs = std::time::Duration::from_secs_f64;
+        crate::agents::invoke::Limits {
+            hang: secs(self.hang_timeout_seconds),
+            active: secs(self.active_timeout_minutes * 60.0),
+            result_grace: secs(self.result_grace_seconds),
+            max_output_bytes: 16 * 1024 * 1024,
+        }
+    }
+
+    /// How a crashed or hung agent is run again.
+    pub fn retry(&self) -> crate::agents::artisan::Retry {
+        let secs = std::time::Duration::from_secs_f64;
+        crate::agents::artisan::Retry {
+            max_retries: self.max_retries,
+            first: secs(self.retry_backoff_seconds),
+            cap: secs(self.max_backoff_seconds),
+        }
+    }
+}
+
 impl Default for RegentConfig {
     fn default() -> Self {
         Self {

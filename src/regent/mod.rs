@@ -4,8 +4,6 @@
 //! - [`tasks`]: the task list, read afresh each iteration;
 //! - [`prompt`]: the iteration's prompt (the prompt file, the tasks, the last test results, the
 //!   Regent's notes, the RALPH_STATUS request);
-//! - [`cost`]: an agent run's cost, reported or estimated;
-//! - [`backoff`]: the wait before restarting a crashed or hung agent;
 //! - [`state`]: `.ralph/regent-state.json`, written atomically after every change;
 //! - [`baseline`]: `tdd` mode's baseline and regressions; [`bootstrap`]: whether a project is
 //!   too new to be tested;
@@ -16,10 +14,8 @@
 //! - [`actor`]: the Regent actor, the loop behind a mailbox.
 
 pub mod actor;
-pub mod backoff;
 pub mod baseline;
 pub mod bootstrap;
-pub mod cost;
 pub mod judge;
 pub mod outcome;
 pub mod prompt;

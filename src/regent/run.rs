@@ -20,12 +20,12 @@ use ralph_actors::tracker::circuit::{Admission, Thresholds, Transition};
 use ralph_actors::tracker::gate::GateSettings;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::Backoff;
 use super::baseline::Baseline;
 use super::outcome::TurnEnd;
 use super::prompt::{build, PromptParts};
 use super::state::{self, Loaded, StateFile};
 use super::tasks::TaskList;
+use crate::agents::backoff::Backoff;
 use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;
 use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};

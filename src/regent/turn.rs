@@ -10,9 +10,9 @@ use ralph_actors::events::event::Event;
 use ralph_actors::schema::agent::{AgentEvent, AgentTokens};
 use ralph_actors::schema::regent::RegentAction;
 
-use super::cost::Meter;
 use super::outcome::{Turn, TurnEnd};
 use super::run::LoopRun;
+use crate::agents::cost::Meter;
 use crate::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation};
 
 /// How often, at most, the state file is rewritten for new output alone.

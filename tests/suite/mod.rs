@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod agent_artisan;
 mod agent_parallel;
 mod agent_script;
 mod agent_wire;

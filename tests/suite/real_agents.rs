@@ -291,3 +291,76 @@ async fn codex_edits_the_project_in_the_loop_with_its_tools() {
     assert_eq!(report["cost_estimated"], false);
     assert_eq!(report["tokens_estimated"], false);
 }
+
+/// `--models artisan=agent:claude`: Claude Code is the fix loop's Artisan. It reads and writes
+/// the target with its own tools; its edit is the proposal the Critic reads before anything is
+/// written, and the tests then judge it. The Librarian and the Critic stay models.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_as_the_fix_loop_s_artisan() {
+    let claude = npm_agent("claude");
+    let dir = fixture("py-median");
+    let target = dir.path().join("median.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("Read", json!({"file_path": target})),
+        tool("Write", json!({"file_path": target, "content": FIXED_PY})),
+        Step::Text("Rewrote median: the even case averages the middle pair.".into()),
+    ])
+    .await;
+    let llm = MockLlm::start().await;
+    llm.helpful();
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&claude, bin.path().join("claude")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = ralph(dir.path(), &llm)
+        .env("PATH", path)
+        .env("ANTHROPIC_BASE_URL", wire.server.uri())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("IS_SANDBOX", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args([
+            "median.py",
+            "--models",
+            "librarian=openai/gpt-4.1,critic=openai/gpt-4.1,artisan=agent:claude/claude-sonnet-4-5",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(report["iterations"], 1);
+    // Claude Code got the Artisan's prompt (the failing tests) and how to answer as an agent,
+    // with the model named after the agent.
+    let asked = wire.bodies("/v1/messages").await;
+    assert_eq!(asked.len(), 3, "read, write, answer");
+    assert_eq!(asked[0]["model"], "claude-sonnet-4-5");
+    let prompt = prompt_of(&asked[0]);
+    assert!(prompt.contains("test_median"), "{prompt}");
+    assert!(prompt.contains("editing `median.py` in place"), "{prompt}");
+    // The Critic read the agent's edit as a diff before it was written.
+    let critic = llm.requests_of("critic").await;
+    let review = prompt_of(&critic[0]);
+    assert!(
+        review.contains("(ordered[mid - 1] + ordered[mid]) / 2"),
+        "{review}"
+    );
+    // The Artisan's cost is Claude Code's own figure for its three calls.
+    let artisan = report["cost_by_role"]["artisan"].as_f64().unwrap();
+    let expected = 3.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    assert!((artisan - expected).abs() < 1e-9, "{artisan} != {expected}");
+}

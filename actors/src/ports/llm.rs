@@ -119,6 +119,11 @@ impl GuardedRequest {
         Ok((Self { request }, census))
     }
 
+    /// The model the request is for.
+    pub fn model(&self) -> &str {
+        &self.request.model
+    }
+
     pub fn into_inner(self) -> ChatRequest {
         self.request
     }

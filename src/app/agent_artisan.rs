@@ -1,0 +1,120 @@
+//! The fix loop's Artisan as a coding-agent CLI (`--models artisan=agent:claude`): the agent is
+//! not a provider, so its model is set aside while the providers are built, and the agent is
+//! put in front of them (`agents::artisan`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use ralph_actors::policy::budget::Prices;
+use ralph_actors::ports::llm::LlmClient;
+use ralph_actors::role::Role;
+use ralph_actors::settings::ModelSpec;
+
+use crate::agents::artisan::{split_model, AgentArtisan, WithAgent};
+use crate::agents::cost::price_of;
+use crate::agents::registry::{ready, Registry};
+use crate::config::Config;
+use crate::error::{Result, UsageError};
+use crate::models::agent_misplaced;
+use crate::process::groups::ProcessGroups;
+use crate::providers::LlmSource;
+
+/// The agent that will be the Artisan, its model set aside.
+pub(crate) struct Pending {
+    spec: ModelSpec,
+    artisan: AgentArtisan,
+    note: Option<String>,
+}
+
+/// Takes the Artisan's model out of `models` when it is an agent (`agent/NAME[/MODEL]`), with
+/// the agent installed and signed in. An agent named for another role, or a fallback, is
+/// refused; so is recording or replaying an agent's run, which is not a model's exchange.
+pub(crate) fn take(
+    models: &mut BTreeMap<Role, ModelSpec>,
+    config: &Config,
+    source: &LlmSource,
+    (root, target): (&Path, &Path),
+    groups: &ProcessGroups,
+    prices: &Prices,
+) -> Result<Option<Pending>> {
+    for (role, spec) in models.iter() {
+        if let Some(m) = spec.fallbacks.iter().find(|m| split_model(m).is_some()) {
+            return Err(UsageError::flag(
+                "--models",
+                format!("the {role}'s fallback {m} is an agent CLI: an agent is the Artisan's model only, never a fallback"),
+            )
+            .into());
+        }
+        if let Some(why) = agent_misplaced(*role, &spec.model) {
+            return Err(UsageError::flag("--models", why).into());
+        }
+    }
+    let Some(model_name) = models.get(&Role::Artisan).map(|s| s.model.clone()) else {
+        return Ok(None);
+    };
+    let Some((name, model)) = split_model(&model_name) else {
+        return Ok(None);
+    };
+    if !matches!(source, LlmSource::Live(_)) {
+        return Err(UsageError::flag(
+            "--record/--replay",
+            format!("the Artisan is the agent {name}, whose runs cannot be recorded or replayed"),
+        )
+        .into());
+    }
+    let registry = Registry::new(&config.agents);
+    let def = registry.get(name)?.clone();
+    let binary = ready(&def)?;
+    let (price, priced_as, known) = price_of(prices, model);
+    let note = (!known && !def.reports_cost).then(|| {
+        format!(
+            "{} reports no cost and its model's price is not known: the Artisan's costs are estimated at {priced_as}'s price",
+            def.title
+        )
+    });
+    let artisan = AgentArtisan {
+        model_name: model_name.clone(),
+        def,
+        binary,
+        root: root.to_path_buf(),
+        target: target.to_path_buf(),
+        env: std::env::vars_os().collect(),
+        limits: config.regent.limits(),
+        reaper: std::env::current_exe().ok(),
+        groups: groups.clone(),
+        price,
+        retry: config.regent.retry(),
+    };
+    // The agent has no fallback model: a crash or hang is run again, as the Regent does.
+    let Some(mut spec) = models.remove(&Role::Artisan) else {
+        return Ok(None);
+    };
+    spec.fallbacks.clear();
+    Ok(Some(Pending {
+        spec,
+        artisan,
+        note,
+    }))
+}
+
+/// Puts the agent back as the Artisan, in front of the providers' client; its model is priced
+/// as the agent's model (for the budget's reservation; the agent's own cost is what is
+/// counted).
+pub(crate) fn attach(
+    pending: Pending,
+    llm: Arc<dyn LlmClient>,
+    models: &mut BTreeMap<Role, ModelSpec>,
+    prices: &mut Prices,
+    notes: &mut Vec<String>,
+) -> Arc<dyn LlmClient> {
+    prices
+        .0
+        .insert(pending.spec.model.clone(), pending.artisan.price);
+    models.insert(Role::Artisan, pending.spec);
+    notes.extend(pending.note);
+    Arc::new(WithAgent {
+        agent: pending.artisan,
+        models: llm,
+    })
+}
