@@ -107,8 +107,11 @@ impl Repo {
 
     /// What each dirty path holds now.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        Ok(self
-            .dirty()?
+        Ok(self.hashed(self.dirty()?))
+    }
+
+    fn hashed(&self, paths: Vec<PathBuf>) -> Snapshot {
+        paths
             .into_iter()
             .map(|p| {
                 let hash = std::fs::read(self.root.join(&p))
@@ -116,22 +119,27 @@ impl Repo {
                     .map(|bytes| Sha256::digest(bytes).into());
                 (p, hash)
             })
-            .collect())
+            .collect()
+    }
+
+    /// `HEAD` (`None` before the first commit) and what each dirty path holds, from one
+    /// `git status`: a loop's look at the tree before and after each iteration costs one
+    /// process, not two.
+    pub fn state(&self) -> Result<(Option<String>, Snapshot)> {
+        let out = self.git(&[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+        ])?;
+        let (head, paths) = parse_status_v2(&out);
+        Ok((head, self.hashed(paths)))
     }
 
     /// The paths whose content differs from `before`: what was changed since.
     pub fn changed_since(&self, before: &Snapshot) -> Result<Vec<PathBuf>> {
-        let now = self.snapshot()?;
-        let mut changed: Vec<PathBuf> = now
-            .iter()
-            .filter(|(p, h)| before.get(*p) != Some(h))
-            .map(|(p, _)| p.clone())
-            .collect();
-        // Dirty before and clean now: put back as committed, a change too.
-        changed.extend(before.keys().filter(|p| !now.contains_key(*p)).cloned());
-        changed.sort();
-        changed.dedup();
-        Ok(changed)
+        Ok(changed_between(before, &self.snapshot()?))
     }
 
     /// Commits exactly `paths` (whatever else is staged or changed stays as it was) with
@@ -317,9 +325,15 @@ impl Repo {
 
     /// `-c user.name=… -c user.email=…` when the repository has no identity to commit with.
     fn identity(&self) -> Vec<String> {
+        // Both keys in one process; none set is git's exit 1, read as neither known.
+        let set = self
+            .git(&["config", "--get-regexp", r"^user\.(name|email)$"])
+            .unwrap_or_default();
         let known = |key: &str| {
-            self.git(&["config", key])
-                .is_ok_and(|v| !v.trim().is_empty())
+            set.lines().any(|l| {
+                l.split_once(' ')
+                    .is_some_and(|(k, v)| k == key && !v.trim().is_empty())
+            })
         };
         let env = |key: &str| std::env::var(key).is_ok_and(|v| !v.is_empty());
         let mut flags = Vec::new();
@@ -348,6 +362,47 @@ fn parse_status(out: &str) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// The paths whose content differs between two snapshots of one tree.
+pub fn changed_between(before: &Snapshot, now: &Snapshot) -> Vec<PathBuf> {
+    let mut changed: Vec<PathBuf> = now
+        .iter()
+        .filter(|(p, h)| before.get(*p) != Some(h))
+        .map(|(p, _)| p.clone())
+        .collect();
+    // Dirty before and clean now: put back as committed, a change too.
+    changed.extend(before.keys().filter(|p| !now.contains_key(*p)).cloned());
+    changed.sort();
+    changed.dedup();
+    changed
+}
+
+/// `HEAD` and the paths of `git status --porcelain=v2 --branch -z`: ordinary (`1`), renamed
+/// or copied (`2`, its source next), unmerged (`u`) and untracked (`?`) entries, each path the
+/// last of its fields.
+fn parse_status_v2(out: &str) -> (Option<String>, Vec<PathBuf>) {
+    let mut head = None;
+    let mut paths = Vec::new();
+    let mut fields = out.split('\0').filter(|f| !f.is_empty());
+    while let Some(entry) = fields.next() {
+        if let Some(oid) = entry.strip_prefix("# branch.oid ") {
+            head = (oid != "(initial)").then(|| oid.to_string());
+            continue;
+        }
+        let path = match entry.as_bytes().first() {
+            Some(b'1') => entry.splitn(9, ' ').nth(8),
+            Some(b'2') => entry.splitn(10, ' ').nth(9),
+            Some(b'u') => entry.splitn(11, ' ').nth(10),
+            Some(b'?') => entry.get(2..),
+            _ => None,
+        };
+        paths.extend(path.map(PathBuf::from));
+        if entry.starts_with('2') {
+            paths.extend(fields.next().map(PathBuf::from));
+        }
+    }
+    (head, paths)
 }
 
 /// Whether process `pid` is alive and a git.
@@ -383,4 +438,63 @@ fn git_in(dir: &Path, args: &[&str], pid_file: Option<&Path>) -> Result<String> 
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "T")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "T")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn one_status_says_head_and_every_kind_of_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        run(root, &["init", "-q", "-b", "main"]);
+        let repo = Repo {
+            root: root.to_path_buf(),
+            pid_file: None,
+        };
+        std::fs::write(root.join("new file.txt"), "x").expect("write");
+        let (head, snap) = repo.state().expect("state");
+        assert_eq!(head, None, "no commit yet");
+        assert_eq!(snap.keys().collect::<Vec<_>>(), [Path::new("new file.txt")]);
+
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            std::fs::write(root.join(name), name).expect("write");
+        }
+        run(root, &["add", "-A"]);
+        run(root, &["commit", "-q", "-m", "one"]);
+        let head = repo.head().expect("head");
+        std::fs::write(root.join("a.txt"), "changed").expect("write");
+        run(root, &["mv", "b.txt", "b moved.txt"]);
+        std::fs::remove_file(root.join("c.txt")).expect("remove");
+        std::fs::create_dir(root.join("d")).expect("dir");
+        std::fs::write(root.join("d/e.txt"), "e").expect("write");
+        let (now, snap) = repo.state().expect("state");
+        assert_eq!(now.as_deref(), Some(head.as_str()));
+        let paths: Vec<&Path> = snap.keys().map(PathBuf::as_path).collect();
+        assert_eq!(
+            paths,
+            ["a.txt", "b moved.txt", "b.txt", "c.txt", "d/e.txt"].map(Path::new),
+            "{snap:?}"
+        );
+        assert_eq!(snap[Path::new("c.txt")], None, "deleted");
+        // The same as the two older calls (HEAD, then the v1 status).
+        assert_eq!(snap, repo.snapshot().expect("snapshot"));
+        assert_eq!(changed_between(&BTreeMap::new(), &snap).len(), 5, "all new");
+    }
 }

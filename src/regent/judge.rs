@@ -37,11 +37,11 @@ impl LoopRun {
     /// [`CHECKPOINT_REF`].
     pub(super) fn checkpoint(&mut self, iteration: u32) -> Option<Checkpoint> {
         let repo = self.repo.clone()?;
-        // Each git command is a process: as few as can say it (HEAD, the tree's changes, and a
-        // stash commit only when there are changes to keep).
-        let head = repo.head().ok();
-        let snapshot = match repo.snapshot() {
-            Ok(snapshot) => snapshot,
+        // Each git command is a process: one `status` says HEAD and the tree's changes; the ref
+        // moves only when the tree differs from what it holds, and a stash commit is made only
+        // when there are changes to keep.
+        let (head, snapshot) = match repo.state() {
+            Ok(state) => state,
             Err(e) => {
                 self.warn(format!("cannot read the tree's state: {e}"));
                 return None;
@@ -50,12 +50,21 @@ impl LoopRun {
         if let Some(head) = &head {
             let message = format!("ralph-loop: before iteration {iteration}");
             let kept = if snapshot.is_empty() {
-                repo.point(CHECKPOINT_REF, head, &message)
+                match self.checkpointed.as_deref() == Some(head.as_str()) {
+                    true => Ok(head.clone()),
+                    false => repo
+                        .point(CHECKPOINT_REF, head, &message)
+                        .map(|()| head.clone()),
+                }
             } else {
-                repo.checkpoint(CHECKPOINT_REF, &message).map(drop)
+                repo.checkpoint(CHECKPOINT_REF, &message)
             };
-            if let Err(e) = kept {
-                self.warn(format!("cannot keep a checkpoint: {e}"));
+            match kept {
+                Ok(sha) => self.checkpointed = Some(sha),
+                Err(e) => {
+                    self.checkpointed = None;
+                    self.warn(format!("cannot keep a checkpoint: {e}"));
+                }
             }
         }
         Some(Checkpoint { head, snapshot })
@@ -94,8 +103,7 @@ impl LoopRun {
                 total: after.total(),
             });
         }
-        let changed = self.changed_files(checkpoint.as_ref());
-        let agent_commits = self.commits_since(checkpoint.as_ref());
+        let (changed, agent_commits) = self.changes(checkpoint.as_ref());
         let newly_passing = newly_passing(self.last_tests.as_ref(), tests.as_ref());
         let progress = !changed.is_empty()
             || !agent_commits.is_empty()
@@ -224,31 +232,31 @@ impl LoopRun {
         (record, stop)
     }
 
-    /// The paths the iteration changed (uncommitted), `.ralph/` left out.
-    fn changed_files(&mut self, checkpoint: Option<&Checkpoint>) -> Vec<PathBuf> {
+    /// The paths the iteration changed (uncommitted, `.ralph/` left out) and the commits made
+    /// since the checkpoint (the agent's own), from one look at the tree; the commits are
+    /// listed only when `HEAD` moved.
+    fn changes(&mut self, checkpoint: Option<&Checkpoint>) -> (Vec<PathBuf>, Vec<String>) {
         let (Some(repo), Some(cp)) = (self.repo.clone(), checkpoint) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
-        match repo.changed_since(&cp.snapshot) {
-            Ok(paths) => paths
-                .into_iter()
-                .filter(|p| !p.starts_with(crate::session::RALPH_DIR))
-                .collect(),
+        let (head, now) = match repo.state() {
+            Ok(state) => state,
             Err(e) => {
                 self.warn(format!("cannot read what changed: {e}"));
-                Vec::new()
+                return (Vec::new(), Vec::new());
             }
-        }
-    }
-
-    /// The commits made since the checkpoint (the agent's own, or the loop's).
-    fn commits_since(&self, checkpoint: Option<&Checkpoint>) -> Vec<String> {
-        match (&self.repo, checkpoint.and_then(|c| c.head.as_deref())) {
-            (Some(repo), Some(head)) => repo.commits_since(head).unwrap_or_default(),
+        };
+        let changed = crate::git::changed_between(&cp.snapshot, &now)
+            .into_iter()
+            .filter(|p| !p.starts_with(crate::session::RALPH_DIR))
+            .collect();
+        let commits = match (&cp.head, &head) {
+            (before, now) if before == now => Vec::new(),
             // No commit before: every commit now is the iteration's.
-            (Some(repo), None) if repo.has_commit() => repo.commits_since("").unwrap_or_default(),
-            _ => Vec::new(),
-        }
+            (Some(before), _) => repo.commits_since(before).unwrap_or_default(),
+            (None, _) => repo.commits_since("").unwrap_or_default(),
+        };
+        (changed, commits)
     }
 
     /// Commits `changed` with a message naming the task; pushes when asked.

@@ -92,6 +92,9 @@ pub struct LoopRun {
     /// What the iteration under way has cost so far (its agent runs).
     pub(super) spent_this_iteration: f64,
     pub(super) repo: Option<Repo>,
+    /// The commit [`super::judge::CHECKPOINT_REF`] was last pointed at by this loop: a tree
+    /// unchanged since needs no new checkpoint.
+    pub(super) checkpointed: Option<String>,
     pub(super) history: Vec<IterationRecord>,
     pub(super) commits: Vec<String>,
     pub(super) reverts: Vec<String>,
@@ -140,6 +143,7 @@ impl LoopRun {
         let backoff = Backoff::new(deps.settings.backoff_first, deps.settings.backoff_cap);
         Self {
             repo: Repo::at(&deps.root),
+            checkpointed: None,
             deps,
             state,
             state_file,
