@@ -28,6 +28,18 @@ pub struct ProcessGroups {
 struct Entry {
     pgid: Pid,
     cleanup: Option<Cleanup>,
+    reaped: bool,
+}
+
+/// How a group is stopped without waiting: SIGKILL, except a group led by the reaper, which
+/// gets SIGTERM: SIGKILL would kill the reaper before it could stop what escaped the group (a
+/// shell tool's command in a session of its own), whereas on SIGTERM it kills the command
+/// after its grace, then every descendant, whatever its group.
+fn hard_stop(reaped: bool) -> Signal {
+    match reaped {
+        true => Signal::SIGTERM,
+        false => Signal::SIGKILL,
+    }
 }
 
 impl std::fmt::Debug for ProcessGroups {
@@ -49,11 +61,12 @@ impl ProcessGroups {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Kills (SIGKILL) every group under way and runs their cleanups: for a hard exit, such
-    /// as a second Ctrl+C before `std::process::exit`, where no destructor runs to stop them.
+    /// Kills every group under way (see [`hard_stop`]) and runs their cleanups: for a hard
+    /// exit, such as a second Ctrl+C before `std::process::exit`, where no destructor runs to
+    /// stop them.
     pub fn kill_all(&self) {
         for entry in self.lock().iter() {
-            let _ = killpg(entry.pgid, Signal::SIGKILL);
+            let _ = killpg(entry.pgid, hard_stop(entry.reaped));
             if let Some(cleanup) = &entry.cleanup {
                 cleanup();
             }
@@ -65,16 +78,19 @@ impl ProcessGroups {
         self.lock().iter().any(|e| e.pgid.as_raw() == pgid)
     }
 
-    /// Registers a group; the guard kills it (and cleans up) if dropped while armed.
-    pub(crate) fn guard(&self, pgid: Pid, cleanup: Option<Cleanup>) -> GroupGuard {
+    /// Registers a group (`reaped`: led by the reaper); the guard kills it (and cleans up) if
+    /// dropped while armed.
+    pub(crate) fn guard(&self, pgid: Pid, cleanup: Option<Cleanup>, reaped: bool) -> GroupGuard {
         self.lock().push(Entry {
             pgid,
             cleanup: cleanup.clone(),
+            reaped,
         });
         GroupGuard {
             groups: self.clone(),
             pgid,
             cleanup,
+            reaped,
             armed: true,
         }
     }
@@ -86,6 +102,7 @@ pub(crate) struct GroupGuard {
     groups: ProcessGroups,
     pgid: Pid,
     cleanup: Option<Cleanup>,
+    reaped: bool,
     pub(crate) armed: bool,
 }
 
@@ -93,7 +110,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.groups.lock().retain(|e| e.pgid != self.pgid);
         if self.armed {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            let _ = killpg(self.pgid, hard_stop(self.reaped));
             if let Some(cleanup) = &self.cleanup {
                 cleanup();
             }

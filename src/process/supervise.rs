@@ -175,7 +175,7 @@ pub async fn run(
     else {
         return Err(SpawnError::Vanished);
     };
-    let mut guard = groups.guard(pgid, spec.cleanup.clone());
+    let mut guard = groups.guard(pgid, spec.cleanup.clone(), spec.reaper.is_some());
     let feeding = match (spec.stdin, child.stdin.take()) {
         (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;

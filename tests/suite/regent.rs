@@ -593,6 +593,126 @@ fn sigquit_kills_the_agent_now() {
     assert_eq!(p.state_file()["status"], "quit");
 }
 
+fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+}
+
+/// Whether `pid` is gone (a zombie counts as gone: it runs nothing).
+fn gone(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn a_second_sigint_stops_the_agent_and_what_escaped_its_group_and_exits_at_once() {
+    // The agent also leaves a command in a session of its own, as Claude Code's shell tool does.
+    let body = format!(
+        "setsid sleep 30 &\necho $! > \"$FAKE_STATE/escaped\"\n{}\nsleep 30\n{}",
+        say("Starting."),
+        result(0.01)
+    );
+    let p = project(&body, "", "");
+    let mut child = p.spawn(false);
+    let agent: i32 = wait_for(&p.state.join("pid")).trim().parse().unwrap();
+    let escaped: i32 = wait_for(&p.state.join("escaped")).trim().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    // The first lets the iteration finish: the agent is still at work.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first SIGINT stopped the loop"
+    );
+    assert!(!gone(agent));
+    let sent = Instant::now();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(code, 130);
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+    // The reaper stops the rest within its grace.
+    while !(gone(agent) && gone(escaped)) && sent.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone(agent), "the agent survived");
+    assert!(
+        gone(escaped),
+        "the command that left the agent's group survived"
+    );
+}
+
+#[test]
+fn sigint_during_a_restart_backoff_stops_without_waiting_it_out() {
+    let body = format!("{}\nexit 1", say("Crashing."));
+    let p = project(
+        &body,
+        "  retry_backoff_seconds: 30\n  max_backoff_seconds: 30\n",
+        "",
+    );
+    let mut child = p.spawn(false);
+    wait_for(&p.state.join("pid"));
+    // The crash is seen and the 30 s backoff begun.
+    std::thread::sleep(Duration::from_millis(800));
+    let sent = Instant::now();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
+    assert_eq!(code, 130);
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.state.join("n")).unwrap().trim(),
+        "1"
+    );
+    let state = p.state_file();
+    assert_eq!(state["status"], "interrupted");
+    assert_eq!(state["consecutive_errors"], 1);
+}
+
+#[test]
+fn the_state_file_follows_a_working_agent_s_output() {
+    // Output every 0.2 s for about 3 s: `last_output_at` is rewritten while it works (at most
+    // once a second), not only when it ends.
+    let body = format!(
+        "i=0\nwhile [ $i -lt 15 ]; do\n{}\nsleep 0.2\ni=$((i+1))\ndone\necho done > done.txt\n{}\n{}",
+        say("Working."),
+        status("COMPLETE", true),
+        result(0.01)
+    );
+    let p = project(&body, "", "budgets:\n  max_iterations: 1\n");
+    let mut child = p.spawn(false);
+    wait_for(&p.state.join("pid"));
+    let file = p.root.join(".ralph/regent-state.json");
+    let mut seen = std::collections::BTreeSet::new();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(20) {
+        let state: Option<Value> = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(at) = state.and_then(|s| s["last_output_at"].as_str().map(String::from)) {
+            seen.insert(at);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    super::support::wait_exit(&mut child, Duration::from_secs(20));
+    assert!(
+        seen.len() >= 2,
+        "last_output_at while the agent worked: {seen:?}"
+    );
+    assert!(
+        seen.len() <= 6,
+        "rewritten more than once a second: {seen:?}"
+    );
+}
+
 #[test]
 fn a_corrupt_state_file_is_reported_kept_aside_and_replaced() {
     let p = project(&two_tasks(), "", "");
