@@ -222,6 +222,7 @@ impl AgentArtisan {
             env: self.env.clone(),
             limits: self.limits,
             reaper: self.reaper.clone(),
+            on_busy: None,
         };
         // Dropped (the run cancelled), the run's process group is killed with it.
         let outcome = invoke(invocation, CancellationToken::new(), &self.groups, |e| {

@@ -59,6 +59,19 @@ pub struct Invocation {
     /// ralph-loop's own executable, to run the agent under its reaper (`None`: no reaper, for
     /// tests of this crate, whose executable is a test binary).
     pub reaper: Option<PathBuf>,
+    /// Called each time the agent outlives its hang timeout silent but at work, as it happens
+    /// (the log says so then, not when the run ends).
+    pub on_busy: Option<OnBusy>,
+}
+
+/// What to do when a silent agent is found at work.
+#[derive(Clone)]
+pub struct OnBusy(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for OnBusy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnBusy(..)")
+    }
 }
 
 /// How the run ended.
@@ -127,7 +140,9 @@ pub async fn invoke(
     if run.def.prompt == PromptVia::Stdin {
         spec.stdin = Some(run.prompt.clone().into_bytes());
     }
-    spec.still_working = Some(Box::new(|pgid| {
+    let on_busy = run.on_busy.clone();
+    spec.still_working = Some(Box::new(move |pgid| {
+        let on_busy = on_busy.clone();
         Box::pin(async move {
             // The group's leader is the reaper (or the agent): its tree is the agent's. At
             // work means CPU time or I/O within a short look, not at any time since it began.
@@ -136,7 +151,11 @@ pub async fn invoke(
                 return false;
             };
             tokio::time::sleep(BUSY_LOOK).await;
-            activity(root).is_some_and(|after| after.since(&before))
+            let busy = activity(root).is_some_and(|after| after.since(&before));
+            if let (true, Some(OnBusy(tell))) = (busy, &on_busy) {
+                tell();
+            }
+            busy
         })
     }));
     let (tx, mut rx) = mpsc::unbounded_channel();

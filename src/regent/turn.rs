@@ -13,7 +13,7 @@ use ralph_actors::schema::regent::RegentAction;
 use super::outcome::{Turn, TurnEnd};
 use super::run::LoopRun;
 use crate::agents::cost::Meter;
-use crate::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation};
+use crate::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation, OnBusy};
 
 /// How often, at most, the state file is rewritten for new output alone.
 const OUTPUT_STAMP_EVERY: Duration = Duration::from_secs(1);
@@ -69,16 +69,6 @@ impl LoopRun {
                 cost_estimated: estimated,
                 total_cost_usd: self.state.total_cost_usd,
             });
-            if outcome.silent_but_working > 0 {
-                self.regent(
-                    iteration,
-                    RegentAction::SilentButWorking,
-                    format!(
-                        "{} was silent for the hang timeout {} time(s), but its processes used CPU or did I/O: left to work",
-                        self.deps.agent.name, outcome.silent_but_working
-                    ),
-                );
-            }
             turn.found = outcome.found.clone();
             if over_cost {
                 let cap = self.deps.settings.max_cost_per_iteration.unwrap_or(0.0);
@@ -124,6 +114,25 @@ impl LoopRun {
 
     /// One run of the agent: its outcome (`None` when it could not start), its meter, and
     /// whether it was killed for the iteration's cost cap.
+    /// Says, as it happens, that the agent was silent for the hang timeout but its processes
+    /// were at work, so it was left to work rather than killed.
+    fn on_busy(&self, iteration: u32) -> OnBusy {
+        let events = self.deps.events.clone();
+        let message = format!(
+            "{} was silent for the hang timeout ({:.0}s), but its processes used CPU or did I/O: left to work",
+            self.deps.agent.name,
+            self.deps.settings.limits.hang.as_secs_f64()
+        );
+        OnBusy(std::sync::Arc::new(move || {
+            tracing::info!(target: "regent", "{message}");
+            events.emit(Event::Regent {
+                iteration,
+                action: RegentAction::SilentButWorking,
+                message: message.clone(),
+            });
+        }))
+    }
+
     async fn run_agent(
         &mut self,
         iteration: u32,
@@ -144,6 +153,7 @@ impl LoopRun {
             env: self.deps.env.clone(),
             limits: self.deps.settings.limits,
             reaper: self.deps.reaper.clone(),
+            on_busy: Some(self.on_busy(iteration)),
         };
         let cap = self.deps.settings.max_cost_per_iteration;
         let spent_before = self.spent_this_iteration;

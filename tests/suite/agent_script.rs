@@ -34,5 +34,6 @@ pub fn scripted(dir: &Path, body: &str, limits: Limits) -> Invocation {
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         limits,
         reaper: Some(env!("CARGO_BIN_EXE_ralph-loop").into()),
+        on_busy: None,
     }
 }

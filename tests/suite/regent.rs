@@ -382,6 +382,19 @@ fn a_hung_agent_is_killed_and_restarted_and_a_busy_silent_one_is_left_to_work() 
         hung["message"].as_str().unwrap().contains("no CPU"),
         "{hung}"
     );
+    // Said as it happens, while run 2 works, not when it ends.
+    let position = |pred: &dyn Fn(&Value) -> bool| events.iter().position(pred).unwrap();
+    let busy = position(&|e| e["type"] == "regent" && e["action"] == "silent_but_working");
+    let run2_ended = position(&|e| e["type"] == "agent_ended" && e["run"] == 2);
+    assert!(busy < run2_ended, "{events:#?}");
+    assert!(
+        events[busy]["message"]
+            .as_str()
+            .unwrap()
+            .contains("left to work"),
+        "{}",
+        events[busy]
+    );
 }
 
 #[test]
