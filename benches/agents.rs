@@ -4,7 +4,9 @@
 //! of the same bytes); running them, a supervised run's overhead beyond the agent's own (the
 //! same script run plainly) and how soon after its hang timeout a hung agent is stopped
 //! (target: within 1 s). Run with `cargo bench --bench agents` (`RALPH_BENCH_AGENT_MB` sets the
-//! size, `RALPH_BENCH_AGENT_RUNS` the runs). See `docs/performance.md`.
+//! size, `RALPH_BENCH_AGENT_RUNS` the runs; `RALPH_BENCH_BIN` another build of the binary for
+//! the Regent's overhead, and `RALPH_BENCH_AGENT_ONLY=regent` that part alone). See
+//! `docs/performance.md`.
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -180,6 +182,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
+    // `RALPH_BENCH_AGENT_ONLY=regent`: only the Regent's overhead, which times the binary
+    // (`RALPH_BENCH_BIN`) and not this harness's code.
+    if std::env::var("RALPH_BENCH_AGENT_ONLY").as_deref() == Ok("regent") {
+        regent(runs.min(20));
+        return;
+    }
     let text = agent_text(mb << 20);
     let bytes = text.as_bytes();
 
@@ -264,7 +272,10 @@ fn main() {
 /// same git repository. Twice: an agent that changes nothing, and one that changes a file each
 /// iteration (so each iteration also makes a commit).
 fn regent(iterations: usize) {
-    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ralph-loop"));
+    // Another build of ralph-loop (a release one, measured with a debug harness) when named.
+    let bin = std::env::var_os("RALPH_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_ralph-loop").into());
     for changes in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("project");

@@ -37,34 +37,36 @@ impl LoopRun {
     /// [`CHECKPOINT_REF`].
     pub(super) fn checkpoint(&mut self, iteration: u32) -> Option<Checkpoint> {
         let repo = self.repo.clone()?;
-        // Each git command is a process: one `status` says HEAD and the tree's changes; the ref
-        // moves only when the tree differs from what it holds, and a stash commit is made only
-        // when there are changes to keep.
-        let (head, snapshot) = match repo.state() {
-            Ok(state) => state,
+        // Each git command is a process: the last iteration's closing look serves when nothing
+        // was committed or reverted since, else one `status` says HEAD and the tree's changes;
+        // the ref moves only when the tree differs from what it holds, and a stash commit is
+        // made only when there are changes to keep.
+        let look = match self.last_look.take() {
+            Some(look) => Ok(look),
+            None => repo.state(),
+        };
+        let (head, snapshot) = match look {
+            Ok(look) => look,
             Err(e) => {
                 self.warn(format!("cannot read the tree's state: {e}"));
                 return None;
             }
         };
         if let Some(head) = &head {
-            let message = format!("ralph-loop: before iteration {iteration}");
-            let kept = if snapshot.is_empty() {
-                match self.checkpointed.as_deref() == Some(head.as_str()) {
-                    true => Ok(head.clone()),
-                    false => repo
-                        .point(CHECKPOINT_REF, head, &message)
-                        .map(|()| head.clone()),
-                }
-            } else {
-                repo.checkpoint(CHECKPOINT_REF, &message)
-            };
-            match kept {
-                Ok(sha) => self.checkpointed = Some(sha),
-                Err(e) => {
-                    self.checkpointed = None;
-                    self.warn(format!("cannot keep a checkpoint: {e}"));
-                }
+            let held = self.checkpointed.as_ref();
+            if !held.is_some_and(|(h, s)| h == head && *s == snapshot) {
+                let message = format!("ralph-loop: before iteration {iteration}");
+                let kept = match snapshot.is_empty() {
+                    true => repo.point(CHECKPOINT_REF, head, &message),
+                    false => repo.checkpoint(CHECKPOINT_REF, &message).map(drop),
+                };
+                self.checkpointed = match kept {
+                    Ok(()) => Some((head.clone(), snapshot.clone())),
+                    Err(e) => {
+                        self.warn(format!("cannot keep a checkpoint: {e}"));
+                        None
+                    }
+                };
             }
         }
         Some(Checkpoint { head, snapshot })
@@ -166,9 +168,11 @@ impl LoopRun {
         }
         let finished = matches!(turn.end, TurnEnd::Finished);
         if finished && self.deps.settings.git.auto_commit && !changed.is_empty() {
+            self.last_look = None;
             record.commit = self.commit(iteration, &changed, &checked, tests.as_ref());
         }
         if self.deps.settings.rollback_on_test_failure && !tests_ok {
+            self.last_look = None;
             if let Some(stop) =
                 self.rollback(iteration, checkpoint.as_ref(), tests.as_ref(), &mut record)
             {
@@ -256,6 +260,8 @@ impl LoopRun {
             (Some(before), _) => repo.commits_since(before).unwrap_or_default(),
             (None, _) => repo.commits_since("").unwrap_or_default(),
         };
+        // The next checkpoint's look, unless a commit or a revert changes the tree first.
+        self.last_look = Some((head, now));
         (changed, commits)
     }
 

@@ -30,6 +30,7 @@ use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;
 use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};
 use crate::git::Repo;
+use crate::git::Snapshot;
 use crate::process::groups::ProcessGroups;
 use crate::runner::plan::TestingOptions;
 
@@ -92,9 +93,12 @@ pub struct LoopRun {
     /// What the iteration under way has cost so far (its agent runs).
     pub(super) spent_this_iteration: f64,
     pub(super) repo: Option<Repo>,
-    /// The commit [`super::judge::CHECKPOINT_REF`] was last pointed at by this loop: a tree
-    /// unchanged since needs no new checkpoint.
-    pub(super) checkpointed: Option<String>,
+    /// `HEAD` and the tree [`super::judge::CHECKPOINT_REF`] was last made from by this loop: a
+    /// tree unchanged since needs no new checkpoint.
+    pub(super) checkpointed: Option<(String, Snapshot)>,
+    /// The look at the tree that ended the last iteration, when nothing was committed or
+    /// reverted after it: the next checkpoint starts from it instead of asking git again.
+    pub(super) last_look: Option<(Option<String>, Snapshot)>,
     pub(super) history: Vec<IterationRecord>,
     pub(super) commits: Vec<String>,
     pub(super) reverts: Vec<String>,
@@ -144,6 +148,7 @@ impl LoopRun {
         Self {
             repo: Repo::at(&deps.root),
             checkpointed: None,
+            last_look: None,
             deps,
             state,
             state_file,
