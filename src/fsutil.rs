@@ -6,6 +6,19 @@ use std::path::Path;
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsynced, then
 /// renamed over the target, so a reader (or a crash) sees the old content or the new, never part.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, true)
+}
+
+/// [`write_atomic`] without the fsync, for a file rewritten many times a minute whose last
+/// version matters only while its process runs (the agent loop's state file): a reader or a
+/// killed process still sees the old content or the new, never part; after a power loss the
+/// rename may be lost, and the file is the one before. The fsync is most of the write's cost
+/// (0.5 of 0.9 ms here, docs/performance.md).
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace(path, bytes, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -14,7 +27,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .prefix(".ralph-tmp-")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     // Keep the permissions of the file being replaced (an executable script stays executable).
     if let Ok(meta) = std::fs::metadata(path) {
         std::fs::set_permissions(tmp.path(), meta.permissions())?;

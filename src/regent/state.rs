@@ -13,7 +13,7 @@ use ralph_actors::schema::regent::{LoopStatus, RegentState, STATE_SCHEMA};
 use ralph_actors::tracker::circuit::Breaker;
 use ralph_actors::tracker::gate::ExitGate;
 
-use crate::fsutil::write_atomic;
+use crate::fsutil::replace_unsynced;
 
 pub const FILE: &str = "regent-state.json";
 const RESET_REQUEST: &str = "breaker-reset";
@@ -98,7 +98,7 @@ impl StateFile {
             std::fs::create_dir_all(&self.dir)?;
             let mut bytes = serde_json::to_vec_pretty(state).map_err(std::io::Error::other)?;
             bytes.push(b'\n');
-            write_atomic(&path, &bytes)
+            replace_unsynced(&path, &bytes)
         };
         write().map_err(|source| StateError::Write {
             path: path.clone(),
