@@ -105,6 +105,12 @@ impl Repo {
         Ok(parse_status(&out))
     }
 
+    /// Puts `path` back as `HEAD` has it; an error when `HEAD` does not have it.
+    pub fn restore(&self, path: &Path) -> Result<()> {
+        let path = path.to_string_lossy();
+        self.git(&["checkout", "HEAD", "--", &path]).map(drop)
+    }
+
     /// What each dirty path holds now.
     pub fn snapshot(&self) -> Result<Snapshot> {
         Ok(self.hashed(self.dirty()?))

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use ralph_actors::policy::budget::Price;
 use ralph_actors::ports::llm::{ChatMessage, ChatReply, GuardedRequest, LlmClient, LlmError};
@@ -22,6 +21,7 @@ use super::backoff::Backoff;
 use super::cost::Meter;
 use super::definition::AgentDef;
 use super::invoke::{invoke, AgentEnding, Invocation, Limits};
+use crate::git::Repo;
 use crate::process::groups::ProcessGroups;
 
 /// The provider name of agent models: `agent/claude`, `agent/codex/gpt-5.5`.
@@ -51,6 +51,8 @@ pub struct AgentArtisan {
     /// The agent model's price, for the cost of an agent that reports none.
     pub price: Price,
     pub retry: Retry,
+    /// The project's repository: what the agent changes beyond the target is undone in it.
+    pub repo: Option<Repo>,
 }
 
 /// How a crashed or hung agent is run again: `regent.max_retries`, after
@@ -62,8 +64,8 @@ pub struct Retry {
     pub cap: std::time::Duration,
 }
 
-/// A file's content before the agent ran (`None`: it did not exist).
-type Saved = BTreeMap<String, Option<Vec<u8>>>;
+/// What each path `git status` lists held before the agent ran (`None`: it did not exist).
+type Saved = BTreeMap<PathBuf, Option<Vec<u8>>>;
 
 impl AgentArtisan {
     fn error(&self, message: String) -> LlmError {
@@ -92,65 +94,43 @@ impl AgentArtisan {
         out
     }
 
-    /// The paths `git status` lists, with their contents: what the agent must leave as it
-    /// found. `None` outside a git repository.
-    fn dirty(&self) -> Option<(Saved, Vec<(String, String)>)> {
-        let out = Command::new("git")
-            .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
-            .current_dir(&self.root)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut entries = Vec::new();
-        let mut fields = text.split('\0').filter(|f| !f.is_empty());
-        while let Some(field) = fields.next() {
-            let (code, path) = field.split_at(field.len().min(3));
-            // A rename lists its source next: both are the agent's to undo.
-            if code.starts_with('R') || code.starts_with('C') {
-                if let Some(from) = fields.next() {
-                    entries.push(("D ".to_string(), from.to_string()));
-                }
-            }
-            entries.push((code.trim_end().to_string(), path.to_string()));
-        }
-        let saved = entries
-            .iter()
-            .map(|(_, p)| (p.clone(), std::fs::read(self.root.join(p)).ok()))
-            .collect();
-        Some((saved, entries))
+    /// The paths `git status` lists (relative to the repository's root), with their contents:
+    /// what the agent must leave as it found. `None` outside a git repository.
+    fn dirty(&self) -> Option<Saved> {
+        let repo = self.repo.as_ref()?;
+        let paths = repo.dirty().ok()?;
+        let read = |p: PathBuf| {
+            let content = std::fs::read(repo.root.join(&p)).ok();
+            (p, content)
+        };
+        Some(paths.into_iter().map(read).collect())
     }
 
-    /// Undoes what the agent changed beyond the target; returns the paths undone.
+    /// Undoes what the agent changed beyond the target and `.ralph/`; returns the paths undone.
     fn undo_others(&self, before: &Saved) -> Vec<String> {
-        let Some((now, entries)) = self.dirty() else {
+        let (Some(repo), Some(now)) = (self.repo.as_ref(), self.dirty()) else {
             return Vec::new();
         };
-        let target = self.target.strip_prefix(&self.root).unwrap_or(&self.target);
-        let target = target.to_string_lossy();
+        let target = self.target.strip_prefix(&repo.root).unwrap_or(&self.target);
+        let ralph = self.root.join(crate::session::RALPH_DIR);
+        let ralph = ralph.strip_prefix(&repo.root).unwrap_or(&ralph);
+        let touched = now
+            .keys()
+            .chain(before.keys())
+            .filter(|p| *p != target && !p.starts_with(ralph) && before.get(*p) != now.get(*p));
         let mut undone = Vec::new();
-        for (code, path) in entries {
-            if path == target || path.starts_with(".ralph/") || before.get(&path) == now.get(&path)
-            {
-                continue;
-            }
-            let file = self.root.join(&path);
-            let restored = match before.get(&path) {
-                // Changed further, or made anew: as it was.
+        for path in touched.collect::<std::collections::BTreeSet<_>>() {
+            let file = repo.root.join(path);
+            let restored = match before.get(path) {
+                // As it was before the agent: its content, or not there.
                 Some(Some(content)) => std::fs::write(&file, content).is_ok(),
                 Some(None) => std::fs::remove_file(&file).is_ok(),
-                // Clean before: new files go, tracked ones come back from HEAD.
-                None if code == "??" => std::fs::remove_file(&file).is_ok(),
-                None => Command::new("git")
-                    .args(["checkout", "HEAD", "--", &path])
-                    .current_dir(&self.root)
-                    .output()
-                    .is_ok_and(|o| o.status.success()),
+                // Clean before: as HEAD has it, or gone when HEAD has it not (a new file).
+                None => repo.restore(path).is_ok() || std::fs::remove_file(&file).is_ok(),
             };
-            if restored {
-                undone.push(path);
-            } else {
-                tracing::warn!("could not undo the agent's change to {path}");
+            match restored {
+                true => undone.push(path.display().to_string()),
+                false => tracing::warn!("could not undo the agent's change to {}", path.display()),
             }
         }
         undone
@@ -211,7 +191,7 @@ impl AgentArtisan {
     async fn run_once(&self, prompt: &str, meter: &mut Meter) -> Result<Run, LlmError> {
         let original = std::fs::read(&self.target)
             .map_err(|e| self.error(format!("cannot read {}: {e}", self.target.display())))?;
-        let before = self.dirty().map(|(saved, _)| saved);
+        let before = self.dirty();
         let (_, model) = split_model(&self.model_name).unwrap_or((&self.def.name, None));
         let invocation = Invocation {
             def: self.def.clone(),

@@ -85,6 +85,7 @@ pub(crate) fn take(
         groups: groups.clone(),
         price,
         retry: config.regent.retry(),
+        repo: crate::git::Repo::at(root),
     };
     // The agent has no fallback model: a crash or hang is run again, as the Regent does.
     let Some(mut spec) = models.remove(&Role::Artisan) else {
