@@ -145,7 +145,8 @@ pub struct AgentAddArgs {
     /// How the prompt reaches it: `stdin` (default) or `argument` (the `{prompt}` argument).
     #[arg(long, value_name = "VIA")]
     pub prompt: Option<String>,
-    /// Its output: `plain`, `aider`, `claude-stream-json` or `codex-json`.
+    /// Its output: `plain`, `aider`, `claude-stream-json`, `codex-json`, or `acp` (it speaks
+    /// the Agent Client Protocol on its stdio).
     #[arg(long)]
     pub format: Option<String>,
     /// An environment variable whose presence means it is signed in (repeat).

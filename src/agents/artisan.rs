@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::Backoff;
 use super::cost::Meter;
 use super::definition::AgentDef;
-use super::invoke::{invoke, AgentEnding, Invocation, Limits};
+use super::invoke::{AgentEnding, Invocation, Limits};
+use super::launch::launch;
 use crate::git::Repo;
 use crate::process::groups::ProcessGroups;
 
@@ -205,7 +206,7 @@ impl AgentArtisan {
             on_busy: None,
         };
         // Dropped (the run cancelled), the run's process group is killed with it.
-        let outcome = invoke(invocation, CancellationToken::new(), &self.groups, |e| {
+        let outcome = launch(invocation, CancellationToken::new(), &self.groups, |e| {
             meter.see(e)
         })
         .await;

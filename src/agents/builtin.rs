@@ -202,6 +202,27 @@ pub fn builtins() -> Vec<AgentDef> {
             format: Format::Plain,
             reports_cost: false,
         },
+        // The Agent Client Protocol: one backend for every agent that speaks it. Zed's adapter
+        // of Claude Code (`@zed-industries/claude-code-acp` on npm) is the one built in; any
+        // other ACP agent is an `agents:` entry with `format: acp`.
+        AgentDef {
+            name: "claude-acp".into(),
+            title: "Claude Code over ACP".into(),
+            binaries: strings(&["claude-code-acp"]),
+            auth: Auth {
+                env: strings(&[
+                    "ANTHROPIC_API_KEY",
+                    "ANTHROPIC_AUTH_TOKEN",
+                    "CLAUDE_CODE_OAUTH_TOKEN",
+                ]),
+                files: strings(&["~/.claude/.credentials.json"]),
+            },
+            models: ModelSource::None,
+            args: Vec::new(),
+            prompt: PromptVia::Stdin,
+            format: Format::Acp,
+            reports_cost: false,
+        },
     ]
 }
 

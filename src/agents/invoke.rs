@@ -31,7 +31,7 @@ use crate::process::tree::activity;
 
 /// How long a silent agent's tree is watched for CPU time or I/O before it is called hung:
 /// the hang is detected this long after its timeout at most.
-const BUSY_LOOK: Duration = Duration::from_millis(300);
+pub(crate) const BUSY_LOOK: Duration = Duration::from_millis(300);
 
 /// The limits of one agent run.
 #[derive(Debug, Clone, Copy)]

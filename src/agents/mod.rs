@@ -10,14 +10,18 @@
 //! - [`invoke`]: one supervised run of an agent on a prompt, and how it ended; [`backoff`]: the
 //!   wait before restarting one that crashed or hung; [`cost`]: what a run cost, reported or
 //!   estimated;
+//! - [`acp`]: the run of an agent that speaks the Agent Client Protocol (`format: acp`);
+//!   [`launch`]: one run of any agent, by its format;
 //! - [`artisan`]: an agent as the fix loop's Artisan (`--models artisan=agent:claude`).
 
+pub mod acp;
 pub mod artisan;
 pub mod backoff;
 pub mod builtin;
 pub mod cost;
 pub mod definition;
 pub mod invoke;
+pub mod launch;
 pub mod output;
 pub mod registry;
 

@@ -133,13 +133,16 @@ fn parse_format(name: &str) -> Result<Format> {
         Format::Aider,
         Format::ClaudeStreamJson,
         Format::CodexJson,
+        Format::Acp,
     ]
     .into_iter()
     .find(|f| f.as_str() == name)
     .ok_or_else(|| {
         UsageError::flag(
             "--format",
-            format!("--format is plain, aider, claude-stream-json or codex-json, not {name:?}"),
+            format!(
+                "--format is plain, aider, claude-stream-json, codex-json or acp, not {name:?}"
+            ),
         )
         .into()
     })
@@ -187,7 +190,7 @@ fn ask(mut args: AgentAddArgs, input: &mut impl BufRead, out: &mut impl Write) -
     }
     if args.format.is_none() {
         args.format = Some(line(
-            "output format (plain/aider/claude-stream-json/codex-json)",
+            "output format (plain/aider/claude-stream-json/codex-json/acp)",
             "plain",
         )?);
     }

@@ -13,7 +13,8 @@ use ralph_actors::schema::regent::RegentAction;
 use super::outcome::{Turn, TurnEnd};
 use super::run::LoopRun;
 use crate::agents::cost::Meter;
-use crate::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation, OnBusy};
+use crate::agents::invoke::{AgentEnding, AgentOutcome, Invocation, OnBusy};
+use crate::agents::launch::launch;
 
 /// How often, at most, the state file is rewritten for new output alone.
 const OUTPUT_STAMP_EVERY: Duration = Duration::from_secs(1);
@@ -168,7 +169,7 @@ impl LoopRun {
         let file = self.state_file.clone();
         let state = &mut self.state;
         let groups = self.deps.groups.clone();
-        let result = invoke(invocation, stop.clone(), &groups, |event: &AgentEvent| {
+        let result = launch(invocation, stop.clone(), &groups, |event: &AgentEvent| {
             meter.see(event);
             events.emit(Event::AgentOutput {
                 iteration,

@@ -84,7 +84,7 @@ fn list_says_which_agents_are_installed_and_signed_in() {
         "{text}"
     );
     assert!(
-        text.contains("2 of 9 agents installed and usable here"),
+        text.contains("2 of 10 agents installed and usable here"),
         "{text}"
     );
 }

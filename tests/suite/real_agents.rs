@@ -153,7 +153,12 @@ fn run_loop(root: &Path, agent: (&str, &Path), env: &[(&str, String)]) -> Value 
     );
     assert_eq!(report["history"][0]["status_block"]["status"], "COMPLETE");
     assert_eq!(report["history"][0]["newly_passing"], 1);
-    assert_eq!(report["history"][0]["files_changed"], 1);
+    assert_eq!(
+        report["history"][0]["files_changed"],
+        1,
+        "{}",
+        git(root, &["show", "--stat", "HEAD"])
+    );
     report
 }
 
@@ -363,4 +368,57 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
     let artisan = report["cost_by_role"]["artisan"].as_f64().unwrap();
     let expected = 3.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
     assert!((artisan - expected).abs() < 1e-9, "{artisan} != {expected}");
+}
+
+/// The Agent Client Protocol backend, with a real ACP agent: Zed's adapter of Claude Code
+/// (`@zed-industries/claude-code-acp` from npm, built in as `claude-acp`). ralph-loop opens a
+/// session in the project and sends the prompt; the adapter runs Claude Code's tools against
+/// the local server, asks for permission to edit (granted), and streams its text back.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_over_acp_edits_the_project_in_the_loop() {
+    let acp = npm_agent("claude-code-acp");
+    let dir = project("regent:\n  agent: claude-acp\nbudgets:\n  max_iterations: 2\n");
+    let calc = dir.path().join("calc.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("Read", json!({"file_path": calc})),
+        tool(
+            "Edit",
+            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
+                   "new_string": "    return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    // Its caches and logs (npm's, the SDK's) go to a home of their own, not the project.
+    let home = tempfile::tempdir().unwrap();
+    let report = run_loop(
+        dir.path(),
+        ("claude-code-acp", &acp),
+        &[
+            ("HOME", home.path().display().to_string()),
+            ("ANTHROPIC_BASE_URL", wire.server.uri()),
+            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+            ("IS_SANDBOX", "1".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ],
+    );
+    let requests: Vec<Value> = wire
+        .bodies("/v1/messages")
+        .await
+        .into_iter()
+        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(requests.len(), 3, "read, edit, answer");
+    asked_for_status(&requests[0]);
+    // Its text came through the session's message chunks: the status block was read.
+    assert_eq!(report["history"][0]["status_block"]["exit_signal"], true);
+    // With its answer given, its session closed; the adapter, a server, does not exit by
+    // itself, and is stopped after a short grace (not the 10 s of `result_grace_seconds`).
+    let ending = &report["history"][0]["ending"];
+    assert!(
+        ending == "exited" || ending == "stopped_after_result",
+        "{ending}"
+    );
+    let ms = report["history"][0]["duration_ms"].as_u64().unwrap();
+    assert!(ms < 10_000, "{ms} ms: the result grace was waited out");
 }

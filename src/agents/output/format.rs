@@ -19,6 +19,9 @@ pub enum Format {
     Aider,
     /// Text: every line is the agent's text.
     Plain,
+    /// The Agent Client Protocol: JSON-RPC over the agent's stdio, a session per run
+    /// (`agents::acp`). Its lines are not read here.
+    Acp,
 }
 
 impl Format {
@@ -28,6 +31,7 @@ impl Format {
             Format::CodexJson => "codex-json",
             Format::Aider => "aider",
             Format::Plain => "plain",
+            Format::Acp => "acp",
         }
     }
 
@@ -37,7 +41,8 @@ impl Format {
             Format::ClaudeStreamJson => Box::new(claude::ClaudeReader::default()),
             Format::CodexJson => Box::new(codex::CodexReader::default()),
             Format::Aider => Box::new(aider::AiderReader::default()),
-            Format::Plain => Box::new(plain::PlainReader),
+            // `agents::acp` reads its messages; a line seen here is text.
+            Format::Plain | Format::Acp => Box::new(plain::PlainReader),
         }
     }
 }
