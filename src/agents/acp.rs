@@ -178,7 +178,9 @@ pub async fn invoke_acp(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cost = Arc::new(Mutex::new(None));
     let (notes, spent) = (tx.clone(), cost.clone());
-    let mut lines = Lines::default();
+    // Shared with the handler: what is left of the last chunk is flushed after the answer.
+    let lines = Arc::new(Mutex::new(Lines::default()));
+    let pending = lines.clone();
     let cwd = run.cwd.clone();
     let prompt = run.prompt.clone();
     // Boxed, so that dropping it ends the connection and closes the agent's stdin.
@@ -187,7 +189,9 @@ pub async fn invoke_acp(
             .v1()
             .on_receive_notification(
                 async move |note: SessionNotification, _cx| {
-                    on_update(note.update, &mut lines, &spent, &notes);
+                    if let Ok(mut lines) = pending.lock() {
+                        on_update(note.update, &mut lines, &spent, &notes);
+                    }
                     Ok(())
                 },
                 agent_client_protocol::on_receive_notification!(),
@@ -251,6 +255,10 @@ pub async fn invoke_acp(
             }
         }
     };
+    // The last line of its text rarely ends with a line break.
+    if let Ok(mut lines) = lines.lock() {
+        lines.flush(&tx);
+    }
     while let Ok(event) = rx.try_recv() {
         observe(&event);
         events.push(event);
