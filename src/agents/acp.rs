@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
-use super::invoke::{scan, AgentEnding, AgentOutcome, Invocation, OnBusy, BUSY_LOOK};
+use super::invoke::{scan, texts, AgentEnding, AgentOutcome, Invocation, OnBusy, BUSY_LOOK};
 use crate::process::groups::{terminate_group, ProcessGroups};
 use crate::process::supervise::SpawnError;
 use crate::process::tree::activity;
@@ -265,15 +265,8 @@ pub async fn invoke_acp(
     }
     let ending = match answer {
         Ok(Ok(stop)) => {
-            let text: Vec<&str> = events
-                .iter()
-                .filter_map(|e| match e {
-                    AgentEvent::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
             let result = AgentEvent::Result {
-                text: text.join("\n"),
+                text: texts(&events).join("\n"),
                 is_error: !matches!(stop, StopReason::EndTurn),
                 cost_usd: cost.lock().ok().and_then(|c| *c),
                 tokens: None,
@@ -315,4 +308,89 @@ pub async fn invoke_acp(
         duration: started.elapsed(),
         output,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn update(value: serde_json::Value) -> SessionUpdate {
+        serde_json::from_value(value).expect("a session update")
+    }
+
+    #[test]
+    fn chunks_become_whole_lines_tools_and_a_cost() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (mut lines, cost) = (Lines::default(), Mutex::new(None));
+        let chunk = |text: &str| {
+            update(serde_json::json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text}}))
+        };
+        for piece in [
+            "---RALPH_",
+            "STATUS---\nSTATUS: COMP",
+            "LETE\n",
+            "EXIT_SIGNAL: true",
+        ] {
+            on_update(chunk(piece), &mut lines, &cost, &tx);
+        }
+        on_update(
+            update(
+                serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "t1",
+                "title": "Edit calc.py", "kind": "edit"}),
+            ),
+            &mut lines,
+            &cost,
+            &tx,
+        );
+        on_update(
+            update(
+                serde_json::json!({"sessionUpdate": "usage_update", "used": 10, "size": 100,
+                "cost": {"amount": 0.25, "currency": "USD"}}),
+            ),
+            &mut lines,
+            &cost,
+            &tx,
+        );
+        lines.flush(&tx);
+        let mut events = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            events.push(e);
+        }
+        let texts: Vec<&str> = texts(&events);
+        // Cut at line breaks only; the unfinished line goes out before the tool call.
+        assert_eq!(
+            texts,
+            [
+                "---RALPH_STATUS---",
+                "STATUS: COMPLETE",
+                "EXIT_SIGNAL: true"
+            ]
+        );
+        assert!(events.iter().any(
+            |e| matches!(e, AgentEvent::Tool { name, detail } if name == "edit" && detail == "Edit calc.py")
+        ));
+        assert_eq!(*cost.lock().unwrap(), Some(0.25));
+    }
+
+    #[test]
+    fn a_permission_is_granted_once_before_always_and_refused_without_an_allow() {
+        let request = |options: serde_json::Value| -> RequestPermissionRequest {
+            serde_json::from_value(serde_json::json!({"sessionId": "s",
+                "toolCall": {"toolCallId": "t1"}, "options": options}))
+            .expect("a request")
+        };
+        let both = request(serde_json::json!([
+            {"optionId": "always", "name": "Always", "kind": "allow_always"},
+            {"optionId": "once", "name": "Once", "kind": "allow_once"},
+            {"optionId": "no", "name": "No", "kind": "reject_once"}]));
+        let picked = serde_json::to_value(grant(&both)).unwrap();
+        assert_eq!(picked["outcome"]["optionId"], "once", "{picked}");
+        let none = request(serde_json::json!([
+            {"optionId": "no", "name": "No", "kind": "reject_once"}]));
+        let refused = serde_json::to_value(grant(&none)).unwrap();
+        assert_eq!(refused["outcome"]["outcome"], "cancelled", "{refused}");
+    }
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::Backoff;
 use super::cost::Meter;
 use super::definition::AgentDef;
-use super::invoke::{AgentEnding, Invocation, Limits};
+use super::invoke::{texts, AgentEnding, Invocation, Limits};
 use super::launch::launch;
 use crate::git::Repo;
 use crate::process::groups::ProcessGroups;
@@ -144,13 +144,7 @@ fn final_text(events: &[AgentEvent]) -> String {
         AgentEvent::Result { text, .. } if !text.trim().is_empty() => Some(text.clone()),
         _ => None,
     });
-    result.unwrap_or_else(|| {
-        let texts = events.iter().filter_map(|e| match e {
-            AgentEvent::Text { text } => Some(text.as_str()),
-            _ => None,
-        });
-        texts.collect::<Vec<_>>().join("\n")
-    })
+    result.unwrap_or_else(|| texts(events).join("\n"))
 }
 
 /// The Artisan's reply for an edited target: the new file in a fence longer than any run of

@@ -9,6 +9,18 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// Claude Code's sign-in, whether it runs as itself or behind its ACP adapter.
+fn claude_auth() -> Auth {
+    Auth {
+        env: strings(&[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ]),
+        files: strings(&["~/.claude/.credentials.json"]),
+    }
+}
+
 /// Every built-in agent, in the order `agents list` shows them.
 pub fn builtins() -> Vec<AgentDef> {
     vec![
@@ -16,14 +28,7 @@ pub fn builtins() -> Vec<AgentDef> {
             name: "claude".into(),
             title: "Claude Code".into(),
             binaries: strings(&["claude"]),
-            auth: Auth {
-                env: strings(&[
-                    "ANTHROPIC_API_KEY",
-                    "ANTHROPIC_AUTH_TOKEN",
-                    "CLAUDE_CODE_OAUTH_TOKEN",
-                ]),
-                files: strings(&["~/.claude/.credentials.json"]),
-            },
+            auth: claude_auth(),
             models: ModelSource::Fixed {
                 names: strings(&["sonnet", "opus", "haiku"]),
             },
@@ -209,14 +214,7 @@ pub fn builtins() -> Vec<AgentDef> {
             name: "claude-acp".into(),
             title: "Claude Code over ACP".into(),
             binaries: strings(&["claude-code-acp"]),
-            auth: Auth {
-                env: strings(&[
-                    "ANTHROPIC_API_KEY",
-                    "ANTHROPIC_AUTH_TOKEN",
-                    "CLAUDE_CODE_OAUTH_TOKEN",
-                ]),
-                files: strings(&["~/.claude/.credentials.json"]),
-            },
+            auth: claude_auth(),
             models: ModelSource::None,
             args: Vec::new(),
             prompt: PromptVia::Stdin,

@@ -220,19 +220,24 @@ pub async fn invoke(
     })
 }
 
+/// The agent's text, event by event (its `Text` events).
+pub fn texts(events: &[AgentEvent]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The status blocks and indicators of a run's text. The final result's text is read only
 /// when the agent wrote no other text: Claude Code repeats its last message there, and a block
 /// read twice would count twice (ralph-claude-code #112).
 pub fn scan(events: &[AgentEvent]) -> Vec<Found> {
     let mut scanner = StatusScanner::new();
     let mut found = Vec::new();
-    let texts: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let texts = texts(events);
     let results: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {

@@ -108,19 +108,38 @@ fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs `ralph-loop loop PROMPT.md` in `root` with `agent` (a link to the real CLI) the only
-/// addition to PATH, and `env`; asserts it completed and returns its report.
-fn run_loop(root: &Path, agent: (&str, &Path), env: &[(&str, String)]) -> Value {
-    // The agent alone added to PATH: Aider's virtual environment's `python3` has no pytest.
+/// A folder holding a link named `name` to `target`, and PATH with that folder first: the
+/// one agent added to the suite's PATH. Keep the folder while the PATH is used.
+fn on_path(name: &str, target: &Path) -> (tempfile::TempDir, String) {
     let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(agent.1, bin.path().join(agent.0)).unwrap();
-    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    isolate(&mut cmd, root);
+    std::os::unix::fs::symlink(target, bin.path().join(name)).unwrap();
     let path = format!(
         "{}:{}",
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
+    (bin, path)
+}
+
+/// What points Claude Code (or its SDK) at the wire server.
+fn claude_env(wire: &AgentWire) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", wire.server.uri()),
+        ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+        // Claude Code refuses --dangerously-skip-permissions as root unless told it is
+        // sandboxed (CI runs as root), and makes no other calls with this set.
+        ("IS_SANDBOX", "1".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+    ]
+}
+
+/// Runs `ralph-loop loop PROMPT.md` in `root` with `agent` (a link to the real CLI) the only
+/// addition to PATH, and `env`; asserts it completed and returns its report.
+fn run_loop(root: &Path, agent: (&str, &Path), env: &[(&str, String)]) -> Value {
+    // The agent alone added to PATH: Aider's virtual environment's `python3` has no pytest.
+    let (_bin, path) = on_path(agent.0, agent.1);
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, root);
     cmd.env("PATH", path);
     for (k, v) in env {
         cmd.env(k, v);
@@ -218,18 +237,7 @@ async fn claude_code_edits_the_project_in_the_loop_with_its_tools() {
         Step::Text(DONE.into()),
     ])
     .await;
-    let report = run_loop(
-        dir.path(),
-        ("claude", &claude),
-        &[
-            ("ANTHROPIC_BASE_URL", wire.server.uri()),
-            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
-            // Claude Code refuses --dangerously-skip-permissions as root unless told it is
-            // sandboxed (CI runs as root), and makes no other calls with this set.
-            ("IS_SANDBOX", "1".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-        ],
-    );
+    let report = run_loop(dir.path(), ("claude", &claude), &claude_env(&wire));
     let requests = wire.bodies("/v1/messages").await;
     assert_eq!(requests.len(), 3, "read, edit, answer");
     asked_for_status(&requests[0]);
@@ -313,19 +321,10 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
     .await;
     let llm = MockLlm::start().await;
     llm.helpful();
-    let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(&claude, bin.path().join("claude")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let (_bin, path) = on_path("claude", &claude);
     let out = ralph(dir.path(), &llm)
         .env("PATH", path)
-        .env("ANTHROPIC_BASE_URL", wire.server.uri())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("IS_SANDBOX", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .envs(claude_env(&wire))
         .args([
             "median.py",
             "--models",
@@ -396,12 +395,10 @@ async fn claude_code_over_acp_edits_the_project_in_the_loop() {
         dir.path(),
         ("claude-code-acp", &acp),
         &[
-            ("HOME", home.path().display().to_string()),
-            ("ANTHROPIC_BASE_URL", wire.server.uri()),
-            ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
-            ("IS_SANDBOX", "1".into()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-        ],
+            vec![("HOME", home.path().display().to_string())],
+            claude_env(&wire),
+        ]
+        .concat(),
     );
     let requests: Vec<Value> = wire
         .bodies("/v1/messages")
