@@ -270,7 +270,9 @@ fn main() {
 /// loop` over `iterations` iterations of an agent that only answers, against the same agent
 /// script and test command run plainly as many times (and the binary's start-up once), in the
 /// same git repository. Twice: an agent that changes nothing, and one that changes a file each
-/// iteration (so each iteration also makes a commit).
+/// iteration (so each iteration also makes a commit); the latter also against the plain loop
+/// that commits too (`git add -A && git commit`, as a shell Ralph loop does), so the commit
+/// git itself takes is told apart from what the Regent adds around it.
 fn regent(iterations: usize) {
     // Another build of ralph-loop (a release one, measured with a debug harness) when named.
     let bin = std::env::var_os("RALPH_BENCH_BIN")
@@ -321,7 +323,7 @@ fn regent(iterations: usize) {
         git(&["add", "-A"]);
         git(&["commit", "-q", "-m", "init"]);
         let path = format!("{}:/usr/bin:/bin", bindir.display());
-        let (mut looped, mut plain) = (Vec::new(), Vec::new());
+        let (mut looped, mut plain, mut plain_git) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..5 {
             let _ = std::fs::remove_dir_all(root.join(".ralph"));
             let t = Instant::now();
@@ -338,33 +340,10 @@ fn regent(iterations: usize) {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let t = Instant::now();
-            let version = std::process::Command::new(&bin)
-                .arg("--version")
-                .output()
-                .unwrap();
-            assert!(version.status.success());
-            // The tests run once before the first iteration and once after each.
-            for i in 0..=iterations {
-                if i > 0 {
-                    let mut child = std::process::Command::new(&agent)
-                        .current_dir(&root)
-                        .stdin(std::process::Stdio::piped())
-                        .stdout(std::process::Stdio::null())
-                        .spawn()
-                        .unwrap();
-                    use std::io::Write;
-                    child.stdin.take().unwrap().write_all(b"Work.\n").unwrap();
-                    assert!(child.wait().unwrap().success());
-                }
-                let test = std::process::Command::new("sh")
-                    .args(["-c", "true"])
-                    .current_dir(&root)
-                    .status()
-                    .unwrap();
-                assert!(test.success());
+            plain.push(plain_loop(&bin, &agent, &root, iterations, false));
+            if changes {
+                plain_git.push(plain_loop(&bin, &agent, &root, iterations, true));
             }
-            plain.push(t.elapsed().as_secs_f64() * 1e3);
         }
         let per = |ms: f64| ms / iterations as f64;
         let overhead = per(median(looped.clone()) - median(plain.clone()));
@@ -378,6 +357,15 @@ fn regent(iterations: usize) {
             median(looped.clone()),
             median(plain.clone()),
         );
+        let beyond_git = (!plain_git.is_empty()).then(|| {
+            let beyond = per(median(looped.clone()) - median(plain_git.clone()));
+            eprintln!(
+                "agents: the Regent, {iterations} iterations ({what}): {:.1} ms against {:.1} ms for the agent, the tests and `git add -A && git commit` run plainly: {beyond:.2} ms per iteration (median of 5)",
+                median(looped.clone()),
+                median(plain_git.clone()),
+            );
+            beyond
+        });
         println!(
             "{}",
             serde_json::json!({
@@ -386,7 +374,56 @@ fn regent(iterations: usize) {
                 "regent_loop_ms": median(looped),
                 "regent_plain_ms": median(plain),
                 "regent_overhead_per_iteration_ms": overhead,
+                "regent_plain_with_commit_ms": (!plain_git.is_empty()).then(|| median(plain_git)),
+                "regent_overhead_beyond_commit_per_iteration_ms": beyond_git,
             })
         );
     }
+}
+
+/// The loop without ralph-loop, timed in ms: the binary's start-up once, then the tests once
+/// before the first iteration and, after each run of the agent, again; with `commit`, each
+/// iteration ends with `git add -A && git commit`.
+fn plain_loop(
+    bin: &std::path::Path,
+    agent: &std::path::Path,
+    root: &std::path::Path,
+    iterations: usize,
+    commit: bool,
+) -> f64 {
+    let t = Instant::now();
+    let version = std::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(version.status.success());
+    // The tests run once before the first iteration and once after each.
+    for i in 0..=iterations {
+        if i > 0 {
+            let mut child = std::process::Command::new(agent)
+                .current_dir(root)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"Work.\n").unwrap();
+            assert!(child.wait().unwrap().success());
+        }
+        let test = std::process::Command::new("sh")
+            .args(["-c", "true"])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(test.success());
+        if commit && i > 0 {
+            let git = std::process::Command::new("sh")
+                .args(["-c", "git add -A && git commit -q -m 'Iteration'"])
+                .current_dir(root)
+                .status()
+                .unwrap();
+            assert!(git.success());
+        }
+    }
+    t.elapsed().as_secs_f64() * 1e3
 }

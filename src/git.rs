@@ -5,10 +5,11 @@
 //! Every call is the `git` binary, run to its end in its own process group with stdin closed:
 //! the user's git, with its hooks and config.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -36,20 +37,49 @@ pub struct Repo {
     /// process dies (the agent's, `.ralph/agent.git`): `kill -9` of the agent does not stop its
     /// git, which a restarted agent then waits for.
     pub pid_file: Option<PathBuf>,
+    /// The `-c user.…` flags [`Repo::identity`] found, asked once per repository (and shared by
+    /// its clones): a loop commits every iteration, and each question is a git process.
+    identity: Arc<OnceLock<Vec<String>>>,
 }
 
 /// The content of each path git lists as changed or untracked: `None` for a deleted file.
 pub type Snapshot = BTreeMap<PathBuf, Option<[u8; 32]>>;
 
+/// One look at the tree: `HEAD` and what each changed path holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Look {
+    /// `None` before the first commit.
+    pub head: Option<String>,
+    pub snapshot: Snapshot,
+    /// The paths of `snapshot` git does not track yet: a commit of them must add them first.
+    pub untracked: BTreeSet<PathBuf>,
+}
+
+/// Turns git's automatic maintenance off for one command: a commit would otherwise start
+/// `git maintenance run --auto` (or `gc --auto`) after itself, detached, a process that outlives
+/// the run, once per iteration. [`Repo::maintain`] runs it once when a loop ends.
+const NO_AUTO_MAINTENANCE: [&str; 4] = ["-c", "maintenance.auto=false", "-c", "gc.auto=0"];
+
 impl Repo {
+    /// The work tree at `root`.
+    pub fn new(root: PathBuf) -> Repo {
+        Repo {
+            root,
+            pid_file: None,
+            identity: Arc::default(),
+        }
+    }
+
+    /// This repository, keeping the pid of each git command in `pid_file` while it runs.
+    pub fn with_pid_file(self, pid_file: Option<PathBuf>) -> Repo {
+        Repo { pid_file, ..self }
+    }
+
     /// The repository whose work tree holds `dir`, if any.
     pub fn at(dir: &Path) -> Option<Repo> {
         let out = git_in(dir, &["rev-parse", "--show-toplevel"], None).ok()?;
         let root = PathBuf::from(out.trim());
-        root.is_dir().then_some(Repo {
-            root,
-            pid_file: None,
-        })
+        root.is_dir().then(|| Repo::new(root))
     }
 
     fn git(&self, args: &[&str]) -> Result<String> {
@@ -128,10 +158,9 @@ impl Repo {
             .collect()
     }
 
-    /// `HEAD` (`None` before the first commit) and what each dirty path holds, from one
-    /// `git status`: a loop's look at the tree before and after each iteration costs one
-    /// process, not two.
-    pub fn state(&self) -> Result<(Option<String>, Snapshot)> {
+    /// `HEAD` and what each dirty path holds, from one `git status`: a loop's look at the tree
+    /// before and after each iteration costs one process, not two.
+    pub fn state(&self) -> Result<Look> {
         let out = self.git(&[
             "status",
             "--porcelain=v2",
@@ -139,8 +168,12 @@ impl Repo {
             "-z",
             "--untracked-files=all",
         ])?;
-        let (head, paths) = parse_status_v2(&out);
-        Ok((head, self.hashed(paths)))
+        let (head, paths, untracked) = parse_status_v2(&out);
+        Ok(Look {
+            head,
+            snapshot: self.hashed(paths),
+            untracked,
+        })
     }
 
     /// The paths whose content differs from `before`: what was changed since.
@@ -157,12 +190,19 @@ impl Repo {
             add.extend(paths.iter().filter_map(|p| p.to_str()));
             self.git(&add)?;
         }
-        let mut commit = self.identity();
-        // `--only`: the paths alone, whatever else is staged; with none, an empty commit.
+        self.commit_tracked(paths, subject, body)
+    }
+
+    /// [`Repo::commit`] of paths git tracks already (changed or deleted, none new), which
+    /// `git commit --only` takes without a `git add` first: one process.
+    pub fn commit_tracked(&self, paths: &[PathBuf], subject: &str, body: &str) -> Result<String> {
+        let mut commit = self.identity().clone();
+        commit.extend(NO_AUTO_MAINTENANCE.map(String::from));
+        // `--only`: the paths alone, whatever else is staged; with none, an empty commit. Not
+        // `-q`: git's summary line names the new commit, which saves asking for it.
         commit.extend(
             [
                 "commit",
-                "-q",
                 "--only",
                 "--allow-empty",
                 "-m",
@@ -175,11 +215,31 @@ impl Repo {
         );
         commit.extend(paths.iter().filter_map(|p| p.to_str()).map(String::from));
         let args: Vec<&str> = commit.iter().map(String::as_str).collect();
-        self.git(&args)?;
-        Ok(self
-            .git(&["rev-parse", "--short", "HEAD"])?
-            .trim()
-            .to_string())
+        let summary = self.git(&args)?;
+        match committed_hash(&summary) {
+            Some(hash) => Ok(hash.to_string()),
+            None => Ok(self
+                .git(&["rev-parse", "--short", "HEAD"])?
+                .trim()
+                .to_string()),
+        }
+    }
+
+    /// Runs the automatic maintenance the commits made with it off left undone (`git
+    /// maintenance run --auto`, in the foreground): once, when a loop ends, so nothing is left
+    /// running after it. Quick when there is nothing to do.
+    pub fn maintain(&self) -> Result<()> {
+        self.git(&[
+            "-c",
+            "maintenance.autoDetach=false",
+            "-c",
+            "gc.autoDetach=false",
+            "maintenance",
+            "run",
+            "--auto",
+            "--quiet",
+        ])
+        .map(drop)
     }
 
     /// The short hash of the newest commit since `since` (RFC 3339) whose message holds
@@ -207,7 +267,7 @@ impl Repo {
         reference: &str,
         keep_stash: bool,
     ) -> Result<String> {
-        let mut stash = self.identity();
+        let mut stash = self.identity().clone();
         stash.extend(
             ["stash", "push", "--include-untracked", "-m", message, "--"].map(String::from),
         );
@@ -231,7 +291,7 @@ impl Repo {
     /// (`git stash create`, which touches neither the tree nor the stash list), or at `HEAD`
     /// when nothing is changed: what `git checkout <reference> -- .` brings back.
     pub fn checkpoint(&self, reference: &str, message: &str) -> Result<String> {
-        let mut create = self.identity();
+        let mut create = self.identity().clone();
         create.extend(["stash", "create", message].map(String::from));
         let args: Vec<&str> = create.iter().map(String::as_str).collect();
         let sha = match self.git(&args)?.trim() {
@@ -266,7 +326,8 @@ impl Repo {
     /// reverted, and the error says why.
     pub fn revert_since(&self, base: &str) -> Result<String> {
         let range = format!("{base}..HEAD");
-        let mut revert = self.identity();
+        let mut revert = self.identity().clone();
+        revert.extend(NO_AUTO_MAINTENANCE.map(String::from));
         revert.extend(["revert", "--no-edit", &range].map(String::from));
         let args: Vec<&str> = revert.iter().map(String::as_str).collect();
         if let Err(e) = self.git(&args) {
@@ -330,7 +391,11 @@ impl Repo {
     }
 
     /// `-c user.name=… -c user.email=…` when the repository has no identity to commit with.
-    fn identity(&self) -> Vec<String> {
+    fn identity(&self) -> &Vec<String> {
+        self.identity.get_or_init(|| self.find_identity())
+    }
+
+    fn find_identity(&self) -> Vec<String> {
         // Both keys in one process; none set is git's exit 1, read as neither known.
         let set = self
             .git(&["config", "--get-regexp", r"^user\.(name|email)$"])
@@ -384,12 +449,23 @@ pub fn changed_between(before: &Snapshot, now: &Snapshot) -> Vec<PathBuf> {
     changed
 }
 
-/// `HEAD` and the paths of `git status --porcelain=v2 --branch -z`: ordinary (`1`), renamed
-/// or copied (`2`, its source next), unmerged (`u`) and untracked (`?`) entries, each path the
-/// last of its fields.
-fn parse_status_v2(out: &str) -> (Option<String>, Vec<PathBuf>) {
+/// The short hash in the summary `git commit` prints first: `[main 1a2b3c4] subject`, `[main
+/// (root-commit) 1a2b3c4] …`, `[detached HEAD 1a2b3c4] …`. A ref name holds no space, so the
+/// first `"] "` closes the brackets.
+fn committed_hash(summary: &str) -> Option<&str> {
+    let line = summary.lines().next()?.strip_prefix('[')?;
+    let (inside, _) = line.split_once("] ")?;
+    let hash = inside.rsplit(' ').next()?;
+    (hash.len() >= 4 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
+}
+
+/// `HEAD`, the paths and the untracked paths of `git status --porcelain=v2 --branch -z`:
+/// ordinary (`1`), renamed or copied (`2`, its source next), unmerged (`u`) and untracked (`?`)
+/// entries, each path the last of its fields.
+fn parse_status_v2(out: &str) -> (Option<String>, Vec<PathBuf>, BTreeSet<PathBuf>) {
     let mut head = None;
     let mut paths = Vec::new();
+    let mut untracked = BTreeSet::new();
     let mut fields = out.split('\0').filter(|f| !f.is_empty());
     while let Some(entry) = fields.next() {
         if let Some(oid) = entry.strip_prefix("# branch.oid ") {
@@ -403,12 +479,15 @@ fn parse_status_v2(out: &str) -> (Option<String>, Vec<PathBuf>) {
             Some(b'?') => entry.get(2..),
             _ => None,
         };
+        if entry.starts_with('?') {
+            untracked.extend(path.map(PathBuf::from));
+        }
         paths.extend(path.map(PathBuf::from));
         if entry.starts_with('2') {
             paths.extend(fields.next().map(PathBuf::from));
         }
     }
-    (head, paths)
+    (head, paths, untracked)
 }
 
 /// Whether process `pid` is alive and a git.
@@ -470,14 +549,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
         run(root, &["init", "-q", "-b", "main"]);
-        let repo = Repo {
-            root: root.to_path_buf(),
-            pid_file: None,
-        };
+        let repo = Repo::new(root.to_path_buf());
         std::fs::write(root.join("new file.txt"), "x").expect("write");
-        let (head, snap) = repo.state().expect("state");
-        assert_eq!(head, None, "no commit yet");
-        assert_eq!(snap.keys().collect::<Vec<_>>(), [Path::new("new file.txt")]);
+        let look = repo.state().expect("state");
+        assert_eq!(look.head, None, "no commit yet");
+        let new = [Path::new("new file.txt")];
+        assert_eq!(look.snapshot.keys().collect::<Vec<_>>(), new);
+        assert_eq!(look.untracked.iter().collect::<Vec<_>>(), new);
 
         for name in ["a.txt", "b.txt", "c.txt"] {
             std::fs::write(root.join(name), name).expect("write");
@@ -490,8 +568,13 @@ mod tests {
         std::fs::remove_file(root.join("c.txt")).expect("remove");
         std::fs::create_dir(root.join("d")).expect("dir");
         std::fs::write(root.join("d/e.txt"), "e").expect("write");
-        let (now, snap) = repo.state().expect("state");
+        let Look {
+            head: now,
+            snapshot: snap,
+            untracked,
+        } = repo.state().expect("state");
         assert_eq!(now.as_deref(), Some(head.as_str()));
+        assert_eq!(untracked.iter().collect::<Vec<_>>(), [Path::new("d/e.txt")]);
         let paths: Vec<&Path> = snap.keys().map(PathBuf::as_path).collect();
         assert_eq!(
             paths,
@@ -502,5 +585,78 @@ mod tests {
         // The same as the two older calls (HEAD, then the v1 status).
         assert_eq!(snap, repo.snapshot().expect("snapshot"));
         assert_eq!(changed_between(&BTreeMap::new(), &snap).len(), 5, "all new");
+    }
+
+    #[test]
+    fn a_commit_names_itself_and_commits_only_its_paths() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        run(root, &["init", "-q", "-b", "main"]);
+        let repo = Repo::new(root.to_path_buf());
+        std::fs::write(root.join("a.txt"), "a").expect("write");
+        // The first commit: a new file, so `git add` first; git says "(root-commit)".
+        let first = repo
+            .commit(&[PathBuf::from("a.txt")], "one", "body")
+            .expect("commit");
+        assert_eq!(first, repo.head().expect("head")[..first.len()]);
+        std::fs::write(root.join("a.txt"), "changed").expect("write");
+        std::fs::write(root.join("staged.txt"), "s").expect("write");
+        run(root, &["add", "staged.txt"]);
+        let second = repo
+            .commit_tracked(&[PathBuf::from("a.txt")], "two", "body")
+            .expect("commit");
+        assert_ne!(first, second);
+        assert_eq!(second, repo.head().expect("head")[..second.len()]);
+        // Only the path asked for: what else was staged stays staged.
+        let look = repo.state().expect("state");
+        assert_eq!(
+            look.snapshot.keys().collect::<Vec<_>>(),
+            [Path::new("staged.txt")]
+        );
+    }
+
+    #[test]
+    fn maintenance_waits_for_the_end_of_the_commits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        run(root, &["init", "-q", "-b", "main"]);
+        // One loose object is enough for the loose-objects task, which packs them.
+        for (key, value) in [
+            ("maintenance.gc.enabled", "false"),
+            ("maintenance.loose-objects.enabled", "true"),
+            ("maintenance.loose-objects.auto", "1"),
+        ] {
+            run(root, &["config", key, value]);
+        }
+        let repo = Repo::new(root.to_path_buf());
+        let packs = || {
+            std::fs::read_dir(root.join(".git/objects/pack"))
+                .map(|d| d.count())
+                .unwrap_or(0)
+        };
+        for n in 0..3 {
+            std::fs::write(root.join("a.txt"), n.to_string()).expect("write");
+            repo.commit(&[PathBuf::from("a.txt")], "n", "")
+                .expect("commit");
+        }
+        // A commit's own maintenance would run detached: give it time to show.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(packs(), 0, "no maintenance after a commit");
+        repo.maintain().expect("maintenance");
+        assert!(packs() > 0, "the loose objects are packed when it runs");
+    }
+
+    #[test]
+    fn the_summary_line_gives_the_hash() {
+        for (summary, hash) in [
+            ("[main 1a2b3c4] subject\n 1 file changed", Some("1a2b3c4")),
+            ("[main (root-commit) 0123abcd] one", Some("0123abcd")),
+            ("[detached HEAD 1a2b3c4] x [y] z", Some("1a2b3c4")),
+            ("[feature/a]b 1a2b3c4] x", Some("1a2b3c4")),
+            ("hook says hello\n[main 1a2b3c4] x", None),
+            ("", None),
+        ] {
+            assert_eq!(committed_hash(summary), hash, "{summary}");
+        }
     }
 }

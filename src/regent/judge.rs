@@ -4,7 +4,7 @@
 //! tests fail after them; the breaker; and the exit gate, which ends the loop only when the
 //! agent's status, its completion indicators and the tests agree.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 
 use chrono::Utc;
@@ -20,7 +20,7 @@ use ralph_actors::tracker::status::Found;
 use super::outcome::{Turn, TurnEnd};
 use super::run::LoopRun;
 use super::tasks::TaskList;
-use crate::git::Snapshot;
+use crate::git::{Look, Snapshot};
 
 /// The ref the checkpoint before each iteration is kept under.
 pub const CHECKPOINT_REF: &str = "refs/ralph/checkpoint";
@@ -30,6 +30,8 @@ pub(super) struct Checkpoint {
     /// `HEAD` then (`None` in a repository with no commit yet).
     head: Option<String>,
     snapshot: Snapshot,
+    /// The paths of `snapshot` git did not track then.
+    untracked: BTreeSet<PathBuf>,
 }
 
 impl LoopRun {
@@ -45,7 +47,11 @@ impl LoopRun {
             Some(look) => Ok(look),
             None => repo.state(),
         };
-        let (head, snapshot) = match look {
+        let Look {
+            head,
+            snapshot,
+            untracked,
+        } = match look {
             Ok(look) => look,
             Err(e) => {
                 self.warn(format!("cannot read the tree's state: {e}"));
@@ -69,7 +75,11 @@ impl LoopRun {
                 };
             }
         }
-        Some(Checkpoint { head, snapshot })
+        Some(Checkpoint {
+            head,
+            snapshot,
+            untracked,
+        })
     }
 
     /// Judges iteration `iteration` after the agent's turn: its record, and `Some` when the
@@ -168,8 +178,25 @@ impl LoopRun {
         }
         let finished = matches!(turn.end, TurnEnd::Finished);
         if finished && self.deps.settings.git.auto_commit && !changed.is_empty() {
-            self.last_look = None;
-            record.commit = self.commit(iteration, &changed, &checked, tests.as_ref());
+            // The look `changes` took says which paths are new to git; the commit moves HEAD,
+            // so the next checkpoint looks again.
+            let look = self.last_look.take();
+            // A file git never tracked that the iteration deleted is nothing git can commit.
+            let committable: Vec<PathBuf> = changed
+                .iter()
+                .filter(|p| {
+                    let untracked_then = checkpoint
+                        .as_ref()
+                        .is_some_and(|c| c.untracked.contains(*p));
+                    let gone = look.as_ref().is_some_and(|l| !l.snapshot.contains_key(*p));
+                    !(untracked_then && gone)
+                })
+                .cloned()
+                .collect();
+            let new = look.map(|look| look.untracked);
+            if !committable.is_empty() {
+                record.commit = self.commit(iteration, &committable, new, &checked, tests.as_ref());
+            }
         }
         if self.deps.settings.rollback_on_test_failure && !tests_ok {
             self.last_look = None;
@@ -243,33 +270,35 @@ impl LoopRun {
         let (Some(repo), Some(cp)) = (self.repo.clone(), checkpoint) else {
             return (Vec::new(), Vec::new());
         };
-        let (head, now) = match repo.state() {
-            Ok(state) => state,
+        let look = match repo.state() {
+            Ok(look) => look,
             Err(e) => {
                 self.warn(format!("cannot read what changed: {e}"));
                 return (Vec::new(), Vec::new());
             }
         };
-        let changed = crate::git::changed_between(&cp.snapshot, &now)
+        let changed = crate::git::changed_between(&cp.snapshot, &look.snapshot)
             .into_iter()
             .filter(|p| !p.starts_with(crate::session::RALPH_DIR))
             .collect();
-        let commits = match (&cp.head, &head) {
+        let commits = match (&cp.head, &look.head) {
             (before, now) if before == now => Vec::new(),
             // No commit before: every commit now is the iteration's.
             (Some(before), _) => repo.commits_since(before).unwrap_or_default(),
             (None, _) => repo.commits_since("").unwrap_or_default(),
         };
         // The next checkpoint's look, unless a commit or a revert changes the tree first.
-        self.last_look = Some((head, now));
+        self.last_look = Some(look);
         (changed, commits)
     }
 
-    /// Commits `changed` with a message naming the task; pushes when asked.
+    /// Commits `changed` with a message naming the task; pushes when asked. `untracked`: which
+    /// paths git does not track yet, when known (they are added first; none, no `git add`).
     fn commit(
         &mut self,
         iteration: u32,
         changed: &[PathBuf],
+        untracked: Option<BTreeSet<PathBuf>>,
         checked: &[String],
         tests: Option<&TestRun>,
     ) -> Option<String> {
@@ -297,7 +326,12 @@ impl LoopRun {
             "Agent: {}{model}\nTests: {tests_line}\n\nMade by ralph-loop loop, iteration {iteration}.",
             self.deps.agent.name
         );
-        match repo.commit(changed, subject.trim(), &body) {
+        let adds = untracked.is_none_or(|new| changed.iter().any(|p| new.contains(p)));
+        let committed = match adds {
+            true => repo.commit(changed, subject.trim(), &body),
+            false => repo.commit_tracked(changed, subject.trim(), &body),
+        };
+        match committed {
             Ok(hash) => {
                 self.regent(
                     iteration,

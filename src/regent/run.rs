@@ -30,7 +30,7 @@ use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;
 use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};
 use crate::git::Repo;
-use crate::git::Snapshot;
+use crate::git::{Look, Snapshot};
 use crate::process::groups::ProcessGroups;
 use crate::runner::plan::TestingOptions;
 
@@ -98,7 +98,7 @@ pub struct LoopRun {
     pub(super) checkpointed: Option<(String, Snapshot)>,
     /// The look at the tree that ended the last iteration, when nothing was committed or
     /// reverted after it: the next checkpoint starts from it instead of asking git again.
-    pub(super) last_look: Option<(Option<String>, Snapshot)>,
+    pub(super) last_look: Option<Look>,
     pub(super) history: Vec<IterationRecord>,
     pub(super) commits: Vec<String>,
     pub(super) reverts: Vec<String>,
@@ -438,6 +438,16 @@ impl LoopRun {
 
     fn finish(mut self, status: LoopStatus, reason: String) -> LoopReport {
         let iteration = self.state.iteration;
+        // The loop's commits and reverts ran with git's automatic maintenance off; it runs
+        // once now, in the foreground (not after SIGQUIT, which means now).
+        let committed = !self.commits.is_empty() || !self.reverts.is_empty();
+        if let Some(repo) = self.repo.clone().filter(|_| committed) {
+            if status != LoopStatus::Quit {
+                if let Err(e) = repo.maintain() {
+                    self.warn(format!("git maintenance after the loop's commits: {e}"));
+                }
+            }
+        }
         self.regent(
             iteration,
             RegentAction::Stopping,

@@ -271,6 +271,56 @@ fn the_loop_works_through_the_tasks_commits_each_and_ends_at_the_exit_gate() {
     assert!(text.contains("tasks TASKS.md (2 of 2 done)"), "{text}");
 }
 
+/// Iteration 1 changes only tracked files (committed without a `git add`); iteration 2 adds a
+/// file and deletes one git never tracked (nothing git can commit, so left out of the commit).
+#[test]
+fn each_commit_holds_exactly_what_the_iteration_changed() {
+    let body = r#"case $n in
+1) sed -i 's/- \[ \] T-1/- [x] T-1/' TASKS.md; echo more >> PROMPT.md; RESULT;;
+*) echo ok > done.txt; rm scratch.txt; sed -i 's/- \[ \] T-2/- [x] T-2/' TASKS.md; STATUS; SAY; RESULT;;
+esac"#
+        .replace("RESULT", &result(0.01))
+        .replace("STATUS", &status("COMPLETE", true))
+        .replace("SAY", &say("All tasks are complete."));
+    let p = project(&body, "", "");
+    std::fs::write(p.root.join("scratch.txt"), "never tracked").unwrap();
+    // git's automatic maintenance, with a task that packs loose objects as soon as there is one.
+    for (key, value) in [
+        ("maintenance.gc.enabled", "false"),
+        ("maintenance.loose-objects.enabled", "true"),
+        ("maintenance.loose-objects.auto", "1"),
+    ] {
+        git(&p.root, &["config", key, value]);
+    }
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    // No warning (an empty list is left out).
+    assert!(
+        report["warnings"].as_array().is_none_or(Vec::is_empty),
+        "{report:#}"
+    );
+    assert_eq!(report["commits"].as_array().unwrap().len(), 2, "{report:#}");
+    let files = |rev: &str| {
+        git(&p.root, &["show", "--name-status", "--format=", rev])
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(files("HEAD~1"), ["M\tPROMPT.md", "M\tTASKS.md"]);
+    assert_eq!(files("HEAD"), ["M\tTASKS.md", "A\tdone.txt"]);
+    assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
+    // Each commit's short hash, as the report and the state file give it, is HEAD's.
+    let head = git(&p.root, &["rev-parse", "--short", "HEAD"]);
+    assert_eq!(report["commits"][1], head.trim());
+    assert_eq!(p.state_file()["last_commit"], head.trim());
+    // It ran once the loop's commits were made, and was done before the loop exited.
+    let packs = std::fs::read_dir(p.root.join(".git/objects/pack"))
+        .unwrap()
+        .count();
+    assert!(packs > 0, "git's maintenance ran at the end");
+}
+
 #[test]
 fn the_human_view_marks_the_regents_lines_with_a_shield() {
     let p = project(&two_tasks(), "", "");

@@ -68,10 +68,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         return dry_run::dry_run(&root, &args);
     }
     let _lock = AgentLock::acquire(&root).map_err(AgentError::from)?;
-    let repo = Repo {
-        pid_file: Some(root.join(crate::session::RALPH_DIR).join("agent.git")),
-        ..repo
-    };
+    let repo = repo.with_pid_file(Some(root.join(crate::session::RALPH_DIR).join("agent.git")));
     // A killed agent's git may still be committing or stashing: it finishes before we look.
     repo.wait_for_orphan();
     if !repo.has_commit() {
@@ -307,6 +304,13 @@ impl Agent {
             s.pid = None;
             s.save(&self.root)?;
             return Ok(130);
+        }
+        // Its commits ran with git's automatic maintenance off (see `git::Repo::maintain`).
+        if s.specs_completed > 0 {
+            if let Err(e) = self.repo.maintain() {
+                self.log
+                    .line(&format!("git maintenance after the session's commits: {e}"));
+            }
         }
         AgentSession::remove(&self.root)?;
         Ok(if self.failed_here > 0 || stop == Stop::MaxFailures {

@@ -269,9 +269,6 @@ impl Agent {
 
     /// The repository's work tree at `root`: the tree, or a spec's worktree.
     pub(super) fn repo_at(&self, root: &Path) -> Repo {
-        Repo {
-            root: root.to_path_buf(),
-            pid_file: self.repo.pid_file.clone(),
-        }
+        Repo::new(root.to_path_buf()).with_pid_file(self.repo.pid_file.clone())
     }
 }

@@ -98,10 +98,7 @@ fn link(root: &Path, tree: &Path, links: &[String]) -> Result<()> {
 /// Copies `files` (relative paths; deleted ones deleted) from the worktree into the tree,
 /// each only where the tree still holds what the worktree began from.
 pub(super) fn bring(main: &Repo, tree: &Worktree, files: &[PathBuf]) -> Result<Brought> {
-    let theirs = Repo {
-        root: tree.path.clone(),
-        pid_file: None,
-    };
+    let theirs = Repo::new(tree.path.clone());
     let mut copy = Vec::new();
     let mut conflicts = Vec::new();
     for file in files {
