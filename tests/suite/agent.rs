@@ -331,6 +331,14 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
     );
     // Work of the user's that no spec touches stays out of every commit.
     write(p, "notes.txt", "my own notes\n");
+    // git's automatic maintenance, with a task that packs loose objects as soon as there is one.
+    for (key, value) in [
+        ("maintenance.gc.enabled", "false"),
+        ("maintenance.loose-objects.enabled", "true"),
+        ("maintenance.loose-objects.auto", "1"),
+    ] {
+        git(p, &["config", key, value]);
+    }
 
     let out = ralph_in(p, &llm).arg("agent").assert().code(1);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
@@ -424,6 +432,11 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
         log.contains("Session summary: 2 specs completed, 1 failed"),
         "{log}"
     );
+    // It ran once the session's commits were made, before the agent exited.
+    let packs = std::fs::read_dir(p.join(".git/objects/pack"))
+        .unwrap()
+        .count();
+    assert!(packs > 0, "git's maintenance ran at the end");
 }
 
 #[tokio::test(flavor = "multi_thread")]
