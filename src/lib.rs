@@ -15,6 +15,7 @@
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
+//! - [`hooks`]: the user's lifecycle hooks and plugins, run at the fix loop's stages.
 //! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
 //!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
 //!   coverage, lint, Docker), [`chaos`] (Chaos's test files in the session folder), [`workspace`] (the project's files) with [`context`] (the
@@ -36,6 +37,7 @@ pub mod error;
 pub mod fsutil;
 pub mod git;
 pub mod guard;
+pub mod hooks;
 pub mod http;
 pub mod inbox;
 pub mod lock;

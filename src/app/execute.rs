@@ -136,6 +136,13 @@ pub(crate) async fn execute_in(
         control.stop_signal.clone(),
     ));
     let session_dir = session.clone();
+    let hooks = crate::hooks::into_hooks(
+        plan.hooks,
+        &plan.root,
+        plan.target,
+        groups.clone(),
+        control.cancel.clone(),
+    );
     let supervisor = Supervisor::new(RunDeps {
         settings: Arc::new(plan.settings),
         workspace: Arc::new(plan.workspace),
@@ -152,7 +159,7 @@ pub(crate) async fn execute_in(
         guard: plan.guard,
         state,
         memory,
-        hooks: Vec::new(),
+        hooks,
         user: if control.headless {
             None
         } else {

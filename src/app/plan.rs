@@ -77,6 +77,9 @@ pub(crate) struct Plan {
     /// Choices made for the user (a model skipped for a missing key) and flags not honoured:
     /// notes on the run's event stream.
     pub(crate) notes: Vec<String>,
+    /// The user's hooks and enabled plugins, and the target relative to the root they run in.
+    pub(crate) hooks: Vec<crate::hooks::Declared>,
+    pub(crate) target: String,
 }
 
 /// Resolves the flags, the config and the project into a run that can start: every file found,
@@ -105,7 +108,13 @@ pub(crate) fn plan(
         detect::project_root(cwd)
     };
 
-    let (mut config, _path) = config::load_discovered(args.config.as_deref(), cwd)?;
+    let shown_target = target
+        .strip_prefix(&root)
+        .unwrap_or(&target)
+        .display()
+        .to_string();
+    let (mut config, config_path) = config::load_discovered(args.config.as_deref(), cwd)?;
+    let hooks = crate::hooks::load(&config, config_path.as_deref(), &root)?;
     apply_flags(&mut config, args)?;
     let mut settings = config.run_settings()?;
     settings.validate()?;
@@ -222,6 +231,8 @@ pub(crate) fn plan(
         memory: config.memory.enabled.then(|| config.clone()),
         guard,
         notes,
+        hooks,
+        target: shown_target,
     })
 }
 

@@ -106,6 +106,7 @@ pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
     }
     config.base_dir = Some(base);
     check_templates(&config, source, file)?;
+    super::hooks::check_section(&config.hooks, file, source)?;
     for (name, provider) in &config.providers {
         if provider.api_version.is_some() && name != "azure" {
             return Err(ConfigError::at_key(

@@ -7,13 +7,15 @@
 //! The schema (every key, its default, and the check on its value) is split by what it holds:
 //! `sections` (the top level and the plain sections), `roles` (the sections keyed by role),
 //! `guard` (LocalGuard's section), `regent` (the agent loop's `regent:` and `git:`),
-//! `providers` (connection settings) and `checks` (the value checks used while deserialising).
+//! `providers` (connection settings), `hooks` (the `hooks:` section and `ralph-plugins.yaml`)
+//! and `checks` (the value checks used while deserialising).
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
 mod batch;
 mod checks;
 mod error;
 mod guard;
+pub mod hooks;
 mod load;
 mod providers;
 mod regent;

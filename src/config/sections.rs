@@ -59,6 +59,9 @@ pub struct Config {
     /// What a run that ends without success leaves in the target.
     #[serde(deserialize_with = "on_failure")]
     pub on_failure: OnFailure,
+    /// Commands run at the fix loop's stages (see `docs/plugins.md`).
+    /// Keyed by stage name (checked by `hooks::check_section`, so an error names the key).
+    pub hooks: BTreeMap<String, Vec<super::hooks::HookEntry>>,
     /// The directory of the file this was loaded from, `None` for built-in defaults. `load`
     /// has already resolved every relative path of the file against it.
     #[serde(skip)]
@@ -94,6 +97,7 @@ impl Default for Config {
             prompts: Prompts::default(),
             output: Output::default(),
             on_failure: OnFailure::Best,
+            hooks: BTreeMap::new(),
             base_dir: None,
         }
     }

@@ -15,6 +15,7 @@ mod context;
 mod criteria;
 mod footprint;
 mod guard;
+mod hooks;
 mod lifecycle;
 mod loop_runs;
 mod memory;

@@ -4,14 +4,17 @@
 //! A [`Hook`] sees every transition ([`Hook::on_transition`]), may amend the Artisan's proposal
 //! before it is checked, reviewed and written ([`Hook::amend`]), and may veto the success of a
 //! run whose tests pass ([`Hook::before_success`]); the reasons of a veto go to the Artisan in
-//! the next iteration. Hooks run in the order they were given. A hook that fails is reported as
-//! a warning and counts as having done nothing: no hook can stop a run.
+//! the next iteration, as do the notes a hook leaves ([`Hook::take_notes`]). Hooks run in the
+//! order they were given. A hook that fails is reported as a warning and counts as having done
+//! nothing, unless its error asks to stop the run ([`HookError::stopping`]): the run then ends
+//! with status `error` before its next step (a run already ending keeps its status).
 
 use serde::{Deserialize, Serialize};
 
 use crate::machine::state::StateKind;
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::Proposal;
+use crate::schema::report::Status;
 use crate::schema::test_run::TestRun;
 
 /// What a hook is shown at a hook point.
@@ -30,6 +33,8 @@ pub struct Transition<'a> {
     pub context: Option<&'a ContextBundle>,
     /// The last test run (the baseline's before the first iteration's).
     pub last_run: Option<&'a TestRun>,
+    /// How the run ends, on the transition to [`StateKind::Done`].
+    pub ended: Option<Status>,
 }
 
 /// Whether a run whose tests pass may end with success.
@@ -51,6 +56,8 @@ pub struct HookError {
     pub message: String,
     /// Whether it may work if asked again (a plugin that timed out).
     pub transient: bool,
+    /// The run must stop: the hook's failure is one its user said ends the run.
+    pub stop: bool,
 }
 
 impl HookError {
@@ -59,6 +66,15 @@ impl HookError {
             hook: hook.into(),
             message: message.into(),
             transient: false,
+            stop: false,
+        }
+    }
+
+    /// A failure that ends the run.
+    pub fn stopping(hook: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            stop: true,
+            ..Self::new(hook, message)
         }
     }
 
@@ -92,5 +108,11 @@ pub trait Hook: Send + Sync {
         _run: &TestRun,
     ) -> Result<Gate, HookError> {
         Ok(Gate::Pass)
+    }
+
+    /// What the hook has for the Artisan since it was last asked: taken into the next
+    /// iteration's context, each note once.
+    fn take_notes(&self) -> Vec<String> {
+        Vec::new()
     }
 }

@@ -70,8 +70,19 @@ impl Run {
                 Next::Stop(_) => (StateKind::Done, None),
             };
             let n = it.map_or(self.state.iteration, |it| it.n);
-            self.observe(from, to, n, it).await;
+            let ended = match &next {
+                Next::Stop(outcome) => Some(outcome.status),
+                Next::Continue(_) => None,
+            };
+            self.observe(from, to, n, it, ended).await;
             match next {
+                // A hook's failure that stops the run ends it before the next step (the
+                // iteration is still judged and recorded); a run already ending keeps its
+                // status.
+                Next::Continue(s) if self.hook_stop.is_some() && s.kind() != StateKind::Decide => {
+                    let why = self.hook_stop.take().unwrap_or_default();
+                    return Outcome::new(Status::Error, format!("stopped by a hook: {why}"));
+                }
                 Next::Continue(s) => {
                     state = s;
                     self.enter(&state);

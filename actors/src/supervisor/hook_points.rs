@@ -1,13 +1,15 @@
 //! Where the Supervisor calls the hooks: every transition, the proposal before it is checked,
 //! and the gate before success. A hook that fails is a warning; the run goes on as if it had
-//! done nothing.
+//! done nothing, unless the failure asks to stop it, which the driver does before the next
+//! step.
 
 use std::sync::Arc;
 
 use crate::events::event::Event;
-use crate::machine::hooks::{Gate, Transition};
+use crate::machine::hooks::{Gate, HookError, Transition};
 use crate::machine::state::{Iteration, StateKind};
 use crate::prompt::reply::Proposal;
+use crate::schema::report::Status;
 use crate::schema::test_run::TestRun;
 use crate::supervisor::run::Run;
 
@@ -19,6 +21,7 @@ impl Run {
         from: StateKind,
         to: StateKind,
         it: Option<&'a Iteration>,
+        ended: Option<Status>,
     ) -> Transition<'a> {
         Transition {
             session,
@@ -29,74 +32,135 @@ impl Run {
             max_cost_usd: self.settings.max_cost_usd,
             context: it.and_then(|it| it.context()).map(|c| &**c),
             last_run: self.last_run.as_deref(),
+            ended,
         }
     }
 
-    /// Tells every hook of a transition.
+    /// A hook's failure: a warning, which ends with `then`; one that stops the run is kept
+    /// for the driver (the first one wins).
+    fn failed(&mut self, e: &HookError, then: &str) {
+        if e.stop {
+            self.warn(format!("{e}; the run stops"));
+            self.hook_stop.get_or_insert_with(|| e.to_string());
+        } else {
+            self.warn(format!("{e}; {then}"));
+        }
+    }
+
+    /// Tells every hook of a transition (`ended`: how the run ends, on the last one).
     pub(super) async fn observe(
-        &self,
+        &mut self,
         from: StateKind,
         to: StateKind,
         iteration: u32,
         it: Option<&Iteration>,
+        ended: Option<Status>,
     ) {
         if self.hooks.is_empty() {
             return;
         }
         let session = self.state.session_id.clone();
-        let at = self.transition(&session, iteration, from, to, it);
-        for hook in &self.hooks {
-            if let Err(e) = hook.on_transition(&at).await {
-                self.warn(format!("{e}; ignored"));
+        let mut failures = Vec::new();
+        {
+            let at = self.transition(&session, iteration, from, to, it, ended);
+            for hook in &self.hooks {
+                if let Err(e) = hook.on_transition(&at).await {
+                    failures.push(e);
+                }
             }
+        }
+        for e in failures {
+            self.failed(&e, "ignored");
         }
     }
 
+    /// The notes every hook has for the Artisan.
+    pub(super) fn hook_notes(&self) -> Vec<String> {
+        self.hooks.iter().flat_map(|h| h.take_notes()).collect()
+    }
+
     /// Lets every hook amend the Artisan's proposal, in order.
-    pub(super) async fn amend(&self, it: &Iteration, proposal: &mut Proposal) {
+    pub(super) async fn amend(&mut self, it: &Iteration, proposal: &mut Proposal) {
         if self.hooks.is_empty() {
             return;
         }
         let session = self.state.session_id.clone();
-        let at = self.transition(&session, it.n, StateKind::Check, StateKind::Check, Some(it));
-        for hook in &self.hooks {
-            let before = proposal.clone();
-            match hook.amend(&at, proposal).await {
-                Ok(()) if *proposal != before => self.events.emit(Event::ProposalAmended {
-                    iteration: it.n,
-                    hook: hook.name().to_string(),
-                }),
-                Ok(()) => {}
-                Err(e) => {
-                    *proposal = before;
-                    self.warn(format!("{e}; the proposal is kept as it was"));
+        let mut failures = Vec::new();
+        {
+            let at = self.transition(
+                &session,
+                it.n,
+                StateKind::Check,
+                StateKind::Check,
+                Some(it),
+                None,
+            );
+            for hook in &self.hooks {
+                let before = proposal.clone();
+                match hook.amend(&at, proposal).await {
+                    Ok(()) if *proposal != before => self.events.emit(Event::ProposalAmended {
+                        iteration: it.n,
+                        hook: hook.name().to_string(),
+                    }),
+                    Ok(()) => {}
+                    Err(e) => {
+                        *proposal = before;
+                        failures.push(e);
+                    }
                 }
             }
+        }
+        for e in failures {
+            self.failed(&e, "the proposal is kept as it was");
         }
     }
 
     /// Asks every hook whether a run whose tests pass may end with success. The first veto
     /// decides; its reasons go to the Artisan.
-    pub(super) async fn gate(&self, it: &Iteration, run: &Arc<TestRun>) -> Gate {
+    ///
+    /// A failure that stops the run is a veto too: what the hook guards never goes through.
+    pub(super) async fn gate(&mut self, it: &Iteration, run: &Arc<TestRun>) -> Gate {
         if self.hooks.is_empty() {
             return Gate::Pass;
         }
         let session = self.state.session_id.clone();
-        let at = self.transition(&session, it.n, StateKind::Decide, StateKind::Done, Some(it));
-        for hook in &self.hooks {
-            match hook.before_success(&at, run).await {
-                Ok(Gate::Pass) => {}
-                Ok(Gate::Veto { reasons }) => {
-                    self.events.emit(Event::SuccessVetoed {
-                        iteration: it.n,
-                        hook: hook.name().to_string(),
-                        reasons: reasons.clone(),
-                    });
-                    return Gate::Veto { reasons };
+        let mut failures = Vec::new();
+        let mut gate = Gate::Pass;
+        {
+            let at = self.transition(
+                &session,
+                it.n,
+                StateKind::Decide,
+                StateKind::Done,
+                Some(it),
+                None,
+            );
+            for hook in &self.hooks {
+                match hook.before_success(&at, run).await {
+                    Ok(Gate::Pass) => {}
+                    Ok(Gate::Veto { reasons }) => {
+                        self.events.emit(Event::SuccessVetoed {
+                            iteration: it.n,
+                            hook: hook.name().to_string(),
+                            reasons: reasons.clone(),
+                        });
+                        gate = Gate::Veto { reasons };
+                        break;
+                    }
+                    Err(e) if e.stop => {
+                        gate = Gate::Veto {
+                            reasons: vec![e.to_string()],
+                        };
+                        failures.push(e);
+                        break;
+                    }
+                    Err(e) => failures.push(e),
                 }
-                Err(e) => self.warn(format!("{e}; its gate counts as passed")),
             }
         }
-        Gate::Pass
+        for e in failures {
+            self.failed(&e, "its gate counts as passed");
+        }
+        gate
     }
 }

@@ -195,6 +195,8 @@ pub struct Run {
     pub(super) preamble: Vec<Event>,
     /// The last mutation run's mutants, merged with the re-runs of their survivors.
     pub(super) mutation: Option<Measured>,
+    /// Why a hook stopped the run, until the driver ends it (see `machine::hooks`).
+    pub(super) hook_stop: Option<String>,
 }
 
 impl Run {
@@ -293,6 +295,7 @@ impl Run {
             fingerprints: Vec::new(),
             preamble,
             mutation: None,
+            hook_stop: None,
         }
     }
 

@@ -129,6 +129,7 @@ impl Run {
             )
             .await?;
         bundle.notes = std::mem::take(&mut self.state.hook_notes);
+        bundle.notes.extend(self.hook_notes());
         bundle.undone = self.state.undone.take();
         bundle.guidance = self.state.guidance.clone();
         bundle.adversarial = self.adversarial_view().await;

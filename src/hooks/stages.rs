@@ -1,0 +1,356 @@
+//! A declared hook as one of the run's [`Hook`]s: which transition is which stage, the request
+//! it is sent, and what its answer or its failure does (the entry's `on_failure`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ralph_actors::machine::hooks::{Gate, Hook, HookError, Transition};
+use ralph_actors::machine::state::StateKind;
+use ralph_actors::prompt::reply::Proposal;
+use ralph_actors::schema::report::Status;
+use ralph_actors::schema::test_run::TestRun;
+use tokio_util::sync::CancellationToken;
+
+use super::exec::{self, cut, Failed, Invocation, Ran};
+use super::log::ErrorLog;
+use super::protocol::{self, Action, Request, Response, PROTOCOL_VERSION};
+use crate::config::hooks::{Declared, HookType, OnFailure, Stage};
+use crate::process::groups::ProcessGroups;
+
+/// What every hook of a run shares.
+pub struct Shared {
+    /// The project's root: where hooks run.
+    pub root: PathBuf,
+    /// The target, relative to the root.
+    pub target: String,
+    pub groups: ProcessGroups,
+    pub cancel: CancellationToken,
+    pub log: ErrorLog,
+}
+
+/// One declared hook, serving its stages.
+pub struct DeclaredHook {
+    hook: Declared,
+    shared: Arc<Shared>,
+    /// For the Artisan's next prompt.
+    notes: Mutex<Vec<String>>,
+}
+
+/// What a hook's run came to.
+enum Answer {
+    Pass {
+        notes: Vec<String>,
+    },
+    Change {
+        code: String,
+        notes: Vec<String>,
+    },
+    Veto {
+        reasons: Vec<String>,
+        notes: Vec<String>,
+    },
+}
+
+impl DeclaredHook {
+    pub fn new(hook: Declared, shared: Arc<Shared>) -> Self {
+        Self {
+            hook,
+            shared,
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn serves(&self, stage: Stage) -> bool {
+        self.hook.stages.contains(&stage)
+    }
+
+    fn note(&self, note: String) {
+        if let Ok(mut notes) = self.notes.lock() {
+            notes.push(note);
+        }
+    }
+
+    fn request(&self, stage: Stage, at: &Transition<'_>, code: Option<String>) -> Request {
+        let code = code
+            .or_else(|| std::fs::read_to_string(self.shared.root.join(&self.shared.target)).ok());
+        Request {
+            protocol: PROTOCOL_VERSION,
+            stage,
+            hook: self.hook.name.clone(),
+            session_id: at.session.to_string(),
+            iteration: at.iteration,
+            project_dir: self.shared.root.display().to_string(),
+            target: self.shared.target.clone(),
+            language: at
+                .context
+                .map(|c| c.target.language.clone())
+                .or_else(|| at.last_run.and_then(|r| r.language.clone())),
+            code,
+            tests: at.last_run.map(tests),
+            budget: protocol::Budget {
+                spent_usd: at.spent_usd,
+                max_cost_usd: at.max_cost_usd,
+            },
+            config: self.hook.config.clone(),
+        }
+    }
+
+    /// Runs the hook at `stage`; `Err` is its failure, already logged and turned into what its
+    /// `on_failure` says.
+    async fn call(
+        &self,
+        stage: Stage,
+        at: &Transition<'_>,
+        code: Option<String>,
+    ) -> Result<Answer, HookError> {
+        let request = self.request(stage, at, code);
+        let stdin = serde_json::to_vec(&request).unwrap_or_default();
+        // A shell hook changes the proposal by editing this file (named as the target, so a
+        // formatter knows the language); it lives in a folder of its own, removed after.
+        let scratch = match (stage, self.hook.kind) {
+            (Stage::OnAfterGen, HookType::Shell) => Some(self.scratch(&request)?),
+            _ => None,
+        };
+        let mut vars = vec![
+            ("RALPH_STAGE".to_string(), stage.as_str().to_string()),
+            ("RALPH_HOOK".to_string(), self.hook.name.clone()),
+            ("RALPH_SESSION_ID".to_string(), request.session_id.clone()),
+            ("ITERATION".to_string(), request.iteration.to_string()),
+            ("PROJECT_DIR".to_string(), request.project_dir.clone()),
+            ("TASK_ID".to_string(), request.session_id.clone()),
+            ("TASK_NAME".to_string(), request.target.clone()),
+            ("RALPH_TARGET".to_string(), request.target.clone()),
+            (
+                "RALPH_SPENT_USD".to_string(),
+                format!("{:.6}", request.budget.spent_usd),
+            ),
+            (
+                "RALPH_MAX_COST_USD".to_string(),
+                format!("{:.6}", request.budget.max_cost_usd),
+            ),
+        ];
+        if let Some(tests) = &request.tests {
+            vars.push(("RALPH_TESTS_SUMMARY".to_string(), tests.summary.clone()));
+        }
+        if let Some((_, file)) = &scratch {
+            vars.push((
+                "RALPH_PROPOSAL_FILE".to_string(),
+                file.display().to_string(),
+            ));
+        }
+        let ran = exec::run(
+            Invocation {
+                command: &self.hook.command,
+                dir: &self.shared.root,
+                vars,
+                allow_env: &self.hook.allow_env,
+                stdin,
+                timeout: Duration::from_secs_f64(self.hook.timeout_seconds),
+            },
+            &self.shared.groups,
+            self.shared.cancel.child_token(),
+        )
+        .await;
+        let answer = match (ran, self.hook.kind) {
+            (Ok(Ran::Blocked { reason }), _) => Ok(Answer::Veto {
+                reasons: vec![if reason.is_empty() {
+                    format!("{} blocked (exit 2) without saying why", self.hook.name)
+                } else {
+                    reason
+                }],
+                notes: Vec::new(),
+            }),
+            (Ok(Ran::Passed { .. }), HookType::Shell) => match &scratch {
+                Some((_, file)) => match std::fs::read_to_string(file) {
+                    Ok(code) if Some(&code) != request.code.as_ref() => Ok(Answer::Change {
+                        code,
+                        notes: Vec::new(),
+                    }),
+                    _ => Ok(Answer::Pass { notes: Vec::new() }),
+                },
+                None => Ok(Answer::Pass { notes: Vec::new() }),
+            },
+            (Ok(Ran::Passed { stdout }), HookType::Plugin) => read_response(&stdout, stage),
+            (Err(e), _) => Err(e),
+        };
+        if let Some((dir, _)) = scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        answer.map_err(|failed| self.failed(stage, &failed))
+    }
+
+    /// A folder for the proposal's file, and the file (holding the proposal).
+    fn scratch(&self, request: &Request) -> Result<(PathBuf, PathBuf), HookError> {
+        let name = std::path::Path::new(&request.target)
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| "proposal".into());
+        let dir = std::env::temp_dir().join(format!("ralph-hook-{}", uuid::Uuid::new_v4()));
+        let file = dir.join(name);
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&file, request.code.as_deref().unwrap_or_default()))
+            .map_err(|e| {
+                HookError::new(
+                    &self.hook.name,
+                    format!("cannot write the proposal for it: {e}"),
+                )
+            })?;
+        Ok((dir, file))
+    }
+
+    /// Logs a failure and makes it what the hook's `on_failure` says.
+    fn failed(&self, stage: Stage, failed: &Failed) -> HookError {
+        let message = format!("failed at {}: {failed}", stage.as_str());
+        self.shared.log.write(&self.hook.name, stage, failed);
+        match self.hook.on_failure {
+            OnFailure::WarnContinue => HookError::new(&self.hook.name, message),
+            OnFailure::AskAgent => {
+                self.note(format!(
+                    "The hook `{}` {message}. Take it into account.",
+                    self.hook.name
+                ));
+                HookError::new(&self.hook.name, format!("{message} (told to the Artisan)"))
+            }
+            OnFailure::AbortLoop => HookError::stopping(&self.hook.name, message),
+        }
+    }
+}
+
+/// A plugin's answer read from its stdout.
+fn read_response(stdout: &str, stage: Stage) -> Result<Answer, Failed> {
+    let response: Response = serde_json::from_str(stdout.trim())
+        .map_err(|e| Failed::Garbage(format!("{e}; it printed {:?}", cut(stdout.trim(), 200))))?;
+    if response.protocol != PROTOCOL_VERSION {
+        return Err(Failed::Garbage(format!(
+            "protocol {} (this ralph-loop speaks {PROTOCOL_VERSION})",
+            response.protocol
+        )));
+    }
+    match response.action {
+        Action::Pass => Ok(Answer::Pass {
+            notes: response.notes,
+        }),
+        Action::Change => match (stage, response.code) {
+            (Stage::OnAfterGen, Some(code)) => Ok(Answer::Change {
+                code,
+                notes: response.notes,
+            }),
+            (Stage::OnAfterGen, None) => Err(Failed::Garbage("`change` without `code`".into())),
+            (other, _) => Err(Failed::Garbage(format!(
+                "`change` at {}, where there is nothing to change",
+                other.as_str()
+            ))),
+        },
+        Action::Veto => Ok(Answer::Veto {
+            reasons: response.reasons,
+            notes: response.notes,
+        }),
+    }
+}
+
+fn tests(run: &TestRun) -> protocol::Tests {
+    protocol::Tests {
+        command: run.command.clone(),
+        passed: run.totals.passed,
+        failed: run.totals.failed,
+        skipped: run.totals.skipped,
+        criteria_met: run.criteria_met(),
+        summary: run.summary(),
+        failures: run
+            .failures()
+            .take(20)
+            .map(|t| protocol::Failure {
+                id: t.id.clone(),
+                message: t.message.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The stage a transition is, if any.
+fn stage_of(at: &Transition<'_>) -> Option<Stage> {
+    match (at.from, at.to, at.ended) {
+        (_, StateKind::Generate, _) => Some(Stage::OnBeforeGen),
+        (StateKind::Test, StateKind::Decide, _)
+            if at.last_run.is_some_and(|r| !r.criteria_met()) =>
+        {
+            Some(Stage::OnTestFail)
+        }
+        (_, StateKind::Done, Some(Status::Success)) => Some(Stage::OnSuccess),
+        _ => None,
+    }
+}
+
+#[async_trait::async_trait]
+impl Hook for DeclaredHook {
+    fn name(&self) -> &str {
+        &self.hook.name
+    }
+
+    async fn on_transition(&self, at: &Transition<'_>) -> Result<(), HookError> {
+        let Some(stage) = stage_of(at).filter(|s| self.serves(*s)) else {
+            return Ok(());
+        };
+        match self.call(stage, at, None).await? {
+            Answer::Pass { notes } | Answer::Change { notes, .. } => {
+                notes.into_iter().for_each(|n| self.note(n))
+            }
+            Answer::Veto { reasons, notes } => {
+                reasons.into_iter().chain(notes).for_each(|n| self.note(n));
+            }
+        }
+        Ok(())
+    }
+
+    async fn amend(&self, at: &Transition<'_>, proposal: &mut Proposal) -> Result<(), HookError> {
+        if !self.serves(Stage::OnAfterGen) || proposal.code.is_none() {
+            return Ok(());
+        }
+        match self
+            .call(Stage::OnAfterGen, at, proposal.code.clone())
+            .await?
+        {
+            Answer::Pass { notes } => notes.into_iter().for_each(|n| self.note(n)),
+            Answer::Change { code, notes } => {
+                proposal.code = Some(code);
+                notes.into_iter().for_each(|n| self.note(n));
+            }
+            Answer::Veto { reasons, notes } => {
+                reasons.into_iter().chain(notes).for_each(|n| self.note(n));
+            }
+        }
+        Ok(())
+    }
+
+    async fn before_success(&self, at: &Transition<'_>, _run: &TestRun) -> Result<Gate, HookError> {
+        if !self.serves(Stage::OnBeforeSuccess) {
+            return Ok(Gate::Pass);
+        }
+        match self.call(Stage::OnBeforeSuccess, at, None).await? {
+            Answer::Pass { notes } | Answer::Change { notes, .. } => {
+                notes.into_iter().for_each(|n| self.note(n));
+                Ok(Gate::Pass)
+            }
+            Answer::Veto { reasons, notes } => {
+                notes.into_iter().for_each(|n| self.note(n));
+                let reasons = if reasons.is_empty() {
+                    vec![format!(
+                        "{} vetoed the success without saying why",
+                        self.hook.name
+                    )]
+                } else {
+                    reasons
+                };
+                Ok(Gate::Veto { reasons })
+            }
+        }
+    }
+
+    fn take_notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
+    }
+}
