@@ -56,6 +56,9 @@ pub enum Error {
     },
     #[error(transparent)]
     Llm(#[from] LlmError),
+    /// Hooks that cannot run as configured (no Landlock where it is required).
+    #[error(transparent)]
+    Hooks(#[from] crate::hooks::HooksError),
     #[error("{0}")]
     Internal(String),
 }
@@ -128,6 +131,8 @@ impl Error {
             | Error::Sandbox(_)
             | Error::Rules(_)
             | Error::Settings(_) => 2,
+            Error::Hooks(crate::hooks::HooksError::NoLandlock) => 2,
+            Error::Hooks(_) => 1,
             Error::Session(e) => e.exit_code(),
             Error::Agent(e) => e.exit_code(),
             Error::Inbox(e) => e.exit_code(),

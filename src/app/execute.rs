@@ -142,7 +142,8 @@ pub(crate) async fn execute_in(
         plan.target,
         groups.clone(),
         control.cancel.clone(),
-    );
+        plan.hook_sandbox,
+    )?;
     let supervisor = Supervisor::new(RunDeps {
         settings: Arc::new(plan.settings),
         workspace: Arc::new(plan.workspace),

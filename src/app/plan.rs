@@ -77,8 +77,10 @@ pub(crate) struct Plan {
     /// Choices made for the user (a model skipped for a missing key) and flags not honoured:
     /// notes on the run's event stream.
     pub(crate) notes: Vec<String>,
-    /// The user's hooks and enabled plugins, and the target relative to the root they run in.
+    /// The user's hooks and enabled plugins, how they are isolated, and the target relative to
+    /// the root they run in.
     pub(crate) hooks: Vec<crate::hooks::Declared>,
+    pub(crate) hook_sandbox: Option<PathBuf>,
     pub(crate) target: String,
 }
 
@@ -115,6 +117,7 @@ pub(crate) fn plan(
         .to_string();
     let (mut config, config_path) = config::load_discovered(args.config.as_deref(), cwd)?;
     let hooks = crate::hooks::load(&config, config_path.as_deref(), &root)?;
+    let isolation = crate::hooks::isolation(config.sandbox.hooks, !hooks.is_empty())?;
     apply_flags(&mut config, args)?;
     let mut settings = config.run_settings()?;
     settings.validate()?;
@@ -194,6 +197,7 @@ pub(crate) fn plan(
     let (mut llm, mut notes) =
         providers::build(&source, overrides.run.as_deref(), &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
+    notes.extend(isolation.note);
     if let Some(agent) = agent {
         llm = agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
     }
@@ -232,6 +236,7 @@ pub(crate) fn plan(
         guard,
         notes,
         hooks,
+        hook_sandbox: isolation.sandbox,
         target: shown_target,
     })
 }

@@ -91,6 +91,19 @@ pub enum OnFailure {
     AbortLoop,
 }
 
+/// How hooks are isolated (`sandbox.hooks`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookIsolation {
+    /// Under Landlock where the kernel has it; where it does not, said once and run without.
+    #[default]
+    Landlock,
+    /// Under Landlock, or not at all: a kernel without it stops the run before it starts.
+    Required,
+    /// Not isolated: hooks run with the user's rights (the secrets are still removed).
+    Off,
+}
+
 /// Seconds a hook may run when its entry does not say.
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
 
@@ -116,6 +129,26 @@ pub struct HookEntry {
     /// which are otherwise removed from its environment.
     #[serde(default)]
     pub allow_env: Vec<String>,
+    /// TCP connections and binds, in the sandbox (denied by default).
+    #[serde(default)]
+    pub network: bool,
+    /// More paths it may read in the sandbox, relative to the project or absolute.
+    #[serde(default)]
+    pub read_paths: Vec<PathBuf>,
+    /// More paths it may write in the sandbox.
+    #[serde(default)]
+    pub write_paths: Vec<PathBuf>,
+}
+
+/// What a hook may reach beyond the project and its temporary folder, in the sandbox.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reach {
+    /// TCP connections and binds.
+    pub network: bool,
+    /// More paths it may read, relative to the project or absolute.
+    pub read_paths: Vec<PathBuf>,
+    /// More paths it may write.
+    pub write_paths: Vec<PathBuf>,
 }
 
 /// One plugin of `ralph-plugins.yaml`.
@@ -136,6 +169,15 @@ pub struct PluginEntry {
     pub timeout_seconds: f64,
     #[serde(default)]
     pub allow_env: Vec<String>,
+    /// TCP connections and binds, in the sandbox (denied by default).
+    #[serde(default)]
+    pub network: bool,
+    /// More paths it may read in the sandbox, relative to the project or absolute.
+    #[serde(default)]
+    pub read_paths: Vec<PathBuf>,
+    /// More paths it may write in the sandbox.
+    #[serde(default)]
+    pub write_paths: Vec<PathBuf>,
     /// Given to the plugin as is, in each request's `config`.
     #[serde(default)]
     pub config: serde_json::Value,
@@ -162,6 +204,7 @@ pub struct Declared {
     pub on_failure: OnFailure,
     pub timeout_seconds: f64,
     pub allow_env: Vec<String>,
+    pub reach: Reach,
     pub config: serde_json::Value,
 }
 
@@ -187,6 +230,11 @@ pub fn declared(
                 on_failure: e.on_failure,
                 timeout_seconds: e.timeout_seconds,
                 allow_env: e.allow_env.clone(),
+                reach: Reach {
+                    network: e.network,
+                    read_paths: e.read_paths.clone(),
+                    write_paths: e.write_paths.clone(),
+                },
                 config: serde_json::Value::Null,
             })
         })
@@ -199,6 +247,11 @@ pub fn declared(
         on_failure: p.on_failure,
         timeout_seconds: p.timeout_seconds,
         allow_env: p.allow_env.clone(),
+        reach: Reach {
+            network: p.network,
+            read_paths: p.read_paths.clone(),
+            write_paths: p.write_paths.clone(),
+        },
         config: p.config.clone(),
     }));
     all

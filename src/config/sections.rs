@@ -473,6 +473,8 @@ pub struct SandboxConfig {
     /// The container image for `type: docker`; `None` picks one for the language.
     #[serde(deserialize_with = "opt_non_empty")]
     pub image: Option<String>,
+    /// How hooks and plugins are isolated (see `docs/plugins.md`).
+    pub hooks: super::hooks::HookIsolation,
 }
 
 impl Default for SandboxConfig {
@@ -481,6 +483,7 @@ impl Default for SandboxConfig {
             kind: SandboxType::Process,
             memory_limit_mb: Some(2048),
             image: None,
+            hooks: super::hooks::HookIsolation::default(),
         }
     }
 }

@@ -5,13 +5,14 @@
 //! is then its response), 2 blocks (stderr is the reason), anything else is a failure.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::process::groups::ProcessGroups;
+use crate::process::sandbox::{self, Policy};
 use crate::process::supervise::{self, Ending, Spec, Stream};
 use crate::runner::env::is_secret_var;
 
@@ -72,6 +73,8 @@ pub struct Invocation<'a> {
     pub allow_env: &'a [String],
     pub stdin: Vec<u8>,
     pub timeout: Duration,
+    /// Run through the sandbox started from this binary, under this policy.
+    pub sandbox: Option<(PathBuf, Policy)>,
 }
 
 /// Runs `inv` to its end.
@@ -93,9 +96,18 @@ pub async fn run(
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let (program, args) = match &inv.sandbox {
+        Some((binary, policy)) => sandbox::wrap(
+            binary,
+            policy,
+            "sh".into(),
+            vec!["-c".into(), inv.command.into()],
+        ),
+        None => ("sh".into(), vec!["-c".into(), inv.command.into()]),
+    };
     let mut spec = Spec::new(
-        "sh",
-        ["-c", inv.command],
+        program,
+        args,
         inv.dir,
         env,
         inv.timeout,

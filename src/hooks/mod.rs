@@ -22,8 +22,10 @@ use ralph_actors::machine::hooks::Hook;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::hooks as config;
+use crate::config::hooks::HookIsolation;
 use crate::config::{Config, ConfigError};
 use crate::process::groups::ProcessGroups;
+use crate::process::sandbox::Support;
 
 pub use config::{Declared, HookEntry, HookType, OnFailure, PluginEntry, Stage};
 
@@ -38,23 +40,79 @@ pub fn load(
     Ok(config::declared(&config.hooks, &plugins))
 }
 
-/// The run's [`Hook`]s for `declared`, running in `root` on `target` (relative to it).
+/// Why hooks cannot run as configured.
+#[derive(Debug, thiserror::Error)]
+pub enum HooksError {
+    #[error(
+        "sandbox.hooks is `required`, but this kernel has no Landlock (Linux 5.13 or later, \
+         enabled at boot): the hooks cannot be isolated. Set sandbox.hooks to `landlock` to run \
+         them without isolation where the kernel lacks it, or remove the hooks"
+    )]
+    NoLandlock,
+    #[error("cannot make the hooks' temporary folder: {0}")]
+    Tmp(std::io::Error),
+}
+
+/// How the hooks of a run are isolated, decided before it starts: the sandbox's binary when
+/// they run in it, and a note to say once when they cannot.
+pub struct Isolation {
+    pub sandbox: Option<std::path::PathBuf>,
+    pub note: Option<String>,
+}
+
+/// Decides the hooks' isolation for `mode` on this kernel (`has_hooks`: there are any).
+pub fn isolation(mode: HookIsolation, has_hooks: bool) -> Result<Isolation, HooksError> {
+    let none = Isolation {
+        sandbox: None,
+        note: None,
+    };
+    if !has_hooks || mode == HookIsolation::Off {
+        return Ok(none);
+    }
+    match (crate::process::sandbox::support(), mode) {
+        (Support::None, HookIsolation::Required) => Err(HooksError::NoLandlock),
+        (Support::None, _) => Ok(Isolation {
+            note: Some(
+                "this kernel has no Landlock: hooks and plugins run without isolation, with your rights (sandbox.hooks: required refuses instead)".into(),
+            ),
+            ..none
+        }),
+        (Support::Landlock(_), _) => Ok(Isolation {
+            sandbox: std::env::current_exe().ok(),
+            note: None,
+        }),
+    }
+}
+
+/// The run's [`Hook`]s for `declared`, running in `root` on `target` (relative to it); the
+/// temporary folder they share lives as long as the hooks.
 pub fn into_hooks(
     declared: Vec<Declared>,
     root: &Path,
     target: String,
     groups: ProcessGroups,
     cancel: CancellationToken,
-) -> Vec<Arc<dyn Hook>> {
+    sandbox: Option<std::path::PathBuf>,
+) -> Result<Vec<Arc<dyn Hook>>, HooksError> {
+    if declared.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("ralph-hooks-")
+        .tempdir()
+        .map_err(HooksError::Tmp)?;
     let shared = Arc::new(stages::Shared {
         root: root.to_path_buf(),
         target,
         groups,
         cancel,
         log: log::ErrorLog::new(root.join(crate::session::RALPH_DIR)),
+        tmp: tmp.path().to_path_buf(),
+        sandbox,
+        _tmp: tmp,
     });
-    declared
+    Ok(declared
         .into_iter()
         .map(|d| Arc::new(stages::DeclaredHook::new(d, shared.clone())) as Arc<dyn Hook>)
-        .collect()
+        .collect())
 }

@@ -17,6 +17,7 @@ use super::log::ErrorLog;
 use super::protocol::{self, Action, Request, Response, PROTOCOL_VERSION};
 use crate::config::hooks::{Declared, HookType, OnFailure, Stage};
 use crate::process::groups::ProcessGroups;
+use crate::process::sandbox::Policy;
 
 /// What every hook of a run shares.
 pub struct Shared {
@@ -27,6 +28,12 @@ pub struct Shared {
     pub groups: ProcessGroups,
     pub cancel: CancellationToken,
     pub log: ErrorLog,
+    /// The hooks' temporary folder (their `TMPDIR`, and where a proposal's file is made).
+    pub tmp: PathBuf,
+    /// The sandbox's binary (ralph-loop's own) when hooks run in the sandbox.
+    pub sandbox: Option<PathBuf>,
+    /// Removes the temporary folder when the last hook is dropped.
+    pub _tmp: tempfile::TempDir,
 }
 
 /// One declared hook, serving its stages.
@@ -133,6 +140,7 @@ impl DeclaredHook {
         if let Some(tests) = &request.tests {
             vars.push(("RALPH_TESTS_SUMMARY".to_string(), tests.summary.clone()));
         }
+        vars.push(("TMPDIR".to_string(), self.shared.tmp.display().to_string()));
         if let Some((_, file)) = &scratch {
             vars.push((
                 "RALPH_PROPOSAL_FILE".to_string(),
@@ -147,6 +155,11 @@ impl DeclaredHook {
                 allow_env: &self.hook.allow_env,
                 stdin,
                 timeout: Duration::from_secs_f64(self.hook.timeout_seconds),
+                sandbox: self
+                    .shared
+                    .sandbox
+                    .clone()
+                    .map(|binary| (binary, self.policy())),
             },
             &self.shared.groups,
             self.shared.cancel.child_token(),
@@ -180,13 +193,36 @@ impl DeclaredHook {
         answer.map_err(|failed| self.failed(stage, &failed))
     }
 
+    /// What the hook may reach in the sandbox: the system, the project and its temporary folder,
+    /// what is installed on `PATH`, and what its entry adds.
+    fn policy(&self) -> Policy {
+        let root = &self.shared.root;
+        let resolve = |p: &PathBuf| root.join(p);
+        let mut read: Vec<PathBuf> = self.hook.reach.read_paths.iter().map(resolve).collect();
+        let path: Vec<PathBuf> = std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .collect();
+        read.extend(installed(&path, &homes()));
+        let mut write = vec![root.clone(), self.shared.tmp.clone()];
+        write.extend(self.hook.reach.write_paths.iter().map(resolve));
+        Policy {
+            read,
+            write,
+            network: self.hook.reach.network,
+        }
+    }
+
     /// A folder for the proposal's file, and the file (holding the proposal).
     fn scratch(&self, request: &Request) -> Result<(PathBuf, PathBuf), HookError> {
         let name = std::path::Path::new(&request.target)
             .file_name()
             .map(|n| n.to_os_string())
             .unwrap_or_else(|| "proposal".into());
-        let dir = std::env::temp_dir().join(format!("ralph-hook-{}", uuid::Uuid::new_v4()));
+        let dir = self
+            .shared
+            .tmp
+            .join(format!("proposal-{}", uuid::Uuid::new_v4()));
         let file = dir.join(name);
         std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(&file, request.code.as_deref().unwrap_or_default()))
@@ -215,6 +251,43 @@ impl DeclaredHook {
             OnFailure::AbortLoop => HookError::stopping(&self.hook.name, message),
         }
     }
+}
+
+/// The folders a hook reads to run what is on `path`: each entry, and for a `bin` or `shims`
+/// folder the tool's folder above it (`~/.pyenv` for `~/.pyenv/shims`, whose shims run
+/// `~/.pyenv/libexec`; `~/.cargo`, and `~/.rustup` whose toolchains its proxies run), but never
+/// a home folder (`homes`) or `/`.
+fn installed(path: &[PathBuf], homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for entry in path {
+        dirs.push(entry.clone());
+        let tool = entry
+            .file_name()
+            .filter(|n| *n == "bin" || *n == "shims")
+            .and_then(|_| entry.parent())
+            .filter(|p| p.components().count() > 1 && !homes.iter().any(|h| h == p));
+        if let Some(tool) = tool {
+            if tool.file_name().is_some_and(|n| n == ".cargo") {
+                dirs.extend(tool.parent().map(|p| p.join(".rustup")));
+            }
+            dirs.push(tool.to_path_buf());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The user's home folders: `$HOME` and the account's, which differ when `HOME` is set.
+fn homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        homes.push(user.dir);
+    }
+    homes
 }
 
 /// A plugin's answer read from its stdout.
@@ -352,5 +425,40 @@ impl Hook for DeclaredHook {
             .lock()
             .map(|mut n| std::mem::take(&mut *n))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_installed_in_the_home_is_readable_whole_but_the_home_is_not() {
+        let path: Vec<PathBuf> = [
+            "/usr/bin",
+            "/bin",
+            "/home/u/.pyenv/shims",
+            "/home/u/.cargo/bin",
+            "/home/u/bin",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let dirs = installed(&path, &[PathBuf::from("/home/u")]);
+        let shown: Vec<&str> = dirs.iter().filter_map(|d| d.to_str()).collect();
+        assert_eq!(
+            shown,
+            [
+                "/bin",
+                "/home/u/.cargo",
+                "/home/u/.cargo/bin",
+                "/home/u/.pyenv",
+                "/home/u/.pyenv/shims",
+                "/home/u/.rustup",
+                "/home/u/bin",
+                "/usr",
+                "/usr/bin"
+            ]
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Child processes as ralph-loop runs them: one [`supervise`]d command at a time, each in its
 //! own process group ([`groups`]), its output [`capture`]d and its [`memory`] watched; a
 //! command whose descendants may leave its group runs under a [`reaper`], which stops its whole
-//! [`tree`] of descendants, whatever their group or session.
+//! [`tree`] of descendants, whatever their group or session. A hook runs in a [`sandbox`]
+//! (Landlock) that keeps it to the project.
 //!
 //! The test runner, and the hooks and agent CLIs to come, all build on
 //! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line and
@@ -11,5 +12,6 @@ pub mod capture;
 pub mod groups;
 pub mod memory;
 pub mod reaper;
+pub mod sandbox;
 pub mod supervise;
 pub mod tree;

@@ -24,6 +24,14 @@ fn fix(dir: &Path, llm: &MockLlm, yaml: &str, out: &Path) -> (i32, Value) {
     (code, report(dir))
 }
 
+/// Where the tests' hooks write what they get: in the project, which the sandbox lets them
+/// write.
+fn out_dir(project: &Path) -> std::path::PathBuf {
+    let out = project.join(".hook-out");
+    std::fs::create_dir_all(&out).unwrap();
+    out
+}
+
 fn two_tries(llm: &MockLlm) {
     llm.helpful().script(
         "artisan",
@@ -57,7 +65,7 @@ async fn artisan_prompts(llm: &MockLlm) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn each_stage_fires_once_per_occasion_with_its_context() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     two_tries(&llm);
     let record = r#"cat > "$HOOK_OUT/$RALPH_STAGE-$ITERATION.json""#;
@@ -75,10 +83,10 @@ async fn each_stage_fires_once_per_occasion_with_its_context() {
         )
     })
     .collect();
-    let (code, report) = fix(dir.path(), &llm, &format!("hooks:\n{yaml}"), out.path());
+    let (code, report) = fix(dir.path(), &llm, &format!("hooks:\n{yaml}"), &out);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["iterations"], 2);
-    let mut fired: Vec<String> = std::fs::read_dir(out.path())
+    let mut fired: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -95,7 +103,7 @@ async fn each_stage_fires_once_per_occasion_with_its_context() {
             "on_test_fail-1.json",
         ]
     );
-    let got = |name: &str| read_json(&out.path().join(name));
+    let got = |name: &str| read_json(&out.join(name));
     let after = got("on_after_gen-1.json");
     assert_eq!(after["protocol"], 1);
     assert_eq!(after["stage"], "on_after_gen");
@@ -128,12 +136,12 @@ async fn each_stage_fires_once_per_occasion_with_its_context() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shell_formatter_changes_the_written_file() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)));
     let yaml = "hooks:\n  on_after_gen:\n    - type: shell\n      name: stamp\n      command: printf '# formatted\\n' >> \"$RALPH_PROPOSAL_FILE\"\n      on_failure: warn_continue\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
@@ -144,13 +152,13 @@ async fn a_shell_formatter_changes_the_written_file() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_veto_keeps_the_run_from_succeeding_and_its_reasons_reach_the_artisan() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)));
     // Vetoes once (exit 2, the reason on stderr), then passes.
     let yaml = "hooks:\n  on_before_success:\n    - type: shell\n      name: docs\n      command: 'if [ ! -f \"$HOOK_OUT/vetoed\" ]; then touch \"$HOOK_OUT/vetoed\"; echo \"median needs a docstring\" >&2; exit 2; fi'\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["iterations"], 2, "the veto cost an iteration");
     let prompts = artisan_prompts(&llm).await;
@@ -166,11 +174,11 @@ async fn a_veto_keeps_the_run_from_succeeding_and_its_reasons_reach_the_artisan(
 #[tokio::test(flavor = "multi_thread")]
 async fn warn_continue_logs_the_failure_and_the_run_goes_on() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     two_tries(&llm);
     let yaml = "hooks:\n  on_before_gen:\n    - type: shell\n      name: lint-db\n      command: echo 'lint db missing' >&2; exit 1\n      on_failure: warn_continue\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 0, "{report:#}");
     let warned: Vec<String> = warnings(&report)
         .into_iter()
@@ -199,11 +207,11 @@ async fn warn_continue_logs_the_failure_and_the_run_goes_on() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_agent_puts_the_failure_in_the_artisans_next_prompt() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     two_tries(&llm);
     let yaml = "hooks:\n  on_test_fail:\n    - type: shell\n      name: coverage\n      command: echo 'coverage tool crashed' >&2; exit 3\n      on_failure: ask_agent\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 0, "{report:#}");
     let prompts = artisan_prompts(&llm).await;
     assert!(
@@ -219,11 +227,11 @@ async fn ask_agent_puts_the_failure_in_the_artisans_next_prompt() {
 #[tokio::test(flavor = "multi_thread")]
 async fn abort_loop_stops_the_run_at_the_failing_hook() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     two_tries(&llm);
     let yaml = "hooks:\n  on_test_fail:\n    - type: shell\n      name: guard\n      command: exit 1\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["status"], "error");
     assert_eq!(report["iterations"], 1);
@@ -238,12 +246,12 @@ async fn abort_loop_stops_the_run_at_the_failing_hook() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aborting_gate_lets_no_success_through() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)));
     let yaml = "hooks:\n  on_before_success:\n    - type: plugin\n      name: scanner\n      command: kill -9 $$\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["status"], "error");
     assert!(
@@ -268,7 +276,7 @@ else:
 #[tokio::test(flavor = "multi_thread")]
 async fn plugins_from_their_file_answer_the_protocol_and_disabled_ones_do_not_run() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     two_tries(&llm);
     write(dir.path(), "plugin.py", PLUGIN);
@@ -277,20 +285,20 @@ async fn plugins_from_their_file_answer_the_protocol_and_disabled_ones_do_not_ru
         "ralph-plugins.yaml",
         "plugins:\n  - name: checker\n    version: 1.0.0\n    command: python3 plugin.py \"$HOOK_OUT\"\n    hooks: [on_after_gen, on_success]\n    on_failure: abort_loop\n    config: {level: strict}\n  - name: off\n    enabled: false\n    command: touch \"$HOOK_OUT/off-ran\"\n    hooks: [on_before_gen]\n    on_failure: abort_loop\n",
     );
-    let (code, report) = fix(dir.path(), &llm, "", out.path());
+    let (code, report) = fix(dir.path(), &llm, "", &out);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
         format!("{FIXED_PY}# checked by plugin\n")
     );
-    let seen = std::fs::read_to_string(out.path().join("on_after_gen")).unwrap();
+    let seen = std::fs::read_to_string(out.join("on_after_gen")).unwrap();
     assert_eq!(
         seen, "{\"level\": \"strict\"}\n{\"level\": \"strict\"}\n",
         "its config, twice"
     );
-    assert!(out.path().join("on_success").exists());
+    assert!(out.join("on_success").exists());
     assert!(
-        !out.path().join("off-ran").exists(),
+        !out.join("off-ran").exists(),
         "a disabled plugin does not run"
     );
     // The plugin's note reached the second prompt.
@@ -300,13 +308,13 @@ async fn plugins_from_their_file_answer_the_protocol_and_disabled_ones_do_not_ru
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_garbage_or_flooding_plugin_is_a_logged_failure_and_the_run_goes_on() {
     let dir = fixture("py-median");
-    let out = tempfile::tempdir().unwrap();
+    let out = out_dir(dir.path());
     let llm = MockLlm::start().await;
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)));
     let yaml = "hooks:\n  on_before_gen:\n    - type: plugin\n      name: sleeper\n      command: sleep 30\n      timeout_seconds: 1\n      on_failure: warn_continue\n    - type: plugin\n      name: talker\n      command: echo 'hello, not json'\n      on_failure: warn_continue\n    - type: plugin\n      name: flood\n      command: head -c 20000000 /dev/zero | tr '\\0' x\n      on_failure: warn_continue\n";
     let started = Instant::now();
-    let (code, report) = fix(dir.path(), &llm, yaml, out.path());
+    let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 0, "{report:#}");
     assert!(
         started.elapsed() < Duration::from_secs(20),
@@ -378,4 +386,71 @@ async fn bad_declarations_are_refused_with_their_file_and_line() {
     assert!(stderr.contains("ralph-plugins.yaml:5:"), "{stderr}");
     assert!(stderr.contains("warn_continue"), "{stderr}");
     assert!(llm.requests().await.is_empty(), "nothing ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let outside = tempfile::tempdir().unwrap();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let port = llm
+        .uri()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let connect = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); open('.hook-out/connected-' + __import__('os').environ['RALPH_HOOK'], 'w')\""
+    );
+    let yaml = format!(
+        "hooks:\n  on_before_gen:\n    - type: shell\n      name: escape\n      command: touch {outside}/escaped\n      on_failure: warn_continue\n    - type: shell\n      name: inside\n      command: echo x > .hook-out/inside && echo y > \"$TMPDIR/scratch\"\n      on_failure: abort_loop\n    - type: shell\n      name: offline\n      command: {connect:?}\n      on_failure: warn_continue\n    - type: shell\n      name: online\n      command: {connect:?}\n      network: true\n      on_failure: abort_loop\n",
+        outside = outside.path().display(),
+    );
+    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        !outside.path().join("escaped").exists(),
+        "written outside the project"
+    );
+    assert!(out.join("inside").exists(), "the project is writable");
+    assert!(
+        out.join("connected-online").exists(),
+        "network: true connects"
+    );
+    assert!(
+        !out.join("connected-offline").exists(),
+        "no network by default"
+    );
+    let w = warnings(&report);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("escape") && w.contains("Permission denied")),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|w| w.contains("offline") && w.contains("PermissionError")),
+        "{w:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_sandbox_hooks_off_a_hook_runs_with_the_users_rights() {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let outside = tempfile::tempdir().unwrap();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let yaml = format!(
+        "sandbox:\n  hooks: off\nhooks:\n  on_success:\n    - type: shell\n      command: echo x > {}/written\n      on_failure: abort_loop\n",
+        outside.path().display()
+    );
+    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(outside.path().join("written").exists());
 }
