@@ -284,9 +284,17 @@ fn homes() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .into_iter()
         .collect();
-    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
-        homes.push(user.dir);
-    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() }.to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    // name:password:uid:gid:gecos:home:shell
+    homes.extend(
+        passwd
+            .lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.get(2) == Some(&uid.as_str()))
+            .and_then(|f| f.get(5).map(PathBuf::from)),
+    );
     homes
 }
 
