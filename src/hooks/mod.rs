@@ -77,10 +77,19 @@ pub fn isolation(mode: HookIsolation, has_hooks: bool) -> Result<Isolation, Hook
             ),
             ..none
         }),
-        (Support::Landlock(_), _) => Ok(Isolation {
-            sandbox: std::env::current_exe().ok(),
-            note: None,
-        }),
+        (Support::Landlock(_), _) => {
+            // `ralph-sandbox`, installed beside this binary, starts faster than this one.
+            let exe = std::env::current_exe().ok();
+            let small = exe
+                .as_deref()
+                .and_then(std::path::Path::parent)
+                .map(|dir| dir.join("ralph-sandbox"))
+                .filter(|p| p.is_file());
+            Ok(Isolation {
+                sandbox: small.or(exe),
+                note: None,
+            })
+        }
     }
 }
 

@@ -2,10 +2,11 @@
 //! (and those it is given), writing only the project, a temporary folder (and those it is
 //! given), and with no TCP connection or bind unless allowed.
 //!
-//! It is ralph-loop's own binary run as `ralph-loop __sandbox [--read P]... [--write P]...
-//! [--net] -- PROGRAM ARGS...`: the fresh, single-threaded process restricts itself and then
-//! becomes the program (exec), so the ruleset holds for it and everything it starts. A ruleset
-//! cannot be lifted by the program, whatever it does.
+//! It is the small `ralph-sandbox` binary installed beside ralph-loop's (or, without it,
+//! ralph-loop's own) run as `… __sandbox [--read P]... [--write P]... [--net] -- PROGRAM
+//! ARGS...`: the fresh, single-threaded process restricts itself and then becomes the program
+//! (exec), so the ruleset holds for it and everything it starts. A ruleset cannot be lifted by
+//! the program, whatever it does.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
