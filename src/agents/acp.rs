@@ -225,6 +225,7 @@ pub async fn invoke_acp(
 
     let mut events = Vec::new();
     let mut busy = 0u32;
+    let reaped = run.reaper.is_some();
     let mut last = Instant::now();
     let deadline = tokio::time::Instant::now() + run.limits.active;
     let answer = loop {
@@ -239,9 +240,9 @@ pub async fn invoke_acp(
             _ = cancel.cancelled() => break Err(AgentEnding::Cancelled),
             _ = tokio::time::sleep_until(deadline) => break Err(AgentEnding::ActiveTimeout),
             _ = tokio::time::sleep_until(hang) => {
-                let before = activity(pgid.as_raw());
+                let before = activity(pgid.as_raw(), reaped);
                 tokio::time::sleep(BUSY_LOOK).await;
-                let after = activity(pgid.as_raw());
+                let after = activity(pgid.as_raw(), reaped);
                 match (before, after) {
                     (Some(b), Some(a)) if a.since(&b) => {
                         busy += 1;

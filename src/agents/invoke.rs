@@ -141,17 +141,18 @@ pub async fn invoke(
         spec.stdin = Some(run.prompt.clone().into_bytes());
     }
     let on_busy = run.on_busy.clone();
+    let reaped = spec.reaper.is_some();
     spec.still_working = Some(Box::new(move |pgid| {
         let on_busy = on_busy.clone();
         Box::pin(async move {
             // The group's leader is the reaper (or the agent): its tree is the agent's. At
             // work means CPU time or I/O within a short look, not at any time since it began.
             let root = pgid.as_raw();
-            let Some(before) = activity(root) else {
+            let Some(before) = activity(root, reaped) else {
                 return false;
             };
             tokio::time::sleep(BUSY_LOOK).await;
-            let busy = activity(root).is_some_and(|after| after.since(&before));
+            let busy = activity(root, reaped).is_some_and(|after| after.since(&before));
             if let (true, Some(OnBusy(tell))) = (busy, &on_busy) {
                 tell();
             }

@@ -84,14 +84,18 @@ impl Activity {
     }
 }
 
-/// The activity of `root` and its live descendants; `None` when `/proc` cannot be read or
-/// `root` has gone.
-pub fn activity(root: i32) -> Option<Activity> {
+/// The activity of `root`'s live descendants, and of `root` itself unless it is the reaper
+/// (`reaper`), whose own polling is not the command's work; `None` when `/proc` cannot be read
+/// or `root` has gone.
+pub fn activity(root: i32, reaper: bool) -> Option<Activity> {
     let table = table()?;
     let own = table.iter().find(|p| p.pid == root)?;
-    let mut total = Activity {
-        cpu_ticks: own.cpu_ticks,
-        io_bytes: io_bytes(root),
+    let mut total = match reaper {
+        true => Activity::default(),
+        false => Activity {
+            cpu_ticks: own.cpu_ticks,
+            io_bytes: io_bytes(root),
+        },
     };
     for p in descendants(root, &table).iter().filter(|p| p.live) {
         total.cpu_ticks += p.cpu_ticks;
@@ -184,7 +188,7 @@ mod tests {
         assert!(descendants(me, &table)
             .iter()
             .any(|p| p.pid == child.id() as i32));
-        assert!(activity(me).is_some_and(|a| a.io_bytes > 0 || a.cpu_ticks > 0));
+        assert!(activity(me, false).is_some_and(|a| a.io_bytes > 0 || a.cpu_ticks > 0));
         assert_eq!(signal_descendants(child.id() as i32, Signal::SIGKILL), 0);
         child.kill().unwrap();
         child.wait().unwrap();
