@@ -238,6 +238,14 @@ impl DeclaredHook {
     /// Logs a failure and makes it what the hook's `on_failure` says.
     fn failed(&self, stage: Stage, failed: &Failed) -> HookError {
         let message = format!("failed at {}: {failed}", stage.as_str());
+        // A run being stopped (Ctrl+C) is not the hook's failure: not logged, and not for its
+        // `on_failure` to turn into an error or a note.
+        if *failed == Failed::Cancelled {
+            return HookError::new(
+                &self.hook.name,
+                format!("stopped at {}: the run was interrupted", stage.as_str()),
+            );
+        }
         self.shared.log.write(&self.hook.name, stage, failed);
         match self.hook.on_failure {
             OnFailure::WarnContinue => HookError::new(&self.hook.name, message),

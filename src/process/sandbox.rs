@@ -7,14 +7,19 @@
 //! ARGS...`: the fresh, single-threaded process restricts itself and then becomes the program
 //! (exec), so the ruleset holds for it and everything it starts. A ruleset cannot be lifted by
 //! the program, whatever it does.
+//!
+//! Run as root, the command also loses the capabilities that would reach past the ruleset (to
+//! read other processes through `/proc`, load modules, make device nodes, open raw sockets...):
+//! Landlock leaves those to the capabilities, so they are dropped from the bounding set first.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
+use caps::{CapSet, Capability};
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, ABI,
+    RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
 /// The first argument that makes ralph-loop's binary the sandbox.
@@ -50,7 +55,19 @@ const DEVICES_WRITE: &[&str] = &[
 
 /// The newest Landlock ABI this build knows; an older kernel gets what it has (best effort),
 /// which [`support`] tells beforehand.
-const ABI_USED: ABI = ABI::V5;
+const ABI_USED: ABI = ABI::V6;
+
+/// What a sandboxed command keeps of root's capabilities: working on files it does not own and
+/// changing its user (as package managers do), all of it still under the ruleset.
+const KEPT: &[Capability] = &[
+    Capability::CAP_CHOWN,
+    Capability::CAP_DAC_OVERRIDE,
+    Capability::CAP_DAC_READ_SEARCH,
+    Capability::CAP_FOWNER,
+    Capability::CAP_FSETID,
+    Capability::CAP_SETGID,
+    Capability::CAP_SETUID,
+];
 
 /// What the running kernel offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +144,10 @@ fn main(args: &[OsString]) -> u8 {
         eprintln!("ralph-loop {SANDBOX_ARG}: usage: {SANDBOX_ARG} [--read P]... [--write P]... [--net] -- PROGRAM [ARGS...]");
         return 2;
     };
+    if let Err(e) = drop_capabilities() {
+        eprintln!("ralph-loop {SANDBOX_ARG}: cannot drop the hook's capabilities: {e}");
+        return 125;
+    }
     if let Err(e) = restrict(&policy) {
         eprintln!("ralph-loop {SANDBOX_ARG}: cannot restrict the hook: {e}");
         return 125;
@@ -139,7 +160,26 @@ fn main(args: &[OsString]) -> u8 {
     127
 }
 
-/// Restricts this process (and what it starts) to `policy`.
+/// Drops every capability but [`KEPT`] from the bounding set, which bounds what root gets back
+/// at each `exec`, and empties the inheritable and ambient sets. Landlock does not stop a
+/// process with `CAP_SYS_PTRACE` from reading another's memory and environment through `/proc`
+/// (and ralph-loop's environment holds the provider keys), nor what `CAP_SYS_MODULE`,
+/// `CAP_MKNOD` or `CAP_NET_RAW` open. Without root there is nothing to drop from the bounding
+/// set (nor the right to), and Landlock keeps other processes out.
+pub fn drop_capabilities() -> Result<(), caps::errors::CapsError> {
+    if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)? {
+        for cap in caps::read(None, CapSet::Bounding)? {
+            if !KEPT.contains(&cap) {
+                caps::drop(None, CapSet::Bounding, cap)?;
+            }
+        }
+    }
+    caps::clear(None, CapSet::Inheritable)?;
+    caps::clear(None, CapSet::Ambient)
+}
+
+/// Restricts this process (and what it starts) to `policy`: files and TCP as it says, and no
+/// signal or abstract Unix socket to a process outside the sandbox.
 pub fn restrict(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError> {
     let existing = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
         paths.into_iter().filter(|p| p.exists()).collect()
@@ -161,6 +201,7 @@ pub fn restrict(policy: &Policy) -> Result<RulesetStatus, landlock::RulesetError
         ruleset = ruleset.handle_access(AccessNet::from_all(ABI_USED))?;
     }
     let status = ruleset
+        .scope(Scope::from_all(ABI_USED))?
         .create()?
         .add_rules(path_beneath_rules(&read, AccessFs::from_read(ABI_USED)))?
         .add_rules(path_beneath_rules(

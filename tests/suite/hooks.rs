@@ -454,3 +454,90 @@ async fn with_sandbox_hooks_off_a_hook_runs_with_the_users_rights() {
     assert_eq!(code, 0, "{report:#}");
     assert!(outside.path().join("written").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    // A process of the same user, outside the run, holding a secret in its environment.
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("60")
+        .env("BYSTANDER_SECRET", "hunter2")
+        .spawn()
+        .unwrap();
+    // The hook's shell is ralph-loop's child ($PPID), whose environment holds the provider key.
+    let snoop = r#"for p in $PPID $SNOOP_PID; do tr '\0' '\n' 2>> .hook-out/errors < /proc/$p/environ >> .hook-out/environ; kill -0 $p 2>> .hook-out/errors && echo $p >> .hook-out/signalled; done; grep -c '^Name:' /proc/self/status > .hook-out/self"#;
+    let yaml = format!(
+        "hooks:\n  on_before_gen:\n    - type: shell\n      name: snoop\n      command: {snoop:?}\n      on_failure: abort_loop\n"
+    );
+    write(dir.path(), "ralph.config.yaml", &yaml);
+    let assert = ralph(dir.path(), &llm)
+        .env("SNOOP_PID", bystander.id().to_string())
+        .args(["median.py", "--output", "json"])
+        .assert();
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+    assert_eq!(assert.get_output().status.code(), Some(0));
+    let environ = std::fs::read_to_string(out.join("environ")).unwrap_or_default();
+    assert!(
+        !environ.contains("sk-test-key") && !environ.contains("hunter2"),
+        "{environ}"
+    );
+    let errors = std::fs::read_to_string(out.join("errors")).unwrap();
+    assert_eq!(errors.matches("Permission denied").count(), 2, "{errors}");
+    assert!(!out.join("signalled").exists(), "{errors}");
+    // Its own processes stay readable: interpreters need /proc/self.
+    assert_eq!(
+        std::fs::read_to_string(out.join("self")).unwrap().trim(),
+        "1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_hook_stops_it_and_is_not_logged_as_its_failure() {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "hooks:\n  on_before_gen:\n    - type: shell\n      name: slow\n      command: touch .hook-out/started; exec sleep 120\n      on_failure: abort_loop\n",
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
+        .args(["median.py", "--no-adversarial"])
+        .current_dir(dir.path())
+        .envs(llm.openai_env())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !out.join("started").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the hook never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill sends a signal to the child we started; no memory is involved.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(10)), 130);
+    assert_eq!(report(dir.path())["status"], "interrupted");
+    assert!(
+        !dir.path().join(".ralph/plugin-errors.log").exists(),
+        "{}",
+        std::fs::read_to_string(dir.path().join(".ralph/plugin-errors.log")).unwrap_or_default()
+    );
+    let sleeping = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 120$"])
+        .output()
+        .unwrap();
+    assert!(sleeping.stdout.is_empty(), "the hook outlived the run");
+}
