@@ -33,6 +33,8 @@ fn hook(kind: HookType, command: &str, stage: Stage, shared: &Arc<Shared>) -> De
             name: "bench".into(),
             kind,
             command: command.into(),
+            prompt: None,
+            model: None,
             stages: BTreeSet::from([stage]),
             on_failure: OnFailure::AbortLoop,
             timeout_seconds: 30.0,
@@ -92,6 +94,7 @@ async fn main() {
         cancel: CancellationToken::new(),
         log: ralph_loop::hooks::log::ErrorLog::new(dir.path().join(".ralph")),
         tmp: tmp.path().to_path_buf(),
+        sdk: ralph_loop::hooks::sdk::install(tmp.path()).unwrap(),
         sandbox,
         _tmp: tmp,
     });
@@ -105,6 +108,7 @@ async fn main() {
         context: None,
         last_run: None,
         ended: None,
+        ask: None,
     };
     let plugin_cmd = format!("cat > /dev/null; echo '{ANSWER}'");
     // The request a hook gets is about 300 bytes here; the plain spawn gets as many.

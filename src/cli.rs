@@ -50,6 +50,49 @@ pub enum Command {
     Loop(LoopArgs),
     /// The agent loop's circuit breaker (`.ralph/regent-state.json`).
     Breaker(BreakerArgs),
+    /// The project's hooks and plugins: check them, trust them as they are (a new or changed
+    /// hook does not run until you do), import them from Claude Code or Codex.
+    Hooks(HooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+    /// The config file (default: ./ralph.config.yaml or the nearest one above); its `hooks:`
+    /// and the `ralph-plugins.yaml` beside it are the hooks.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Check `hooks:` and `ralph-plugins.yaml` and list each hook: stages, kind, on_failure,
+    /// and whether it is trusted. Exits 2 on an invalid file.
+    Validate,
+    /// Trust every hook of the project as it is now (or the ones named): its declaration and
+    /// the files its command names, by content hash.
+    Trust {
+        /// Hook names (default: all).
+        names: Vec<String>,
+    },
+    /// Print a `hooks:` section carrying over the hooks of Claude Code or Codex.
+    Import {
+        /// Whose hooks: `claude` (.claude/settings.json, .claude/settings.local.json) or
+        /// `codex` (.codex/, ~/.codex/ or $CODEX_HOME: config.toml and hooks.json).
+        #[arg(long, value_enum)]
+        from: ImportFrom,
+        /// Read this settings file instead (JSON, or TOML for Codex's config.toml).
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+    },
+}
+
+/// The coding agent whose hooks `hooks import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    Claude,
+    Codex,
 }
 
 #[derive(Debug, Clone, Args)]

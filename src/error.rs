@@ -56,7 +56,7 @@ pub enum Error {
     },
     #[error(transparent)]
     Llm(#[from] LlmError),
-    /// Hooks that cannot run as configured (no Landlock where it is required).
+    /// Hooks that cannot run as configured (no Landlock where it is required, or not trusted).
     #[error(transparent)]
     Hooks(#[from] crate::hooks::HooksError),
     #[error("{0}")]
@@ -132,6 +132,11 @@ impl Error {
             | Error::Rules(_)
             | Error::Settings(_) => 2,
             Error::Hooks(crate::hooks::HooksError::NoLandlock) => 2,
+            // Hooks not trusted as they are, or a store the user must fix: nothing ran.
+            Error::Hooks(crate::hooks::HooksError::Trust(
+                crate::hooks::trust::TrustError::Io { .. },
+            )) => 1,
+            Error::Hooks(crate::hooks::HooksError::Trust(_)) => 2,
             Error::Hooks(_) => 1,
             Error::Session(e) => e.exit_code(),
             Error::Agent(e) => e.exit_code(),

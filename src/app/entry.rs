@@ -184,6 +184,33 @@ pub(crate) enum Ended {
     OutOfMoney(String),
 }
 
+impl Ended {
+    /// As a report says it: `success`, or the status of the run where it stopped.
+    pub(crate) fn status(&self, p: &Progress) -> String {
+        match self {
+            Ended::Done => "success".into(),
+            Ended::Interrupted => "interrupted".into(),
+            Ended::OutOfMoney(_) => "budget_exceeded".into(),
+            Ended::Failed(_) => p
+                .targets
+                .iter()
+                .filter_map(|t| t.status.as_deref())
+                .find(|s| *s != "success")
+                .unwrap_or("error")
+                .to_string(),
+        }
+    }
+
+    /// Why it did not succeed (empty when it did).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Ended::Done => String::new(),
+            Ended::Interrupted => "interrupted".into(),
+            Ended::OutOfMoney(why) | Ended::Failed(why) => why.clone(),
+        }
+    }
+}
+
 /// A spec to run: `dir` is its folder, `base` the flags every run of the agent or batch takes
 /// (config, output) under the spec's own settings, `overrides` what it shares beyond flags (the
 /// recording).

@@ -138,11 +138,13 @@ pub(crate) async fn execute_in(
     let session_dir = session.clone();
     let hooks = crate::hooks::into_hooks(
         plan.hooks,
-        &plan.root,
+        crate::hooks::Place {
+            root: plan.root.clone(),
+            groups: groups.clone(),
+            cancel: control.cancel.clone(),
+            sandbox: plan.hook_sandbox,
+        },
         plan.target,
-        groups.clone(),
-        control.cancel.clone(),
-        plan.hook_sandbox,
     )?;
     let supervisor = Supervisor::new(RunDeps {
         settings: Arc::new(plan.settings),

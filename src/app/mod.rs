@@ -2,7 +2,8 @@
 //! [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
-//! [`breaker`] the agent loop's `loop` and `breaker reset`.
+//! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
+//! import`.
 
 pub mod agent;
 mod agent_artisan;
@@ -17,6 +18,7 @@ pub mod edge;
 pub(crate) mod entry;
 pub mod execute;
 pub mod guard;
+pub mod hooks;
 mod loop_status;
 pub mod plan;
 pub mod queue;

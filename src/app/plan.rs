@@ -117,6 +117,8 @@ pub(crate) fn plan(
         .to_string();
     let (mut config, config_path) = config::load_discovered(args.config.as_deref(), cwd)?;
     let hooks = crate::hooks::load(&config, config_path.as_deref(), &root)?;
+    // A hook new or changed since the user trusted it stops the run before anything runs.
+    crate::hooks::trust::enforce(&hooks, &root).map_err(crate::hooks::HooksError::from)?;
     let isolation = crate::hooks::isolation(config.sandbox.hooks, !hooks.is_empty())?;
     apply_flags(&mut config, args)?;
     let mut settings = config.run_settings()?;

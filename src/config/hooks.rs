@@ -38,20 +38,31 @@ pub enum Stage {
     OnBeforeSuccess,
     /// The run ended with success.
     OnSuccess,
+    /// Before a task of a batch starts: may skip it.
+    PreTask,
+    /// After a task of a batch ended, however it ended.
+    PostTask,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 5] = [
+    pub const ALL: [Stage; 7] = [
         Stage::OnBeforeGen,
         Stage::OnAfterGen,
         Stage::OnTestFail,
         Stage::OnBeforeSuccess,
         Stage::OnSuccess,
+        Stage::PreTask,
+        Stage::PostTask,
     ];
 
     /// The stage named `name`.
     pub fn named(name: &str) -> Option<Stage> {
         Stage::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// A stage around a whole task (of a batch), not inside its loop.
+    pub fn of_task(self) -> bool {
+        matches!(self, Stage::PreTask | Stage::PostTask)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +72,8 @@ impl Stage {
             Stage::OnTestFail => "on_test_fail",
             Stage::OnBeforeSuccess => "on_before_success",
             Stage::OnSuccess => "on_success",
+            Stage::PreTask => "pre_task",
+            Stage::PostTask => "post_task",
         }
     }
 }
@@ -75,6 +88,9 @@ pub enum HookType {
     /// An executable speaking the plugin protocol: a JSON request on stdin, a JSON response on
     /// stdout (see `hooks::protocol`).
     Plugin,
+    /// A prompt (with `${VAR}`s filled from the stage's context) sent to a model of the run;
+    /// its reply goes to the Artisan as notes.
+    Agent,
 }
 
 /// What a hook's failure (an exit code other than 0 and 2, a crash, a timeout, an answer that
@@ -87,8 +103,12 @@ pub enum OnFailure {
     WarnContinue,
     /// The failure goes into the Artisan's next prompt, and a warning.
     AskAgent,
-    /// The run stops (status `error`, exit 1); a guarded success does not go through.
+    /// The run stops (status `error`, exit 1); a guarded success does not go through. At
+    /// `pre_task` and `post_task`, the batch stops: no other task starts.
     AbortLoop,
+    /// At `pre_task`, the task is skipped and the batch goes on; in the loop's stages, the
+    /// task's run stops as with `abort_loop`.
+    SkipTask,
 }
 
 /// How hooks are isolated (`sandbox.hooks`).
@@ -117,8 +137,15 @@ fn default_timeout() -> f64 {
 pub struct HookEntry {
     #[serde(rename = "type")]
     pub kind: HookType,
-    /// Run with `sh -c` in the project's directory.
+    /// Run with `sh -c` in the project's directory (`shell` and `plugin`).
+    #[serde(default)]
     pub command: String,
+    /// What an `agent` hook asks, with `${VAR}`s (see [`PROMPT_VARS`]).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The model an `agent` hook asks (as `--models` names them); the Critic's when not given.
+    #[serde(default)]
+    pub model: Option<String>,
     pub on_failure: OnFailure,
     /// Shown in warnings and the error log; the command when not given.
     #[serde(default)]
@@ -141,7 +168,7 @@ pub struct HookEntry {
 }
 
 /// What a hook may reach beyond the project and its temporary folder, in the sandbox.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Reach {
     /// TCP connections and binds.
     pub network: bool,
@@ -194,12 +221,16 @@ struct PluginsFile {
     plugins: Vec<PluginEntry>,
 }
 
-/// A hook ready to run: from either file.
-#[derive(Debug, Clone, PartialEq)]
+/// A hook ready to run: from either file. Serialized whole into its trust hash
+/// (`hooks::trust`), so every field, present and future, is covered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Declared {
     pub name: String,
     pub kind: HookType,
     pub command: String,
+    /// An `agent` hook's prompt, and its model (`provider/model`).
+    pub prompt: Option<String>,
+    pub model: Option<String>,
     pub stages: BTreeSet<Stage>,
     pub on_failure: OnFailure,
     pub timeout_seconds: f64,
@@ -223,9 +254,18 @@ pub fn declared(
         .into_iter()
         .flat_map(|(stage, entries)| {
             entries.iter().map(move |e| Declared {
-                name: e.name.clone().unwrap_or_else(|| e.command.clone()),
+                name: e.name.clone().unwrap_or_else(|| match &e.prompt {
+                    Some(prompt) => format!("agent: {}", cut_words(prompt, 6)),
+                    None => e.command.clone(),
+                }),
                 kind: e.kind,
                 command: e.command.clone(),
+                prompt: e.prompt.clone(),
+                model: e
+                    .model
+                    .as_deref()
+                    .and_then(|m| crate::models::ModelName::parse(m).ok())
+                    .map(|m| m.to_string()),
                 stages: BTreeSet::from([stage]),
                 on_failure: e.on_failure,
                 timeout_seconds: e.timeout_seconds,
@@ -243,6 +283,8 @@ pub fn declared(
         name: p.name.clone(),
         kind: HookType::Plugin,
         command: p.command.clone(),
+        prompt: None,
+        model: None,
         stages: p.hooks.clone(),
         on_failure: p.on_failure,
         timeout_seconds: p.timeout_seconds,
@@ -275,10 +317,94 @@ pub fn check_section(
             ));
         }
         for (i, e) in entries.iter().enumerate() {
-            check_entry(&e.command, e.timeout_seconds, file, source, &key, i + 1)?;
+            let at = |message: String| {
+                ConfigError::at_key(file, source, &key, format!("entry {}: {message}", i + 1))
+            };
+            if e.kind != HookType::Agent {
+                if e.prompt.is_some() || e.model.is_some() {
+                    return Err(at("`prompt` and `model` are for `type: agent`".into()));
+                }
+                check_entry(&e.command, e.timeout_seconds, file, source, &key, i + 1)?;
+                continue;
+            }
+            check_agent(e, Stage::named(stage)).map_err(at)?;
         }
     }
     Ok(())
+}
+
+/// The `${VAR}`s an `agent` hook's prompt may hold.
+pub const PROMPT_VARS: &[&str] = &[
+    "STAGE",
+    "ITERATION",
+    "TARGET",
+    "LANGUAGE",
+    "CODE",
+    "TESTS_SUMMARY",
+    "FAILURES",
+    "PROJECT_DIR",
+    "SESSION_ID",
+    "SPENT_USD",
+    "MAX_COST_USD",
+];
+
+/// The `${NAME}`s of `prompt`, in order.
+pub fn prompt_vars(prompt: &str) -> Vec<&str> {
+    prompt
+        .split("${")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+        .collect()
+}
+
+/// An `agent` entry: a prompt with known variables, no command, a model that parses, and a
+/// stage inside the loop (where there is a model to ask and an Artisan to tell).
+fn check_agent(e: &HookEntry, stage: Option<Stage>) -> Result<(), String> {
+    if !e.command.trim().is_empty() {
+        return Err("`command` is for `shell` and `plugin`; an `agent` hook has a `prompt`".into());
+    }
+    let prompt = e.prompt.as_deref().unwrap_or("");
+    if prompt.trim().is_empty() {
+        return Err("an `agent` hook needs a `prompt`".into());
+    }
+    if let Some(unknown) = prompt_vars(prompt)
+        .into_iter()
+        .find(|v| !PROMPT_VARS.contains(v))
+    {
+        return Err(format!(
+            "unknown variable `${{{unknown}}}` in `prompt` (known: {})",
+            PROMPT_VARS.join(", ")
+        ));
+    }
+    if let Some(model) = &e.model {
+        let name =
+            crate::models::ModelName::parse(model).map_err(|why| format!("`model`: {why}"))?;
+        if name.provider == crate::models::AGENT_PROVIDER {
+            return Err(format!(
+                "`model`: `{model}` is an agent CLI; an `agent` hook asks a model of a provider"
+            ));
+        }
+    }
+    if stage.is_some_and(Stage::of_task) {
+        return Err("an `agent` hook serves the loop's stages, not pre_task or post_task".into());
+    }
+    if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
+        return Err(format!(
+            "`timeout_seconds` must be a positive number, not {}",
+            e.timeout_seconds
+        ));
+    }
+    Ok(())
+}
+
+/// The first `n` words of `text`.
+fn cut_words(text: &str, n: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut cut = words[..words.len().min(n)].join(" ");
+    if words.len() > n {
+        cut.push('…');
+    }
+    cut
 }
 
 fn check_entry(

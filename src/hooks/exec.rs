@@ -43,6 +43,8 @@ pub enum Failed {
     Cancelled,
     #[error("answered garbage: {0}")]
     Garbage(String),
+    #[error("its model did not answer: {0}")]
+    Model(String),
 }
 
 /// `: the last line of stderr`, or nothing.

@@ -34,6 +34,28 @@ pub struct Request {
     pub budget: Budget,
     /// The plugin's `config` from `ralph-plugins.yaml` (`null` for a hook of `hooks:`).
     pub config: serde_json::Value,
+    /// At `pre_task` and `post_task`: the task.
+    #[serde(default)]
+    pub task: Option<Task>,
+}
+
+/// A task of a batch: one entry (a spec, or a file as a spec of one target).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    /// Its number in the batch, from 1.
+    pub id: String,
+    /// The spec's path, or the file's, relative to the project.
+    pub name: String,
+    /// `spec` or `file`.
+    pub kind: String,
+    /// The files it fixes, relative to the project.
+    pub targets: Vec<String>,
+    /// At `post_task`: how it ended (`success`, `max_iterations`, `error`, …).
+    pub status: Option<String>,
+    /// At `post_task`: why it did not succeed, when it did not.
+    pub reason: Option<String>,
+    pub iterations: u32,
+    pub cost_usd: f64,
 }
 
 /// A test run, in short.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ralph_actors::machine::hooks::{Gate, Hook, HookError, Transition};
+use ralph_actors::machine::hooks::{Asker, Gate, Hook, HookError, Transition};
 use ralph_actors::machine::state::StateKind;
 use ralph_actors::prompt::reply::Proposal;
 use ralph_actors::schema::report::Status;
@@ -30,6 +30,8 @@ pub struct Shared {
     pub log: ErrorLog,
     /// The hooks' temporary folder (their `TMPDIR`, and where a proposal's file is made).
     pub tmp: PathBuf,
+    /// The plugin SDK, written in `tmp`.
+    pub sdk: super::sdk::Installed,
     /// The sandbox's binary (ralph-loop's own) when hooks run in the sandbox.
     pub sandbox: Option<PathBuf>,
     /// Removes the temporary folder when the last hook is dropped.
@@ -45,7 +47,7 @@ pub struct DeclaredHook {
 }
 
 /// What a hook's run came to.
-enum Answer {
+pub(super) enum Answer {
     Pass {
         notes: Vec<String>,
     },
@@ -59,36 +61,25 @@ enum Answer {
     },
 }
 
-impl DeclaredHook {
-    pub fn new(hook: Declared, shared: Arc<Shared>) -> Self {
+/// What a hook is told besides its stage: from a transition of the loop, or about a task.
+pub(super) struct Context<'a> {
+    pub session_id: String,
+    pub iteration: u32,
+    pub language: Option<String>,
+    /// The proposal (at `on_after_gen`); otherwise the target is read from disk.
+    pub code: Option<String>,
+    pub tests: Option<protocol::Tests>,
+    pub budget: protocol::Budget,
+    pub task: Option<protocol::Task>,
+    /// The run's models, for an `agent` hook (inside the loop only).
+    pub ask: Option<Asker<'a>>,
+}
+
+impl<'a> Context<'a> {
+    fn of(at: &Transition<'a>, code: Option<String>) -> Self {
         Self {
-            hook,
-            shared,
-            notes: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn serves(&self, stage: Stage) -> bool {
-        self.hook.stages.contains(&stage)
-    }
-
-    fn note(&self, note: String) {
-        if let Ok(mut notes) = self.notes.lock() {
-            notes.push(note);
-        }
-    }
-
-    fn request(&self, stage: Stage, at: &Transition<'_>, code: Option<String>) -> Request {
-        let code = code
-            .or_else(|| std::fs::read_to_string(self.shared.root.join(&self.shared.target)).ok());
-        Request {
-            protocol: PROTOCOL_VERSION,
-            stage,
-            hook: self.hook.name.clone(),
             session_id: at.session.to_string(),
             iteration: at.iteration,
-            project_dir: self.shared.root.display().to_string(),
-            target: self.shared.target.clone(),
             language: at
                 .context
                 .map(|c| c.target.language.clone())
@@ -99,7 +90,64 @@ impl DeclaredHook {
                 spent_usd: at.spent_usd,
                 max_cost_usd: at.max_cost_usd,
             },
+            task: None,
+            ask: at.ask,
+        }
+    }
+}
+
+impl DeclaredHook {
+    pub fn new(hook: Declared, shared: Arc<Shared>) -> Self {
+        Self {
+            hook,
+            shared,
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(super) fn declared(&self) -> &Declared {
+        &self.hook
+    }
+
+    /// Writes a failure to the error log.
+    pub(super) fn log(&self, stage: Stage, failed: &Failed) {
+        self.shared.log.write(&self.hook.name, stage, failed);
+    }
+
+    pub(super) fn serves(&self, stage: Stage) -> bool {
+        self.hook.stages.contains(&stage)
+    }
+
+    fn note(&self, note: String) {
+        if let Ok(mut notes) = self.notes.lock() {
+            notes.push(note);
+        }
+    }
+
+    fn request(&self, stage: Stage, at: Context<'_>) -> Request {
+        let target = at
+            .task
+            .as_ref()
+            .and_then(|t| t.targets.first().cloned())
+            .unwrap_or_else(|| self.shared.target.clone());
+        let code = at.code.or_else(|| match stage.of_task() {
+            true => None,
+            false => std::fs::read_to_string(self.shared.root.join(&target)).ok(),
+        });
+        Request {
+            protocol: PROTOCOL_VERSION,
+            stage,
+            hook: self.hook.name.clone(),
+            session_id: at.session_id,
+            iteration: at.iteration,
+            project_dir: self.shared.root.display().to_string(),
+            target,
+            language: at.language,
+            code,
+            tests: at.tests,
+            budget: at.budget,
             config: self.hook.config.clone(),
+            task: at.task,
         }
     }
 
@@ -111,12 +159,26 @@ impl DeclaredHook {
         at: &Transition<'_>,
         code: Option<String>,
     ) -> Result<Answer, HookError> {
-        let request = self.request(stage, at, code);
+        self.invoke(stage, Context::of(at, code))
+            .await
+            .map_err(|failed| self.failed(stage, &failed))
+    }
+
+    /// Runs the hook at `stage` with `at`; `Err` is its failure, not yet logged.
+    pub(super) async fn invoke(&self, stage: Stage, at: Context<'_>) -> Result<Answer, Failed> {
+        let ask = at.ask;
+        let request = self.request(stage, at);
+        if self.hook.kind == HookType::Agent {
+            return self.ask(&request, ask).await;
+        }
         let stdin = serde_json::to_vec(&request).unwrap_or_default();
         // A shell hook changes the proposal by editing this file (named as the target, so a
         // formatter knows the language); it lives in a folder of its own, removed after.
         let scratch = match (stage, self.hook.kind) {
-            (Stage::OnAfterGen, HookType::Shell) => Some(self.scratch(&request)?),
+            (Stage::OnAfterGen, HookType::Shell) => Some(
+                self.scratch(&request)
+                    .map_err(|e| Failed::Spawn(format!("cannot write the proposal for it: {e}")))?,
+            ),
             _ => None,
         };
         let mut vars = vec![
@@ -125,8 +187,20 @@ impl DeclaredHook {
             ("RALPH_SESSION_ID".to_string(), request.session_id.clone()),
             ("ITERATION".to_string(), request.iteration.to_string()),
             ("PROJECT_DIR".to_string(), request.project_dir.clone()),
-            ("TASK_ID".to_string(), request.session_id.clone()),
-            ("TASK_NAME".to_string(), request.target.clone()),
+            (
+                "TASK_ID".to_string(),
+                request
+                    .task
+                    .as_ref()
+                    .map_or_else(|| request.session_id.clone(), |t| t.id.clone()),
+            ),
+            (
+                "TASK_NAME".to_string(),
+                request
+                    .task
+                    .as_ref()
+                    .map_or_else(|| request.target.clone(), |t| t.name.clone()),
+            ),
             ("RALPH_TARGET".to_string(), request.target.clone()),
             (
                 "RALPH_SPENT_USD".to_string(),
@@ -141,6 +215,7 @@ impl DeclaredHook {
             vars.push(("RALPH_TESTS_SUMMARY".to_string(), tests.summary.clone()));
         }
         vars.push(("TMPDIR".to_string(), self.shared.tmp.display().to_string()));
+        vars.extend(self.shared.sdk.vars());
         if let Some((_, file)) = &scratch {
             vars.push((
                 "RALPH_PROPOSAL_FILE".to_string(),
@@ -184,13 +259,48 @@ impl DeclaredHook {
                 },
                 None => Ok(Answer::Pass { notes: Vec::new() }),
             },
-            (Ok(Ran::Passed { stdout }), HookType::Plugin) => read_response(&stdout, stage),
+            // An `agent` hook returned before any process ran.
+            (Ok(Ran::Passed { stdout }), HookType::Plugin | HookType::Agent) => {
+                read_response(&stdout, stage)
+            }
             (Err(e), _) => Err(e),
         };
         if let Some((dir, _)) = scratch {
             let _ = std::fs::remove_dir_all(dir);
         }
-        answer.map_err(|failed| self.failed(stage, &failed))
+        answer
+    }
+
+    /// An `agent` hook: its prompt, filled from `request`, to its model; the reply is a note
+    /// for the Artisan.
+    async fn ask(&self, request: &Request, ask: Option<Asker<'_>>) -> Result<Answer, Failed> {
+        let Some(Asker(ask)) = ask else {
+            return Err(Failed::Model(
+                "there is no model to ask at this stage".into(),
+            ));
+        };
+        let prompt = super::prompt::fill(self.hook.prompt.as_deref().unwrap_or_default(), request);
+        let seconds = self.hook.timeout_seconds;
+        let asked = ask.ask(
+            request.iteration,
+            self.hook.model.as_deref(),
+            super::prompt::AGENT_SYSTEM,
+            &prompt,
+        );
+        let reply = tokio::select! {
+            r = tokio::time::timeout(Duration::from_secs_f64(seconds), asked) => r,
+            _ = self.shared.cancel.cancelled() => return Err(Failed::Cancelled),
+        };
+        let text = reply
+            .map_err(|_| Failed::TimedOut(seconds))?
+            .map_err(Failed::Model)?;
+        Ok(Answer::Pass {
+            notes: vec![format!(
+                "The hook `{}` says: {}",
+                self.hook.name,
+                text.trim()
+            )],
+        })
     }
 
     /// What the hook may reach in the sandbox: the system, the project and its temporary folder,
@@ -214,7 +324,7 @@ impl DeclaredHook {
     }
 
     /// A folder for the proposal's file, and the file (holding the proposal).
-    fn scratch(&self, request: &Request) -> Result<(PathBuf, PathBuf), HookError> {
+    fn scratch(&self, request: &Request) -> std::io::Result<(PathBuf, PathBuf)> {
         let name = std::path::Path::new(&request.target)
             .file_name()
             .map(|n| n.to_os_string())
@@ -225,13 +335,7 @@ impl DeclaredHook {
             .join(format!("proposal-{}", uuid::Uuid::new_v4()));
         let file = dir.join(name);
         std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&file, request.code.as_deref().unwrap_or_default()))
-            .map_err(|e| {
-                HookError::new(
-                    &self.hook.name,
-                    format!("cannot write the proposal for it: {e}"),
-                )
-            })?;
+            .and_then(|()| std::fs::write(&file, request.code.as_deref().unwrap_or_default()))?;
         Ok((dir, file))
     }
 
@@ -256,7 +360,9 @@ impl DeclaredHook {
                 ));
                 HookError::new(&self.hook.name, format!("{message} (told to the Artisan)"))
             }
-            OnFailure::AbortLoop => HookError::stopping(&self.hook.name, message),
+            OnFailure::AbortLoop | OnFailure::SkipTask => {
+                HookError::stopping(&self.hook.name, message)
+            }
         }
     }
 }

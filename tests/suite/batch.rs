@@ -9,7 +9,7 @@ use super::support::*;
 
 /// `py-median` with `n` broken copies of the median (`median_<i>.py`, each with its test, and
 /// `specs/median-<i>.md` fixing it with its own tests alone).
-fn medians(n: usize) -> tempfile::TempDir {
+pub(super) fn medians(n: usize) -> tempfile::TempDir {
     let dir = fixture("py-median");
     let p = dir.path();
     std::fs::create_dir(p.join("specs")).unwrap();

@@ -12,10 +12,11 @@ use super::support::*;
 
 const WRONG_PY: &str = "def median(values):\n    return 0\n";
 
-/// Writes the config `yaml` and fixes `median.py` (wrong first, then right unless `right_first`),
-/// hooks writing what they get under `out`; the exit code and the report.
+/// Writes the config `yaml`, trusts its hooks and fixes `median.py` (wrong first, then right
+/// unless `right_first`), hooks writing what they get under `out`; the exit code and the report.
 fn fix(dir: &Path, llm: &MockLlm, yaml: &str, out: &Path) -> (i32, Value) {
     write(dir, "ralph.config.yaml", yaml);
+    trust_hooks(dir);
     let assert = ralph(dir, llm)
         .env("HOOK_OUT", out)
         .args(["median.py", "--output", "json"])
@@ -474,13 +475,19 @@ async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
         "hooks:\n  on_before_gen:\n    - type: shell\n      name: snoop\n      command: {snoop:?}\n      on_failure: abort_loop\n"
     );
     write(dir.path(), "ralph.config.yaml", &yaml);
+    trust_hooks(dir.path());
     let assert = ralph(dir.path(), &llm)
         .env("SNOOP_PID", bystander.id().to_string())
         .args(["median.py", "--output", "json"])
         .assert();
     let _ = bystander.kill();
     let _ = bystander.wait();
-    assert_eq!(assert.get_output().status.code(), Some(0));
+    assert_eq!(
+        assert.get_output().status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&assert.get_output().stderr)
+    );
     let environ = std::fs::read_to_string(out.join("environ")).unwrap_or_default();
     assert!(
         !environ.contains("sk-test-key") && !environ.contains("hunter2"),
@@ -508,11 +515,13 @@ async fn ctrl_c_during_a_hook_stops_it_and_is_not_logged_as_its_failure() {
         "ralph.config.yaml",
         "hooks:\n  on_before_gen:\n    - type: shell\n      name: slow\n      command: touch .hook-out/started; exec sleep 120\n      on_failure: abort_loop\n",
     );
+    trust_hooks(dir.path());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
         .args(["median.py", "--no-adversarial"])
         .current_dir(dir.path())
         .envs(llm.openai_env())
         .env("HOME", dir.path())
+        .env_remove("XDG_CONFIG_HOME")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -184,6 +184,9 @@ pub fn role_of_system(system: &str) -> String {
     if system.contains("You are Chaos") {
         return "chaos".into();
     }
+    if system.contains("You are a hook in ralph-loop") {
+        return "hook".into();
+    }
     for role in ["Librarian", "Artisan", "Critic"] {
         if system.contains(&format!("You are the {role}")) {
             return role.to_lowercase();
@@ -817,9 +820,25 @@ pub fn isolate(cmd: &mut assert_cmd::Command, dir: &Path) {
         "RUST_LOG",
         // A fixture crate builds in its own `target/`, never in the suite's shared one.
         "CARGO_TARGET_DIR",
+        // The trust store of hooks and Codex's settings are found from HOME, in `dir`.
+        "XDG_CONFIG_HOME",
+        "CODEX_HOME",
     ] {
         cmd.env_remove(var);
     }
+}
+
+/// `ralph-loop hooks ...` in `dir`, isolated like [`ralph`] (its trust store in `dir`).
+pub fn hooks_cmd(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, dir);
+    cmd.arg("hooks");
+    cmd
+}
+
+/// Trusts every hook of the project in `dir` as it is now, as a user who read them would.
+pub fn trust_hooks(dir: &Path) {
+    hooks_cmd(dir).arg("trust").assert().success();
 }
 
 /// The only session folder under `dir/.ralph`.

@@ -35,6 +35,33 @@ pub struct Transition<'a> {
     pub last_run: Option<&'a TestRun>,
     /// How the run ends, on the transition to [`StateKind::Done`].
     pub ended: Option<Status>,
+    /// The run's models, for a hook that asks one (an `agent` hook).
+    pub ask: Option<Asker<'a>>,
+}
+
+/// A model a hook may ask, metered against the run's budget and sealed by LocalGuard as the
+/// roles' calls are.
+#[async_trait::async_trait]
+pub trait Ask: Send + Sync {
+    /// Sends `prompt` (after `system`) to `model`, a `provider/model` name (`None`: the
+    /// Critic's model, with its fallbacks); the reply's text, or why there is none.
+    async fn ask(
+        &self,
+        iteration: u32,
+        model: Option<&str>,
+        system: &str,
+        prompt: &str,
+    ) -> Result<String, String>;
+}
+
+/// The run's [`Ask`], as a transition carries it.
+#[derive(Clone, Copy)]
+pub struct Asker<'a>(pub &'a dyn Ask);
+
+impl std::fmt::Debug for Asker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker")
+    }
 }
 
 /// Whether a run whose tests pass may end with success.

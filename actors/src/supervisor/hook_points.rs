@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::events::event::Event;
-use crate::machine::hooks::{Gate, HookError, Transition};
+use crate::machine::hooks::{Asker, Gate, HookError, Transition};
 use crate::machine::state::{Iteration, StateKind};
 use crate::prompt::reply::Proposal;
 use crate::schema::report::Status;
@@ -33,6 +33,7 @@ impl Run {
             context: it.and_then(|it| it.context()).map(|c| &**c),
             last_run: self.last_run.as_deref(),
             ended,
+            ask: Some(Asker(&self.ask)),
         }
     }
 

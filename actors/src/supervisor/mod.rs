@@ -8,12 +8,13 @@
 //!   `review`: the Critic's review beside the tests; `chaos`: Chaos's rounds on a passing
 //!   fix; `mutation`: the mutation score of the changed lines and the rounds that kill its
 //!   survivors; `replay`: counterexamples kept as named regression tests; `breaker`: asking the user before the circuit breaker stops a run;
-//!   `hook_points`: where the hooks are called; `checkpoints`: the best state kept on disk, a
+//!   `hook_points`: where the hooks are called; `ask`: the models as hooks ask them; `checkpoints`: the best state kept on disk, a
 //!   worse proposal undone, the file a failed run leaves; `finish`: the report, with
 //!   `next_steps` (what to try next);
 //! - [`actor`]: the same run behind an actix mailbox (`StartRun`, `Interrupt`).
 
 pub mod actor;
+mod ask;
 mod breaker;
 mod chaos;
 mod checkpoints;

@@ -197,6 +197,8 @@ pub struct Run {
     pub(super) mutation: Option<Measured>,
     /// Why a hook stopped the run, until the driver ends it (see `machine::hooks`).
     pub(super) hook_stop: Option<String>,
+    /// The models as hooks ask them.
+    pub(super) ask: super::ask::RunAsk,
 }
 
 impl Run {
@@ -262,6 +264,12 @@ impl Run {
             }
             None => (None, String::new()),
         };
+        let steps = d.cancel.child_token();
+        let ask = super::ask::RunAsk {
+            caller: caller.clone(),
+            critic: d.settings.models.get(&Role::Critic).cloned(),
+            cancel: steps.clone(),
+        };
         Self {
             settings: d.settings,
             workspace,
@@ -277,7 +285,7 @@ impl Run {
             earlier_notes: std::mem::take(&mut state.notes),
             state,
             started: Instant::now(),
-            steps: d.cancel.child_token(),
+            steps,
             user_cancel: d.cancel,
             stop_signal: d.stop_signal,
             drain: d.drain,
@@ -296,6 +304,7 @@ impl Run {
             preamble,
             mutation: None,
             hook_stop: None,
+            ask,
         }
     }
 

@@ -39,6 +39,7 @@ use crate::cli::{AgentArgs, OutputFormat, RunArgs};
 use crate::config::FailedWork;
 use crate::error::{Error, Result};
 use crate::git::Repo;
+use crate::hooks::tasks::TaskHooks;
 use crate::inbox::{Inbox, Record, Status};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
@@ -54,6 +55,8 @@ enum Stop {
     Interrupted,
     /// `--watch` ended by the user while nothing ran.
     Unwatched,
+    /// A `pre_task` or `post_task` hook's `abort_loop` (said in the log).
+    Hook,
 }
 
 /// `ralph-loop agent`
@@ -102,6 +105,16 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         None => log.line("Agent started"),
     }
     let parallel = args.parallel;
+    let groups = ProcessGroups::new();
+    let cancel = CancellationToken::new();
+    let tasks = task_hooks(
+        &config,
+        config_path.as_deref(),
+        &root,
+        &groups,
+        &cancel,
+        &log,
+    )?;
     let mut agent = Agent {
         inbox: Inbox::at(&root),
         root,
@@ -121,10 +134,10 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         links,
         args,
         failed_here: 0,
+        tasks,
     };
-    let groups = ProcessGroups::new();
     let shared = Shared {
-        cancel: CancellationToken::new(),
+        cancel,
         drain: CancellationToken::new(),
         stop_signal: Arc::new(AtomicI32::new(0)),
         budget: agent
@@ -160,6 +173,33 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         stop
     })?;
     agent.end(stop)
+}
+
+/// The `pre_task` and `post_task` hooks around each spec, checked and trusted.
+fn task_hooks(
+    config: &crate::config::Config,
+    config_path: Option<&Path>,
+    root: &Path,
+    groups: &ProcessGroups,
+    cancel: &CancellationToken,
+    log: &AgentLog,
+) -> Result<TaskHooks> {
+    let declared = crate::hooks::load(config, config_path, root)?;
+    crate::hooks::trust::enforce(&declared, root).map_err(crate::hooks::HooksError::from)?;
+    let any = declared
+        .iter()
+        .any(|d| d.stages.iter().any(|s| s.of_task()));
+    let isolation = crate::hooks::isolation(config.sandbox.hooks, any)?;
+    if let Some(note) = &isolation.note {
+        log.line(note);
+    }
+    let place = crate::hooks::Place {
+        root: root.to_path_buf(),
+        groups: groups.clone(),
+        cancel: cancel.clone(),
+        sandbox: isolation.sandbox,
+    };
+    Ok(crate::hooks::task_hooks(declared, place, "agent".into())?)
 }
 
 fn check_flags(args: &AgentArgs) -> Result<(), AgentError> {
@@ -202,6 +242,8 @@ struct Agent {
     args: AgentArgs,
     /// Specs failed by this process: its exit code.
     failed_here: u32,
+    /// The `pre_task` and `post_task` hooks.
+    tasks: TaskHooks,
 }
 
 impl Agent {
@@ -290,6 +332,7 @@ impl Agent {
             Stop::MaxFailures => format!("{} consecutive failed specs (--max-failures). Agent stopping.", s.consecutive_failures),
             Stop::Interrupted => "Interrupted: the specs under way are pending again; run `ralph-loop agent` to resume them.".to_string(),
             Stop::Unwatched => "Stopped watching the inbox. Agent stopping.".to_string(),
+            Stop::Hook => "Stopped by a task hook (abort_loop). Agent stopping.".to_string(),
         };
         self.log.line(&why);
         self.log.line(&format!(
@@ -313,10 +356,12 @@ impl Agent {
             }
         }
         AgentSession::remove(&self.root)?;
-        Ok(if self.failed_here > 0 || stop == Stop::MaxFailures {
-            1
-        } else {
-            0
-        })
+        Ok(
+            if self.failed_here > 0 || matches!(stop, Stop::MaxFailures | Stop::Hook) {
+                1
+            } else {
+                0
+            },
+        )
     }
 }

@@ -16,6 +16,8 @@ use crate::agent::AgentError;
 use crate::app::entry::{agent_dir, Ended, Entry, Progress, Shared};
 use crate::error::{Error, Result};
 use crate::git::Repo;
+use crate::hooks::protocol::{Budget as HookBudget, Task};
+use crate::hooks::tasks::Before;
 use crate::inbox::Record;
 use crate::spec::Spec;
 
@@ -55,6 +57,9 @@ impl Agent {
         loop {
             while jobs.front().is_some_and(|j| j.ended.is_some()) {
                 let Some(job) = jobs.pop_front() else { break };
+                if self.after_task(&job, shared).await {
+                    stopped.get_or_insert(Stop::Hook);
+                }
                 let id = job.record.id.clone();
                 if let Some(stop) = self.land(job)? {
                     paused.push(id);
@@ -92,6 +97,23 @@ impl Agent {
                     held = Some(job);
                     self.under_way(&paused, &jobs, held.as_ref())?;
                     break;
+                }
+                match self.before_task(&job, shared).await {
+                    Before::Run => {}
+                    Before::Skip(why) => {
+                        let progress = job.progress.clone().unwrap_or_default();
+                        self.failed(&job.record, &progress, why)?;
+                        continue;
+                    }
+                    Before::Stop(why) => {
+                        self.log.line(&format!(
+                            "HOOK: {} {}: {why}",
+                            job.record.id, job.record.spec
+                        ));
+                        self.back_to_pending(&job.record)?;
+                        stopped = Some(Stop::Hook);
+                        break;
+                    }
                 }
                 let mut job = job;
                 let mut progress = job.progress.take().unwrap_or_default();
@@ -265,6 +287,68 @@ impl Agent {
         }
         progress.save(&job.dir)?;
         Ok(root)
+    }
+
+    /// `job` as a task for its hooks (`ended`: how it ended, for `post_task`).
+    fn task(job: &Job, ended: Option<&Ended>) -> Task {
+        let progress = job.progress.clone().unwrap_or_default();
+        Task {
+            id: job.record.id.clone(),
+            name: job.record.spec.clone(),
+            kind: "spec".into(),
+            targets: job.files.iter().map(|f| f.display().to_string()).collect(),
+            status: ended.map(|e| e.status(&progress)),
+            reason: ended.map(Ended::reason).filter(|r| !r.is_empty()),
+            iterations: progress.iterations(),
+            cost_usd: progress.cost_usd(),
+        }
+    }
+
+    fn hook_budget(&self, shared: &Shared) -> HookBudget {
+        HookBudget {
+            spent_usd: shared
+                .budget
+                .as_ref()
+                .map_or(self.session.total_cost, |b| b.spent()),
+            max_cost_usd: self.args.max_cost.unwrap_or(0.0),
+        }
+    }
+
+    /// The `pre_task` hooks of a spec about to start; their warnings go to the log.
+    async fn before_task(&self, job: &Job, shared: &Shared) -> Before {
+        if self.tasks.is_empty() {
+            return Before::Run;
+        }
+        let (before, warnings) = self
+            .tasks
+            .before(&Self::task(job, None), &self.hook_budget(shared))
+            .await;
+        for w in warnings {
+            self.log.line(&format!("HOOK: {w}"));
+        }
+        before
+    }
+
+    /// The `post_task` hooks of a spec that ended; whether one stops the agent.
+    async fn after_task(&self, job: &Job, shared: &Shared) -> bool {
+        let Some(ended) = job.ended.as_ref().filter(|_| !self.tasks.is_empty()) else {
+            return false;
+        };
+        // Stopped from outside, it is not over: it resumes later.
+        if matches!(ended, Ended::Interrupted | Ended::OutOfMoney(_)) {
+            return false;
+        }
+        let after = self
+            .tasks
+            .after(&Self::task(job, Some(ended)), &self.hook_budget(shared))
+            .await;
+        for w in &after.warnings {
+            self.log.line(&format!("HOOK: {w}"));
+        }
+        if let Some(why) = &after.stop {
+            self.log.line(&format!("HOOK: {why}"));
+        }
+        after.stop.is_some()
     }
 
     /// The repository's work tree at `root`: the tree, or a spec's worktree.

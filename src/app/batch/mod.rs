@@ -25,6 +25,8 @@ use crate::app::plan::{self, Overrides};
 use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
 use crate::config::BatchEntry;
 use crate::error::{Error, Result, UsageError};
+use crate::hooks::protocol::{Budget as HookBudget, Task};
+use crate::hooks::tasks::{Before, TaskHooks};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::runner::detect;
@@ -54,7 +56,10 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
-    let (config, _) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
+    let (config, config_path) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
+    let declared = crate::hooks::load(&config, config_path.as_deref(), &root)?;
+    // A hook new or changed since the user trusted it stops the batch before anything runs.
+    crate::hooks::trust::enforce(&declared, &root).map_err(crate::hooks::HooksError::from)?;
     let items = if args.entries.is_empty() {
         if config.batch.is_empty() {
             return Err(UsageError::flag(
@@ -96,6 +101,23 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             }
         }),
     };
+    let has_task_hooks = declared
+        .iter()
+        .any(|d| d.stages.iter().any(|s| s.of_task()));
+    let isolation = crate::hooks::isolation(config.sandbox.hooks, has_task_hooks)?;
+    if let (Some(note), true) = (&isolation.note, human) {
+        eprintln!("batch: {note}");
+    }
+    let tasks = crate::hooks::task_hooks(
+        declared,
+        crate::hooks::Place {
+            root: root.clone(),
+            groups: shared.groups.clone(),
+            cancel: shared.cancel.clone(),
+            sandbox: isolation.sandbox,
+        },
+        id.clone(),
+    )?;
     let base = RunArgs {
         config: args.config.clone(),
         output: Some(OutputFormat::Human),
@@ -120,11 +142,14 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             shared: &shared,
             parallel: args.parallel,
             human,
+            tasks: &tasks,
+            total_budget: args.total_budget,
         };
         let entries = batch.run().await;
         signals.abort();
         entries
     })?;
+    let (entries, stopped_by_hook) = entries;
     let mut report = BatchReport {
         batch_id: id,
         status: String::new(),
@@ -132,6 +157,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         parallel: args.parallel,
         total_budget_usd: args.total_budget,
         entries,
+        stopped_by_hook,
         totals: Default::default(),
         started_at,
         finished_at: crate::inbox::now(),
@@ -265,6 +291,17 @@ struct Batch<'a> {
     shared: &'a Shared,
     parallel: usize,
     human: bool,
+    /// The `pre_task` and `post_task` hooks.
+    tasks: &'a TaskHooks,
+    total_budget: Option<f64>,
+}
+
+/// What an entry's task hooks said, for its report.
+#[derive(Default, Clone)]
+struct Hooked {
+    /// Skipped by a `pre_task` hook, and why.
+    skipped: Option<String>,
+    warnings: Vec<String>,
 }
 
 impl Batch<'_> {
@@ -279,14 +316,37 @@ impl Batch<'_> {
         }
     }
 
+    /// Entry `i` as a task for its hooks (`ended`: how it ended, for `post_task`).
+    fn task(&self, i: usize, p: &Progress, ended: Option<&Ended>) -> Task {
+        Task {
+            id: (i + 1).to_string(),
+            name: self.items[i].name.clone(),
+            kind: self.items[i].kind.to_string(),
+            targets: targets(p).iter().map(|t| t.display().to_string()).collect(),
+            status: ended.map(|e| e.status(p)),
+            reason: ended.map(Ended::reason).filter(|r| !r.is_empty()),
+            iterations: p.iterations(),
+            cost_usd: p.cost_usd(),
+        }
+    }
+
+    /// The batch's budget so far, for the task hooks.
+    fn budget(&self) -> HookBudget {
+        HookBudget {
+            spent_usd: self.shared.budget.as_ref().map_or(0.0, |b| b.spent()),
+            max_cost_usd: self.total_budget.unwrap_or(0.0),
+        }
+    }
+
     fn say(&self, message: String) {
         if self.human {
             eprintln!("batch: {message}");
         }
     }
 
-    /// Plans every entry, then runs them, up to `parallel` at once, never two on one file.
-    async fn run(&self) -> Result<Vec<EntryReport>> {
+    /// Plans every entry, then runs them, up to `parallel` at once, never two on one file; their
+    /// reports, and why a task hook stopped the batch.
+    async fn run(&self) -> Result<(Vec<EntryReport>, Option<String>)> {
         let n = self.items.len();
         let mut progress: Vec<Progress> = vec![Progress::default(); n];
         let mut ended: Vec<Option<Ended>> = vec![None; n];
@@ -300,8 +360,11 @@ impl Batch<'_> {
         let mut busy: BTreeSet<PathBuf> = BTreeSet::new();
         let mut running = FuturesUnordered::new();
         let mut skipped = vec![false; n];
+        let mut hooked: Vec<Hooked> = vec![Hooked::default(); n];
+        // A task hook stopped the batch, and why: no other entry starts.
+        let mut halted: Option<String> = None;
         loop {
-            while running.len() < self.parallel && !self.stopped() {
+            while running.len() < self.parallel && !self.stopped() && halted.is_none() {
                 let free = waiting
                     .iter()
                     .position(|&i| targets(&progress[i]).iter().all(|t| !busy.contains(t)));
@@ -310,6 +373,25 @@ impl Batch<'_> {
                 if self.spent() {
                     skipped[i] = true;
                     continue;
+                }
+                if !self.tasks.is_empty() {
+                    let task = self.task(i, &progress[i], None);
+                    let (before, warnings) = self.tasks.before(&task, &self.budget()).await;
+                    hooked[i].warnings.extend(warnings);
+                    match before {
+                        Before::Run => {}
+                        Before::Skip(why) => {
+                            self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
+                            hooked[i].skipped = Some(why);
+                            continue;
+                        }
+                        Before::Stop(why) => {
+                            self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
+                            hooked[i].skipped = Some(why.clone());
+                            halted = Some(why);
+                            continue;
+                        }
+                    }
                 }
                 busy.extend(targets(&progress[i]));
                 self.say(format!("[{}/{n}] {}: started", i + 1, self.items[i].name));
@@ -332,16 +414,40 @@ impl Batch<'_> {
                 "[{}/{n}] {}: {}",
                 i + 1,
                 self.items[i].name,
-                status_of(&outcome, &progress[i])
+                outcome.status(&progress[i])
             ));
+            if !self.tasks.is_empty() {
+                let task = self.task(i, &progress[i], Some(&outcome));
+                let after = self.tasks.after(&task, &self.budget()).await;
+                hooked[i].warnings.extend(after.warnings);
+                if let Some(why) = after.stop {
+                    self.say(why.clone());
+                    halted.get_or_insert(why);
+                }
+            }
             ended[i] = Some(outcome);
         }
         for i in waiting {
-            skipped[i] = true;
+            match &halted {
+                Some(why) if hooked[i].skipped.is_none() => {
+                    hooked[i].skipped = Some(format!("not started: {why}"))
+                }
+                _ => skipped[i] = true,
+            }
         }
-        Ok((0..n)
-            .map(|i| self.report(i, &progress[i], ended[i].as_ref(), skipped[i]))
-            .collect())
+        let reports = (0..n)
+            .map(|i| {
+                let mut report = self.report(i, &progress[i], ended[i].as_ref(), skipped[i]);
+                let Hooked { skipped, warnings } = std::mem::take(&mut hooked[i]);
+                if let Some(why) = skipped {
+                    report.status = report::SKIPPED_BY_HOOK.to_string();
+                    report.reason = why;
+                }
+                report.hooks = warnings;
+                report
+            })
+            .collect();
+        Ok((reports, halted))
     }
 
     /// The user stopped the batch.
@@ -360,7 +466,7 @@ impl Batch<'_> {
     fn report(&self, i: usize, p: &Progress, ended: Option<&Ended>, skipped: bool) -> EntryReport {
         let item = &self.items[i];
         let (status, reason) = match (ended, skipped) {
-            (Some(e), _) => (status_of(e, p), reason_of(e)),
+            (Some(e), _) => (e.status(p), e.reason()),
             (None, true) if self.stopped() => (
                 "interrupted".to_string(),
                 "the batch was stopped before it started".to_string(),
@@ -380,6 +486,7 @@ impl Batch<'_> {
             duration_ms: p.duration_ms(),
             sessions: p.targets.iter().filter_map(|t| t.session.clone()).collect(),
             reason,
+            hooks: Vec::new(),
         }
     }
 }
@@ -390,28 +497,4 @@ fn targets(p: &Progress) -> Vec<PathBuf> {
         .iter()
         .flat_map(|plan| plan.targets.iter().map(|t| t.file.clone()))
         .collect()
-}
-
-/// An entry's status: `success`, or the status of the run where it stopped.
-fn status_of(ended: &Ended, p: &Progress) -> String {
-    match ended {
-        Ended::Done => "success".into(),
-        Ended::Interrupted => "interrupted".into(),
-        Ended::OutOfMoney(_) => "budget_exceeded".into(),
-        Ended::Failed(_) => p
-            .targets
-            .iter()
-            .filter_map(|t| t.status.as_deref())
-            .find(|s| *s != "success")
-            .unwrap_or("error")
-            .to_string(),
-    }
-}
-
-fn reason_of(ended: &Ended) -> String {
-    match ended {
-        Ended::Done => String::new(),
-        Ended::Interrupted => "interrupted".into(),
-        Ended::OutOfMoney(why) | Ended::Failed(why) => why.clone(),
-    }
 }

@@ -28,7 +28,14 @@ pub struct EntryReport {
     pub sessions: Vec<String>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// What its `pre_task` and `post_task` hooks reported (failures that did not stop it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<String>,
 }
+
+/// The status of an entry a `pre_task` hook skipped (or that a task hook's `abort_loop` kept
+/// from starting): the batch did as its hooks said, so it does not fail the batch.
+pub const SKIPPED_BY_HOOK: &str = "skipped_by_hook";
 
 /// The sums over every entry.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +63,9 @@ pub struct BatchReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_budget_usd: Option<f64>,
     pub entries: Vec<EntryReport>,
+    /// Why a task hook (`abort_loop`) stopped the batch, when one did: the batch then fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by_hook: Option<String>,
     pub totals: Totals,
     pub started_at: String,
     pub finished_at: String,
@@ -66,7 +76,7 @@ pub struct BatchReport {
 /// interrupted.
 pub fn rank(status: &str) -> (u8, i32) {
     match status {
-        "success" => (0, 0),
+        "success" | SKIPPED_BY_HOOK => (0, 0),
         "max_iterations" => (1, 4),
         "entropy_detected" => (2, 5),
         "budget_exceeded" | "skipped" => (3, 3),
@@ -84,20 +94,28 @@ impl BatchReport {
             .map(|e| e.status.as_str())
             .max_by_key(|s| rank(s).0)
             .unwrap_or("success");
-        self.status = if worst == "skipped" {
-            "budget_exceeded".to_string()
-        } else {
-            worst.to_string()
-        };
+        self.status = match worst {
+            "skipped" => "budget_exceeded",
+            SKIPPED_BY_HOOK => "success",
+            other => other,
+        }
+        .to_string();
         self.exit_code = rank(worst).1;
+        if self.stopped_by_hook.is_some() && self.exit_code == 0 {
+            self.status = "error".to_string();
+            self.exit_code = rank("error").1;
+        }
         let e = &self.entries;
         self.totals = Totals {
             entries: e.len(),
             succeeded: e.iter().filter(|e| e.status == "success").count(),
-            skipped: e.iter().filter(|e| e.status == "skipped").count(),
+            skipped: e
+                .iter()
+                .filter(|e| e.status == "skipped" || e.status == SKIPPED_BY_HOOK)
+                .count(),
             failed: e
                 .iter()
-                .filter(|e| e.status != "success" && e.status != "skipped")
+                .filter(|e| !matches!(e.status.as_str(), "success" | "skipped" | SKIPPED_BY_HOOK))
                 .count(),
             iterations: e.iter().map(|e| e.iterations).sum(),
             cost_usd: e.iter().map(|e| e.cost_usd).sum(),
@@ -157,6 +175,7 @@ mod tests {
             duration_ms: 1000,
             sessions: Vec::new(),
             reason: String::new(),
+            hooks: Vec::new(),
         }
     }
 
@@ -169,6 +188,7 @@ mod tests {
             parallel: 2,
             total_budget_usd: None,
             entries: vec![entry("success"), entry("max_iterations"), entry("skipped")],
+            stopped_by_hook: None,
             totals: Totals::default(),
             started_at: String::new(),
             finished_at: String::new(),
