@@ -550,3 +550,117 @@ async fn ctrl_c_during_a_hook_stops_it_and_is_not_logged_as_its_failure() {
         .unwrap();
     assert!(sleeping.stdout.is_empty(), "the hook outlived the run");
 }
+
+/// Makes the process about to exec one whose kernel has no Landlock: a seccomp filter answers
+/// `landlock_create_ruleset` with ENOSYS, as a kernel built without it does (x86_64).
+fn without_landlock(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let filter = [
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4),
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            AUDIT_ARCH_X86_64,
+            0,
+            3,
+        ),
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+        jump(
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::SYS_landlock_create_ruleset as u32,
+            0,
+            1,
+        ),
+        stmt(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: between fork and exec only prctl runs, on memory the closure owns; both calls
+    // are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_landlock_hooks_run_unisolated_once_said_or_are_refused_when_required() {
+    if !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let dir = fixture("py-median");
+    let outside = tempfile::tempdir().unwrap();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let run = |mode: &str| {
+        write(
+            dir.path(),
+            "ralph.config.yaml",
+            &format!(
+                "sandbox:\n  hooks: {mode}\nhooks:\n  on_success:\n    - type: shell\n      name: escape\n      command: touch {}/escaped-{mode}\n      on_failure: warn_continue\n",
+                outside.path().display()
+            ),
+        );
+        trust_hooks(dir.path());
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
+        cmd.args(["median.py", "--no-adversarial", "--output", "json"])
+            .current_dir(dir.path())
+            .envs(llm.openai_env())
+            .env("HOME", dir.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(std::process::Stdio::null());
+        without_landlock(&mut cmd);
+        cmd.output().unwrap()
+    };
+
+    let required = run("required");
+    assert_eq!(required.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&required.stderr);
+    assert!(stderr.contains("no Landlock"), "{stderr}");
+    assert!(!outside.path().join("escaped-required").exists());
+
+    let landlock = run("landlock");
+    assert_eq!(
+        landlock.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&landlock.stderr)
+    );
+    let notes = report(dir.path())["notes"].to_string();
+    assert_eq!(
+        notes.matches("this kernel has no Landlock").count(),
+        1,
+        "{notes}"
+    );
+    // Said, and run with the user's rights: the write outside went through.
+    assert!(outside.path().join("escaped-landlock").exists());
+}
