@@ -156,7 +156,7 @@ pub struct HookEntry {
     /// which are otherwise removed from its environment.
     #[serde(default)]
     pub allow_env: Vec<String>,
-    /// TCP connections and binds, in the sandbox (denied by default).
+    /// The network (any IPv4 or IPv6 socket), in the sandbox (denied by default).
     #[serde(default)]
     pub network: bool,
     /// More paths it may read in the sandbox, relative to the project or absolute.
@@ -170,7 +170,7 @@ pub struct HookEntry {
 /// What a hook may reach beyond the project and its temporary folder, in the sandbox.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Reach {
-    /// TCP connections and binds.
+    /// The network (any IPv4 or IPv6 socket).
     pub network: bool,
     /// More paths it may read, relative to the project or absolute.
     pub read_paths: Vec<PathBuf>,
@@ -196,7 +196,7 @@ pub struct PluginEntry {
     pub timeout_seconds: f64,
     #[serde(default)]
     pub allow_env: Vec<String>,
-    /// TCP connections and binds, in the sandbox (denied by default).
+    /// The network (any IPv4 or IPv6 socket), in the sandbox (denied by default).
     #[serde(default)]
     pub network: bool,
     /// More paths it may read in the sandbox, relative to the project or absolute.

@@ -2,7 +2,8 @@
 //! own process group ([`groups`]), its output [`capture`]d and its [`memory`] watched; a
 //! command whose descendants may leave its group runs under a [`reaper`], which stops its whole
 //! [`tree`] of descendants, whatever their group or session. A hook runs in a [`sandbox`]
-//! (Landlock) that keeps it to the project.
+//! (Landlock, and a [`seccomp`] filter for what Landlock does not cover) that keeps it to the
+//! project.
 //!
 //! The test runner, and the hooks and agent CLIs to come, all build on
 //! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line and
@@ -13,5 +14,6 @@ pub mod groups;
 pub mod memory;
 pub mod reaper;
 pub mod sandbox;
+pub mod seccomp;
 pub mod supervise;
 pub mod tree;

@@ -152,6 +152,12 @@ fn main(args: &[OsString]) -> u8 {
         eprintln!("ralph-loop {SANDBOX_ARG}: cannot restrict the hook: {e}");
         return 125;
     }
+    if !policy.network {
+        if let Err(e) = super::seccomp::deny_inet() {
+            eprintln!("ralph-loop {SANDBOX_ARG}: cannot keep the hook off the network: {e}");
+            return 125;
+        }
+    }
     let e = std::process::Command::new(program).args(rest).exec();
     eprintln!(
         "ralph-loop {SANDBOX_ARG}: cannot run {}: {e}",

@@ -664,3 +664,41 @@ async fn without_landlock_hooks_run_unisolated_once_said_or_are_refused_when_req
     // Said, and run with the user's rights: the write outside went through.
     assert!(outside.path().join("escaped-landlock").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_udp_leaves_the_sandbox_unless_the_hook_may_use_the_network() {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let send = |what: &str| {
+        format!(
+            "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'{what}', ('127.0.0.1', {port}))\""
+        )
+    };
+    let yaml = format!(
+        "hooks:\n  on_before_gen:\n    - type: shell\n      name: udp-off\n      command: {off:?}\n      on_failure: warn_continue\n    - type: shell\n      name: udp-on\n      command: {on:?}\n      network: true\n      on_failure: abort_loop\n",
+        off = send("offline"),
+        on = send("online"),
+    );
+    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
+    assert_eq!(code, 0, "{report:#}");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while let Ok(n) = listener.recv(&mut buf) {
+        got.push(String::from_utf8_lossy(&buf[..n]).to_string());
+    }
+    assert_eq!(got, ["online"], "only the hook with network: true sent");
+    let w = warnings(&report);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("udp-off") && w.contains("PermissionError")),
+        "{w:?}"
+    );
+}
