@@ -39,19 +39,21 @@ pub fn table() -> Option<Vec<Proc>> {
 }
 
 /// `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
-/// stime ...`; `comm` may hold spaces and parentheses, so fields are counted from the last `)`.
+/// stime cutime cstime ...`; `comm` may hold spaces and parentheses, so fields are counted from
+/// the last `)`. Its CPU time includes its children's that it has waited for (`cutime`,
+/// `cstime`): a process that runs many short commands (`git status`, `grep`) is at work,
+/// though each command has gone before the next look.
 fn parse(pid: i32, stat: &str) -> Option<Proc> {
     let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().take(13).collect();
+    let fields: Vec<&str> = rest.split_whitespace().take(15).collect();
     let state = *fields.first()?;
     let ppid = fields.get(1)?.parse().ok()?;
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
+    let ticks = |i: usize| -> Option<u64> { fields.get(i)?.parse().ok() };
     Some(Proc {
         pid,
         ppid,
         live: state != "Z" && state != "X",
-        cpu_ticks: utime + stime,
+        cpu_ticks: ticks(11)? + ticks(12)? + ticks(13)? + ticks(14)?,
     })
 }
 
@@ -149,17 +151,22 @@ mod tests {
     #[test]
     fn stat_lines_are_read_past_a_command_name_with_parentheses() {
         let stat =
-            "42 (my (odd) name) S 7 42 42 0 -1 4194560 100 0 0 0 15 5 0 0 20 0 1 0 100 1000 50";
+            "42 (my (odd) name) S 7 42 42 0 -1 4194560 100 0 0 0 15 5 3 2 20 0 1 0 100 1000 50";
         assert_eq!(
             parse(42, stat),
             Some(Proc {
                 pid: 42,
                 ppid: 7,
                 live: true,
-                cpu_ticks: 20
+                // utime + stime + the waited-for children's cutime + cstime
+                cpu_ticks: 25
             })
         );
-        assert!(!parse(43, "43 (z) Z 7 1 1 0 -1 0 0 0 0 0 1 1").unwrap().live);
+        assert!(
+            !parse(43, "43 (z) Z 7 1 1 0 -1 0 0 0 0 0 1 1 0 0")
+                .unwrap()
+                .live
+        );
     }
 
     #[test]
