@@ -95,6 +95,7 @@ async fn main() {
         log: ralph_loop::hooks::log::ErrorLog::new(dir.path().join(".ralph")),
         tmp: tmp.path().to_path_buf(),
         sdk: ralph_loop::hooks::sdk::install(tmp.path()).unwrap(),
+        tools: ralph_loop::hooks::stages::tools(),
         sandbox,
         _tmp: tmp,
     });

@@ -25,6 +25,7 @@ use crate::app::plan::{assistant_for, Overrides};
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
+use crate::hooks::tasks::TaskHooks;
 use crate::printers::Printer;
 use crate::process::groups::ProcessGroups;
 use crate::session::{SessionDir, SessionError};
@@ -169,6 +170,33 @@ fn record(t: &mut TargetProgress, report: &Report, paused: bool) {
         .as_ref()
         .map(|a| a.kept_tests.iter().map(PathBuf::from).collect())
         .unwrap_or_default();
+}
+
+/// The `pre_task` and `post_task` hooks of the project at `root`, checked and trusted (every
+/// hook is: one new or changed stops the batch or agent before anything runs), for the batch
+/// or agent session `id`; and the isolation's note to say once, if any.
+pub(crate) fn task_hooks(
+    config: &crate::config::Config,
+    config_path: Option<&Path>,
+    root: &Path,
+    groups: &ProcessGroups,
+    cancel: &CancellationToken,
+    id: &str,
+) -> Result<(TaskHooks, Option<String>)> {
+    let declared = crate::hooks::load(config, config_path, root)?;
+    crate::hooks::trust::enforce(&declared, root).map_err(crate::hooks::HooksError::from)?;
+    let any = declared
+        .iter()
+        .any(|d| d.stages.iter().any(|s| s.of_task()));
+    let isolation = crate::hooks::isolation(config.sandbox.hooks, any)?;
+    let place = crate::hooks::Place {
+        root: root.to_path_buf(),
+        groups: groups.clone(),
+        cancel: cancel.clone(),
+        sandbox: isolation.sandbox,
+    };
+    let tasks = crate::hooks::task_hooks(declared, place, id.to_string())?;
+    Ok((tasks, isolation.note))
 }
 
 /// How a spec's run ended.

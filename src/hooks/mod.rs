@@ -173,6 +173,10 @@ fn shared(place: Place, target: String) -> Result<Arc<stages::Shared>, HooksErro
         cancel: place.cancel,
         tmp: tmp.path().to_path_buf(),
         sdk,
+        tools: match place.sandbox {
+            Some(_) => stages::tools(),
+            None => Vec::new(),
+        },
         sandbox: place.sandbox,
         _tmp: tmp,
     }))

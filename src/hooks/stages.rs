@@ -34,6 +34,8 @@ pub struct Shared {
     pub sdk: super::sdk::Installed,
     /// The sandbox's binary (ralph-loop's own) when hooks run in the sandbox.
     pub sandbox: Option<PathBuf>,
+    /// What the sandbox lets every hook read of what is installed ([`tools`]), found once.
+    pub tools: Vec<PathBuf>,
     /// Removes the temporary folder when the last hook is dropped.
     pub _tmp: tempfile::TempDir,
 }
@@ -309,11 +311,7 @@ impl DeclaredHook {
         let root = &self.shared.root;
         let resolve = |p: &PathBuf| root.join(p);
         let mut read: Vec<PathBuf> = self.hook.reach.read_paths.iter().map(resolve).collect();
-        let path: Vec<PathBuf> = std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .collect();
-        read.extend(installed(&path, &homes()));
+        read.extend(self.shared.tools.iter().cloned());
         let mut write = vec![root.clone(), self.shared.tmp.clone()];
         write.extend(self.hook.reach.write_paths.iter().map(resolve));
         Policy {
@@ -365,6 +363,15 @@ impl DeclaredHook {
             }
         }
     }
+}
+
+/// The folders a hook reads to run what is on this process's `PATH` ([`installed`]).
+pub fn tools() -> Vec<PathBuf> {
+    let path: Vec<PathBuf> = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .collect();
+    installed(&path, &homes())
 }
 
 /// The folders a hook reads to run what is on `path`: each entry, and for a `bin` or `shims`

@@ -107,14 +107,17 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     let parallel = args.parallel;
     let groups = ProcessGroups::new();
     let cancel = CancellationToken::new();
-    let tasks = task_hooks(
+    let (tasks, note) = crate::app::entry::task_hooks(
         &config,
         config_path.as_deref(),
         &root,
         &groups,
         &cancel,
-        &log,
+        "agent",
     )?;
+    if let Some(note) = &note {
+        log.line(note);
+    }
     let mut agent = Agent {
         inbox: Inbox::at(&root),
         root,
@@ -173,33 +176,6 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         stop
     })?;
     agent.end(stop)
-}
-
-/// The `pre_task` and `post_task` hooks around each spec, checked and trusted.
-fn task_hooks(
-    config: &crate::config::Config,
-    config_path: Option<&Path>,
-    root: &Path,
-    groups: &ProcessGroups,
-    cancel: &CancellationToken,
-    log: &AgentLog,
-) -> Result<TaskHooks> {
-    let declared = crate::hooks::load(config, config_path, root)?;
-    crate::hooks::trust::enforce(&declared, root).map_err(crate::hooks::HooksError::from)?;
-    let any = declared
-        .iter()
-        .any(|d| d.stages.iter().any(|s| s.of_task()));
-    let isolation = crate::hooks::isolation(config.sandbox.hooks, any)?;
-    if let Some(note) = &isolation.note {
-        log.line(note);
-    }
-    let place = crate::hooks::Place {
-        root: root.to_path_buf(),
-        groups: groups.clone(),
-        cancel: cancel.clone(),
-        sandbox: isolation.sandbox,
-    };
-    Ok(crate::hooks::task_hooks(declared, place, "agent".into())?)
 }
 
 fn check_flags(args: &AgentArgs) -> Result<(), AgentError> {

@@ -57,9 +57,17 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
     let (config, config_path) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
-    let declared = crate::hooks::load(&config, config_path.as_deref(), &root)?;
-    // A hook new or changed since the user trusted it stops the batch before anything runs.
-    crate::hooks::trust::enforce(&declared, &root).map_err(crate::hooks::HooksError::from)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let groups = ProcessGroups::new();
+    let cancel = CancellationToken::new();
+    let (tasks, note) = crate::app::entry::task_hooks(
+        &config,
+        config_path.as_deref(),
+        &root,
+        &groups,
+        &cancel,
+        &id,
+    )?;
     let items = if args.entries.is_empty() {
         if config.batch.is_empty() {
             return Err(UsageError::flag(
@@ -80,7 +88,6 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             .collect::<Result<Vec<_>>>()?
     };
     let overrides = plan::shared_tape(&args.tape)?;
-    let id = uuid::Uuid::new_v4().to_string();
     let dir = root.join(RALPH_DIR).join(format!("batch-{id}"));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
@@ -88,11 +95,11 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let human = output == BatchOutput::Human;
     let live = human && args.parallel == 1;
     let shared = Shared {
-        cancel: CancellationToken::new(),
+        cancel,
         drain: CancellationToken::new(),
         stop_signal: Arc::new(AtomicI32::new(0)),
         budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
-        groups: ProcessGroups::new(),
+        groups,
         printers: Box::new(move |_| {
             if live {
                 vec![printers::for_format(OutputFormat::Human)]
@@ -101,23 +108,9 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             }
         }),
     };
-    let has_task_hooks = declared
-        .iter()
-        .any(|d| d.stages.iter().any(|s| s.of_task()));
-    let isolation = crate::hooks::isolation(config.sandbox.hooks, has_task_hooks)?;
-    if let (Some(note), true) = (&isolation.note, human) {
+    if let (Some(note), true) = (&note, human) {
         eprintln!("batch: {note}");
     }
-    let tasks = crate::hooks::task_hooks(
-        declared,
-        crate::hooks::Place {
-            root: root.clone(),
-            groups: shared.groups.clone(),
-            cancel: shared.cancel.clone(),
-            sandbox: isolation.sandbox,
-        },
-        id.clone(),
-    )?;
     let base = RunArgs {
         config: args.config.clone(),
         output: Some(OutputFormat::Human),
