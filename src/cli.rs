@@ -128,6 +128,9 @@ pub struct LoopArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
+    /// The live view: `tui`, `lines` or `auto` (as for a run).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub ui: Option<Ui>,
 }
 
 #[derive(Debug, Args)]
@@ -349,6 +352,19 @@ pub enum OutputFormat {
     Jsonl,
 }
 
+/// `--ui`: how a run is shown while it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ui {
+    /// The TUI on an interactive terminal, else lines.
+    #[default]
+    Auto,
+    /// The full-screen terminal view.
+    Tui,
+    /// One line per step on stderr (the view of a log or a CI job).
+    Lines,
+}
+
 /// What a run that ends without success leaves in the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -416,6 +432,11 @@ pub struct RunArgs {
     /// How to show progress and the result (default: human, or the config's `output`).
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
+    /// The live view of a human `--output`: `tui` (full screen), `lines`, or `auto` (the TUI
+    /// when stdin and stdout are a terminal large enough).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    #[serde(skip)]
+    pub ui: Option<Ui>,
     /// Record every model exchange of this run to FILE, for `--replay`.
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
@@ -444,6 +465,9 @@ pub struct ResumeArgs {
     pub guidance: Option<String>,
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
+    /// The live view: `tui`, `lines` or `auto` (as for a run).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub ui: Option<Ui>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -14,7 +14,8 @@
 //!   again under the Regent, with git, tests, breaker and exit gate).
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
-//! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream.
+//! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream, and the
+//!   session's event log; [`views`]: the live views (the terminal UI).
 //! - [`hooks`]: the user's lifecycle hooks and plugins, run at the fix loop's stages.
 //! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
 //!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
@@ -51,6 +52,7 @@ pub mod runner;
 pub mod session;
 pub mod spec;
 pub mod vault;
+pub mod views;
 pub mod workspace;
 
 pub use error::{Error, Result};

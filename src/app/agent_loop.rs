@@ -8,12 +8,15 @@
 use std::fs::File;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
 use nix::fcntl::{Flock, FlockArg};
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::schema::regent::LoopReport;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::cost::price_of;
@@ -26,6 +29,7 @@ use crate::process::groups::ProcessGroups;
 use crate::regent::actor::{Regent, StartLoop};
 use crate::regent::run::{LoopDeps, LoopSettings};
 use crate::runner::detect;
+use crate::views::{self, Chosen};
 
 /// After SIGQUIT, how long the loop has to write its state before the process exits anyway.
 const QUIT_GRACE: Duration = Duration::from_secs(3);
@@ -75,9 +79,19 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     };
     let testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
     let settings = settings(&config, &args, &root);
+    let loop_id = format!("loop-{}", uuid::Uuid::new_v4());
+    let event_log = open_event_log(&ralph_dir.join(&loop_id), &mut notes);
     let groups = ProcessGroups::new();
     let drain = CancellationToken::new();
     let quit = CancellationToken::new();
+    let tui = match views::choose(args.ui.unwrap_or_default(), output == OutputFormat::Human) {
+        Chosen::Tui => true,
+        Chosen::Lines { why_not_tui } => {
+            notes.extend(why_not_tui);
+            false
+        }
+    };
+    let (pause_tx, pause_rx) = watch::channel(false);
     let deps = LoopDeps {
         root: root.clone(),
         agent,
@@ -89,32 +103,82 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         settings,
         testing,
         price,
-        events: EventBus::new(format!("loop-{}", uuid::Uuid::new_v4())),
+        events: EventBus::new(&loop_id),
         groups: groups.clone(),
         reaper: std::env::current_exe().ok(),
         drain: drain.clone(),
         quit: quit.clone(),
+        pause: tui.then_some(pause_rx),
         notes,
     };
     let events = deps.events.clone();
     let report_dir = deps.testing.report_dir.clone();
     let system = actix::System::new();
+    let loop_dir = ralph_dir.join(&loop_id);
     let report: Option<LoopReport> = system.block_on(async move {
-        let printer = tokio::spawn(printers::drive(
-            printers::for_format(output),
-            events.subscribe(),
-        ));
-        let signals = tokio::spawn(on_signals(drain, quit, groups));
+        let stop_signal = Arc::new(AtomicI32::new(0));
+        let (printer, view) = if tui {
+            let (feed, _asker, inbox) = views::tui::channels();
+            let handles = views::tui::Handles {
+                pause: Some(pause_tx),
+                cancel: drain.clone(),
+                stop_signal: stop_signal.clone(),
+                groups: groups.clone(),
+                stop_means:
+                    "the iteration under way finishes, its commit included; then the loop stops",
+            };
+            let place = views::tui::Place {
+                dir: loop_dir,
+                target: None,
+                original: None,
+            };
+            let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
+            (Box::new(feed) as Box<dyn printers::Printer>, Some(view))
+        } else {
+            (printers::for_format(output), None)
+        };
+        let printer = tokio::spawn(printers::drive(printer, events.subscribe()));
+        let log = event_log.map(|log| tokio::spawn(printers::drive(log, events.subscribe())));
+        let signals = tokio::spawn(on_signals(drain, quit, groups, stop_signal));
         let regent = Regent::new(deps).start();
         let report = regent.send(StartLoop).await.ok().flatten();
         signals.abort();
         let _ = printer.await;
+        if let Some(log) = log {
+            let _ = log.await;
+        }
+        if let Some(view) = view {
+            if let Ok(Err(e)) = view.await {
+                eprintln!("warning: the terminal view failed: {e}");
+            }
+            if let Some(report) = &report {
+                let _ = printers::loop_lines::write_summary(report, &mut std::io::stderr());
+            }
+        }
         report
     });
     let _ = std::fs::remove_dir_all(&report_dir);
     let report =
         report.ok_or_else(|| Error::Internal("the Regent stopped without a report".into()))?;
     Ok(report.exit_code)
+}
+
+/// The loop's event log, `.ralph/loop-<uuid>/events.jsonl` (as a session's): what the dashboard
+/// and `replay` read. A log that cannot be written is said, and the loop goes on without it.
+fn open_event_log(dir: &Path, notes: &mut Vec<String>) -> Option<Box<dyn printers::Printer>> {
+    let path = dir.join(printers::event_log::FILE);
+    let opened =
+        std::fs::create_dir_all(dir).and_then(|()| printers::event_log::EventLog::append(&path));
+    match opened {
+        Ok(log) => Some(Box::new(log)),
+        Err(e) => {
+            notes.push(format!(
+                "cannot write the event log {} ({e}): replay and the dashboard will not have this loop",
+                path.display()
+            ));
+            None
+        }
+    }
 }
 
 /// The loop's settings: the flags over the config.
@@ -224,17 +288,25 @@ fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
 /// SIGINT, SIGTERM or SIGHUP: finish the iteration, then stop; again: kill everything and exit.
 /// SIGQUIT: kill the agent now; the loop writes its state and stops (or the process exits after
 /// a short grace).
-async fn on_signals(drain: CancellationToken, quit: CancellationToken, groups: ProcessGroups) {
+async fn on_signals(
+    drain: CancellationToken,
+    quit: CancellationToken,
+    groups: ProcessGroups,
+    stop_signal: Arc<AtomicI32>,
+) {
     let Some(mut signals) = crate::app::execute::Signals::listen() else {
         eprintln!("warning: cannot listen for signals; Ctrl+C will stop the loop at once");
         return;
     };
     let first = signals.next().await;
+    // Nobody is at a view a signal stopped: it closes by itself at the end.
+    stop_signal.store(first, Ordering::SeqCst);
     if first == libc::SIGQUIT {
         eprintln!("quit: killing the agent now");
         quit.cancel();
         tokio::time::sleep(QUIT_GRACE).await;
         groups.kill_all();
+        views::tui::term::restore();
         std::process::exit(128 + first);
     }
     eprintln!(
@@ -243,5 +315,6 @@ async fn on_signals(drain: CancellationToken, quit: CancellationToken, groups: P
     drain.cancel();
     let second = signals.next().await;
     groups.kill_all();
+    views::tui::term::restore();
     std::process::exit(128 + second);
 }

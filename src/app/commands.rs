@@ -216,6 +216,7 @@ pub(crate) fn prepare_resume(
     if args.output.is_some() {
         run_args.output = args.output;
     }
+    run_args.ui = args.ui;
     let mut overrides = spec.overrides;
     overrides.keys = overrides
         .key_envs

@@ -384,6 +384,8 @@ impl Entry<'_> {
                 shared: shared.budget.clone(),
                 printers: (shared.printers)(&self.label()),
                 headless: true,
+                asker: None,
+                pause: None,
             };
             let report = execute_in(plan, session, state, shared.groups.clone(), control).await;
             let _ = std::fs::remove_dir_all(&report_dir);
@@ -459,6 +461,7 @@ impl Entry<'_> {
                         max_duration: None,
                         guidance: None,
                         output: self.base.output,
+                        ui: None,
                     };
                     return prepare_resume(session, spec, state, &resume, &shared.groups);
                 }

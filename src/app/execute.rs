@@ -12,15 +12,20 @@ use ralph_actors::events::event::Event;
 use ralph_actors::policy::budget::{Budget, Ledger};
 use ralph_actors::ports::chaos::ChaosRunner;
 use ralph_actors::ports::llm::TokenCounter;
+use ralph_actors::ports::user::User;
 use ralph_actors::schema::report::{MemoryStatus, Report};
 use ralph_actors::schema::state::SessionState;
 use ralph_actors::supervisor::actor::{StartRun, Supervisor};
 use ralph_actors::supervisor::run::{MemoryDeps, RunDeps};
 use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+use std::io::Write;
 
 use crate::app::plan::Plan;
 use crate::chaos::FsChaosRunner;
+use crate::cli::OutputFormat;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::printers::{self, Printer};
@@ -28,6 +33,7 @@ use crate::process::groups::ProcessGroups;
 use crate::providers;
 use crate::session::SessionDir;
 use crate::vault;
+use crate::views::{self, Chosen};
 
 /// How a run is stopped and watched, and what it shares with other runs: given by its caller
 /// (a single run, a batch entry, the agent).
@@ -44,6 +50,10 @@ pub(crate) struct Control {
     pub(crate) printers: Vec<Box<dyn Printer>>,
     /// No one to ask at the terminal (the breaker stops without asking).
     pub(crate) headless: bool,
+    /// Who the breaker asks instead of the terminal's lines (the TUI).
+    pub(crate) asker: Option<Arc<dyn User>>,
+    /// The live view's pause.
+    pub(crate) pause: Option<watch::Receiver<bool>>,
 }
 
 impl Control {
@@ -56,6 +66,8 @@ impl Control {
             shared: None,
             printers,
             headless: false,
+            asker: None,
+            pause: None,
         }
     }
 }
@@ -69,9 +81,21 @@ pub(crate) fn execute(
     groups: ProcessGroups,
 ) -> Result<i32> {
     let report_dir = plan.report_dir.clone();
-    let control = Control::alone(vec![printers::for_format(plan.output)]);
+    let tui = match views::choose(plan.ui, plan.output == OutputFormat::Human) {
+        Chosen::Tui => true,
+        Chosen::Lines { why_not_tui } => {
+            if let Some(why) = why_not_tui {
+                eprintln!("note: {why}");
+            }
+            false
+        }
+    };
     let system = actix::System::new();
     let report = system.block_on(async move {
+        if tui {
+            return execute_in_tui(plan, session, state, groups).await;
+        }
+        let control = Control::alone(vec![printers::for_format(plan.output)]);
         let signals = tokio::spawn(on_signals(
             control.cancel.clone(),
             None,
@@ -86,6 +110,61 @@ pub(crate) fn execute(
     Ok(report?.exit_code)
 }
 
+/// The run under the TUI: the view is fed the session's events and asked the breaker's
+/// questions; it pauses and stops the run. When the user quits it, the run's summary is
+/// printed as the line view ends it, so the terminal keeps the result.
+async fn execute_in_tui(
+    plan: Plan,
+    session: SessionDir,
+    state: SessionState,
+    groups: ProcessGroups,
+) -> Result<Report> {
+    let (feed, asker, inbox) = views::tui::channels();
+    let (pause_tx, pause_rx) = watch::channel(false);
+    let mut control = Control::alone(vec![Box::new(feed)]);
+    control.asker = Some(Arc::new(asker));
+    control.pause = Some(pause_rx);
+    let signals = tokio::spawn(on_signals(
+        control.cancel.clone(),
+        None,
+        control.stop_signal.clone(),
+        groups.clone(),
+    ));
+    let handles = views::tui::Handles {
+        pause: Some(pause_tx),
+        cancel: control.cancel.clone(),
+        stop_signal: control.stop_signal.clone(),
+        groups: groups.clone(),
+        stop_means: views::tui::ui::STOP_STEP,
+    };
+    let original = Path::new(&plan.target)
+        .file_name()
+        .map(|name| session.path("original").join(name));
+    let place = views::tui::Place {
+        dir: session.path(""),
+        target: Some(plan.root.join(&plan.target)),
+        original,
+    };
+    let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
+    let report = execute_in(plan, session, state, groups, control).await;
+    signals.abort();
+    let shown = view.await;
+    let mut err = std::io::stderr().lock();
+    match shown {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = writeln!(err, "warning: the terminal view failed: {e}");
+        }
+        Err(e) => {
+            let _ = writeln!(err, "warning: the terminal view stopped: {e}");
+        }
+    }
+    if let Ok(report) = &report {
+        let _ = printers::human::write_summary(report, &mut err);
+    }
+    report
+}
+
 /// Runs the planned session to its end inside the current actix system and returns its report.
 /// Any number may run at once in one system, each with its own [`Control`].
 pub(crate) async fn execute_in(
@@ -97,9 +176,20 @@ pub(crate) async fn execute_in(
 ) -> Result<Report> {
     // Built lazily: the ledger needs exact counts only near the end of the budget.
     let counter: Arc<dyn TokenCounter> = Arc::new(providers::tokens::TiktokenCounter::new());
-    let events = EventBus::new(&session.id);
-    let printers: Vec<_> = control
-        .printers
+    let log_path = session.path(printers::event_log::FILE);
+    let events = EventBus::continuing(&session.id, printers::event_log::last_seq(&log_path));
+    let mut all_printers = control.printers;
+    let mut log_failed = None;
+    match printers::event_log::EventLog::append(&log_path) {
+        Ok(log) => all_printers.push(Box::new(log)),
+        Err(e) => {
+            log_failed = Some(format!(
+            "cannot write the event log {} ({e}): replay and the dashboard will not have this run",
+            log_path.display()
+        ))
+        }
+    }
+    let printers: Vec<_> = all_printers
         .into_iter()
         .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))
         .collect();
@@ -110,6 +200,7 @@ pub(crate) async fn execute_in(
             message: message.clone(),
         })
         .collect();
+    preamble.extend(log_failed.map(|message| Event::Warning { message }));
     let mut state = state;
     let (memory, vault_store) =
         open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state);
@@ -166,8 +257,11 @@ pub(crate) async fn execute_in(
         user: if control.headless {
             None
         } else {
-            crate::app::terminal::user(plan.output)
+            control
+                .asker
+                .or_else(|| crate::app::terminal::user(plan.output))
         },
+        pause: control.pause,
         preamble,
     })
     .start();
@@ -279,6 +373,7 @@ pub(crate) async fn on_signals(
     };
     let first = signals.next().await;
     if first == libc::SIGQUIT {
+        views::tui::term::restore();
         eprintln!("quit: killing the test processes and exiting now");
         groups.kill_all();
         std::process::exit(128 + first);
@@ -297,6 +392,7 @@ pub(crate) async fn on_signals(
     }
     let second = signals.next().await;
     groups.kill_all();
+    views::tui::term::restore();
     std::process::exit(128 + second);
 }
 

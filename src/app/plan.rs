@@ -69,6 +69,8 @@ pub(crate) struct Plan {
     pub(crate) settings: RunSettings,
     pub(crate) prices: Prices,
     pub(crate) output: OutputFormat,
+    /// `--ui`: the TUI or lines, when `output` is human.
+    pub(crate) ui: crate::views::Ui,
     pub(crate) llm: Arc<dyn LlmClient>,
     /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
     pub(crate) memory: Option<Config>,
@@ -233,6 +235,7 @@ pub(crate) fn plan(
         prices,
         settings,
         output,
+        ui: args.ui.unwrap_or_default(),
         llm,
         memory: config.memory.enabled.then(|| config.clone()),
         guard,

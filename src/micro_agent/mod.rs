@@ -108,6 +108,8 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
             max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
             // micro-agent stops at green tests: no Chaos round, whatever the config says.
             no_adversarial: true,
+            // It prints its progress as lines, as BuilderIO's does.
+            ui: Some(crate::views::Ui::Lines),
             ..RunArgs::default()
         },
     );

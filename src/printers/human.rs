@@ -13,6 +13,7 @@ use crate::printers::printer::Printer;
 
 /// The live view: one line per step, each with the time since the session's first event, the
 /// iteration, and the spend.
+#[derive(Debug, Clone, Default)]
 pub struct Human<W> {
     out: W,
     /// The time of the first event: the clock starts there.
@@ -46,6 +47,14 @@ impl<W: Write> Human<W> {
             cost: 0.0,
             masked: 0,
         }
+    }
+
+    /// What was written so far, taken (an in-memory rendering: a view's log).
+    pub fn take_output(&mut self) -> W
+    where
+        W: Default,
+    {
+        std::mem::take(&mut self.out)
     }
 
     fn prefix(&self) -> String {
@@ -318,6 +327,14 @@ impl<W: Write> Human<W> {
                 }
             }
             Event::SessionFinished { report } => write_summary(report, out)?,
+            // The lines are for a log; the thought stream is for the live views.
+            Event::Thought { .. } => {}
+            Event::Paused { .. } => writeln!(
+                out,
+                "{} · paused: the run waits before its next step",
+                self.prefix()
+            )?,
+            Event::Resumed { .. } => writeln!(out, "{} · resumed", self.prefix())?,
             Event::LoopStarted { max_iterations, .. } => {
                 self.max_iterations = *max_iterations;
                 crate::printers::loop_lines::write(event, "", out)?;

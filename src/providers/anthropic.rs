@@ -382,6 +382,7 @@ async fn read_stream(response: Response, idle: std::time::Duration) -> Result<Ra
                 raw.usage = message.usage;
             }
             StreamEvent::ContentBlockDelta { delta } if delta.kind == "text_delta" => {
+                ralph_actors::ports::stream::delta(&delta.text);
                 raw.text.push_str(&delta.text);
             }
             StreamEvent::MessageDelta { delta, usage } => {

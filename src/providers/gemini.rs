@@ -262,6 +262,7 @@ impl Raw {
             let parts = first.content.map(|c| c.parts).unwrap_or_default();
             for part in parts.into_iter().filter(|p| !p.thought) {
                 if let Some(text) = part.text {
+                    ralph_actors::ports::stream::delta(&text);
                     self.text.push_str(&text);
                 }
             }

@@ -196,6 +196,7 @@ impl Raw {
             self.model = chunk.model;
         }
         if let Some(m) = chunk.message {
+            ralph_actors::ports::stream::delta(&m.content);
             self.text.push_str(&m.content);
         }
         if chunk.done {

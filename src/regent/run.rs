@@ -18,6 +18,7 @@ use ralph_actors::schema::regent::{
 use ralph_actors::schema::test_run::TestRun;
 use ralph_actors::tracker::circuit::{Admission, Thresholds, Transition};
 use ralph_actors::tracker::gate::GateSettings;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::baseline::Baseline;
@@ -80,6 +81,8 @@ pub struct LoopDeps {
     pub drain: CancellationToken,
     /// SIGQUIT: kill the agent now and stop.
     pub quit: CancellationToken,
+    /// The live view's pause: while it holds `true`, the loop waits before its next iteration.
+    pub pause: Option<watch::Receiver<bool>>,
     /// Said at the start (a note on the price used for estimates, a state file replaced).
     pub notes: Vec<String>,
 }
@@ -240,6 +243,9 @@ impl LoopRun {
         self.load_baseline();
         self.last_tests = self.run_tests(0).await;
         let (status, reason) = loop {
+            if let Some(stop) = self.hold().await {
+                break stop;
+            }
             if let Some(stop) = self.before_iteration().await {
                 break stop;
             }
@@ -254,6 +260,32 @@ impl LoopRun {
             }
         };
         self.finish(status, reason)
+    }
+
+    /// Waits while the live view holds the loop paused; `Some` when a quit ends it meanwhile
+    /// (a stop between iterations lets the loop go on to its end as it would).
+    async fn hold(&mut self) -> Option<(LoopStatus, String)> {
+        let mut pause = self.deps.pause.clone()?;
+        if !*pause.borrow_and_update() {
+            return None;
+        }
+        let iteration = self.state.iteration;
+        self.emit(Event::Paused { iteration });
+        loop {
+            tokio::select! {
+                changed = pause.changed() => {
+                    if changed.is_err() || !*pause.borrow_and_update() {
+                        break;
+                    }
+                }
+                _ = self.deps.drain.cancelled() => break,
+                _ = self.deps.quit.cancelled() => {
+                    return Some((LoopStatus::Quit, "quit while paused".into()));
+                }
+            }
+        }
+        self.emit(Event::Resumed { iteration });
+        None
     }
 
     /// The limits and the breaker, before an iteration: `Some` stops the loop.

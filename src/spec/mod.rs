@@ -142,6 +142,7 @@ impl Spec {
             on_failure: f.on_failure,
             config: f.config.clone(),
             output: None,
+            ui: None,
             record: None,
             replay: None,
         }

@@ -486,7 +486,7 @@ async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
         "ralph-loop",
         dir.path(),
         &llm.openai_env(),
-        &["median.py", "--no-adversarial"],
+        &["median.py", "--no-adversarial", "--ui", "lines"],
         &[
             ("[r] raise the threshold to 4 >", "g"),
             (

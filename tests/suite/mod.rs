@@ -32,3 +32,4 @@ mod real_agents;
 mod regent;
 mod runners;
 mod tape;
+mod tui;

@@ -827,7 +827,7 @@ fn without_an_agent_chosen_a_headless_run_refuses_with_the_list_and_a_terminal_a
             ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
             ("FAKE_STATE", p.state.display().to_string()),
         ],
-        &["loop", "PROMPT.md", "--tasks", "TASKS.md"],
+        &["loop", "PROMPT.md", "--tasks", "TASKS.md", "--ui", "lines"],
         &[("agent [1-", "fake")],
     );
     assert_eq!(code, 0, "{screen}");
@@ -854,6 +854,40 @@ fn an_agent_not_signed_in_is_refused_naming_its_variable() {
         err.contains("Fake agent is not signed in: set $FAKE_AGENT_KEY"),
         "{err}"
     );
+}
+
+/// The loop in the TUI, in a real terminal: the agent's text in the thought stream, a pause
+/// between iterations, the end, and the terminal restored after `q`.
+#[test]
+fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
+    use super::tui::{assert_restored, bin, Pane};
+    // Each iteration takes a second, so that the pause lands between the two.
+    let p = project(&format!("sleep 1\n{}", two_tasks()), "", "");
+    let env = [
+        ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
+        ("FAKE_STATE", p.state.display().to_string()),
+    ];
+    let command = format!("'{}' loop PROMPT.md --tasks TASKS.md", bin().display());
+    let pane = Pane::start(&p.root, &env, &command, 110, 30);
+    pane.wait_for("RALPH LOOP │ PROMPT.md", Duration::from_secs(30));
+    pane.wait_for("→ #1", Duration::from_secs(30));
+    pane.keys(&["p"]);
+    let screen = pane.wait_for("PAUSED", Duration::from_secs(30));
+    assert!(screen.contains("agent fake"), "{screen}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        std::fs::read_to_string(p.state.join("n")).unwrap().trim(),
+        "1",
+        "no iteration starts while paused"
+    );
+    pane.keys(&["p"]);
+    let screen = pane.wait_for("finished: complete", Duration::from_secs(60));
+    assert!(screen.contains("All tasks are complete."), "{screen}");
+    assert!(screen.contains("✓ #2"), "{screen}");
+    pane.keys(&["q"]);
+    pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_restored(&pane);
+    assert_eq!(p.state_file()["status"], "complete");
 }
 
 /// Waits (up to 10 s) for `path` to hold something; its content.

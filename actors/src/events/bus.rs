@@ -43,6 +43,14 @@ impl EventBus {
         }
     }
 
+    /// The bus of a session resumed after `seq` events: its numbering goes on from there, so
+    /// the session's event log keeps one id per event.
+    pub fn continuing(session: impl Into<String>, seq: u64) -> Self {
+        let bus = Self::new(session);
+        bus.lock().seq = seq;
+        bus
+    }
+
     /// A bus nobody subscribes to yet, for tests and callers that want only the report.
     pub fn discard() -> Self {
         Self::new("")

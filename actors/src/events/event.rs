@@ -198,6 +198,22 @@ pub enum Event {
         /// Distinct values masked in the call, by kind (`SECRET_AWS_ACCESS_KEY_ID`).
         kinds: std::collections::BTreeMap<String, usize>,
     },
+    /// A piece of a role's reply as the model streams it (the thought stream), gathered into
+    /// lines or about a tenth of a second of text; as the model wrote it, masked values still
+    /// masked.
+    Thought {
+        iteration: u32,
+        role: Role,
+        text: String,
+    },
+    /// The run stopped before its next step, as the user asked (a live view's pause).
+    Paused {
+        iteration: u32,
+    },
+    /// The run goes on after a pause.
+    Resumed {
+        iteration: u32,
+    },
     SessionFinished {
         report: Box<Report>,
     },

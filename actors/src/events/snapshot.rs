@@ -49,6 +49,9 @@ pub struct Snapshot {
     pub masked: BTreeMap<String, usize>,
     /// The final report, once the session has finished.
     pub report: Option<Box<Report>>,
+    /// The user paused the run; it waits before its next step.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl Snapshot {
@@ -149,7 +152,10 @@ impl Snapshot {
             | Event::StatusRead { .. }
             | Event::ProgressMeasured { .. }
             | Event::BreakerChanged { .. }
-            | Event::LoopFinished { .. } => {}
+            | Event::LoopFinished { .. }
+            | Event::Thought { .. } => {}
+            Event::Paused { .. } => self.paused = true,
+            Event::Resumed { .. } => self.paused = false,
         }
     }
 }

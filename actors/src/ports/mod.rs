@@ -10,6 +10,7 @@
 //! | [`workspace`] | `Workspace` | the target, its test file, instructions, manifest and neighbourhood, read fresh; atomic writes of the target |
 //! | [`store`] | `SessionStore` | the session folder: results, the iteration log, state, report |
 //! | [`memory`] | `VectorStore`, `Embedder` | the MemoryVault's storage and embedding model |
+//! | [`stream`] | a task-local sink | a model's reply as it streams, for the live views (the thought stream) |
 //! | [`user`] | `User` | the person at the terminal, when there is one: the breaker asks before it stops |
 
 pub mod chaos;
@@ -17,5 +18,6 @@ pub mod llm;
 pub mod memory;
 pub mod runner;
 pub mod store;
+pub mod stream;
 pub mod user;
 pub mod workspace;

@@ -20,8 +20,10 @@ use crate::ports::llm::{
     ByteBoundCounter, ChatMessage, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError,
     TokenCounter,
 };
+use crate::ports::stream;
 use crate::role::Role;
 use crate::roles::local_guard::{LocalGuard, Seal};
+use crate::roles::thought::Thoughts;
 use crate::schema::report::FallbackRecord;
 use crate::schema::usage::Usage;
 use crate::settings::ModelSpec;
@@ -241,17 +243,21 @@ impl Caller {
             self.authorize(role, model, spec.max_tokens, &request.messages)?;
         let request = request.with_max_tokens(grant.max_tokens);
         let started = Instant::now();
-        let call = AssertUnwindSafe(self.llm.complete(request)).catch_unwind();
+        let thoughts = Thoughts::new(self.events.clone(), iteration, role);
+        let call = AssertUnwindSafe(stream::scope(thoughts.sink(), self.llm.complete(request)))
+            .catch_unwind();
         let result = tokio::select! {
             r = call => match r {
                 Ok(r) => r,
                 Err(panic) => {
                     // Free the reservation, then let `guarded` report the panic.
                     self.ledger.release(grant);
+                    thoughts.finish(None);
                     std::panic::resume_unwind(panic);
                 }
             },
             _ = cancel.cancelled() => {
+                thoughts.finish(None);
                 // The provider may still bill a request we abandoned, and no usage will come:
                 // it keeps its reservation.
                 let charged = self.ledger.charge_abandoned(grant);
@@ -263,6 +269,7 @@ impl Caller {
                 return Err(Error::Cancelled);
             }
         };
+        thoughts.finish(result.as_ref().ok().map(|r| r.text.as_str()));
         let took = started.elapsed();
         let duration_ms = took.as_millis() as u64;
         self.llm_ms.fetch_add(duration_ms, Ordering::Relaxed);

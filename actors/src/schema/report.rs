@@ -128,6 +128,9 @@ pub struct TestsSnapshot {
     #[serde(default)]
     pub criteria_met: bool,
     pub summary: String,
+    /// The first failing test and the first line of its message, for the live views.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -150,6 +153,17 @@ impl From<&TestRun> for TestsSnapshot {
                 Some(unmet) if r.passed() => format!("{}; unmet: {unmet}", r.summary()),
                 _ => r.summary(),
             },
+            first_failure: r.failures().next().map(|t| {
+                let line = t
+                    .message
+                    .as_deref()
+                    .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()));
+                let text = match line {
+                    Some(line) => format!("{}: {line}", t.name),
+                    None => t.name.clone(),
+                };
+                text.chars().take(200).collect()
+            }),
         }
     }
 }

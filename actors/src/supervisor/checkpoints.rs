@@ -285,6 +285,7 @@ mod tests {
             lint_errors: None,
             criteria_met: false,
             summary: String::new(),
+            first_failure: None,
         }
     }
 

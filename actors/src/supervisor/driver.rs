@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio::sync::watch;
 
 use crate::events::event::Event;
 use crate::machine::state::{Next, Outcome, State, StateKind};
@@ -64,6 +65,9 @@ impl Run {
         self.enter(&state);
         loop {
             let from = state.kind();
+            if let Err(outcome) = self.hold().await {
+                return outcome;
+            }
             let next = self.step(state).await;
             let (to, it) = match &next {
                 Next::Continue(s) => (s.kind(), s.iteration()),
@@ -104,6 +108,39 @@ impl Run {
                 ),
             )
         })
+    }
+
+    /// Waits while the live view holds the run paused; a stop meanwhile ends the run.
+    async fn hold(&mut self) -> Result<(), Outcome> {
+        let Some(mut pause) = self.pause.take() else {
+            return Ok(());
+        };
+        let held = self.held(&mut pause).await;
+        self.pause = Some(pause);
+        held
+    }
+
+    async fn held(&mut self, pause: &mut watch::Receiver<bool>) -> Result<(), Outcome> {
+        if !*pause.borrow_and_update() {
+            return Ok(());
+        }
+        let iteration = self.state.iteration;
+        self.events.emit(Event::Paused { iteration });
+        loop {
+            tokio::select! {
+                changed = pause.changed() => {
+                    // A view that went away cannot resume the run: it goes on.
+                    if changed.is_err() || !*pause.borrow_and_update() {
+                        break;
+                    }
+                }
+                _ = self.steps.cancelled() => return Err(self.cancelled()),
+                // A stop between iterations lets the iteration under way end as it would.
+                _ = self.drain.cancelled() => break,
+            }
+        }
+        self.events.emit(Event::Resumed { iteration });
+        Ok(())
     }
 
     /// The one step function: every state's step passes through here.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Addr};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use ralph_guard::Guard;
@@ -77,6 +78,8 @@ pub struct RunDeps {
     /// The person at the terminal, when there is one to ask (the breaker asks before it
     /// stops); `None` for a headless run.
     pub user: Option<Arc<dyn User>>,
+    /// The live view's pause: while it holds `true`, the run waits before its next step.
+    pub pause: Option<watch::Receiver<bool>>,
     /// What the caller had to say while preparing the run (notes on models skipped, a vault
     /// that could not open): emitted right after `session_started`, so they reach every
     /// printer and the report.
@@ -171,6 +174,8 @@ pub struct Run {
     pub(super) stop_signal: Arc<AtomicI32>,
     /// The caller's stop between iterations.
     pub(super) drain: CancellationToken,
+    /// The live view's pause, between steps.
+    pub(super) pause: Option<watch::Receiver<bool>>,
     /// Ctrl+C or the time limit: ends the step under way.
     pub(super) steps: CancellationToken,
     pub(super) time_up: CancellationToken,
@@ -289,6 +294,7 @@ impl Run {
             user_cancel: d.cancel,
             stop_signal: d.stop_signal,
             drain: d.drain,
+            pause: d.pause,
             time_up: CancellationToken::new(),
             done: CancellationToken::new(),
             test_ms: 0,

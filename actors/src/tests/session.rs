@@ -150,6 +150,7 @@ impl Session {
             drain: CancellationToken::new(),
             hooks: self.hooks.clone(),
             user: self.user.clone(),
+            pause: None,
             preamble: Vec::new(),
             state,
             memory: self.vault.clone().map(|store| MemoryDeps {

@@ -261,6 +261,7 @@ async fn streamed<C: Config>(
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(text) = choice.delta.content.or(choice.delta.refusal) {
+                ralph_actors::ports::stream::delta(&text);
                 raw.text.push_str(&text);
             }
             if choice.finish_reason.is_some() {

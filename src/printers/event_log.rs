@@ -1,0 +1,188 @@
+//! The session's event log, `events.jsonl` in its folder: every event as `--output jsonl`
+//! prints it, one line each, written as it happens. What `ralph-loop dashboard` shows of
+//! sessions it did not start and what `ralph-loop replay` plays back.
+//!
+//! A resumed session appends to the same file, its numbering going on from the last line
+//! ([`last_seq`]), so an event's `seq` names it in the whole log.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use ralph_actors::events::event::Envelope;
+
+use crate::printers::printer::Printer;
+
+/// The log's file name in a session's folder.
+pub const FILE: &str = "events.jsonl";
+
+/// Appends every event to the log.
+pub struct EventLog {
+    file: File,
+}
+
+impl EventLog {
+    /// The log at `path`, created or appended to.
+    pub fn append(path: &Path) -> std::io::Result<Self> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        // A run killed in the middle of a line left it unended: the next line starts afresh.
+        let len = file.seek(SeekFrom::End(0))?;
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        Ok(Self { file })
+    }
+}
+
+impl Printer for EventLog {
+    fn print(&mut self, event: &Envelope) -> std::io::Result<()> {
+        // One write per line, unbuffered: a reader tailing the file (the dashboard of another
+        // process) sees each event whole as soon as it happens.
+        let mut line = serde_json::to_vec(event)?;
+        line.push(b'\n');
+        self.file.write_all(&line)
+    }
+}
+
+/// The `seq` of the log's last whole line; 0 for a log that is missing or empty.
+pub fn last_seq(path: &Path) -> u64 {
+    let Ok(mut file) = File::open(path) else {
+        return 0;
+    };
+    // The last line is near the end; a final report can be long, so read back until one whole
+    // line is found.
+    let Ok(len) = file.seek(SeekFrom::End(0)) else {
+        return 0;
+    };
+    let mut back = 64 * 1024u64;
+    loop {
+        let from = len.saturating_sub(back);
+        let mut tail = Vec::new();
+        if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut tail).is_err() {
+            return 0;
+        }
+        let text = String::from_utf8_lossy(&tail);
+        let whole = text
+            .lines()
+            .skip(usize::from(from > 0))
+            .filter_map(|l| serde_json::from_str::<SeqOnly>(l).ok())
+            .last();
+        match whole {
+            Some(last) => return last.seq,
+            None if from == 0 => return 0,
+            None => back *= 4,
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SeqOnly {
+    seq: u64,
+}
+
+/// Every event of the log at `path`, in order. A line that does not read (a run killed in the
+/// middle of writing it) is skipped, and counted in the second value.
+pub fn read(path: &Path) -> std::io::Result<(Vec<Envelope>, usize)> {
+    let file = File::open(path)?;
+    let mut events = Vec::new();
+    let mut unread = 0;
+    for line in BufReader::new(file).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Envelope>(&line) {
+            Ok(e) => events.push(e),
+            Err(_) => unread += 1,
+        }
+    }
+    Ok((events, unread))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ralph_actors::events::bus::EventBus;
+    use ralph_actors::events::event::Event;
+
+    fn warning(n: u32) -> Event {
+        Event::Warning {
+            message: format!("w{n}"),
+        }
+    }
+
+    #[test]
+    fn a_resumed_session_appends_and_numbers_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE);
+        assert_eq!(last_seq(&path), 0);
+        for run in 0..2 {
+            let bus = EventBus::continuing("s", last_seq(&path));
+            let mut sub = bus.subscribe();
+            let mut log = EventLog::append(&path).expect("opens");
+            for n in 0..3 {
+                bus.emit(warning(run * 3 + n));
+            }
+            while let Some(e) = sub.try_recv() {
+                log.print(&e).expect("writes");
+            }
+        }
+        let (events, unread) = read(&path).expect("reads");
+        assert_eq!(unread, 0);
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(last_seq(&path), 6);
+    }
+
+    #[test]
+    fn a_line_cut_short_is_skipped_and_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE);
+        let bus = EventBus::new("s");
+        let mut sub = bus.subscribe();
+        bus.emit(warning(1));
+        let mut log = EventLog::append(&path).expect("opens");
+        log.print(&sub.try_recv().expect("one")).expect("writes");
+        let mut f = OpenOptions::new().append(true).open(&path).expect("opens");
+        f.write_all(b"{\"session\":\"s\",\"seq\":2,\"ti")
+            .expect("writes");
+        let (events, unread) = read(&path).expect("reads");
+        assert_eq!((events.len(), unread), (1, 1));
+        assert_eq!(last_seq(&path), 1);
+        // The resumed run's lines start on a line of their own.
+        let bus = EventBus::continuing("s", 1);
+        let mut sub = bus.subscribe();
+        bus.emit(warning(2));
+        let mut log = EventLog::append(&path).expect("opens");
+        log.print(&sub.try_recv().expect("one")).expect("writes");
+        let (events, unread) = read(&path).expect("reads");
+        assert_eq!((events.len(), unread), (2, 1));
+        assert_eq!(last_seq(&path), 2);
+    }
+
+    #[test]
+    fn the_last_seq_is_found_behind_a_long_last_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE);
+        let bus = EventBus::new("s");
+        let mut sub = bus.subscribe();
+        bus.emit(warning(1));
+        bus.emit(Event::Warning {
+            message: "x".repeat(200_000),
+        });
+        let mut log = EventLog::append(&path).expect("opens");
+        while let Some(e) = sub.try_recv() {
+            log.print(&e).expect("writes");
+        }
+        assert_eq!(last_seq(&path), 2);
+    }
+}

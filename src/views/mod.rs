@@ -1,0 +1,37 @@
+//! The live views of a run, beside the printers: [`state`] (what a view shows, folded from the
+//! event stream) and [`tui`] (`--ui tui`, the full-screen terminal view).
+//!
+//! [`choose`] resolves `--ui auto` ([`Ui`]): the TUI on an interactive
+//! terminal that can hold it, the line printer otherwise, with the reason in a note.
+
+pub mod state;
+pub mod tui;
+
+pub use crate::cli::Ui;
+
+/// What a run shows: `Tui`, or `Lines` with the reason when the TUI was asked for (or would
+/// have been the default) but cannot be drawn here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chosen {
+    Tui,
+    Lines { why_not_tui: Option<String> },
+}
+
+/// Resolves `--ui` for a run printed as `human` (`human` false: JSON on stdout, which the TUI
+/// would draw over, so lines are the only choice and `--ui tui` is refused by the caller).
+pub fn choose(asked: Ui, human: bool) -> Chosen {
+    match asked {
+        Ui::Lines => Chosen::Lines { why_not_tui: None },
+        Ui::Auto if !human => Chosen::Lines { why_not_tui: None },
+        Ui::Auto => match tui::usable() {
+            Ok(()) => Chosen::Tui,
+            Err(_) => Chosen::Lines { why_not_tui: None },
+        },
+        Ui::Tui => match tui::usable() {
+            Ok(()) => Chosen::Tui,
+            Err(why) => Chosen::Lines {
+                why_not_tui: Some(format!("--ui tui: {why}; showing lines instead")),
+            },
+        },
+    }
+}

@@ -1,0 +1,364 @@
+//! `--ui tui`: the run in a full-screen terminal view (ratatui on crossterm).
+//!
+//! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure;
+//!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration.
+//! - The run reaches the view through [`channels`]: a [`Feed`] (a printer of the session's
+//!   event bus) and an [`Asker`] (the breaker's questions, as the core's `User` port). The
+//!   view reaches the run through [`Handles`]: its pause, its stop, its process groups.
+//!
+//! The view draws when something changed (an event, a key, a resize) and once a second for the
+//! clock; nothing else wakes it, so an idle view costs nothing measurable.
+
+pub mod draw;
+pub mod term;
+pub mod ui;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures::StreamExt;
+use ralph_actors::events::event::Envelope;
+use ralph_actors::ports::user::{BreakerChoice, Stuck, User, UserError};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::printers::Printer;
+use crate::process::groups::ProcessGroups;
+use crate::views::state::ViewState;
+use crate::views::tui::term::Screen;
+use crate::views::tui::ui::{Action, Modal, Ui};
+
+/// Whether this terminal can hold the TUI: stdin and stdout both a terminal (keys in, frames
+/// out: one without the other is a pipe someone reads or writes, ralph-orchestrator PR #94),
+/// a `TERM` that can draw, and room enough.
+pub fn usable() -> Result<(), String> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err("stdin and stdout are not both a terminal".into());
+    }
+    if std::env::var("TERM").is_ok_and(|t| t == "dumb") {
+        return Err("TERM is dumb".into());
+    }
+    match crossterm::terminal::size() {
+        Ok((w, h)) if w >= draw::MIN_WIDTH && h >= draw::MIN_HEIGHT => Ok(()),
+        Ok((w, h)) => Err(format!(
+            "the terminal is {w}x{h}, smaller than {}x{}",
+            draw::MIN_WIDTH,
+            draw::MIN_HEIGHT
+        )),
+        Err(e) => Err(format!("cannot read the terminal's size: {e}")),
+    }
+}
+
+/// The run's events, as a printer of its bus.
+pub struct Feed(mpsc::UnboundedSender<Arc<Envelope>>);
+
+impl Printer for Feed {
+    fn print(&mut self, event: &Envelope) -> std::io::Result<()> {
+        // A view that has gone (quit) does not stop the run.
+        let _ = self.0.send(Arc::new(event.clone()));
+        Ok(())
+    }
+}
+
+type Question = (Stuck, oneshot::Sender<BreakerChoice>);
+
+/// The person at the view, as the core's `User` port: the breaker's question is asked there.
+pub struct Asker(mpsc::UnboundedSender<Question>);
+
+#[async_trait::async_trait]
+impl User for Asker {
+    async fn on_entropy(&self, stuck: &Stuck) -> Result<BreakerChoice, UserError> {
+        let (tx, rx) = oneshot::channel();
+        self.0
+            .send((stuck.clone(), tx))
+            .map_err(|_| UserError("the terminal view has closed".into()))?;
+        rx.await
+            .map_err(|_| UserError("the terminal view closed before answering".into()))
+    }
+}
+
+/// The view's ends of the channels.
+pub struct Inbox {
+    feed: mpsc::UnboundedReceiver<Arc<Envelope>>,
+    questions: mpsc::UnboundedReceiver<Question>,
+}
+
+/// A feed, an asker and the inbox they reach.
+pub fn channels() -> (Feed, Asker, Inbox) {
+    let (feed_tx, feed) = mpsc::unbounded_channel();
+    let (ask_tx, questions) = mpsc::unbounded_channel();
+    (Feed(feed_tx), Asker(ask_tx), Inbox { feed, questions })
+}
+
+/// What the view may do to the run.
+pub struct Handles {
+    /// Holds the run before its next step while `true`; `None` for a run that cannot pause.
+    pub pause: Option<watch::Sender<bool>>,
+    /// Ends the step under way; the session is saved (as Ctrl+C).
+    pub cancel: CancellationToken,
+    /// Set to a signal's number when a signal stopped the run: then nobody is at the view to
+    /// read the end, and it closes by itself.
+    pub stop_signal: Arc<AtomicI32>,
+    /// Killed at once on a second Ctrl+C.
+    pub groups: ProcessGroups,
+    /// What `cancel` does, as the view tells it ([`ui::STOP_STEP`] for a fix run).
+    pub stop_means: &'static str,
+}
+
+/// Where the run keeps its files, for the diff, the log and exports.
+pub struct Place {
+    /// The session's (or loop's) folder.
+    pub dir: PathBuf,
+    /// The target as it is now, and as it was (fix runs).
+    pub target: Option<PathBuf>,
+    pub original: Option<PathBuf>,
+}
+
+/// Runs the view until the run has finished and the user quits (or a signal ended the run).
+/// The terminal is restored on every way out, an error or panic included.
+pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::Result<()> {
+    let stderr_log = place.dir.join("stderr.log");
+    let mut screen = Screen::enter(Some(&stderr_log))?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    terminal.clear()?;
+    let mut view = ViewState::new();
+    let mut ui = Ui::new(screen.stderr_log().map(Path::to_path_buf));
+    ui.stop_means = handles.stop_means;
+    let mut keys = Some(EventStream::new());
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut answer: Option<oneshot::Sender<BreakerChoice>> = None;
+    let mut feed_open = true;
+    let mut quit_when_saved = false;
+    loop {
+        let mut most = 0;
+        terminal.draw(|f| most = draw::frame(f, &view, &ui, Utc::now()))?;
+        ui.clamp_scroll(most);
+        let action = tokio::select! {
+            event = inbox.feed.recv(), if feed_open => {
+                match event {
+                    Some(e) => {
+                        view.apply(&e);
+                        // Everything already queued joins the same frame.
+                        while let Ok(e) = inbox.feed.try_recv() {
+                            view.apply(&e);
+                        }
+                    }
+                    None => {
+                        feed_open = false;
+                        ui.finished = true;
+                        ui.aborting = false;
+                        if quit_when_saved || handles.stop_signal.load(Ordering::SeqCst) != 0 {
+                            break;
+                        }
+                        ui.message = Some("the run has ended: q to quit".into());
+                    }
+                }
+                Action::None
+            }
+            question = inbox.questions.recv() => {
+                if let Some((stuck, reply)) = question {
+                    ui.ask(stuck);
+                    answer = Some(reply);
+                }
+                Action::None
+            }
+            key = next_key(&mut keys) => match key {
+                Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => ui.key(k),
+                Some(Ok(TermEvent::Paste(text))) => {
+                    ui.paste(&text);
+                    Action::None
+                }
+                Some(Ok(_)) => Action::None,
+                // No more keys (the terminal is gone): the view can only show the end.
+                Some(Err(_)) | None => {
+                    keys = None;
+                    if !feed_open {
+                        break;
+                    }
+                    Action::None
+                }
+            },
+            _ = tick.tick() => Action::None,
+        };
+        match action {
+            Action::None => {}
+            Action::TogglePause => match &handles.pause {
+                Some(pause) => {
+                    let now = !*pause.borrow();
+                    pause.send_replace(now);
+                    ui.message = Some(if now {
+                        "pausing after the step under way (p to resume)".into()
+                    } else {
+                        "resuming".into()
+                    });
+                }
+                None => ui.message = Some("this run cannot pause".into()),
+            },
+            Action::Abort => {
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(BreakerChoice::Stop);
+                }
+                handles.cancel.cancel();
+            }
+            Action::Kill => {
+                handles.groups.kill_all();
+                drop(terminal);
+                drop(screen);
+                std::process::exit(130);
+            }
+            Action::Quit if !feed_open => break,
+            Action::Quit => {
+                quit_when_saved = true;
+                ui.message = Some("quitting: the session is being saved".into());
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(BreakerChoice::Stop);
+                }
+                handles.cancel.cancel();
+            }
+            Action::Answer(choice) => {
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(choice);
+                }
+            }
+            Action::OpenDiff => {
+                ui.modal = Modal::Diff {
+                    lines: diff_lines(&place),
+                    scroll: 0,
+                }
+            }
+            Action::Export => ui.message = Some(export(&place.dir, &view)),
+            Action::OpenEditor => {
+                // The editor owns the terminal and its keys until it exits (the key stream
+                // is dropped so that it reads none of them); the run goes on.
+                drop(keys.take());
+                let log = place.dir.join("run.log");
+                let written = std::fs::write(&log, join(&view.log));
+                let said = screen.suspended_async(open_editor(log)).await?;
+                ui.message = Some(match written {
+                    Err(e) => format!("cannot write the log: {e}"),
+                    Ok(()) => said,
+                });
+                terminal.clear()?;
+                keys = Some(EventStream::new());
+            }
+        }
+    }
+    drop(terminal);
+    drop(screen);
+    Ok(())
+}
+
+async fn next_key(keys: &mut Option<EventStream>) -> Option<Result<TermEvent, std::io::Error>> {
+    match keys {
+        Some(keys) => keys.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Opens `path` in `$VISUAL` or `$EDITOR` (else `vi`), waiting for it off the run's thread.
+async fn open_editor(path: PathBuf) -> String {
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".into());
+    let shown = path.display().to_string();
+    let waited = tokio::task::spawn_blocking(move || {
+        // The editor may be a command with flags (`code --wait`): the shell splits it.
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("sh")
+            .arg(&path)
+            .status()
+    })
+    .await;
+    match waited {
+        Ok(Ok(status)) if status.success() => format!("the log is {shown}"),
+        Ok(Ok(status)) => format!("the editor ended with {status}; the log is {shown}"),
+        Ok(Err(e)) => format!("cannot start the editor ({e}); the log is {shown}"),
+        Err(e) => format!("the editor failed ({e}); the log is {shown}"),
+    }
+}
+
+/// The change to the target so far, as a unified diff.
+fn diff_lines(place: &Place) -> Vec<String> {
+    let (Some(target), Some(original)) = (&place.target, &place.original) else {
+        return git_diff(&place.dir);
+    };
+    let before = std::fs::read_to_string(original).unwrap_or_default();
+    let after = match std::fs::read_to_string(target) {
+        Ok(text) => text,
+        Err(e) => return vec![format!("cannot read {}: {e}", target.display())],
+    };
+    if before == after {
+        return vec!["no change to the target yet".into()];
+    }
+    let name = target.display().to_string();
+    similar::TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+        .lines()
+        .map(crate::views::state::clean)
+        .collect()
+}
+
+/// The working tree's change against git's index and last commit (an agent loop's work since
+/// its last commit), from the repository `dir` is in.
+fn git_diff(dir: &Path) -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .args(["diff", "--no-color", "HEAD"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() && out.stdout.is_empty() => {
+            vec!["no change since the last commit".into()]
+        }
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(crate::views::state::clean)
+            .collect(),
+        Ok(out) => vec![format!(
+            "git diff failed: {}",
+            crate::views::state::clean(&String::from_utf8_lossy(&out.stderr))
+        )],
+        Err(e) => vec![format!("cannot run git: {e}")],
+    }
+}
+
+/// Writes the thought stream and the log to a file in the session's folder (ralph-orchestrator
+/// #189: a view's buffers can be taken away); says where, or why not.
+fn export(dir: &Path, view: &ViewState) -> String {
+    let name = format!("view-export-{}.txt", Utc::now().format("%Y%m%d-%H%M%S"));
+    let path = dir.join(name);
+    let text = format!(
+        "# Thought stream\n\n{}\n\n# Log\n\n{}\n",
+        join(&view.thought),
+        join(&view.log)
+    );
+    match std::fs::write(&path, text) {
+        Ok(()) => format!("exported to {}", path.display()),
+        Err(e) => format!("cannot export to {}: {e}", path.display()),
+    }
+}
+
+fn join(lines: &std::collections::VecDeque<String>) -> String {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

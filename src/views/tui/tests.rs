@@ -1,0 +1,236 @@
+//! Frames of the TUI for each state it shows, drawn on ratatui's test backend and held as
+//! snapshots: a recorded run of the bundled example (mid-run and finished), a paused run, the
+//! breaker's question, the overlays, a loop's breaker, a model's escape codes, a small terminal.
+
+use chrono::{DateTime, TimeZone, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ralph_actors::events::event::{Envelope, Event};
+use ralph_actors::ports::user::{BreakerChoice, Stuck};
+use ralph_actors::role::Role;
+use ralph_actors::tracker::circuit::{Reason, State};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use crate::views::state::{Mark, ViewState};
+use crate::views::tui::draw;
+use crate::views::tui::ui::{Action, Modal, Ui};
+
+/// The bundled example's session as `--replay` ran it: 44 events, two iterations, Chaos.
+fn recorded() -> Vec<Envelope> {
+    include_str!("testdata/median-js.events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an event"))
+        .collect()
+}
+
+fn fold(events: &[Envelope]) -> ViewState {
+    let mut view = ViewState::new();
+    for e in events {
+        view.apply(e);
+    }
+    view
+}
+
+fn at(view: &ViewState, secs: i64) -> DateTime<Utc> {
+    view.started.expect("started") + chrono::Duration::seconds(secs)
+}
+
+fn render(view: &ViewState, ui: &Ui, now: DateTime<Utc>, w: u16, h: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    terminal
+        .draw(|f| {
+            draw::frame(f, view, ui, now);
+        })
+        .expect("draws");
+    let buffer = terminal.backend().buffer().clone();
+    let mut text = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            text.push_str(buffer[(x, y)].symbol());
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn ui() -> Ui {
+    Ui::new(None)
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+fn envelope(seq: u64, event: Event) -> Envelope {
+    Envelope {
+        session: "s-1".into(),
+        seq,
+        time: Utc
+            .with_ymd_and_hms(2026, 11, 27, 12, 0, seq as u32)
+            .single()
+            .expect("time"),
+        event,
+    }
+}
+
+#[test]
+fn a_recorded_run_mid_way_shows_its_iteration_phase_and_thought_stream() {
+    let events = recorded();
+    // Up to the Critic's verdict of iteration 2.
+    let view = fold(&events[..35]);
+    assert_eq!(view.iteration, 2);
+    insta::assert_snapshot!(render(&view, &ui(), at(&view, 75), 100, 30));
+}
+
+#[test]
+fn a_finished_run_shows_its_end_and_every_iteration() {
+    let view = fold(&recorded());
+    assert!(view.is_finished());
+    assert_eq!(
+        view.items.iter().map(|i| i.mark).collect::<Vec<_>>(),
+        [Mark::Failed, Mark::Done]
+    );
+    let mut ui = ui();
+    ui.finished = true;
+    ui.message = Some("the run has ended: q to quit".into());
+    insta::assert_snapshot!(render(&view, &ui, at(&view, 3600), 100, 30));
+}
+
+#[test]
+fn a_paused_run_says_so_and_offers_to_resume() {
+    let mut events = recorded()[..20].to_vec();
+    events.push(envelope(21, Event::Paused { iteration: 1 }));
+    let view = fold(&events);
+    assert!(view.paused);
+    insta::assert_snapshot!(render(&view, &ui(), at(&view, 5), 90, 24));
+}
+
+#[test]
+fn the_breaker_asks_on_top_and_each_key_answers() {
+    let view = fold(&recorded()[..16]);
+    let stuck = Stuck {
+        iteration: 3,
+        failure: "AssertionError: 3 != 2".into(),
+        seen: 3,
+        threshold: 3,
+    };
+    let mut ui = ui();
+    ui.ask(stuck.clone());
+    insta::assert_snapshot!(render(&view, &ui, at(&view, 9), 90, 24));
+    assert_eq!(
+        ui.key(key('r')),
+        Action::Answer(BreakerChoice::RaiseThreshold(6))
+    );
+    ui.ask(stuck.clone());
+    assert_eq!(ui.key(key('s')), Action::Answer(BreakerChoice::Stop));
+    ui.ask(stuck);
+    assert_eq!(ui.key(key('g')), Action::None);
+    for c in "sort first".chars() {
+        ui.key(key(c));
+    }
+    let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        ui.key(enter),
+        Action::Answer(BreakerChoice::Continue {
+            guidance: Some("sort first".into())
+        })
+    );
+}
+
+#[test]
+fn help_and_the_log_open_over_the_run_and_close() {
+    let view = fold(&recorded());
+    let mut ui = ui();
+    ui.finished = true;
+    assert_eq!(ui.key(key('h')), Action::None);
+    insta::assert_snapshot!("help", render(&view, &ui, at(&view, 4), 90, 24));
+    ui.key(key('x'));
+    assert_eq!(ui.modal, Modal::None, "any key closes the help");
+    ui.key(key('l'));
+    insta::assert_snapshot!("log_at_its_end", render(&view, &ui, at(&view, 4), 90, 24));
+    // Scrolled to the top, then one line down.
+    ui.key(key('g'));
+    ui.key(key('j'));
+    insta::assert_snapshot!("log_scrolled", render(&view, &ui, at(&view, 4), 90, 24));
+    ui.key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert_eq!(ui.modal, Modal::None);
+}
+
+#[test]
+fn quitting_a_running_run_asks_first_and_ctrl_c_aborts_then_kills() {
+    let mut ui = ui();
+    assert_eq!(ui.key(key('q')), Action::None);
+    assert!(matches!(ui.modal, Modal::Confirm(_)));
+    assert_eq!(ui.key(key('n')), Action::None);
+    assert_eq!(ui.modal, Modal::None);
+    ui.key(key('q'));
+    assert_eq!(ui.key(key('y')), Action::Quit);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut ui = Ui::new(None);
+    assert_eq!(ui.key(ctrl_c), Action::Quit, "aborts and closes once saved");
+    assert!(ui.aborting);
+    assert_eq!(ui.key(ctrl_c), Action::Kill);
+    ui.finished = true;
+    assert_eq!(ui.key(key('q')), Action::Quit);
+}
+
+#[test]
+fn escape_codes_in_a_models_reply_never_reach_the_screen() {
+    let mut events = recorded()[..8].to_vec();
+    events.push(envelope(
+        9,
+        Event::Thought {
+            iteration: 1,
+            role: Role::Artisan,
+            text: "clear\u{1b}[2J\u{1b}[H screen, \u{1b}]0;title\u{7}bell\u{7} and \u{1b}[31mred\u{1b}[0m\r\n\ttabbed\u{8}\n"
+                .into(),
+        },
+    ));
+    let view = fold(&events);
+    let drawn = render(&view, &ui(), at(&view, 2), 90, 24);
+    assert!(!drawn.contains('\u{1b}') && !drawn.contains('\u{7}') && !drawn.contains('\u{8}'));
+    assert!(drawn.contains("clear screen, bell  and red"), "{drawn}");
+    assert!(drawn.contains("    tabbed"), "{drawn}");
+}
+
+#[test]
+fn a_loops_breaker_shows_its_state() {
+    let events = vec![
+        envelope(
+            1,
+            Event::LoopStarted {
+                agent: "claude".into(),
+                model: Some("sonnet".into()),
+                prompt_file: "PROMPT.md".into(),
+                tasks_file: None,
+                max_iterations: 10,
+                max_cost_usd: 5.0,
+            },
+        ),
+        envelope(
+            2,
+            Event::AgentStarted {
+                iteration: 1,
+                run: 1,
+                agent: "claude".into(),
+            },
+        ),
+        envelope(
+            3,
+            Event::BreakerChanged {
+                iteration: 1,
+                from: State::Closed,
+                to: State::HalfOpen,
+                reason: Reason::NoProgressWarning,
+            },
+        ),
+    ];
+    let view = fold(&events);
+    insta::assert_snapshot!(render(&view, &ui(), at(&view, 61), 90, 20));
+}
+
+#[test]
+fn a_terminal_too_small_is_told_to_grow() {
+    let view = fold(&recorded()[..5]);
+    insta::assert_snapshot!(render(&view, &ui(), at(&view, 1), 50, 10));
+}

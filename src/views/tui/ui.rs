@@ -1,0 +1,286 @@
+//! The view's own state (the open overlay, scroll positions, the last message) and what each
+//! key does to it: [`Ui::key`] turns a key into an [`Action`] for the loop to carry out.
+
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ralph_actors::ports::user::{BreakerChoice, Stuck};
+
+/// What a confirmation is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirm {
+    Abort,
+    Quit,
+}
+
+/// The overlay on top of the main view.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Modal {
+    None,
+    Help,
+    Log {
+        scroll: usize,
+    },
+    Diff {
+        lines: Vec<String>,
+        scroll: usize,
+    },
+    Confirm(Confirm),
+    /// The breaker asks before it stops the run.
+    Breaker {
+        stuck: Stuck,
+        raised: u32,
+    },
+    /// Typing the guidance that goes with "go on".
+    Guidance {
+        stuck: Stuck,
+        input: String,
+    },
+}
+
+/// What the loop does for a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    None,
+    TogglePause,
+    Abort,
+    /// A second Ctrl+C: kill the tests and exit now.
+    Kill,
+    Quit,
+    OpenDiff,
+    OpenEditor,
+    Export,
+    Answer(BreakerChoice),
+}
+
+#[derive(Debug, Clone)]
+pub struct Ui {
+    pub modal: Modal,
+    pub message: Option<String>,
+    /// Lines the thought stream is scrolled back by (0: it follows the newest).
+    pub thought_back: usize,
+    /// Whether the run has been asked to stop.
+    pub aborting: bool,
+    pub finished: bool,
+    /// Where stderr went while the view was up.
+    pub stderr_log: Option<PathBuf>,
+    /// What stopping this run does, as the view says it.
+    pub stop_means: &'static str,
+}
+
+/// What stopping a fix run does.
+pub const STOP_STEP: &str = "the step under way ends and the session is saved (resumable)";
+
+const PAGE: usize = 10;
+
+impl Ui {
+    pub fn new(stderr_log: Option<PathBuf>) -> Self {
+        Self {
+            modal: Modal::None,
+            message: None,
+            thought_back: 0,
+            aborting: false,
+            finished: false,
+            stderr_log,
+            stop_means: STOP_STEP,
+        }
+    }
+
+    /// The breaker asks: its question goes on top of everything else.
+    pub fn ask(&mut self, stuck: Stuck) {
+        let raised = stuck.threshold.saturating_mul(2).max(stuck.threshold + 1);
+        self.modal = Modal::Breaker { stuck, raised };
+    }
+
+    pub fn key(&mut self, key: KeyEvent) -> Action {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return self.ctrl_c();
+        }
+        match std::mem::replace(&mut self.modal, Modal::None) {
+            Modal::None => self.main_key(key.code),
+            Modal::Help => Action::None,
+            Modal::Log { scroll } => match scrolled(key.code, scroll) {
+                Some(scroll) => {
+                    self.modal = Modal::Log { scroll };
+                    Action::None
+                }
+                None => match key.code {
+                    KeyCode::Char('e') => {
+                        self.modal = Modal::Log { scroll };
+                        Action::OpenEditor
+                    }
+                    KeyCode::Char('x') => {
+                        self.modal = Modal::Log { scroll };
+                        Action::Export
+                    }
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('l') => Action::None,
+                    _ => {
+                        self.modal = Modal::Log { scroll };
+                        Action::None
+                    }
+                },
+            },
+            Modal::Diff { lines, scroll } => match scrolled(key.code, scroll) {
+                Some(scroll) => {
+                    self.modal = Modal::Diff { lines, scroll };
+                    Action::None
+                }
+                None => match key.code {
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('r') => Action::None,
+                    _ => {
+                        self.modal = Modal::Diff { lines, scroll };
+                        Action::None
+                    }
+                },
+            },
+            Modal::Confirm(what) => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => match what {
+                    Confirm::Abort => self.abort(),
+                    Confirm::Quit => Action::Quit,
+                },
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => Action::None,
+                _ => {
+                    self.modal = Modal::Confirm(what);
+                    Action::None
+                }
+            },
+            Modal::Breaker { stuck, raised } => match key.code {
+                KeyCode::Char('s') => Action::Answer(BreakerChoice::Stop),
+                KeyCode::Char('c') => Action::Answer(BreakerChoice::Continue { guidance: None }),
+                KeyCode::Char('r') => Action::Answer(BreakerChoice::RaiseThreshold(raised)),
+                KeyCode::Char('g') => {
+                    self.modal = Modal::Guidance {
+                        stuck,
+                        input: String::new(),
+                    };
+                    Action::None
+                }
+                _ => {
+                    self.modal = Modal::Breaker { stuck, raised };
+                    Action::None
+                }
+            },
+            Modal::Guidance { stuck, mut input } => match key.code {
+                KeyCode::Enter => {
+                    let guidance = Some(input.trim().to_string()).filter(|g| !g.is_empty());
+                    Action::Answer(BreakerChoice::Continue { guidance })
+                }
+                KeyCode::Esc => {
+                    self.ask(stuck);
+                    Action::None
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                    self.modal = Modal::Guidance { stuck, input };
+                    Action::None
+                }
+                KeyCode::Char(c) => {
+                    input.push(c);
+                    self.modal = Modal::Guidance { stuck, input };
+                    Action::None
+                }
+                _ => {
+                    self.modal = Modal::Guidance { stuck, input };
+                    Action::None
+                }
+            },
+        }
+    }
+
+    /// Keeps an overlay's scroll within its text (`most`: its rows beyond the first screen),
+    /// so that a key always moves what is seen.
+    pub fn clamp_scroll(&mut self, most: usize) {
+        if let Modal::Log { scroll } | Modal::Diff { scroll, .. } = &mut self.modal {
+            *scroll = (*scroll).min(most);
+        }
+    }
+
+    /// Text pasted while typing guidance joins it; elsewhere it is ignored.
+    pub fn paste(&mut self, text: &str) {
+        if let Modal::Guidance { input, .. } = &mut self.modal {
+            input.push_str(&crate::views::state::clean(text));
+        }
+    }
+
+    fn main_key(&mut self, code: KeyCode) -> Action {
+        match code {
+            KeyCode::Char('p') if !self.finished => Action::TogglePause,
+            KeyCode::Char('a') if !self.finished && !self.aborting => {
+                self.modal = Modal::Confirm(Confirm::Abort);
+                Action::None
+            }
+            KeyCode::Char('q') if self.finished => Action::Quit,
+            KeyCode::Char('q') => {
+                self.modal = Modal::Confirm(Confirm::Quit);
+                Action::None
+            }
+            KeyCode::Char('l') => {
+                self.modal = Modal::Log { scroll: usize::MAX };
+                Action::None
+            }
+            KeyCode::Char('h') | KeyCode::Char('?') => {
+                self.modal = Modal::Help;
+                Action::None
+            }
+            KeyCode::Char('r') => Action::OpenDiff,
+            KeyCode::Char('x') => Action::Export,
+            KeyCode::PageUp => {
+                self.thought_back += PAGE;
+                Action::None
+            }
+            KeyCode::PageDown => {
+                self.thought_back = self.thought_back.saturating_sub(PAGE);
+                Action::None
+            }
+            KeyCode::Up => {
+                self.thought_back += 1;
+                Action::None
+            }
+            KeyCode::Down => {
+                self.thought_back = self.thought_back.saturating_sub(1);
+                Action::None
+            }
+            KeyCode::End => {
+                self.thought_back = 0;
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn ctrl_c(&mut self) -> Action {
+        if self.finished {
+            return Action::Quit;
+        }
+        if self.aborting {
+            return Action::Kill;
+        }
+        // An open question is answered "stop" by the abort itself; the view closes once the
+        // session is saved, as a program left with Ctrl+C does.
+        self.modal = Modal::None;
+        self.abort();
+        Action::Quit
+    }
+
+    fn abort(&mut self) -> Action {
+        self.aborting = true;
+        self.message = Some(format!(
+            "aborting: {} (Ctrl+C again to quit at once)",
+            self.stop_means
+        ));
+        Action::Abort
+    }
+}
+
+/// The new scroll position for a scrolling key, `None` for any other key.
+fn scrolled(code: KeyCode, scroll: usize) -> Option<usize> {
+    Some(match code {
+        KeyCode::Char('j') | KeyCode::Down => scroll.saturating_add(1),
+        KeyCode::Char('k') | KeyCode::Up => scroll.saturating_sub(1),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll.saturating_add(PAGE),
+        KeyCode::PageUp => scroll.saturating_sub(PAGE),
+        KeyCode::Char('g') | KeyCode::Home => 0,
+        KeyCode::Char('G') | KeyCode::End => usize::MAX,
+        _ => return None,
+    })
+}
