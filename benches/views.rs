@@ -72,7 +72,14 @@ fn read_screen(master: RawFd, watch: Arc<Watch>, epoch: Instant) {
         if n <= 0 || watch.done.load(Ordering::SeqCst) {
             break;
         }
-        parser.process(&buf[..n as usize]);
+        let bytes = &buf[..n as usize];
+        // A terminal answers a query of the cursor's position (crossterm asks once at start).
+        if bytes.windows(4).any(|w| w == b"\x1b[6n") {
+            let (row, col) = parser.screen().cursor_position();
+            let answer = format!("\x1b[{};{}R", row + 1, col + 1);
+            unsafe { libc::write(master, answer.as_ptr().cast(), answer.len()) };
+        }
+        parser.process(bytes);
         let wanted = watch.wanted.lock().unwrap().clone();
         if let Some(wanted) = wanted {
             if watch.seen_at.load(Ordering::SeqCst) == 0
@@ -123,11 +130,10 @@ fn envelope(seq: u64, event: Event) -> Envelope {
 /// The bundled example's recorded session stretched to `n` iterations: its two iterations'
 /// events repeated, renumbered, before its start and its end.
 fn long_session(n: u32) -> Vec<Envelope> {
-    let events: Vec<Envelope> =
-        include_str!("../src/views/tui/testdata/median-js.events.jsonl")
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let events: Vec<Envelope> = include_str!("../src/views/tui/testdata/median-js.events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let start = events
         .iter()
         .position(|e| matches!(e.event, Event::IterationStarted { .. }))
@@ -154,12 +160,14 @@ fn long_session(n: u32) -> Vec<Envelope> {
     out
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+fn median(xs: Vec<f64>) -> f64 {
+    pct(&xs, 0.5)
 }
 
 fn pct(xs: &[f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
     let mut xs = xs.to_vec();
     xs.sort_by(f64::total_cmp);
     xs[((xs.len() as f64 - 1.0) * p).round() as usize]
@@ -305,7 +313,7 @@ fn main() {
             full_ms,
             long.len(),
             rss_after,
-            quit.is_ok(),
+            format!("{quit:?}"),
         )
     });
     watch.done.store(true, Ordering::SeqCst);

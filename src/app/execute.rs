@@ -2,6 +2,7 @@
 //! MemoryVault, the ledger, and Ctrl+C, all at the binary's edge. The run itself is a value
 //! ([`ralph_actors::supervisor::run::RunDeps`]) that knows nothing of signals or terminals.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -20,8 +21,6 @@ use ralph_actors::supervisor::run::{MemoryDeps, RunDeps};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-
-use std::io::Write;
 
 use crate::app::plan::Plan;
 use crate::chaos::FsChaosRunner;
