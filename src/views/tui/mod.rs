@@ -155,7 +155,11 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
                         feed_open = false;
                         ui.finished = true;
                         ui.aborting = false;
-                        if quit_when_saved || handles.stop_signal.load(Ordering::SeqCst) != 0 {
+                        // Nobody can read the end (quit asked, a signal, no keys): close.
+                        if quit_when_saved
+                            || handles.stop_signal.load(Ordering::SeqCst) != 0
+                            || keys.is_none()
+                        {
                             break;
                         }
                         ui.message = Some("the run has ended: q to quit".into());
