@@ -29,11 +29,6 @@ pub fn delta(text: &str) {
     let _ = SINK.try_with(|sink| sink(text));
 }
 
-/// Whether a sink listens to the call under way: a provider may skip work only a view needs.
-pub fn listening() -> bool {
-    SINK.try_with(|_| ()).is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,7 +41,6 @@ mod tests {
         let sink: Sink = Arc::new(move |t| into.lock().expect("lock").push_str(t));
         delta("before");
         scope(sink, async {
-            assert!(listening());
             delta("a");
             delta("");
             tokio::task::yield_now().await;
@@ -54,7 +48,6 @@ mod tests {
         })
         .await;
         delta("after");
-        assert!(!listening());
         assert_eq!(*got.lock().expect("lock"), "ab");
     }
 }

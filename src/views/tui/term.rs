@@ -124,8 +124,3 @@ fn divert_stderr(path: &Path) -> std::io::Result<()> {
     SAVED_STDERR.store(saved, Ordering::SeqCst);
     Ok(())
 }
-
-/// Whether the TUI owns the terminal now.
-pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::SeqCst)
-}
