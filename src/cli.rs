@@ -50,6 +50,9 @@ pub enum Command {
     Loop(LoopArgs),
     /// The agent loop's circuit breaker (`.ralph/regent-state.json`).
     Breaker(BreakerArgs),
+    /// The web dashboard of every session and agent loop of the project here, live and past,
+    /// until Ctrl+C. It prints its URL, which carries the token every request needs.
+    Dashboard(DashboardArgs),
     /// The project's hooks and plugins: check them, trust them as they are (a new or changed
     /// hook does not run until you do), import them from Claude Code or Codex.
     Hooks(HooksArgs),
@@ -131,6 +134,16 @@ pub struct LoopArgs {
     /// The live view: `tui`, `lines` or `auto` (as for a run).
     #[arg(long, value_enum, value_name = "VIEW")]
     pub ui: Option<Ui>,
+    /// The address of `--ui web`'s dashboard (as for a run).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// The address to listen on (default 127.0.0.1 and a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -363,6 +376,8 @@ pub enum Ui {
     Tui,
     /// One line per step on stderr (the view of a log or a CI job).
     Lines,
+    /// Lines, and the web dashboard of the run at the URL printed (see `--ui-bind`).
+    Web,
 }
 
 /// What a run that ends without success leaves in the target.
@@ -437,6 +452,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "VIEW")]
     #[serde(skip)]
     pub ui: Option<Ui>,
+    /// The address the web dashboard of `--ui web` listens on (default 127.0.0.1 and a free
+    /// port). Requests still need the token of the URL it prints.
+    #[arg(long, value_name = "ADDR")]
+    #[serde(skip)]
+    pub ui_bind: Option<std::net::SocketAddr>,
     /// Record every model exchange of this run to FILE, for `--replay`.
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
@@ -468,6 +488,9 @@ pub struct ResumeArgs {
     /// The live view: `tui`, `lines` or `auto` (as for a run).
     #[arg(long, value_enum, value_name = "VIEW")]
     pub ui: Option<Ui>,
+    /// The address of `--ui web`'s dashboard (as for a run).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Args)]

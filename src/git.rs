@@ -283,6 +283,11 @@ impl Repo {
     }
 
     /// The commit `HEAD` names, in full.
+    /// A commit as `git show` prints it: its message, the files it changed, its patch.
+    pub fn show(&self, commit: &str) -> Result<String> {
+        self.git(&["show", "--stat", "--patch", "--format=medium", commit, "--"])
+    }
+
     pub fn head(&self) -> Result<String> {
         Ok(self.git(&["rev-parse", "HEAD"])?.trim().to_string())
     }

@@ -15,7 +15,8 @@
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
 //! - [`printers`]: the human, JSON-lines and JSON renderings of the event stream, and the
-//!   session's event log; [`views`]: the live views (the terminal UI).
+//!   session's event log; [`views`]: the live views (the terminal UI, the web dashboard), with
+//!   [`remote`] (a run's pause, resume and stop asked from another process).
 //! - [`hooks`]: the user's lifecycle hooks and plugins, run at the fix loop's stages.
 //! - The ports' implementations: [`providers`] (LLM clients over HTTP, rate limits, record and
 //!   replay, prices, token counting), [`runner`] (test detection, plans, runs, result parsing,
@@ -48,6 +49,7 @@ pub mod printers;
 pub mod process;
 pub mod providers;
 pub mod regent;
+pub mod remote;
 pub mod runner;
 pub mod session;
 pub mod spec;

@@ -116,6 +116,40 @@ impl Drop for TargetLock {
     }
 }
 
+/// The sessions whose runs hold a target's lock now, under `root`. Read from `/proc/locks`, so
+/// asking takes no lock (a run starting meanwhile is not refused).
+pub fn holding_sessions(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        return Vec::new();
+    };
+    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF": the inode is the third field of
+    // the sixth column.
+    let held: std::collections::HashSet<u64> = locks
+        .lines()
+        .filter(|l| l.contains("FLOCK"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(5)?
+                .rsplit(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let Ok(entries) = std::fs::read_dir(root.join(RALPH_DIR).join("locks")) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.metadata().is_ok_and(|m| held.contains(&m.ino())))
+        .filter_map(|e| {
+            let mut file = File::open(e.path()).ok()?;
+            read_holder(&mut file).map(|h| h.session)
+        })
+        .collect()
+}
+
 fn read_holder(file: &mut File) -> Option<Holder> {
     let mut text = String::new();
     file.rewind().ok()?;

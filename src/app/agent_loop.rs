@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::cost::price_of;
 use crate::agents::registry::Registry;
+use crate::app::execute::{open_dashboard, DASHBOARD_GRACE};
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
 use crate::config::{self, Config, Output};
 use crate::error::{Error, Result, UsageError};
@@ -28,6 +29,7 @@ use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::regent::actor::{Regent, StartLoop};
 use crate::regent::run::{LoopDeps, LoopSettings};
+use crate::remote;
 use crate::runner::detect;
 use crate::views::{self, Chosen};
 
@@ -84,13 +86,11 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let groups = ProcessGroups::new();
     let drain = CancellationToken::new();
     let quit = CancellationToken::new();
-    let tui = match views::choose(args.ui.unwrap_or_default(), output == OutputFormat::Human) {
-        Chosen::Tui => true,
-        Chosen::Lines { why_not_tui } => {
-            notes.extend(why_not_tui);
-            false
-        }
-    };
+    let chosen = views::choose(args.ui.unwrap_or_default(), output == OutputFormat::Human);
+    if let Chosen::Lines { why_not_tui } = &chosen {
+        notes.extend(why_not_tui.clone());
+    }
+    let tui = chosen == Chosen::Tui;
     let (pause_tx, pause_rx) = watch::channel(false);
     let deps = LoopDeps {
         root: root.clone(),
@@ -108,15 +108,27 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         reaper: std::env::current_exe().ok(),
         drain: drain.clone(),
         quit: quit.clone(),
-        pause: tui.then_some(pause_rx),
+        pause: Some(pause_rx),
         notes,
     };
     let events = deps.events.clone();
     let report_dir = deps.testing.report_dir.clone();
     let system = actix::System::new();
     let loop_dir = ralph_dir.join(&loop_id);
+    let (root_dir, ui_bind) = (root.clone(), args.ui_bind);
     let report: Option<LoopReport> = system.block_on(async move {
         let stop_signal = Arc::new(AtomicI32::new(0));
+        // Another process (the dashboard, `kill -USR1`) may pause the loop: see crate::remote.
+        let _announced = remote::announce(&loop_dir);
+        let listening = tokio::spawn(remote::listen(pause_tx.clone()));
+        let dashboard = match chosen {
+            Chosen::Web => {
+                let dashboard = open_dashboard(&root_dir, ui_bind).await?;
+                eprintln!("dashboard: {}", dashboard.url_for(&loop_id));
+                Some(dashboard)
+            }
+            _ => None,
+        };
         let (printer, view) = if tui {
             let (feed, _asker, inbox) = views::tui::channels();
             let handles = views::tui::Handles {
@@ -143,6 +155,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         let regent = Regent::new(deps).start();
         let report = regent.send(StartLoop).await.ok().flatten();
         signals.abort();
+        listening.abort();
         let _ = printer.await;
         if let Some(log) = log {
             let _ = log.await;
@@ -155,8 +168,11 @@ pub fn run(args: LoopArgs) -> Result<i32> {
                 let _ = printers::loop_lines::write_summary(report, &mut std::io::stderr());
             }
         }
-        report
-    });
+        if let Some(dashboard) = dashboard {
+            dashboard.close(DASHBOARD_GRACE).await;
+        }
+        Ok::<_, Error>(report)
+    })?;
     let _ = std::fs::remove_dir_all(&report_dir);
     let report =
         report.ok_or_else(|| Error::Internal("the Regent stopped without a report".into()))?;

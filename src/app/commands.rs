@@ -217,6 +217,7 @@ pub(crate) fn prepare_resume(
         run_args.output = args.output;
     }
     run_args.ui = args.ui;
+    run_args.ui_bind = args.ui_bind;
     let mut overrides = spec.overrides;
     overrides.keys = overrides
         .key_envs

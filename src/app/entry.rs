@@ -462,6 +462,7 @@ impl Entry<'_> {
                         guidance: None,
                         output: self.base.output,
                         ui: None,
+                        ui_bind: None,
                     };
                     return prepare_resume(session, spec, state, &resume, &shared.groups);
                 }

@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::printers::{self, Printer};
 use crate::process::groups::ProcessGroups;
 use crate::providers;
+use crate::remote;
 use crate::session::SessionDir;
 use crate::vault;
 use crate::views::{self, Chosen};
@@ -80,33 +81,85 @@ pub(crate) fn execute(
     groups: ProcessGroups,
 ) -> Result<i32> {
     let report_dir = plan.report_dir.clone();
-    let tui = match views::choose(plan.ui, plan.output == OutputFormat::Human) {
-        Chosen::Tui => true,
-        Chosen::Lines { why_not_tui } => {
-            if let Some(why) = why_not_tui {
-                eprintln!("note: {why}");
-            }
-            false
-        }
-    };
+    let chosen = views::choose(plan.ui, plan.output == OutputFormat::Human);
+    if let Chosen::Lines {
+        why_not_tui: Some(why),
+    } = &chosen
+    {
+        eprintln!("note: {why}");
+    }
     let system = actix::System::new();
     let report = system.block_on(async move {
-        if tui {
-            return execute_in_tui(plan, session, state, groups).await;
-        }
-        let control = Control::alone(vec![printers::for_format(plan.output)]);
-        let signals = tokio::spawn(on_signals(
-            control.cancel.clone(),
-            None,
-            control.stop_signal.clone(),
-            groups.clone(),
-        ));
-        let report = execute_in(plan, session, state, groups, control).await;
-        signals.abort();
+        // Another process (the dashboard, `kill -USR1`) may pause this run: see crate::remote.
+        let (pause_tx, pause_rx) = watch::channel(false);
+        let _announced = remote::announce(&session.dir);
+        let listening = tokio::spawn(remote::listen(pause_tx.clone()));
+        let report = match chosen {
+            Chosen::Tui => execute_in_tui(plan, session, state, groups, (pause_tx, pause_rx)).await,
+            Chosen::Web => execute_in_web(plan, session, state, groups, pause_rx).await,
+            Chosen::Lines { .. } => {
+                let mut control = Control::alone(vec![printers::for_format(plan.output)]);
+                control.pause = Some(pause_rx);
+                let signals = tokio::spawn(on_signals(
+                    control.cancel.clone(),
+                    None,
+                    control.stop_signal.clone(),
+                    groups.clone(),
+                ));
+                let report = execute_in(plan, session, state, groups, control).await;
+                signals.abort();
+                report
+            }
+        };
+        listening.abort();
         report
     });
     let _ = std::fs::remove_dir_all(&report_dir);
     Ok(report?.exit_code)
+}
+
+/// The run printed as `--output` says, with the web dashboard beside it: its URL (naming the
+/// run) on stderr; it closes when the run ends, once the pages open have been sent the end.
+async fn execute_in_web(
+    plan: Plan,
+    session: SessionDir,
+    state: SessionState,
+    groups: ProcessGroups,
+    pause: watch::Receiver<bool>,
+) -> Result<Report> {
+    let dashboard = open_dashboard(&plan.root, plan.ui_bind).await?;
+    let id = session
+        .dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    eprintln!("dashboard: {}", dashboard.url_for(&id));
+    let mut control = Control::alone(vec![printers::for_format(plan.output)]);
+    control.pause = Some(pause);
+    let signals = tokio::spawn(on_signals(
+        control.cancel.clone(),
+        None,
+        control.stop_signal.clone(),
+        groups.clone(),
+    ));
+    let report = execute_in(plan, session, state, groups, control).await;
+    signals.abort();
+    dashboard.close(DASHBOARD_GRACE).await;
+    report
+}
+
+/// How long a closing dashboard waits for its pages to be sent the run's end.
+pub(crate) const DASHBOARD_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The dashboard of the project at `root`, listening on `bind` (default: this machine only).
+pub(crate) async fn open_dashboard(
+    root: &Path,
+    bind: Option<std::net::SocketAddr>,
+) -> Result<views::web::Dashboard> {
+    let bind = bind.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    views::web::start(root, bind)
+        .await
+        .map_err(|e| Error::io(format!("cannot listen on {bind} for the dashboard"), e))
 }
 
 /// The run under the TUI: the view is fed the session's events and asked the breaker's
@@ -117,9 +170,9 @@ async fn execute_in_tui(
     session: SessionDir,
     state: SessionState,
     groups: ProcessGroups,
+    (pause_tx, pause_rx): (watch::Sender<bool>, watch::Receiver<bool>),
 ) -> Result<Report> {
     let (feed, asker, inbox) = views::tui::channels();
-    let (pause_tx, pause_rx) = watch::channel(false);
     let mut control = Control::alone(vec![Box::new(feed)]);
     control.asker = Some(Arc::new(asker));
     control.pause = Some(pause_rx);

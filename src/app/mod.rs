@@ -3,7 +3,7 @@
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
 //! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
-//! import`.
+//! import`, [`dashboard`] the web dashboard of the project's runs.
 
 pub mod agent;
 mod agent_artisan;
@@ -14,6 +14,7 @@ mod agents_add;
 pub mod batch;
 pub mod breaker;
 pub mod commands;
+pub mod dashboard;
 pub mod edge;
 pub(crate) mod entry;
 pub mod execute;

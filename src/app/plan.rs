@@ -71,6 +71,8 @@ pub(crate) struct Plan {
     pub(crate) output: OutputFormat,
     /// `--ui`: the TUI or lines, when `output` is human.
     pub(crate) ui: crate::views::Ui,
+    /// `--ui-bind`: where `--ui web`'s dashboard listens.
+    pub(crate) ui_bind: Option<std::net::SocketAddr>,
     pub(crate) llm: Arc<dyn LlmClient>,
     /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
     pub(crate) memory: Option<Config>,
@@ -236,6 +238,7 @@ pub(crate) fn plan(
         settings,
         output,
         ui: args.ui.unwrap_or_default(),
+        ui_bind: args.ui_bind,
         llm,
         memory: config.memory.enabled.then(|| config.clone()),
         guard,

@@ -55,30 +55,32 @@ impl Printer for EventLog {
 
 /// The `seq` of the log's last whole line; 0 for a log that is missing or empty.
 pub fn last_seq(path: &Path) -> u64 {
-    let Ok(mut file) = File::open(path) else {
-        return 0;
-    };
+    last_line(path)
+        .and_then(|line| serde_json::from_str::<SeqOnly>(&line).ok())
+        .map_or(0, |last| last.seq)
+}
+
+/// The log's last whole line (an event that reads); `None` for a log that is missing or empty.
+pub fn last_line(path: &Path) -> Option<String> {
+    let mut file = File::open(path).ok()?;
     // The last line is near the end; a final report can be long, so read back until one whole
     // line is found.
-    let Ok(len) = file.seek(SeekFrom::End(0)) else {
-        return 0;
-    };
+    let len = file.seek(SeekFrom::End(0)).ok()?;
     let mut back = 64 * 1024u64;
     loop {
         let from = len.saturating_sub(back);
         let mut tail = Vec::new();
-        if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut tail).is_err() {
-            return 0;
-        }
+        file.seek(SeekFrom::Start(from)).ok()?;
+        file.read_to_end(&mut tail).ok()?;
         let text = String::from_utf8_lossy(&tail);
         let whole = text
             .lines()
             .skip(usize::from(from > 0))
-            .filter_map(|l| serde_json::from_str::<SeqOnly>(l).ok())
+            .filter(|l| serde_json::from_str::<SeqOnly>(l).is_ok())
             .last();
         match whole {
-            Some(last) => return last.seq,
-            None if from == 0 => return 0,
+            Some(last) => return Some(last.to_string()),
+            None if from == 0 => return None,
             None => back *= 4,
         }
     }

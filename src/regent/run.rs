@@ -335,6 +335,9 @@ impl LoopRun {
                     self.save_state();
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        // A reset asked for meanwhile (`breaker reset`, the dashboard) is taken
+                        // at once, not after the cooldown it ends.
+                        _ = reset_asked(&self.state_file) => {}
                         _ = self.deps.drain.cancelled() => {}
                         _ = self.deps.quit.cancelled() => {
                             return Some((LoopStatus::Quit, "quit while the breaker cooled down".into()));
@@ -531,4 +534,11 @@ fn shown(root: &std::path::Path, path: &std::path::Path) -> String {
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned()
+}
+
+/// Returns once a breaker reset is asked for (another process leaves the request file).
+async fn reset_asked(file: &crate::regent::state::StateFile) {
+    while !file.reset_requested() {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }

@@ -112,6 +112,11 @@ impl StateFile {
         std::fs::write(&path, b"").map_err(|source| StateError::Write { path, source })
     }
 
+    /// A reset request is waiting (a loop cooling down wakes for it).
+    pub fn reset_requested(&self) -> bool {
+        self.dir.join(RESET_REQUEST).exists()
+    }
+
     /// Takes a reset request left by `breaker reset`, if there is one.
     pub fn take_reset_request(&self) -> bool {
         std::fs::remove_file(self.dir.join(RESET_REQUEST)).is_ok()
@@ -173,6 +178,69 @@ pub fn loop_running(ralph_dir: &Path) -> bool {
 /// Whether the loop that wrote `state` (in `ralph_dir`) still runs.
 pub fn is_running(state: &RegentState, ralph_dir: &Path) -> bool {
     state.status == LoopStatus::Running && loop_running(ralph_dir)
+}
+
+/// What a breaker reset did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BreakerReset {
+    /// No loop has run here: there is no breaker.
+    NoLoop,
+    /// The loop running now (its pid) takes the request before its next iteration; the
+    /// breaker's state until then.
+    Requested { pid: u32, now: &'static str },
+    /// Reset in the state file: what it was, and why.
+    Done {
+        was: &'static str,
+        why: &'static str,
+    },
+}
+
+impl std::fmt::Display for BreakerReset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BreakerReset::NoLoop => {
+                write!(f, "no agent loop has run here: there is no breaker to reset")
+            }
+            BreakerReset::Requested { pid, now } => write!(
+                f,
+                "the loop running now (pid {pid}) resets its breaker ({now} now) before its next iteration"
+            ),
+            BreakerReset::Done { was, why } => {
+                write!(f, "breaker reset: it was {was} ({why}), it is CLOSED")
+            }
+        }
+    }
+}
+
+/// Closes the agent loop's breaker of the project whose `.ralph/` is `ralph_dir` and clears its
+/// counters (`ralph-loop breaker reset`, the dashboard's button); a loop running now is asked
+/// to, as it owns the file. `Err`: the state file cannot be read or written.
+pub fn reset_breaker(ralph_dir: &Path) -> Result<BreakerReset, String> {
+    let file = StateFile::new(ralph_dir);
+    let state = match file.peek().map_err(|e| e.to_string())? {
+        None => return Ok(BreakerReset::NoLoop),
+        Some(Err(why)) => {
+            return Err(format!(
+                "{} cannot be read ({why}); the next `ralph-loop loop` replaces it",
+                file.path().display()
+            ))
+        }
+        Some(Ok(state)) => state,
+    };
+    if is_running(&state, ralph_dir) {
+        file.request_reset().map_err(|e| e.to_string())?;
+        return Ok(BreakerReset::Requested {
+            pid: state.ralph_pid,
+            now: state.breaker.state.as_str(),
+        });
+    }
+    let mut state = state;
+    let was = state.breaker.state.as_str();
+    let why = state.breaker.reason.as_str();
+    state.breaker.reset(Utc::now().timestamp_millis());
+    state.updated_at = Utc::now();
+    file.save(&state).map_err(|e| e.to_string())?;
+    Ok(BreakerReset::Done { was, why })
 }
 
 #[cfg(test)]

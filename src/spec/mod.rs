@@ -143,6 +143,7 @@ impl Spec {
             config: f.config.clone(),
             output: None,
             ui: None,
+            ui_bind: None,
             record: None,
             replay: None,
         }

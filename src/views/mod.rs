@@ -1,11 +1,13 @@
 //! The live views of a run, beside the printers: [`state`] (what a view shows, folded from the
-//! event stream) and [`tui`] (`--ui tui`, the full-screen terminal view).
+//! event stream), [`tui`] (`--ui tui`, the full-screen terminal view) and [`web`] (`--ui web` and
+//! `ralph-loop dashboard`, in a browser).
 //!
 //! [`choose`] resolves `--ui auto` ([`Ui`]): the TUI on an interactive
 //! terminal that can hold it, the line printer otherwise, with the reason in a note.
 
 pub mod state;
 pub mod tui;
+pub mod web;
 
 pub use crate::cli::Ui;
 
@@ -14,7 +16,11 @@ pub use crate::cli::Ui;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chosen {
     Tui,
-    Lines { why_not_tui: Option<String> },
+    Lines {
+        why_not_tui: Option<String>,
+    },
+    /// The run's printer (lines, or JSON on stdout) and the web dashboard.
+    Web,
 }
 
 /// Resolves `--ui` for a run printed as `human` (`human` false: JSON on stdout, which the TUI
@@ -22,6 +28,7 @@ pub enum Chosen {
 pub fn choose(asked: Ui, human: bool) -> Chosen {
     match asked {
         Ui::Lines => Chosen::Lines { why_not_tui: None },
+        Ui::Web => Chosen::Web,
         Ui::Auto if !human => Chosen::Lines { why_not_tui: None },
         Ui::Auto => match tui::usable() {
             Ok(()) => Chosen::Tui,

@@ -14,20 +14,20 @@ use tempfile::TempDir;
 use super::agent::git;
 use super::support::{isolate, read_json};
 
-struct Project {
-    _dir: TempDir,
-    root: PathBuf,
-    bin: PathBuf,
+pub(super) struct Project {
+    pub(super) _dir: TempDir,
+    pub(super) root: PathBuf,
+    pub(super) bin: PathBuf,
     /// The scripted agent's own files, outside the project: its run count, the prompts it got.
-    state: PathBuf,
+    pub(super) state: PathBuf,
     /// The loop's PATH: the agent's folder and the system's (no agent installed elsewhere).
-    path: String,
+    pub(super) path: String,
 }
 
 /// A git repository with a prompt, two tasks and a test (`done.txt` must exist), configured to
 /// run the agent `body` (a shell script; `$n` is the run's number, from 1) with `regent` lines
 /// added to the `regent:` section and `extra` to the file.
-fn project(body: &str, regent: &str, extra: &str) -> Project {
+pub(super) fn project(body: &str, regent: &str, extra: &str) -> Project {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     let bin = dir.path().join("bin");
@@ -157,20 +157,20 @@ fn emit(value: Value) -> String {
 }
 
 /// The agent's text, in an assistant message.
-fn say(text: &str) -> String {
+pub(super) fn say(text: &str) -> String {
     emit(
         json!({"type": "assistant", "message": {"id": "m", "content": [{"type": "text", "text": text}]}}),
     )
 }
 
 /// Its final result, with its cost.
-fn result(cost: f64) -> String {
+pub(super) fn result(cost: f64) -> String {
     emit(
         json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "total_cost_usd": cost}),
     )
 }
 
-fn status(status: &str, exit: bool) -> String {
+pub(super) fn status(status: &str, exit: bool) -> String {
     say(&format!(
         "---RALPH_STATUS---\nSTATUS: {status}\nTASKS_COMPLETED_THIS_LOOP: 1\nFILES_MODIFIED: 1\nTESTS_STATUS: PASSING\nWORK_TYPE: IMPLEMENTATION\nEXIT_SIGNAL: {exit}\nRECOMMENDATION: go on\n---END_RALPH_STATUS---"
     ))

@@ -1,0 +1,45 @@
+//! `ralph-loop dashboard`: the web dashboard of every session and agent loop of the project
+//! here, live and past, until Ctrl+C (or SIGTERM). It prints its URL on stdout.
+
+use std::io::Write;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::DashboardArgs;
+use crate::error::{Error, Result};
+use crate::runner::detect;
+
+pub fn run(args: DashboardArgs) -> Result<i32> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let root = detect::project_root(&cwd);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the dashboard's runtime", e))?;
+    runtime.block_on(async move {
+        let dashboard = crate::app::execute::open_dashboard(&root, args.ui_bind).await?;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "dashboard of {}: {}", root.display(), dashboard.url());
+        let _ = writeln!(out, "Ctrl+C stops it");
+        let _ = out.flush();
+        drop(out);
+        let stop = CancellationToken::new();
+        let stopping = stop.clone();
+        tokio::spawn(async move {
+            match crate::app::execute::Signals::listen() {
+                Some(mut signals) => {
+                    signals.next().await;
+                }
+                // Then only a kill stops it.
+                None => std::future::pending::<()>().await,
+            }
+            stopping.cancel();
+        });
+        dashboard
+            .serve_until(stop)
+            .await
+            .map_err(|e| Error::io("the dashboard stopped", e))?;
+        Ok(0)
+    })
+}

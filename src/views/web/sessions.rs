@@ -1,0 +1,191 @@
+//! The project's runs as the dashboard lists them (`.ralph/session-*` and `.ralph/loop-*` with
+//! an event log), newest first, and the diff of one iteration: a fix session's checkpoint
+//! against the one before it, a loop's commit.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::printers::event_log;
+use crate::session::RALPH_DIR;
+
+/// One run in the list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listed {
+    /// Its folder in `.ralph/`: `session-<uuid>` or `loop-<uuid>`.
+    pub id: String,
+    /// `fix` or `loop`.
+    pub kind: &'static str,
+    /// The target, or the loop's prompt file.
+    pub title: String,
+    /// `running`, the report's status, or `stopped` (ended without a report: killed).
+    pub status: String,
+    pub started_at: Option<String>,
+    /// What it spent, once it has ended.
+    pub cost_usd: Option<f64>,
+    /// It takes pause, resume and stop from here ([`crate::remote`]).
+    pub controls: bool,
+}
+
+/// Every run of the project at `root` that has an event log, the most recently active first.
+pub fn list(root: &Path) -> Vec<Listed> {
+    let ralph = root.join(RALPH_DIR);
+    let Ok(entries) = std::fs::read_dir(&ralph) else {
+        return Vec::new();
+    };
+    let holding = crate::lock::holding_sessions(root);
+    let mut found: Vec<(std::time::SystemTime, Listed)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let id = e.file_name().to_string_lossy().to_string();
+            let kind = if id.starts_with("session-") {
+                "fix"
+            } else if id.starts_with("loop-") {
+                "loop"
+            } else {
+                return None;
+            };
+            let log = e.path().join(event_log::FILE);
+            let modified = std::fs::metadata(&log).and_then(|m| m.modified()).ok()?;
+            let listed = describe(&e.path(), id, kind, &holding);
+            Some((modified, listed))
+        })
+        .collect();
+    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    found.into_iter().map(|(_, listed)| listed).collect()
+}
+
+fn describe(dir: &Path, id: String, kind: &'static str, holding: &[String]) -> Listed {
+    let log = dir.join(event_log::FILE);
+    let first = first_line(&log).unwrap_or(serde_json::Value::Null);
+    let title = first["target"]
+        .as_str()
+        .or_else(|| first["prompt_file"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let last = event_log::last_line(&log)
+        .and_then(|line| serde_json::from_str::<serde_json::Value>(&line).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let controls = crate::remote::running(dir).is_some();
+    let held = id
+        .strip_prefix("session-")
+        .is_some_and(|uuid| holding.iter().any(|h| h == uuid));
+    let ended = matches!(
+        last["type"].as_str(),
+        Some("session_finished" | "loop_finished")
+    );
+    let status = if ended {
+        last["report"]["status"].as_str().unwrap_or("ended").into()
+    } else if controls || held {
+        "running".into()
+    } else {
+        "stopped".into()
+    };
+    let cost_usd = ended.then(|| {
+        last["report"]["cost_usd"]
+            .as_f64()
+            .or_else(|| last["report"]["total_cost_usd"].as_f64())
+            .unwrap_or(0.0)
+    });
+    Listed {
+        id,
+        kind,
+        title,
+        status,
+        started_at: first["time"].as_str().map(str::to_string),
+        cost_usd,
+        controls,
+    }
+}
+
+/// The first event of a log that reads (a note may come first in a loop's; the run's start is
+/// looked for among the first few).
+fn first_line(log: &Path) -> Option<serde_json::Value> {
+    let file = std::fs::File::open(log).ok()?;
+    let mut first = None;
+    for line in BufReader::new(file).lines().take(8) {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line.ok()?) else {
+            continue;
+        };
+        if matches!(
+            value["type"].as_str(),
+            Some("session_started" | "loop_started")
+        ) {
+            return Some(value);
+        }
+        first.get_or_insert(value);
+    }
+    first
+}
+
+/// The folder of run `id` under `root`, when `id` names one (and nothing else: no `..`).
+pub fn folder(root: &Path, id: &str) -> Option<PathBuf> {
+    let valid = (id.starts_with("session-") || id.starts_with("loop-"))
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let dir = root.join(RALPH_DIR).join(id);
+    (valid && dir.is_dir()).then_some(dir)
+}
+
+/// The change iteration `n` made: for a fix session, its checkpoint against the last one kept
+/// before it (0: the original); for a loop, the commit it made. `Err` says why there is none.
+pub fn diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if id.starts_with("loop-") {
+        return loop_diff(root, dir, n);
+    }
+    let checkpoint = |i: u32| dir.join("checkpoints").join(format!("iteration-{i}"));
+    let after = std::fs::read_to_string(checkpoint(n))
+        .map_err(|_| format!("iteration {n} kept no version of the file"))?;
+    let before = (0..n)
+        .rev()
+        .find_map(|i| std::fs::read_to_string(checkpoint(i)).ok())
+        .or_else(|| original(dir))
+        .unwrap_or_default();
+    let text = similar::TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header("before", &format!("iteration {n}"))
+        .to_string();
+    Ok(if text.is_empty() {
+        format!("iteration {n} changed nothing")
+    } else {
+        text
+    })
+}
+
+fn original(dir: &Path) -> Option<String> {
+    let entry = std::fs::read_dir(dir.join("original"))
+        .ok()?
+        .flatten()
+        .next()?;
+    std::fs::read_to_string(entry.path()).ok()
+}
+
+/// A loop's iteration `n`: its commit, as `git show` prints it.
+fn loop_diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
+    let (events, _) = event_log::read(&dir.join(event_log::FILE)).map_err(|e| e.to_string())?;
+    let commit = events.iter().find_map(|e| match &e.event {
+        ralph_actors::events::event::Event::Regent {
+            iteration,
+            action: ralph_actors::schema::regent::RegentAction::Committed,
+            message,
+        } if *iteration == n => message
+            .strip_prefix("committed ")?
+            .split(':')
+            .next()
+            .map(str::to_string),
+        _ => None,
+    });
+    let commit = commit
+        .filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))
+        .ok_or_else(|| format!("iteration {n} made no commit"))?;
+    crate::git::Repo::new(root.to_path_buf())
+        .show(&commit)
+        .map_err(|e| e.to_string())
+}

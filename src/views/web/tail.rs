@@ -1,0 +1,232 @@
+//! A run's `events.jsonl` as server-sent events: each line, in order, with its `seq` as the
+//! event id, from just after the id a reconnecting browser last saw (no gap, no repeat), then
+//! each new line as the run appends it.
+//!
+//! One [`Hub`] watches the folders of the logs being followed (inotify, one thread for all of
+//! them) and wakes their readers; a reader also looks once a second, in case a change was not
+//! told.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::response::sse::Event as SseEvent;
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// What a reader sends: one server-sent event.
+pub type Item = Result<SseEvent, Infallible>;
+
+type Bells = Arc<Mutex<HashMap<PathBuf, watch::Sender<u64>>>>;
+
+/// The watcher of the followed logs' folders, and the count of streams that have not yet sent
+/// their run's end.
+pub struct Hub {
+    bells: Bells,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    unfinished: watch::Sender<usize>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hub {
+    pub fn new() -> Self {
+        let bells: Bells = Arc::default();
+        let rung = bells.clone();
+        // Without inotify, readers still look once a second.
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            let Ok(bells) = rung.lock() else { return };
+            for path in &event.paths {
+                if let Some(bell) = path.parent().and_then(|dir| bells.get(dir)) {
+                    bell.send_modify(|n| *n += 1);
+                }
+            }
+        })
+        .ok();
+        Self {
+            bells,
+            watcher: Mutex::new(watcher),
+            unfinished: watch::Sender::new(0),
+        }
+    }
+
+    /// Rings on every change in `dir`.
+    fn bell(&self, dir: &Path) -> watch::Receiver<u64> {
+        let Ok(mut bells) = self.bells.lock() else {
+            return watch::Sender::new(0).subscribe();
+        };
+        if let Some(bell) = bells.get(dir) {
+            return bell.subscribe();
+        }
+        let bell = watch::Sender::new(0);
+        let rx = bell.subscribe();
+        bells.insert(dir.to_path_buf(), bell);
+        if let Ok(mut watcher) = self.watcher.lock() {
+            if let Some(watcher) = watcher.as_mut() {
+                let _ = watcher.watch(dir, RecursiveMode::NonRecursive);
+            }
+        }
+        rx
+    }
+
+    /// The number of streams that have not sent their run's end yet.
+    pub fn unfinished(&self) -> watch::Receiver<usize> {
+        self.unfinished.subscribe()
+    }
+
+    /// Follows the log at `path` from after `after`, until `stop` or the client goes.
+    pub fn follow(
+        self: &Arc<Self>,
+        path: PathBuf,
+        after: u64,
+        stop: CancellationToken,
+    ) -> mpsc::Receiver<Item> {
+        let (tx, rx) = mpsc::channel(256);
+        let bell = path
+            .parent()
+            .map(|dir| self.bell(dir))
+            .unwrap_or_else(|| watch::Sender::new(0).subscribe());
+        let hub = self.clone();
+        tokio::spawn(async move {
+            hub.unfinished.send_modify(|n| *n += 1);
+            let mut counted = true;
+            let mut reader = Reader {
+                path,
+                after,
+                offset: 0,
+                partial: Vec::new(),
+            };
+            let mut bell = bell;
+            loop {
+                let (lines, ended) = reader.read_new();
+                for (seq, line) in lines {
+                    let event = SseEvent::default()
+                        .id(seq.to_string())
+                        .event("ralph")
+                        .data(line);
+                    if tx.send(Ok(event)).await.is_err() {
+                        break;
+                    }
+                }
+                if ended && counted {
+                    hub.unfinished.send_modify(|n| *n = n.saturating_sub(1));
+                    counted = false;
+                }
+                tokio::select! {
+                    _ = bell.changed() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = tx.closed() => break,
+                    _ = stop.cancelled() => break,
+                }
+            }
+            if counted {
+                hub.unfinished.send_modify(|n| *n = n.saturating_sub(1));
+            }
+        });
+        rx
+    }
+}
+
+/// Where a reader is in its log.
+struct Reader {
+    path: PathBuf,
+    after: u64,
+    offset: u64,
+    /// The start of a line not yet ended.
+    partial: Vec<u8>,
+}
+
+impl Reader {
+    /// The whole lines appended since the last read whose `seq` is past `after`, and whether
+    /// one of them ended the run.
+    fn read_new(&mut self) -> (Vec<(u64, String)>, bool) {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&self.path).and_then(|mut file| {
+            let len = file.metadata()?.len();
+            if len < self.offset {
+                // A new log in place of the old: read it from its start.
+                self.offset = 0;
+                self.partial.clear();
+            }
+            file.seek(SeekFrom::Start(self.offset))?;
+            file.read_to_end(&mut bytes)
+        });
+        let Ok(n) = read else {
+            return (Vec::new(), false);
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&bytes);
+        let Some(last_newline) = self.partial.iter().rposition(|b| *b == b'\n') else {
+            return (Vec::new(), false);
+        };
+        let rest = self.partial.split_off(last_newline + 1);
+        let whole = std::mem::replace(&mut self.partial, rest);
+        let mut lines = Vec::new();
+        let mut ended = false;
+        for line in String::from_utf8_lossy(&whole).lines() {
+            let Ok(head) = serde_json::from_str::<Head>(line) else {
+                continue; // a line cut short by a kill, or blank
+            };
+            if head.seq <= self.after {
+                continue;
+            }
+            self.after = head.seq;
+            ended |= matches!(head.kind.as_str(), "session_finished" | "loop_finished");
+            lines.push((head.seq, line.to_string()));
+        }
+        (lines, ended)
+    }
+}
+
+/// What a reader needs of a line.
+#[derive(serde::Deserialize)]
+struct Head {
+    seq: u64,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn lines_are_read_whole_once_each_past_the_id_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        write!(
+            file,
+            "{{\"seq\":1,\"type\":\"note\"}}\n{{\"seq\":2,\"type\":\"note\"}}\n{{\"seq\":3,\"ty"
+        )
+        .unwrap();
+        let mut reader = Reader {
+            path: path.clone(),
+            after: 1,
+            offset: 0,
+            partial: Vec::new(),
+        };
+        let (lines, ended) = reader.read_new();
+        assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [2]);
+        assert!(!ended);
+        write!(
+            file,
+            "pe\":\"note\"}}\nnot json\n{{\"seq\":4,\"type\":\"session_finished\"}}\n"
+        )
+        .unwrap();
+        let (lines, ended) = reader.read_new();
+        assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [3, 4]);
+        assert!(ended);
+        assert!(reader.read_new().0.is_empty());
+    }
+}
