@@ -127,38 +127,9 @@ fn envelope(seq: u64, event: Event) -> Envelope {
     }
 }
 
-/// The bundled example's recorded session stretched to `n` iterations: its two iterations'
-/// events repeated, renumbered, before its start and its end.
-fn long_session(n: u32) -> Vec<Envelope> {
-    let events: Vec<Envelope> = include_str!("../src/views/tui/testdata/median-js.events.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let start = events
-        .iter()
-        .position(|e| matches!(e.event, Event::IterationStarted { .. }))
-        .unwrap();
-    let end = events.len() - 1;
-    let mut out: Vec<Envelope> = events[..start].to_vec();
-    for i in 0..n {
-        for e in &events[start..end] {
-            let mut json = serde_json::to_value(&e.event).unwrap();
-            if let Some(it) = json.get_mut("iteration") {
-                let was = it.as_u64().unwrap();
-                *it = serde_json::json!(u64::from(i) * 2 + was);
-            }
-            if let Some(max) = json.get_mut("max_iterations") {
-                *max = serde_json::json!(n * 2);
-            }
-            out.push(envelope(0, serde_json::from_value(json).unwrap()));
-        }
-    }
-    out.push(events[end].clone());
-    for (i, e) in out.iter_mut().enumerate() {
-        e.seq = i as u64 + 1;
-    }
-    out
-}
+#[path = "../tests/suite/long_session.rs"]
+mod long_session;
+use long_session::long_session;
 
 fn median(xs: Vec<f64>) -> f64 {
     pct(&xs, 0.5)
@@ -234,6 +205,7 @@ fn main() {
             dir: dir.path().to_path_buf(),
             target: None,
             original: None,
+            replayed: false,
         };
         let view = tokio::task::spawn_local(tui::run(inbox, handles, place));
         // The session's start, then one iteration under way.

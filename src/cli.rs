@@ -53,6 +53,9 @@ pub enum Command {
     /// The web dashboard of every session and agent loop of the project here, live and past,
     /// until Ctrl+C. It prints its URL, which carries the token every request needs.
     Dashboard(DashboardArgs),
+    /// Play a session or agent loop back from its event log, in the TUI, the web dashboard or
+    /// lines; or export it as one HTML page or an asciicast recording.
+    Replay(ReplayArgs),
     /// The project's hooks and plugins: check them, trust them as they are (a new or changed
     /// hook does not run until you do), import them from Claude Code or Codex.
     Hooks(HooksArgs),
@@ -142,6 +145,27 @@ pub struct LoopArgs {
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
     /// The address to listen on (default 127.0.0.1 and a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The run to play: its folder in `.ralph/` (`session-…`, `loop-…`) or the start of its id
+    /// (default: the most recent).
+    pub session: Option<String>,
+    /// The view: `tui`, `web`, `lines`, or `auto` (the TUI on a terminal, else lines).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub ui: Option<Ui>,
+    /// How fast: 2 plays twice as fast as it ran, 0 as fast as the view can take. A wait longer
+    /// than 3 s plays as 3 s.
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Write the run to FILE instead of playing it: `.html`, a page that stands alone (the
+    /// dashboard's view, no server); `.cast`, an asciicast v3 recording of the TUI.
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
     #[arg(long, value_name = "ADDR")]
     pub ui_bind: Option<std::net::SocketAddr>,
 }

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Some(Command::Loop(args)) => ralph_loop::app::agent_loop::run(args),
         Some(Command::Breaker(args)) => ralph_loop::app::breaker::run(args),
         Some(Command::Dashboard(args)) => ralph_loop::app::dashboard::run(args),
+        Some(Command::Replay(args)) => ralph_loop::app::replay::run(args),
         Some(Command::Hooks(args)) => ralph_loop::app::hooks::run(args),
         None => ralph_loop::app::run(cli.run, Default::default()),
     };

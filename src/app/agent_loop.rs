@@ -143,6 +143,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
                 dir: loop_dir,
                 target: None,
                 original: None,
+                replayed: false,
             };
             let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
             (Box::new(feed) as Box<dyn printers::Printer>, Some(view))

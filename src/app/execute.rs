@@ -196,6 +196,7 @@ async fn execute_in_tui(
         dir: session.path(""),
         target: Some(plan.root.join(&plan.target)),
         original,
+        replayed: false,
     };
     let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
     let report = execute_in(plan, session, state, groups, control).await;

@@ -3,7 +3,8 @@
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
 //! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
-//! import`, [`dashboard`] the web dashboard of the project's runs.
+//! import`, [`dashboard`] the web dashboard of the project's runs, [`replay`] a run played
+//! back or exported.
 
 pub mod agent;
 mod agent_artisan;
@@ -23,6 +24,7 @@ pub mod hooks;
 mod loop_status;
 pub mod plan;
 pub mod queue;
+pub mod replay;
 mod terminal;
 pub mod vault;
 

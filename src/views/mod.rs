@@ -1,10 +1,11 @@
 //! The live views of a run, beside the printers: [`state`] (what a view shows, folded from the
 //! event stream), [`tui`] (`--ui tui`, the full-screen terminal view) and [`web`] (`--ui web` and
-//! `ralph-loop dashboard`, in a browser).
+//! `ralph-loop dashboard`, in a browser); [`pace`] the pace of a replay in either.
 //!
 //! [`choose`] resolves `--ui auto` ([`Ui`]): the TUI on an interactive
 //! terminal that can hold it, the line printer otherwise, with the reason in a note.
 
+pub mod pace;
 pub mod state;
 pub mod tui;
 pub mod web;

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::regent::{project, result, say, status};
 
 /// Headless Chromium and one page in it.
-struct Browser {
+pub(super) struct Browser {
     child: Child,
     ws: tungstenite::WebSocket<TcpStream>,
     session: String,
@@ -27,7 +27,7 @@ struct Browser {
 }
 
 impl Browser {
-    fn launch() -> Self {
+    pub(super) fn launch() -> Self {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new("chromium")
             .args([
@@ -109,12 +109,12 @@ impl Browser {
         }
     }
 
-    fn navigate(&mut self, url: &str) {
+    pub(super) fn navigate(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url}));
     }
 
     /// A JavaScript expression's value in the page.
-    fn eval(&mut self, expression: &str) -> Value {
+    pub(super) fn eval(&mut self, expression: &str) -> Value {
         let out = self.call(
             "Runtime.evaluate",
             json!({"expression": expression, "returnByValue": true}),
@@ -123,7 +123,7 @@ impl Browser {
     }
 
     /// Waits until `expression` is true in the page.
-    fn wait_for(&mut self, expression: &str, within: Duration) {
+    pub(super) fn wait_for(&mut self, expression: &str, within: Duration) {
         let start = Instant::now();
         while self.eval(expression) != json!(true) {
             assert!(
@@ -136,7 +136,7 @@ impl Browser {
     }
 
     /// A left click in the middle of the element, with the mouse.
-    fn click(&mut self, selector: &str) {
+    pub(super) fn click(&mut self, selector: &str) {
         let rect = self.eval(&format!(
             "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
         ));
@@ -150,7 +150,7 @@ impl Browser {
     }
 
     /// The page as a PNG, kept at `path`.
-    fn screenshot(&mut self, path: &Path) {
+    pub(super) fn screenshot(&mut self, path: &Path) {
         let shot = self.call("Page.captureScreenshot", json!({"format": "png"}));
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().unwrap())
@@ -172,7 +172,7 @@ impl Drop for Browser {
 }
 
 /// Where screenshots are kept: `$RALPH_ARTIFACTS` (CI sets it), else under the target folder.
-fn artifacts() -> PathBuf {
+pub(super) fn artifacts() -> PathBuf {
     std::env::var_os("RALPH_ARTIFACTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts"))
@@ -189,7 +189,7 @@ fn the_dashboard_in_chromium_shows_the_breaker_open_and_its_button_closes_it() {
     // progress: HALF_OPEN; the probe fails too: OPEN, cooling down for ten minutes.
     let body = format!(
         "sleep 2\n{}\n{}\n{}",
-        say("Nothing to do."),
+        say("Nothing to do. <b>not bold</b>"),
         status("IN_PROGRESS", false),
         result(0.01)
     );
@@ -219,6 +219,8 @@ fn the_dashboard_in_chromium_shows_the_breaker_open_and_its_button_closes_it() {
         browser.eval("document.querySelector('#breaker').textContent"),
         "CLOSED"
     );
+    // The token has done its work: it is no longer in the address bar (a cookie carries it).
+    assert_eq!(browser.eval("location.href.includes('token=')"), false);
     // Watched as it goes: the badge's colour as drawn, and the money spent.
     let badge = "getComputedStyle(document.querySelector('#breaker')).backgroundColor";
     let mut colours: Vec<String> = Vec::new();
@@ -263,6 +265,16 @@ fn the_dashboard_in_chromium_shows_the_breaker_open_and_its_button_closes_it() {
         browser.eval("document.querySelectorAll('#timeline .iteration .ok').length"),
         4,
         "each row shows its tests passed"
+    );
+    // What a model or agent writes is shown as text, never run as markup.
+    assert!(browser
+        .eval("document.querySelector('#thoughts').innerText")
+        .as_str()
+        .unwrap()
+        .contains("<b>not bold</b>"));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#thoughts b').length"),
+        0
     );
     browser.screenshot(&artifacts().join("dashboard-breaker-open.png"));
 

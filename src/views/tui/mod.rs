@@ -1,7 +1,8 @@
 //! `--ui tui`: the run in a full-screen terminal view (ratatui on crossterm).
 //!
 //! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure;
-//!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration.
+//!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration;
+//!   [`cast`]: a session's frames as an asciicast recording.
 //! - The run reaches the view through [`channels`]: a [`Feed`] (a printer of the session's
 //!   event bus) and an [`Asker`] (the breaker's questions, as the core's `User` port). The
 //!   view reaches the run through [`Handles`]: its pause, its stop, its process groups.
@@ -9,6 +10,7 @@
 //! The view draws when something changed (an event, a key, a resize) and once a second for the
 //! clock; nothing else wakes it, so an idle view costs nothing measurable.
 
+pub mod cast;
 pub mod draw;
 pub mod term;
 pub mod ui;
@@ -119,12 +121,19 @@ pub struct Place {
     /// The target as it is now, and as it was (fix runs).
     pub target: Option<PathBuf>,
     pub original: Option<PathBuf>,
+    /// A replay (`ralph-loop replay`): the clock is the events', not the wall's.
+    pub replayed: bool,
 }
 
 /// Runs the view until the run has finished and the user quits (or a signal ended the run).
 /// The terminal is restored on every way out, an error or panic included.
 pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::Result<()> {
-    let stderr_log = place.dir.join("stderr.log");
+    // A replay keeps the run's own stderr.log as it was.
+    let stderr_log = place.dir.join(if place.replayed {
+        "replay-stderr.log"
+    } else {
+        "stderr.log"
+    });
     let mut screen = Screen::enter(Some(&stderr_log))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
@@ -139,7 +148,11 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
     let mut quit_when_saved = false;
     loop {
         let mut most = 0;
-        terminal.draw(|f| most = draw::frame(f, &view, &ui, Utc::now()))?;
+        let now = match view.last {
+            Some(last) if place.replayed => last,
+            _ => Utc::now(),
+        };
+        terminal.draw(|f| most = draw::frame(f, &view, &ui, now))?;
         ui.clamp_scroll(most);
         let action = tokio::select! {
             event = inbox.feed.recv(), if feed_open => {

@@ -1,7 +1,8 @@
 //! The web dashboard (`--ui web`, `ralph-loop dashboard`): every session and agent loop of a
 //! project, live and past, in a browser.
 //!
-//! - [`routes`]: the HTTP API and the page, its assets compiled in (`assets/`, no CDN);
+//! - [`routes`]: the HTTP API, and [`page`] the page, its assets compiled in (`assets/`, no
+//!   CDN), and a session's page exported as one file;
 //! - [`guard`]: the token and Host checks every request passes;
 //! - [`tail`]: a session's `events.jsonl` as server-sent events, followed as it grows;
 //! - [`sessions`]: the project's sessions and loops, and the diff of each iteration.
@@ -10,6 +11,7 @@
 //! of another alike; it asks a run to pause, resume or stop through [`crate::remote`].
 
 pub mod guard;
+pub mod page;
 pub mod routes;
 pub mod sessions;
 pub mod tail;
@@ -19,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +48,10 @@ pub async fn start(root: &Path, bind: SocketAddr) -> std::io::Result<Dashboard> 
     let app = routes::router(shared.clone());
     let stop = shared.stop.clone();
     let served = tokio::spawn(async move {
+        // Each event is a small write, sent as it comes: no waiting to fill a packet.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await

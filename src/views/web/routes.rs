@@ -3,7 +3,7 @@
 //! - `GET /`, `/app.js`, `/style.css`: the page (compiled in);
 //! - `GET /api/sessions`: the project's runs ([`super::sessions::list`]);
 //! - `GET /api/sessions/{id}/events`: its events as server-sent events ([`super::tail`]),
-//!   from after the `Last-Event-ID` a reconnecting browser sends;
+//!   from after the `Last-Event-ID` a reconnecting browser sends; `?speed=N` paces a replay;
 //! - `GET /api/sessions/{id}/diff/{n}`: iteration n's change;
 //! - `POST /api/sessions/{id}/pause|resume|abort`: asked of the run ([`crate::remote`]);
 //! - `POST /api/sessions/{id}/breaker/reset`: the agent loop's breaker closed.
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -21,12 +21,9 @@ use axum::{Json, Router};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::page::{APP_JS, INDEX, STYLE};
 use super::{guard, sessions, tail};
 use crate::remote::{self, Request};
-
-const INDEX: &str = include_str!("assets/index.html");
-const APP_JS: &str = include_str!("assets/app.js");
-const STYLE: &str = include_str!("assets/style.css");
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -90,9 +87,16 @@ async fn list(State(s): State<Shared>) -> Response {
     }
 }
 
+/// `?speed=N` on the events: a replay, each event at its recorded pace divided by N.
+#[derive(serde::Deserialize)]
+struct Pace {
+    speed: Option<f64>,
+}
+
 async fn events(
     State(s): State<Shared>,
     UrlPath(id): UrlPath<String>,
+    Query(pace): Query<Pace>,
     headers: HeaderMap,
 ) -> Response {
     let Some(dir) = sessions::folder(&s.root, &id) else {
@@ -106,6 +110,7 @@ async fn events(
     let rx = s.hub.follow(
         dir.join(crate::printers::event_log::FILE),
         after,
+        pace.speed,
         s.stop.clone(),
     );
     let stream = futures::stream::unfold(rx, |mut rx| async move {

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::response::sse::Event as SseEvent;
+use chrono::{DateTime, Utc};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +45,16 @@ impl Hub {
         // Without inotify, readers still look once a second.
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
+            // Only a write: a reader opening the log is told too (an access), and must not
+            // wake itself.
+            if !matches!(
+                event.kind,
+                notify::EventKind::Modify(_)
+                    | notify::EventKind::Create(_)
+                    | notify::EventKind::Remove(_)
+            ) {
+                return;
+            }
             let Ok(bells) = rung.lock() else { return };
             for path in &event.paths {
                 if let Some(bell) = path.parent().and_then(|dir| bells.get(dir)) {
@@ -83,11 +94,14 @@ impl Hub {
         self.unfinished.subscribe()
     }
 
-    /// Follows the log at `path` from after `after`, until `stop` or the client goes.
+    /// Follows the log at `path` from after `after`, until `stop` or the client goes; with a
+    /// `speed` (a replay), each event waits its recorded time after the one before
+    /// ([`crate::views::pace`]).
     pub fn follow(
         self: &Arc<Self>,
         path: PathBuf,
         after: u64,
+        speed: Option<f64>,
         stop: CancellationToken,
     ) -> mpsc::Receiver<Item> {
         let (tx, rx) = mpsc::channel(256);
@@ -106,15 +120,28 @@ impl Hub {
                 partial: Vec::new(),
             };
             let mut bell = bell;
-            loop {
+            let mut before = None;
+            'reading: loop {
                 let (lines, ended) = reader.read_new();
-                for (seq, line) in lines {
+                for (seq, time, line) in lines {
+                    if let Some(speed) = speed {
+                        let wait = crate::views::pace::gap(before, time, speed);
+                        before = time;
+                        // A timer rounds up to the next millisecond: none for no wait.
+                        if !wait.is_zero() {
+                            tokio::select! {
+                                _ = tokio::time::sleep(wait) => {}
+                                _ = tx.closed() => break 'reading,
+                                _ = stop.cancelled() => break 'reading,
+                            }
+                        }
+                    }
                     let event = SseEvent::default()
                         .id(seq.to_string())
                         .event("ralph")
                         .data(line);
                     if tx.send(Ok(event)).await.is_err() {
-                        break;
+                        break 'reading;
                     }
                 }
                 if ended && counted {
@@ -124,8 +151,8 @@ impl Hub {
                 tokio::select! {
                     _ = bell.changed() => {}
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = tx.closed() => break,
-                    _ = stop.cancelled() => break,
+                    _ = tx.closed() => break 'reading,
+                    _ = stop.cancelled() => break 'reading,
                 }
             }
             if counted {
@@ -135,6 +162,9 @@ impl Hub {
         rx
     }
 }
+
+/// A whole line of the log: its `seq`, its time, the line.
+type Line = (u64, Option<DateTime<Utc>>, String);
 
 /// Where a reader is in its log.
 struct Reader {
@@ -146,9 +176,9 @@ struct Reader {
 }
 
 impl Reader {
-    /// The whole lines appended since the last read whose `seq` is past `after`, and whether
-    /// one of them ended the run.
-    fn read_new(&mut self) -> (Vec<(u64, String)>, bool) {
+    /// The whole lines appended since the last read whose `seq` is past `after` (with their
+    /// time), and whether one of them ended the run.
+    fn read_new(&mut self) -> (Vec<Line>, bool) {
         let mut bytes = Vec::new();
         let read = std::fs::File::open(&self.path).and_then(|mut file| {
             let len = file.metadata()?.len();
@@ -181,7 +211,7 @@ impl Reader {
             }
             self.after = head.seq;
             ended |= matches!(head.kind.as_str(), "session_finished" | "loop_finished");
-            lines.push((head.seq, line.to_string()));
+            lines.push((head.seq, head.time, line.to_string()));
         }
         (lines, ended)
     }
@@ -191,6 +221,8 @@ impl Reader {
 #[derive(serde::Deserialize)]
 struct Head {
     seq: u64,
+    #[serde(default)]
+    time: Option<DateTime<Utc>>,
     #[serde(rename = "type")]
     kind: String,
 }
@@ -218,6 +250,7 @@ mod tests {
         };
         let (lines, ended) = reader.read_new();
         assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [2]);
+        assert_eq!(lines[0].1, None, "no time: no wait in a replay");
         assert!(!ended);
         write!(
             file,

@@ -23,7 +23,7 @@ function fresh() {
     seq: 0, kind: "fix", title: "", models: [], maxCost: 0, cost: 0, maxIterations: 0,
     iteration: 0, phase: null, paused: false, finished: null,
     iterations: new Map(), // n -> {phases: [[phase, start ms]], tests, cost, verdict, ended}
-    costByRole: {}, costByModel: {}, thoughts: [], thoughtFrom: null,
+    costByRole: {}, costByModel: {}, thoughts: [], thoughtFrom: null, thoughtCount: 0,
     recalls: [], chaos: [], breaker: { state: "CLOSED", reason: "normal_operation" },
     warnings: [],
   };
@@ -83,10 +83,13 @@ function apply(s, e) {
 }
 
 // The list says how a run ended as soon as the page knows (not at the next poll).
-function ended() { setTimeout(sessions, 0); }
+function ended() { if (!exported) setTimeout(sessions, 0); }
 
 function think(s, from, text) {
-  if (s.thoughtFrom !== from) { s.thoughts.push({ from, text: "" }); s.thoughtFrom = from; }
+  if (s.thoughtFrom !== from) {
+    s.thoughts.push({ id: ++s.thoughtCount, from, text: "" });
+    s.thoughtFrom = from;
+  }
   s.thoughts[s.thoughts.length - 1].text += text;
   if (s.thoughts.length > 200) s.thoughts.shift();
 }
@@ -108,7 +111,8 @@ function draw(s) {
   badge.textContent = s.breaker.state;
   badge.dataset.state = s.breaker.state;
   badge.title = s.breaker.reason;
-  for (const b of ["#breaker", "#reset"]) $(b).hidden = s.kind !== "loop";
+  $("#breaker").hidden = s.kind !== "loop";
+  $("#reset").hidden = s.kind !== "loop" || !!exported;
   $("#pause").textContent = s.paused ? "Resume" : "Pause";
   for (const b of ["#pause", "#abort"]) {
     $(b).hidden = !controls;
@@ -120,33 +124,46 @@ function draw(s) {
   drawSigns(s);
 }
 
+// Rows drawn, by iteration: only a row whose iteration changed is drawn again, so a long run
+// (or a replay at full speed) costs one row per frame, not all of them.
+const drawnRows = new Map(); // n -> [key, element]
+
 function drawTimeline(s) {
-  const rows = [];
+  const box = $("#timeline");
   for (const it of s.iterations.values()) {
     if (it.n === 0 && !it.tests) continue;
-    const bar = el("div", { class: "phases" });
-    const end = it.last || Date.now();
-    it.phases.forEach(([phase, start], i) => {
-      const stop = it.phases[i + 1] ? it.phases[i + 1][1] : end;
-      bar.append(el("span", {
-        class: "phase " + phase, grow: String(Math.max(1, stop - start)),
-        title: `${phase}: ${((stop - start) / 1000).toFixed(2)} s`,
-      }));
-    });
-    const counted = it.tests && it.tests.passed + it.tests.failed > 0;
-    const tests = it.tests
-      ? el("span", { class: it.tests.criteria_met ? "ok" : "bad" }, counted
-        ? `${it.tests.passed} passed, ${it.tests.failed} failed`
-        : (it.tests.criteria_met ? "tests pass" : "tests fail"))
-      : el("span", { class: "dim" }, "…");
-    const row = el("div", { class: "iteration", "data-n": it.n },
-      el("span", { class: "n" }, it.n === 0 ? "base" : `#${it.n}`), bar, tests,
-      el("span", { class: "money" }, money(it.cost)),
-      el("button", { class: "diff", onclick: () => showDiff(it.n) }, "diff"));
-    if (it.tests && it.tests.first_failure) row.title = it.tests.first_failure;
-    rows.push(row);
+    const live = !it.last && !s.finished;
+    const key = JSON.stringify([it.phases.length, it.tests, it.cost, it.last, live ? Date.now() : 0]);
+    const drawn = drawnRows.get(it.n);
+    if (drawn && drawn[0] === key) continue;
+    const row = drawRow(it);
+    if (drawn) drawn[1].replaceWith(row); else box.append(row);
+    drawnRows.set(it.n, [key, row]);
   }
-  $("#timeline").replaceChildren(...rows);
+}
+
+function drawRow(it) {
+  const bar = el("div", { class: "phases" });
+  const end = it.last || Date.now();
+  it.phases.forEach(([phase, start], i) => {
+    const stop = it.phases[i + 1] ? it.phases[i + 1][1] : end;
+    bar.append(el("span", {
+      class: "phase " + phase, grow: String(Math.max(1, stop - start)),
+      title: `${phase}: ${((stop - start) / 1000).toFixed(2)} s`,
+    }));
+  });
+  const counted = it.tests && it.tests.passed + it.tests.failed > 0;
+  const tests = it.tests
+    ? el("span", { class: it.tests.criteria_met ? "ok" : "bad" }, counted
+      ? `${it.tests.passed} passed, ${it.tests.failed} failed`
+      : (it.tests.criteria_met ? "tests pass" : "tests fail"))
+    : el("span", { class: "dim" }, "…");
+  const row = el("div", { class: "iteration", "data-n": it.n },
+    el("span", { class: "n" }, it.n === 0 ? "base" : `#${it.n}`), bar, tests,
+    el("span", { class: "money" }, money(it.cost)),
+    el("button", { class: "diff", onclick: () => showDiff(it.n) }, "diff"));
+  if (it.tests && it.tests.first_failure) row.title = it.tests.first_failure;
+  return row;
 }
 
 function drawCosts(s) {
@@ -156,11 +173,23 @@ function drawCosts(s) {
   $("#by-model").replaceChildren(...table(s.costByModel));
 }
 
+// Thoughts drawn: each once, the last one's text brought up to date.
+const drawnThoughts = new Map(); // id -> [length, element]
+
 function drawThoughts(s) {
   const box = $("#thoughts");
   const follow = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
-  box.replaceChildren(...s.thoughts.map((t) =>
-    el("div", { class: "thought" }, el("div", { class: "from" }, t.from), el("pre", {}, t.text))));
+  const kept = new Set(s.thoughts.map((t) => t.id));
+  for (const [id, [, e]] of drawnThoughts) {
+    if (!kept.has(id)) { e.remove(); drawnThoughts.delete(id); }
+  }
+  for (const t of s.thoughts) {
+    const drawn = drawnThoughts.get(t.id);
+    if (drawn && drawn[0] === t.text.length) continue;
+    const e = el("div", { class: "thought" }, el("div", { class: "from" }, t.from), el("pre", {}, t.text));
+    if (drawn) drawn[1].replaceWith(e); else box.append(e);
+    drawnThoughts.set(t.id, [t.text.length, e]);
+  }
   if (follow) box.scrollTop = box.scrollHeight;
 }
 
@@ -179,6 +208,7 @@ let source = null;
 let session = null;
 let pending = false;
 let controls = false; // the open run takes pause, resume and abort
+let exported = null; // an exported page: {id, events, diffs, exported}
 
 function schedule() {
   // Many events at once make one frame.
@@ -192,8 +222,11 @@ function open(id) {
   session = id;
   state = fresh();
   controls = false;
+  drawnRows.clear(); drawnThoughts.clear();
+  $("#timeline").replaceChildren(); $("#thoughts").replaceChildren();
   $("#session").hidden = false;
-  source = new EventSource(`api/sessions/${encodeURIComponent(id)}/events`);
+  source = new EventSource(`api/sessions/${encodeURIComponent(id)}/events`
+    + (speed ? `?speed=${encodeURIComponent(speed)}` : ""));
   source.addEventListener("ralph", (m) => {
     const e = JSON.parse(m.data);
     if (e.seq <= state.seq) return; // never twice
@@ -203,8 +236,9 @@ function open(id) {
   source.onerror = () => {
     $("#conn").textContent = state.finished ? "ended" : "reconnecting…";
   };
-  source.onopen = () => { $("#conn").textContent = "live"; };
-  history.replaceState(null, "", `?session=${encodeURIComponent(id)}`);
+  source.onopen = () => { $("#conn").textContent = speed ? `replay ×${speed}` : "live"; };
+  history.replaceState(null, "", `?session=${encodeURIComponent(id)}`
+    + (speed ? `&speed=${encodeURIComponent(speed)}` : ""));
 }
 
 async function post(path) {
@@ -216,8 +250,14 @@ async function post(path) {
 }
 
 async function showDiff(n) {
-  const r = await fetch(`api/sessions/${encodeURIComponent(session)}/diff/${n}`);
-  const text = await r.text();
+  let text;
+  if (exported) {
+    text = exported.diffs[n] || `iteration ${n} kept no change`;
+  } else {
+    const r = await fetch(`api/sessions/${encodeURIComponent(session)}/diff/${n}`);
+    text = await r.text();
+    if (!r.ok) { try { text = JSON.parse(text).message || text; } catch (_) { /* as sent */ } }
+  }
   const pre = $("#diff");
   pre.replaceChildren(...text.split("\n").map((l) => el("div", {
     class: l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "",
@@ -238,14 +278,28 @@ async function sessions() {
   if (!session && list.length) open(wanted && list.some((s) => s.id === wanted) ? wanted : list[0].id);
 }
 
-// `--ui web` prints a URL that names its run.
-const wanted = new URLSearchParams(location.search).get("session");
+// `--ui web` prints a URL that names its run; `replay --ui web` one with its speed too.
+const params = new URLSearchParams(location.search);
+const wanted = params.get("session");
+const speed = params.get("speed");
 
 $("#pause").addEventListener("click", () => post(state.paused ? "resume" : "pause"));
 $("#abort").addEventListener("click", () => { if (confirm("Abort the run? It is saved and can be resumed.")) post("abort"); });
 $("#reset").addEventListener("click", () => post("breaker/reset"));
 $("#diff-close").addEventListener("click", () => { $("#diff-box").hidden = true; });
-if (wanted) open(wanted);
-sessions();
-setInterval(sessions, 2000);
+const embedded = document.getElementById("ralph-export");
+if (embedded) {
+  // An exported page (`ralph-loop replay --export page.html`): the session is in it, no server.
+  exported = JSON.parse(embedded.textContent);
+  session = exported.id;
+  for (const e of exported.events) apply(state, e);
+  document.querySelector("nav").hidden = true;
+  $("#session").hidden = false;
+  $("#conn").textContent = `exported ${exported.exported}`;
+  draw(state);
+} else {
+  if (wanted) open(wanted);
+  sessions();
+  setInterval(sessions, 2000);
+}
 setInterval(() => { if (!state.finished) schedule(); }, 1000);

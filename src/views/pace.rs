@@ -1,0 +1,42 @@
+//! The pace of a replay (`ralph-loop replay --speed N`): the time between two recorded events,
+//! divided by the speed, a long wait (a model call, a breaker's cooldown) shortened so that a
+//! replay never stands still for long. Speed 0 plays as fast as the view can take it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// The longest wait between two events, before the speed divides it.
+pub const LONGEST_GAP: Duration = Duration::from_secs(3);
+
+/// How long to wait before an event at `next` after one at `prev`, at `speed`.
+pub fn gap(prev: Option<DateTime<Utc>>, next: Option<DateTime<Utc>>, speed: f64) -> Duration {
+    let (Some(prev), Some(next)) = (prev, next) else {
+        return Duration::ZERO;
+    };
+    if speed <= 0.0 || !speed.is_finite() {
+        return Duration::ZERO;
+    }
+    let recorded = (next - prev).to_std().unwrap_or(Duration::ZERO);
+    recorded.min(LONGEST_GAP).div_f64(speed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_divided_by_the_speed_and_long_ones_shortened() {
+        let t = |ms: i64| Some(DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::milliseconds(ms));
+        assert_eq!(gap(t(0), t(500), 1.0), Duration::from_millis(500));
+        assert_eq!(gap(t(0), t(500), 2.0), Duration::from_millis(250));
+        assert_eq!(gap(t(0), t(600_000), 1.0), LONGEST_GAP);
+        assert_eq!(gap(t(0), t(600_000), 0.0), Duration::ZERO);
+        assert_eq!(
+            gap(t(500), t(0), 1.0),
+            Duration::ZERO,
+            "out of order: no wait"
+        );
+        assert_eq!(gap(None, t(0), 1.0), Duration::ZERO);
+    }
+}
