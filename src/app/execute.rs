@@ -97,19 +97,7 @@ pub(crate) fn execute(
         let report = match chosen {
             Chosen::Tui => execute_in_tui(plan, session, state, groups, (pause_tx, pause_rx)).await,
             Chosen::Web => execute_in_web(plan, session, state, groups, pause_rx).await,
-            Chosen::Lines { .. } => {
-                let mut control = Control::alone(vec![printers::for_format(plan.output)]);
-                control.pause = Some(pause_rx);
-                let signals = tokio::spawn(on_signals(
-                    control.cancel.clone(),
-                    None,
-                    control.stop_signal.clone(),
-                    groups.clone(),
-                ));
-                let report = execute_in(plan, session, state, groups, control).await;
-                signals.abort();
-                report
-            }
+            Chosen::Lines { .. } => execute_in_lines(plan, session, state, groups, pause_rx).await,
         };
         listening.abort();
         report
@@ -118,8 +106,29 @@ pub(crate) fn execute(
     Ok(report?.exit_code)
 }
 
-/// The run printed as `--output` says, with the web dashboard beside it: its URL (naming the
-/// run) on stderr; it closes when the run ends, once the pages open have been sent the end.
+/// The run printed as `--output` says (lines, or JSON on stdout), Ctrl+C ending it.
+async fn execute_in_lines(
+    plan: Plan,
+    session: SessionDir,
+    state: SessionState,
+    groups: ProcessGroups,
+    pause: watch::Receiver<bool>,
+) -> Result<Report> {
+    let mut control = Control::alone(vec![printers::for_format(plan.output)]);
+    control.pause = Some(pause);
+    let signals = tokio::spawn(on_signals(
+        control.cancel.clone(),
+        None,
+        control.stop_signal.clone(),
+        groups.clone(),
+    ));
+    let report = execute_in(plan, session, state, groups, control).await;
+    signals.abort();
+    report
+}
+
+/// The run as [`execute_in_lines`], with the web dashboard beside it: its URL (naming the run)
+/// on stderr; it closes when the run ends, once the pages open have been sent the end.
 async fn execute_in_web(
     plan: Plan,
     session: SessionDir,
@@ -134,16 +143,7 @@ async fn execute_in_web(
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
     eprintln!("dashboard: {}", dashboard.url_for(&id));
-    let mut control = Control::alone(vec![printers::for_format(plan.output)]);
-    control.pause = Some(pause);
-    let signals = tokio::spawn(on_signals(
-        control.cancel.clone(),
-        None,
-        control.stop_signal.clone(),
-        groups.clone(),
-    ));
-    let report = execute_in(plan, session, state, groups, control).await;
-    signals.abort();
+    let report = execute_in_lines(plan, session, state, groups, pause).await;
     dashboard.close(DASHBOARD_GRACE).await;
     report
 }

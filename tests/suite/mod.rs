@@ -10,6 +10,7 @@ mod architecture;
 mod batch;
 mod browser;
 mod budget;
+mod cdp;
 mod chaos;
 mod cli;
 mod context;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::browser::Browser;
+use super::cdp::Browser;
 use super::long_session::long_session;
 use super::tui::{assert_restored, bin, Pane};
 use super::web::Served;
@@ -160,7 +160,7 @@ fn a_session_exports_as_a_page_that_stands_alone_and_as_an_asciicast() {
         "src/median.js"
     );
     assert_eq!(browser.eval("document.querySelector('nav').hidden"), true);
-    browser.screenshot(&super::browser::artifacts().join("dashboard-median-js.png"));
+    browser.screenshot(&super::cdp::artifacts().join("dashboard-median-js.png"));
     assert!(browser
         .eval("document.querySelector('#cost').textContent")
         .as_str()

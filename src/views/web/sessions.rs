@@ -28,7 +28,7 @@ pub struct Listed {
     pub controls: bool,
 }
 
-/// Every run of the project at `root` that has an event log, the most recently active first.
+/// Every run of the project at `root` with events in its log, the most recently active first.
 pub fn list(root: &Path) -> Vec<Listed> {
     let ralph = root.join(RALPH_DIR);
     let Ok(entries) = std::fs::read_dir(&ralph) else {
@@ -47,7 +47,8 @@ pub fn list(root: &Path) -> Vec<Listed> {
                 return None;
             };
             let log = e.path().join(event_log::FILE);
-            let modified = std::fs::metadata(&log).and_then(|m| m.modified()).ok()?;
+            let meta = std::fs::metadata(&log).ok().filter(|m| m.len() > 0)?;
+            let modified = meta.modified().ok()?;
             let listed = describe(&e.path(), id, kind, &holding);
             Some((modified, listed))
         })
