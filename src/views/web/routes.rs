@@ -145,6 +145,10 @@ async fn control(
     let (request, done) = match action.as_str() {
         "pause" => (Request::Pause, "pausing before the next step"),
         "resume" => (Request::Resume, "resumed"),
+        "abort" if id.starts_with("loop-") => (
+            Request::Stop,
+            "stopping: the iteration under way finishes, its commit included; then the loop stops",
+        ),
         "abort" => (
             Request::Stop,
             "stopping: the step under way ends, the run is saved and can be resumed",
