@@ -24,22 +24,27 @@ pub fn run(args: DashboardArgs) -> Result<i32> {
         let _ = writeln!(out, "Ctrl+C stops it");
         let _ = out.flush();
         drop(out);
-        let stop = CancellationToken::new();
-        let stopping = stop.clone();
-        tokio::spawn(async move {
-            match crate::app::execute::Signals::listen() {
-                Some(mut signals) => {
-                    signals.next().await;
-                }
-                // Then only a kill stops it.
-                None => std::future::pending::<()>().await,
-            }
-            stopping.cancel();
-        });
-        dashboard
-            .serve_until(stop)
-            .await
-            .map_err(|e| Error::io("the dashboard stopped", e))?;
-        Ok(0)
+        serve_until_signal(dashboard).await
     })
+}
+
+/// Serves `dashboard` until Ctrl+C (SIGINT, SIGTERM, SIGHUP or SIGQUIT); without signals, until
+/// killed.
+pub(crate) async fn serve_until_signal(dashboard: crate::views::web::Dashboard) -> Result<i32> {
+    let stop = CancellationToken::new();
+    let stopping = stop.clone();
+    tokio::spawn(async move {
+        match crate::app::execute::Signals::listen() {
+            Some(mut signals) => {
+                signals.next().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+        stopping.cancel();
+    });
+    dashboard
+        .serve_until(stop)
+        .await
+        .map_err(|e| Error::io("the dashboard stopped", e))?;
+    Ok(0)
 }

@@ -216,22 +216,7 @@ async fn web(root: &Path, id: &str, speed: f64, bind: Option<std::net::SocketAdd
         "replay of {id}: {}&speed={speed}\nCtrl+C stops it",
         dashboard.url_for(id)
     );
-    let stop = CancellationToken::new();
-    let stopping = stop.clone();
-    tokio::spawn(async move {
-        match crate::app::execute::Signals::listen() {
-            Some(mut signals) => {
-                signals.next().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-        stopping.cancel();
-    });
-    dashboard
-        .serve_until(stop)
-        .await
-        .map_err(|e| Error::io("the dashboard stopped", e))?;
-    Ok(0)
+    crate::app::dashboard::serve_until_signal(dashboard).await
 }
 
 /// Writes the run to `path`: `.html` (the page, standing alone) or `.cast` (asciicast v3).
