@@ -200,6 +200,7 @@ fn main() {
             stop_signal: Arc::new(std::sync::atomic::AtomicI32::new(0)),
             groups: ProcessGroups::new(),
             stop_means: tui::ui::STOP_STEP,
+            picker: None,
         };
         let place = tui::Place {
             dir: dir.path().to_path_buf(),

@@ -21,8 +21,12 @@ pub struct AgentDef {
     /// How to tell that it can work (signed in, a key set).
     #[serde(default)]
     pub auth: Auth,
-    /// Where its models come from.
-    #[serde(default)]
+    /// Where its models come from: written `fixed: {names: [...]}` or `command: {args: [...]}`.
+    #[serde(
+        default,
+        deserialize_with = "model_source",
+        serialize_with = "serde_yaml::with::singleton_map::serialize"
+    )]
     pub models: ModelSource,
     /// The arguments of a headless run. `{model}` is replaced by the model; an argument that
     /// holds `{model}` is left out, with the one before it when that is a flag, when no model
@@ -73,6 +77,33 @@ pub enum ModelSource {
     Command { args: Vec<String> },
     /// A fixed list (aliases the agent accepts).
     Fixed { names: Vec<String> },
+}
+
+/// `models:` as the docs write it, a map of one key (`fixed: {names: [...]}`), or as a YAML tag
+/// (`!fixed`), which `agents add` wrote before.
+fn model_source<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ModelSource, D::Error> {
+    use serde::de::Error;
+    use serde_yaml::value::{Tag, TaggedValue, Value};
+    let value = Value::deserialize(d)?;
+    let value = match value {
+        Value::Mapping(map) if map.len() == 1 => {
+            let mut entries = map.into_iter();
+            match entries.next() {
+                Some((Value::String(variant), inner)) => Value::Tagged(Box::new(TaggedValue {
+                    tag: Tag::new(variant),
+                    value: inner,
+                })),
+                Some((key, inner)) => {
+                    let mut map = serde_yaml::Mapping::new();
+                    map.insert(key, inner);
+                    Value::Mapping(map)
+                }
+                None => Value::Null,
+            }
+        }
+        other => other,
+    };
+    serde_yaml::from_value(value).map_err(D::Error::custom)
 }
 
 /// What `check` found.
@@ -187,6 +218,42 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn models_read_as_the_docs_write_them_and_as_a_tag_and_are_written_as_the_docs_do() {
+        let read = |models: &str| -> AgentDef {
+            serde_yaml::from_str(&format!(
+                "name: m\ntitle: M\nbinaries: [m]\nargs: [run]\nformat: plain\n{models}"
+            ))
+            .unwrap()
+        };
+        let fixed = ModelSource::Fixed {
+            names: vec!["small".into(), "large".into()],
+        };
+        assert_eq!(
+            read("models:\n  fixed: { names: [small, large] }\n").models,
+            fixed
+        );
+        assert_eq!(
+            read("models: !fixed\n  names: [small, large]\n").models,
+            fixed
+        );
+        assert_eq!(
+            read("models:\n  command: { args: [models] }\n").models,
+            ModelSource::Command {
+                args: vec!["models".into()]
+            }
+        );
+        assert_eq!(read("").models, ModelSource::None);
+        let bad: Result<AgentDef, _> = serde_yaml::from_str(
+            "name: m\ntitle: M\nbinaries: [m]\nargs: [run]\nformat: plain\nmodels:\n  listed: {}\n",
+        );
+        assert!(bad.unwrap_err().to_string().contains("listed"));
+        let mut written = read("models:\n  fixed: { names: [small, large] }\n");
+        written.models = fixed;
+        let yaml = serde_yaml::to_string(&written).unwrap();
+        assert!(yaml.contains("models:\n  fixed:\n    names:"), "{yaml}");
+    }
 
     fn def() -> AgentDef {
         AgentDef {

@@ -92,6 +92,8 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     }
     let tui = chosen == Chosen::Tui;
     let (pause_tx, pause_rx) = watch::channel(false);
+    let (switch_tx, switch_rx) = watch::channel(None);
+    let picked = (agent.clone(), model.clone(), prices.clone());
     let deps = LoopDeps {
         root: root.clone(),
         agent,
@@ -109,6 +111,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         drain: drain.clone(),
         quit: quit.clone(),
         pause: Some(pause_rx),
+        model_switch: Some(switch_rx),
         notes,
     };
     let events = deps.events.clone();
@@ -131,6 +134,9 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         };
         let (printer, view) = if tui {
             let (feed, _asker, inbox) = views::tui::channels();
+            let (agent, model, prices) = picked;
+            let picker =
+                crate::app::pickers::agent(&agent, model.as_deref(), prices, &groups, switch_tx);
             let handles = views::tui::Handles {
                 pause: Some(pause_tx),
                 cancel: drain.clone(),
@@ -138,6 +144,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
                 groups: groups.clone(),
                 stop_means:
                     "the iteration under way finishes, its commit included; then the loop stops",
+                picker: Some(picker),
             };
             let place = views::tui::Place {
                 dir: loop_dir,

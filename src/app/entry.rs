@@ -386,6 +386,7 @@ impl Entry<'_> {
                 headless: true,
                 asker: None,
                 pause: None,
+                models: Default::default(),
             };
             let report = execute_in(plan, session, state, shared.groups.clone(), control).await;
             let _ = std::fs::remove_dir_all(&report_dir);

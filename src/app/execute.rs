@@ -14,6 +14,7 @@ use ralph_actors::policy::budget::{Budget, Ledger};
 use ralph_actors::ports::chaos::ChaosRunner;
 use ralph_actors::ports::llm::TokenCounter;
 use ralph_actors::ports::user::User;
+use ralph_actors::roles::switch::ModelSwitch;
 use ralph_actors::schema::report::{MemoryStatus, Report};
 use ralph_actors::schema::state::SessionState;
 use ralph_actors::supervisor::actor::{StartRun, Supervisor};
@@ -54,6 +55,8 @@ pub(crate) struct Control {
     pub(crate) asker: Option<Arc<dyn User>>,
     /// The live view's pause.
     pub(crate) pause: Option<watch::Receiver<bool>>,
+    /// The roles' models as the live view's picker switches them.
+    pub(crate) models: ModelSwitch,
 }
 
 impl Control {
@@ -68,6 +71,7 @@ impl Control {
             headless: false,
             asker: None,
             pause: None,
+            models: ModelSwitch::new(),
         }
     }
 }
@@ -176,6 +180,7 @@ async fn execute_in_tui(
     let mut control = Control::alone(vec![Box::new(feed)]);
     control.asker = Some(Arc::new(asker));
     control.pause = Some(pause_rx);
+    let picker = crate::app::pickers::roles(&plan.settings, control.models.clone());
     let signals = tokio::spawn(on_signals(
         control.cancel.clone(),
         None,
@@ -188,6 +193,7 @@ async fn execute_in_tui(
         stop_signal: control.stop_signal.clone(),
         groups: groups.clone(),
         stop_means: views::tui::ui::STOP_STEP,
+        picker: Some(picker),
     };
     let original = Path::new(&plan.target)
         .file_name()
@@ -315,6 +321,7 @@ pub(crate) async fn execute_in(
                 .or_else(|| crate::app::terminal::user(plan.output))
         },
         pause: control.pause,
+        models: control.models,
         preamble,
     })
     .start();

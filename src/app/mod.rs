@@ -4,7 +4,7 @@
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
 //! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
 //! import`, [`dashboard`] the web dashboard of the project's runs, [`replay`] a run played
-//! back or exported.
+//! back or exported, `pickers` the terminal view's model pickers.
 
 pub mod agent;
 mod agent_artisan;
@@ -22,6 +22,7 @@ pub mod execute;
 pub mod guard;
 pub mod hooks;
 mod loop_status;
+mod pickers;
 pub mod plan;
 pub mod queue;
 pub mod replay;

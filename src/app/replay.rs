@@ -162,6 +162,7 @@ async fn tui(dir: &Path, events: &[Envelope], speed: f64) -> Result<i32> {
         stop_signal: Arc::new(AtomicI32::new(0)),
         groups: ProcessGroups::new(),
         stop_means: "the replay stops here (the run it shows is not touched)",
+        picker: None,
     };
     let (target, original) = fix_files(dir);
     let place = views::tui::Place {

@@ -83,6 +83,9 @@ pub struct LoopDeps {
     pub quit: CancellationToken,
     /// The live view's pause: while it holds `true`, the loop waits before its next iteration.
     pub pause: Option<watch::Receiver<bool>>,
+    /// The agent's model as the live view's picker switches it, with its price: taken before
+    /// each iteration.
+    pub model_switch: Option<watch::Receiver<Option<(String, Price)>>>,
     /// Said at the start (a note on the price used for estimates, a state file replaced).
     pub notes: Vec<String>,
 }
@@ -246,6 +249,7 @@ impl LoopRun {
             if let Some(stop) = self.hold().await {
                 break stop;
             }
+            self.take_model_switch();
             if let Some(stop) = self.before_iteration().await {
                 break stop;
             }
@@ -286,6 +290,33 @@ impl LoopRun {
         }
         self.emit(Event::Resumed { iteration });
         None
+    }
+
+    /// The model chosen in the live view, if it changed: the agent runs on it from the next
+    /// iteration, and its costs are estimated at its price.
+    fn take_model_switch(&mut self) {
+        let Some(switch) = self.deps.model_switch.as_mut() else {
+            return;
+        };
+        if !switch.has_changed().unwrap_or(false) {
+            return;
+        }
+        let Some((model, price)) = switch.borrow_and_update().clone() else {
+            return;
+        };
+        if self.deps.model.as_deref() == Some(model.as_str()) {
+            return;
+        }
+        self.emit(Event::Note {
+            message: format!(
+                "the agent now runs on {model}, as chosen in the view (from iteration {})",
+                self.state.iteration + 1
+            ),
+        });
+        self.deps.model = Some(model.clone());
+        self.deps.price = price;
+        self.state.model = Some(model);
+        self.save_state();
     }
 
     /// The limits and the breaker, before an iteration: `Some` stops the loop.

@@ -144,6 +144,7 @@ impl LoopRun {
             iteration,
             run,
             agent: self.deps.agent.name.clone(),
+            model: self.deps.model.clone(),
         });
         let invocation = Invocation {
             def: self.deps.agent.clone(),

@@ -115,6 +115,14 @@ impl ViewState {
         }
     }
 
+    /// Shows `who` on `model` (added after the others when it was not shown).
+    fn set_model(&mut self, who: &str, model: &str) {
+        match self.models.iter_mut().find(|(w, _)| w == who) {
+            Some((_, m)) => model.clone_into(m),
+            None => self.models.push((who.to_string(), model.to_string())),
+        }
+    }
+
     /// Folds one more event in.
     pub fn apply(&mut self, envelope: &Envelope) {
         self.started.get_or_insert(envelope.time);
@@ -169,15 +177,25 @@ impl ViewState {
                 self.begin(*iteration);
                 self.max_iterations = *max_iterations;
             }
-            Event::AgentStarted { iteration, .. } => self.begin(*iteration),
+            Event::AgentStarted {
+                iteration, model, ..
+            } => {
+                self.begin(*iteration);
+                if let Some(model) = model {
+                    self.set_model("model", model);
+                }
+            }
             Event::PhaseChanged { phase, .. } => self.phase = Some(phase.as_str().to_string()),
             Event::LlmCallFinished {
                 role,
+                model,
                 cost_usd,
                 total_cost_usd,
                 context_used,
                 ..
             } => {
+                // The model that answered: a fallback, or one chosen in the picker.
+                self.set_model(&role.to_string(), model);
                 self.cost_usd = *total_cost_usd;
                 *self.cost_by_role.entry(role.to_string()).or_insert(0.0) += cost_usd;
                 self.context_used = context_used.or(self.context_used);

@@ -890,6 +890,60 @@ fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
     assert_eq!(p.state_file()["status"], "complete");
 }
 
+/// The model picker in the loop's view: the agent's models as it lists them; the one chosen
+/// runs the next iteration, and the state file says so.
+#[test]
+fn the_loops_model_picker_runs_the_next_iteration_on_the_chosen_model() {
+    use super::tui::{assert_restored, bin, Pane};
+    let body = format!(
+        "echo \"$@\" > \"$FAKE_STATE/args-$n.txt\"\nsleep 3\n{}",
+        two_tasks()
+    );
+    let p = project(&body, "  model: small\n", "");
+    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
+        .unwrap()
+        .replace(
+            "    args: [-p]\n",
+            "    args: [-p, --model, \"{model}\"]\n    models:\n      fixed: { names: [small, large] }\n",
+        );
+    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    git(&p.root, &["commit", "-qam", "models"]);
+    let env = [
+        ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
+        ("FAKE_STATE", p.state.display().to_string()),
+    ];
+    let command = format!("'{}' loop PROMPT.md --tasks TASKS.md", bin().display());
+    let pane = Pane::start(&p.root, &env, &command, 110, 30);
+    pane.wait_for("→ #1", Duration::from_secs(30));
+    pane.keys(&["m"]);
+    let screen = pane.wait_for("Models ·", Duration::from_secs(5));
+    assert!(screen.contains("fake  small"), "{screen}");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("Change model", Duration::from_secs(5));
+    assert!(
+        screen.contains("small  (now)") && screen.contains("large"),
+        "{screen}"
+    );
+    pane.keys(&["Down"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(
+        "the agent runs on large from the next iteration",
+        Duration::from_secs(5),
+    );
+    let screen = pane.wait_for("finished: complete", Duration::from_secs(60));
+    assert!(
+        screen.contains("model large"),
+        "the header shows it:\n{screen}"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_restored(&pane);
+    let args = |n: u32| std::fs::read_to_string(p.state.join(format!("args-{n}.txt"))).unwrap();
+    assert!(args(1).contains("--model small"), "{}", args(1));
+    assert!(args(2).contains("--model large"), "{}", args(2));
+    assert_eq!(p.state_file()["model"], "large");
+}
+
 /// Waits (up to 10 s) for `path` to hold something; its content.
 fn wait_for(path: &Path) -> String {
     let start = Instant::now();

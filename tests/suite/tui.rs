@@ -324,3 +324,60 @@ async fn with_stdout_not_a_terminal_the_run_shows_lines_and_says_why_when_the_tu
     assert!(!screen.contains("RALPH LOOP"), "{screen}");
     assert!(screen.contains("iter 1/"), "{screen}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_picker_puts_the_artisan_on_another_model_from_its_next_call() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            Answer::Slow {
+                text: code("python", HALF_FIXED_PY),
+                delay: Duration::from_secs(6),
+            },
+            text(code("python", FIXED_PY)),
+        ],
+    );
+    let command = format!("'{}' median.py --no-adversarial", bin().display());
+    let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 110, 32);
+    // Chosen while the Artisan's first call is out: the next one goes to the new model.
+    pane.wait_for("· generate", Duration::from_secs(30));
+    pane.keys(&["m"]);
+    let screen = pane.wait_for("Models ·", Duration::from_secs(5));
+    // With only an OpenAI key, the run's models are the OpenAI fallbacks.
+    assert!(
+        screen.contains("artisan    openai/gpt-4.1 "),
+        "the roles and their models:\n{screen}"
+    );
+    pane.keys(&["Down"]);
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_for("Change model", Duration::from_secs(5));
+    assert!(screen.contains("openai/gpt-4.1  (now)"), "{screen}");
+    pane.keys(&["Up"]);
+    pane.keys(&["Enter"]);
+    pane.wait_for(
+        "the artisan runs on openai/gpt-4.1-mini from its next call",
+        Duration::from_secs(5),
+    );
+    let screen = pane.wait_for("finished: success", Duration::from_secs(60));
+    assert!(
+        screen.contains("artisan openai/gpt-4.1-mini"),
+        "the header shows the model that answered:\n{screen}"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_restored(&pane);
+    let asked: Vec<String> = llm
+        .requests_of("artisan")
+        .await
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(asked, ["gpt-4.1", "gpt-4.1-mini"]);
+    let log = std::fs::read_to_string(session_dir(dir.path()).join("events.jsonl")).unwrap();
+    assert!(
+        log.contains("the artisan now runs on openai/gpt-4.1-mini, as chosen in the view"),
+        "the switch is in the session's record"
+    );
+}

@@ -233,6 +233,10 @@ pub enum Event {
         iteration: u32,
         run: u32,
         agent: String,
+        /// The model it was started on, when one was named (the view's picker may change it
+        /// between iterations).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// Something the agent's output said, as it said it: its thought stream.
     AgentOutput {

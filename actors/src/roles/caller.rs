@@ -23,6 +23,7 @@ use crate::ports::llm::{
 use crate::ports::stream;
 use crate::role::Role;
 use crate::roles::local_guard::{LocalGuard, Seal};
+use crate::roles::switch::ModelSwitch;
 use crate::roles::thought::Thoughts;
 use crate::schema::report::FallbackRecord;
 use crate::schema::usage::Usage;
@@ -53,6 +54,10 @@ pub struct Caller {
     /// How long each role's last answered call took: what `critic.mode: auto` expects a
     /// review to take.
     last_call: Mutex<BTreeMap<Role, Duration>>,
+    /// The models a person chose for roles during the run: each role's first candidate.
+    switch: ModelSwitch,
+    /// The chosen model each role has been told of (a note when it changes).
+    switched: Mutex<BTreeMap<Role, String>>,
 }
 
 /// The share of a context window past which a model leaves its "smart zone": a prompt this
@@ -81,7 +86,39 @@ impl Caller {
             over_limit: Mutex::new(BTreeSet::new()),
             estimated_warned: Mutex::new(BTreeSet::new()),
             last_call: Mutex::new(BTreeMap::new()),
+            switch: ModelSwitch::new(),
+            switched: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Reads each role's model from `switch` before every call (the view's model picker).
+    pub fn with_switch(mut self, switch: ModelSwitch) -> Self {
+        self.switch = switch;
+        self
+    }
+
+    /// The role's models in the order they are tried: the one chosen in the view (said once,
+    /// when it changes), then the role's own model and its fallbacks.
+    fn candidates(&self, role: Role, spec: &ModelSpec) -> Vec<String> {
+        let chosen = self.switch.get(role).map(|c| c.model);
+        if let Some(model) = &chosen {
+            let mut told = lock(&self.switched);
+            if told.get(&role) != Some(model) {
+                told.insert(role, model.clone());
+                drop(told);
+                self.events.emit(Event::Note {
+                    message: format!("the {role} now runs on {model}, as chosen in the view"),
+                });
+            }
+        }
+        let mut models: Vec<String> = Vec::new();
+        let own = std::iter::once(&spec.model).chain(&spec.fallbacks).cloned();
+        for model in chosen.into_iter().chain(own) {
+            if !models.contains(&model) && !lock(&self.dead).contains(&model) {
+                models.push(model);
+            }
+        }
+        models
     }
 
     /// How long a review is expected to take: the Critic's last call, else the shortest last
@@ -119,7 +156,11 @@ impl Caller {
     /// Records the share of `role`'s window a prompt of `prompt_tokens` used; warns at
     /// [`CONTEXT_LIMIT`].
     fn measure(&self, iteration: u32, role: Role, model: &str, prompt_tokens: u64) -> Option<f64> {
-        let window = *self.windows.get(&role)?;
+        let chosen = self.switch.get(role).filter(|c| c.model == model);
+        let window = match chosen {
+            Some(c) => c.context_window?,
+            None => *self.windows.get(&role)?,
+        };
         if window == 0 {
             return None;
         }
@@ -161,10 +202,7 @@ impl Caller {
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
     ) -> Result<ChatReply> {
-        let candidates: Vec<&str> = std::iter::once(spec.model.as_str())
-            .chain(spec.fallbacks.iter().map(String::as_str))
-            .filter(|m| !lock(&self.dead).contains(*m))
-            .collect();
+        let candidates = self.candidates(role, spec);
         let Some(last) = candidates.len().checked_sub(1) else {
             return Err(Error::RoleFailed {
                 role,

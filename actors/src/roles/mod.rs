@@ -4,8 +4,8 @@
 //! the MemoryVault ([`vault`]: `Recall`, `Remember`) and LocalGuard ([`local_guard`]: `Seal`,
 //! `SealTexts`, `SealRecord`, `Check`), through which every text bound for a model passes.
 //! [`caller`] is what the model-calling roles share (metered calls, fallbacks, context use);
-//! [`history`] the conversation a role may keep; `thought` gathers a call's streamed text into
-//! the thought stream's events.
+//! [`history`] the conversation a role may keep; [`switch`] a role's model as a person changes it
+//! mid-run; `thought` gathers a call's streamed text into the thought stream's events.
 
 pub mod artisan;
 pub mod caller;
@@ -14,6 +14,7 @@ pub mod critic;
 pub mod history;
 pub mod librarian;
 pub mod local_guard;
+pub mod switch;
 pub mod tester;
 pub(crate) mod thought;
 pub mod vault;

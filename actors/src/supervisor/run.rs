@@ -31,6 +31,7 @@ use crate::roles::critic::{Critic, Review};
 use crate::roles::history::ResetContext;
 use crate::roles::librarian::Librarian;
 use crate::roles::local_guard::{Check, LocalGuard};
+use crate::roles::switch::ModelSwitch;
 use crate::roles::tester::Tester;
 use crate::roles::vault::{MemoryVault, Remember, VaultSettings};
 use crate::schema::report::MemoryStatus;
@@ -80,6 +81,8 @@ pub struct RunDeps {
     pub user: Option<Arc<dyn User>>,
     /// The live view's pause: while it holds `true`, the run waits before its next step.
     pub pause: Option<watch::Receiver<bool>>,
+    /// The roles' models as the live view's picker switches them (empty: as configured).
+    pub models: ModelSwitch,
     /// What the caller had to say while preparing the run (notes on models skipped, a vault
     /// that could not open): emitted right after `session_started`, so they reach every
     /// printer and the report.
@@ -232,7 +235,8 @@ impl Run {
             )
             .with_fallbacks(d.state.fallbacks.clone())
             .with_windows(d.settings.context_windows.clone())
-            .with_context_peaks(d.state.context_use.clone()),
+            .with_context_peaks(d.state.context_use.clone())
+            .with_switch(d.models),
         );
         let team = Team {
             librarian: Librarian::new(

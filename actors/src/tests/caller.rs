@@ -228,6 +228,86 @@ async fn a_model_that_times_out_twice_falls_back() {
     assert_eq!(caller.fallbacks().len(), 1);
 }
 
+/// A model chosen in the view is the role's from its next call, said once; when it cannot be
+/// reached the role falls back to its own model. Other roles keep theirs.
+#[actix_rt::test]
+async fn a_model_switched_mid_run_serves_the_role_s_next_calls() {
+    use crate::roles::switch::{Chosen, ModelSwitch};
+    let log = Log::default();
+    let mock = llm(&log, |request, _| {
+        if request.model == "test/unreachable" {
+            Err(LlmError::Network {
+                provider: "test".into(),
+                message: "connection refused".into(),
+            })
+        } else {
+            Ok(reply("ok", usage(10, 1)))
+        }
+    });
+    let (caller, _, events) = metered(mock, 1.0);
+    let switch = ModelSwitch::new();
+    let caller = Arc::into_inner(caller)
+        .expect("one owner")
+        .with_switch(switch.clone());
+    let mut rx = events.subscribe();
+    let cancel = CancellationToken::new();
+    let spec = spec(1000);
+    let call = |role| caller.call(1, role, &spec, messages(), &cancel);
+    call(Role::Artisan).await.expect("reply");
+    switch.set(
+        Role::Artisan,
+        Chosen {
+            model: "test/chosen".into(),
+            context_window: Some(1000),
+        },
+    );
+    call(Role::Artisan).await.expect("reply");
+    call(Role::Artisan).await.expect("reply");
+    call(Role::Critic).await.expect("reply");
+    switch.set(
+        Role::Artisan,
+        Chosen {
+            model: "test/unreachable".into(),
+            context_window: None,
+        },
+    );
+    call(Role::Artisan)
+        .await
+        .expect("the role's own model answers");
+    let models: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.model.clone())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            MODEL,
+            "test/chosen",
+            "test/chosen",
+            MODEL,
+            "test/unreachable",
+            MODEL
+        ]
+    );
+    let mut notes = Vec::new();
+    while let Some(e) = rx.try_recv() {
+        if let Event::Note { message } = &e.event {
+            notes.push(message.clone());
+        }
+    }
+    assert_eq!(
+        notes,
+        [
+            "the artisan now runs on test/chosen, as chosen in the view",
+            "the artisan now runs on test/unreachable, as chosen in the view"
+        ]
+    );
+    // The chosen model's own window measures its prompts.
+    assert!(caller.context_peaks().contains_key(&Role::Artisan));
+}
+
 #[actix_rt::test]
 async fn a_refused_call_costs_nothing() {
     let log = Log::default();

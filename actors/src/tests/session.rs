@@ -151,6 +151,7 @@ impl Session {
             hooks: self.hooks.clone(),
             user: self.user.clone(),
             pause: None,
+            models: Default::default(),
             preamble: Vec::new(),
             state,
             memory: self.vault.clone().map(|store| MemoryDeps {

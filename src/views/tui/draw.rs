@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::views::state::{Mark, ViewState};
+use crate::views::tui::picker::Cursor;
 use crate::views::tui::ui::{Confirm, Modal, Ui};
 
 /// The smallest terminal the TUI draws in; a smaller one gets the line printer at start, and a
@@ -289,14 +290,24 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) {
     } else {
         "[p]ause [a]bort [l]ogs [r]eview [x] export [h]elp [q]uit"
     };
-    let mut spans = vec![Span::styled(keys, Style::new().fg(Color::DarkGray))];
+    let models = if ui.models.is_empty() || view.is_finished() {
+        ""
+    } else {
+        "[m]odels "
+    };
+    // The message first: on a narrow terminal the keys (also in the help) are what is cut.
+    let mut spans = Vec::new();
     if let Some(message) = &ui.message {
-        spans.push(Span::raw("  "));
         spans.push(Span::styled(
             message.as_str(),
             Style::new().fg(Color::Yellow),
         ));
+        spans.push(Span::raw("  "));
     }
+    spans.push(Span::styled(
+        format!("{models}{keys}"),
+        Style::new().fg(Color::DarkGray),
+    ));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -384,6 +395,7 @@ fn draw_modal(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) -> usize {
             Text::from(format!("{input}█")),
             0,
         ),
+        Modal::Models(at) => models(ui, *at),
     };
     f.render_widget(Clear, popup);
     let block = Block::new()
@@ -403,6 +415,58 @@ fn draw_modal(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) -> usize {
     most
 }
 
+/// The picker's overlay: who may change model, or the choices of the one opened.
+fn models(ui: &Ui, at: Cursor) -> (&'static str, Text<'static>, usize) {
+    let picked = Style::new().add_modifier(Modifier::REVERSED);
+    let dim = Style::new().fg(Color::DarkGray);
+    let Some(row) = ui.models.get(at.row) else {
+        return (" Models ", Text::default(), 0);
+    };
+    let Some(choice) = at.choice else {
+        let width = ui.models.iter().map(|r| r.who.len()).max().unwrap_or(0);
+        let lines = ui.models.iter().enumerate().map(|(i, r)| {
+            let (mark, style) = if i == at.row {
+                ("›", picked)
+            } else {
+                (" ", Style::new())
+            };
+            let mut spans = vec![Span::styled(
+                format!("{mark} {:width$}  {} ", r.who, r.now),
+                style,
+            )];
+            if let Some(note) = &r.note {
+                spans.push(Span::styled(format!(" {note}"), dim));
+            }
+            Line::from(spans)
+        });
+        return (
+            " Models · ↑↓ choose · Enter change · Esc close ",
+            Text::from(lines.collect::<Vec<_>>()),
+            0,
+        );
+    };
+    let mut lines = vec![
+        Line::raw(format!("The {}'s model, from its next turn:", row.who)),
+        Line::raw(""),
+    ];
+    lines.extend(row.choices.iter().enumerate().map(|(i, model)| {
+        let now = if *model == row.now { "  (now)" } else { "" };
+        let (mark, style) = if i == choice {
+            ("›", picked)
+        } else {
+            (" ", Style::new())
+        };
+        Line::styled(format!("{mark} {model}{now} "), style)
+    }));
+    // The choice under the cursor stays in view.
+    let scroll = (choice + 2).saturating_sub(8);
+    (
+        " Change model · ↑↓ choose · Enter switch · Esc back ",
+        Text::from(lines),
+        scroll,
+    )
+}
+
 fn help(stop_means: &str) -> Vec<Line<'static>> {
     [
         "p      pause before the next step; p again resumes".to_string(),
@@ -410,6 +474,7 @@ fn help(stop_means: &str) -> Vec<Line<'static>> {
         "l      the log: every event as lines; e opens it in $EDITOR".into(),
         "r      review the change so far (a diff)".into(),
         "x      export the thought stream and the log to a file".into(),
+        "m      change a role's model (or the agent's) from its next turn".into(),
         "PgUp   scroll the thought stream back; End follows it again".into(),
         "h      this help".into(),
         "q      quit (asks while the run goes on)".into(),

@@ -2,7 +2,7 @@
 //!
 //! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure;
 //!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration;
-//!   [`cast`]: a session's frames as an asciicast recording.
+//!   [`cast`]: a session's frames as an asciicast recording; [`picker`]: the model picker.
 //! - The run reaches the view through [`channels`]: a [`Feed`] (a printer of the session's
 //!   event bus) and an [`Asker`] (the breaker's questions, as the core's `User` port). The
 //!   view reaches the run through [`Handles`]: its pause, its stop, its process groups.
@@ -12,6 +12,7 @@
 
 pub mod cast;
 pub mod draw;
+pub mod picker;
 pub mod term;
 pub mod ui;
 
@@ -112,6 +113,8 @@ pub struct Handles {
     pub groups: ProcessGroups,
     /// What `cancel` does, as the view tells it ([`ui::STOP_STEP`] for a fix run).
     pub stop_means: &'static str,
+    /// Who may change model, and how (`m`); `None`: no picker.
+    pub picker: Option<picker::Picker>,
 }
 
 /// Where the run keeps its files, for the diff, the log and exports.
@@ -127,7 +130,7 @@ pub struct Place {
 
 /// Runs the view until the run has finished and the user quits (or a signal ended the run).
 /// The terminal is restored on every way out, an error or panic included.
-pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::Result<()> {
+pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::io::Result<()> {
     // A replay keeps the run's own stderr.log as it was.
     let stderr_log = place.dir.join(if place.replayed {
         "replay-stderr.log"
@@ -140,6 +143,11 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
     let mut view = ViewState::new();
     let mut ui = Ui::new(screen.stderr_log().map(Path::to_path_buf));
     ui.stop_means = handles.stop_means;
+    let mut later = None;
+    if let Some(picker) = handles.picker.as_mut() {
+        ui.models = picker.rows.clone();
+        later = picker.later.take();
+    }
     let mut keys = Some(EventStream::new());
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -203,6 +211,19 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
                     Action::None
                 }
             },
+            listed = later_choices(&mut later) => {
+                if let Some(row) = ui.models.get_mut(listed.0) {
+                    match listed.1 {
+                        Ok(choices) => {
+                            row.choices = choices;
+                            row.note = None;
+                        }
+                        Err(why) => row.note = Some(why),
+                    }
+                }
+                later = None;
+                Action::None
+            }
             _ = tick.tick() => Action::None,
         };
         match action {
@@ -252,6 +273,20 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
                 }
             }
             Action::Export => ui.message = Some(export(&place.dir, &view)),
+            Action::Pick { row, model } => {
+                let Some(picker) = handles.picker.as_mut() else {
+                    continue;
+                };
+                ui.message = Some(match (picker.choose)(row, &model) {
+                    Ok(said) => {
+                        if let Some(r) = ui.models.get_mut(row) {
+                            r.now = model;
+                        }
+                        said
+                    }
+                    Err(why) => why,
+                });
+            }
             Action::OpenEditor => {
                 // The editor owns the terminal and its keys until it exits (the key stream
                 // is dropped so that it reads none of them); the run goes on.
@@ -276,6 +311,19 @@ pub async fn run(mut inbox: Inbox, handles: Handles, place: Place) -> std::io::R
 async fn next_key(keys: &mut Option<EventStream>) -> Option<Result<TermEvent, std::io::Error>> {
     match keys {
         Some(keys) => keys.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The choices that come later, when they come (never, when none are awaited).
+async fn later_choices(later: &mut Option<picker::Later>) -> (usize, Result<Vec<String>, String>) {
+    match later {
+        Some((row, rx)) => {
+            let listed = rx
+                .await
+                .unwrap_or_else(|_| Err("the models could not be listed".into()));
+            (*row, listed)
+        }
         None => std::future::pending().await,
     }
 }

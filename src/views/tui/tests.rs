@@ -213,6 +213,7 @@ fn a_loops_breaker_shows_its_state() {
                 iteration: 1,
                 run: 1,
                 agent: "claude".into(),
+                model: None,
             },
         ),
         envelope(
@@ -233,4 +234,86 @@ fn a_loops_breaker_shows_its_state() {
 fn a_terminal_too_small_is_told_to_grow() {
     let view = fold(&recorded()[..5]);
     insta::assert_snapshot!(render(&view, &ui(), at(&view, 1), 50, 10));
+}
+
+#[test]
+fn the_model_picker_lists_the_roles_then_a_roles_choices_and_picks_one() {
+    use crate::views::tui::picker::Row;
+    let view = fold(&recorded()[..16]);
+    let choices: Vec<String> = [
+        "openai/gpt-4.1-mini",
+        "openai/gpt-4.1",
+        "anthropic/claude-haiku-4-5",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut ui = ui();
+    ui.models = ["librarian", "artisan", "critic"]
+        .iter()
+        .zip(&choices)
+        .map(|(who, now)| Row {
+            who: who.to_string(),
+            now: now.clone(),
+            choices: choices.clone(),
+            note: None,
+        })
+        .collect();
+    assert_eq!(ui.key(key('m')), Action::None);
+    let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+    let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+    ui.key(down);
+    insta::assert_snapshot!("models_roles", render(&view, &ui, at(&view, 9), 90, 24));
+    ui.key(enter);
+    ui.key(down);
+    insta::assert_snapshot!("models_choices", render(&view, &ui, at(&view, 9), 90, 24));
+    assert_eq!(
+        ui.key(enter),
+        Action::Pick {
+            row: 1,
+            model: "anthropic/claude-haiku-4-5".into()
+        }
+    );
+    assert_eq!(ui.modal, Modal::None, "a pick closes the picker");
+    // A run without a picker says so.
+    let mut bare = Ui::new(None);
+    assert_eq!(bare.key(key('m')), Action::None);
+    assert_eq!(bare.modal, Modal::None);
+    assert_eq!(
+        bare.message.as_deref(),
+        Some("this run has no models to switch")
+    );
+}
+
+#[test]
+fn the_header_shows_the_model_that_answered_and_the_agents_model_per_run() {
+    let mut events = recorded()[..16].to_vec();
+    events.push(envelope(
+        17,
+        Event::LlmCallFinished {
+            iteration: 1,
+            role: Role::Critic,
+            model: "anthropic/claude-haiku-4-5".into(),
+            usage: Default::default(),
+            cost_usd: 0.0,
+            total_cost_usd: 0.01,
+            duration_ms: 10,
+            context_used: None,
+        },
+    ));
+    let view = fold(&events);
+    assert!(view.models.contains(&(
+        "critic".to_string(),
+        "anthropic/claude-haiku-4-5".to_string()
+    )));
+    let started = |model: Option<&str>| Event::AgentStarted {
+        iteration: 2,
+        run: 1,
+        agent: "claude".into(),
+        model: model.map(String::from),
+    };
+    let view = fold(&[
+        envelope(1, started(None)),
+        envelope(2, started(Some("opus"))),
+    ]);
+    assert_eq!(view.models, [("model".to_string(), "opus".to_string())]);
 }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_actors::ports::user::{BreakerChoice, Stuck};
 
+use crate::views::tui::picker::{Cursor, Row, Step};
+
 /// What a confirmation is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confirm {
@@ -36,6 +38,8 @@ pub enum Modal {
         stuck: Stuck,
         input: String,
     },
+    /// The model picker.
+    Models(Cursor),
 }
 
 /// What the loop does for a key.
@@ -51,6 +55,11 @@ pub enum Action {
     OpenEditor,
     Export,
     Answer(BreakerChoice),
+    /// Put the picker's row `row` on `model`.
+    Pick {
+        row: usize,
+        model: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +75,8 @@ pub struct Ui {
     pub stderr_log: Option<PathBuf>,
     /// What stopping this run does, as the view says it.
     pub stop_means: &'static str,
+    /// Who may change model, and to what (the picker's rows; empty: no picker).
+    pub models: Vec<Row>,
 }
 
 /// What stopping a fix run does.
@@ -83,6 +94,7 @@ impl Ui {
             finished: false,
             stderr_log,
             stop_means: STOP_STEP,
+            models: Vec::new(),
         }
     }
 
@@ -160,6 +172,14 @@ impl Ui {
                     Action::None
                 }
             },
+            Modal::Models(at) => match at.key(key.code, &self.models) {
+                Step::Stay(at) => {
+                    self.modal = Modal::Models(at);
+                    Action::None
+                }
+                Step::Close => Action::None,
+                Step::Pick { row, model } => Action::Pick { row, model },
+            },
             Modal::Guidance { stuck, mut input } => match key.code {
                 KeyCode::Enter => {
                     let guidance = Some(input.trim().to_string()).filter(|g| !g.is_empty());
@@ -223,6 +243,17 @@ impl Ui {
                 Action::None
             }
             KeyCode::Char('r') => Action::OpenDiff,
+            KeyCode::Char('m') if self.models.is_empty() => {
+                self.message = Some("this run has no models to switch".into());
+                Action::None
+            }
+            KeyCode::Char('m') => {
+                self.modal = Modal::Models(Cursor {
+                    row: 0,
+                    choice: None,
+                });
+                Action::None
+            }
             KeyCode::Char('x') => Action::Export,
             KeyCode::PageUp => {
                 self.thought_back += PAGE;

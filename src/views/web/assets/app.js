@@ -34,6 +34,12 @@ function iter(s, n) {
   return s.iterations.get(n);
 }
 
+// Shows `who` on the model that answered last (a fallback, or one chosen in the TUI's picker).
+function setModel(s, who, model) {
+  const shown = s.models.find(x => x[0] === who);
+  if (shown) shown[1] = model; else s.models.push([who, model]);
+}
+
 function apply(s, e) {
   s.seq = e.seq;
   const t = Date.parse(e.time);
@@ -51,8 +57,13 @@ function apply(s, e) {
     case "llm_call_finished":
       s.cost = e.total_cost_usd; iter(s, e.iteration).cost += e.cost_usd;
       s.costByRole[e.role] = (s.costByRole[e.role] || 0) + e.cost_usd;
-      s.costByModel[e.model] = (s.costByModel[e.model] || 0) + e.cost_usd; break;
-    case "agent_started": iter(s, e.iteration).phases.push(["agent", t]); break;
+      s.costByModel[e.model] = (s.costByModel[e.model] || 0) + e.cost_usd;
+      setModel(s, e.role, e.model); break;
+    case "agent_started":
+      iter(s, e.iteration).phases.push(["agent", t]);
+      // The model picker may have changed the agent's model since the loop started.
+      if (e.model) setModel(s, "model", e.model);
+      break;
     case "agent_ended": {
       s.cost = e.total_cost_usd; iter(s, e.iteration).cost += e.cost_usd;
       s.costByRole.agent = (s.costByRole.agent || 0) + e.cost_usd;
