@@ -201,6 +201,7 @@ fn main() {
             groups: ProcessGroups::new(),
             stop_means: tui::ui::STOP_STEP,
             picker: None,
+            skip: None,
         };
         let place = tui::Place {
             dir: dir.path().to_path_buf(),

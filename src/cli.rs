@@ -290,6 +290,13 @@ pub struct BatchArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
     pub output: Option<BatchOutput>,
+    /// The live view of `--output human`: `tui` (the task list and each task's run, `s` to
+    /// skip one), `lines`, `web` (lines and the dashboard), or `auto` (the TUI on a terminal).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub ui: Option<Ui>,
+    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub tape: TapeArgs,
 }
@@ -374,6 +381,13 @@ pub struct AgentArgs {
     /// root); a spec's own `config` wins for its runs.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// The live view: `tui` (the specs and each one's run, `s` to skip one), `lines`, `web`
+    /// (lines and the dashboard), or `auto` (the TUI on a terminal).
+    #[arg(long, value_enum, value_name = "VIEW")]
+    pub ui: Option<Ui>,
+    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
+    #[arg(long, value_name = "ADDR")]
+    pub ui_bind: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub tape: TapeArgs,
 }

@@ -145,6 +145,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
                 stop_means:
                     "the iteration under way finishes, its commit included; then the loop stops",
                 picker: Some(picker),
+                skip: None,
             };
             let place = views::tui::Place {
                 dir: loop_dir,

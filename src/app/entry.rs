@@ -17,11 +17,13 @@ use ralph_actors::role::Role;
 use ralph_actors::schema::report::{Report, Status};
 use ralph_actors::schema::state::SessionState;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::commands::{is_resumable, prepare_new_then, prepare_resume, Prepared, RunSpec};
 use crate::app::execute::{execute_in, Control};
 use crate::app::plan::{assistant_for, Overrides};
+use crate::app::skips::Skips;
 use crate::cli::{ResumeArgs, RunArgs};
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
@@ -52,6 +54,10 @@ pub(crate) struct Shared {
     pub(crate) groups: ProcessGroups,
     /// The printers of each run, given the name of its entry's folder (`q-a1b2`, `entry-3`).
     pub(crate) printers: Printers,
+    /// Each entry's stop, by the name of its folder: a skip in the view stops that entry alone.
+    pub(crate) skips: Skips,
+    /// The view's pause: every run holds before its next step while it is `true`.
+    pub(crate) pause: Option<watch::Receiver<bool>>,
 }
 
 /// The printers of each run, given the name of its entry's folder.
@@ -210,7 +216,16 @@ pub(crate) enum Ended {
     Interrupted,
     /// The shared budget ran out: goes back to the queue and resumes with more money.
     OutOfMoney(String),
+    /// Skipped in the view: its session (if one began) is saved, resumable by hand.
+    Skipped,
 }
+
+/// Why a skipped entry did not run to its end, as its report says it.
+pub(crate) const SKIPPED_IN_VIEW: &str = "skipped in the view";
+
+/// The status of an entry skipped in the view (`s`): as for a hook's skip, a batch did as it
+/// was told, so it does not fail the batch.
+pub const SKIPPED_BY_USER: &str = "skipped_by_user";
 
 impl Ended {
     /// As a report says it: `success`, or the status of the run where it stopped.
@@ -218,6 +233,7 @@ impl Ended {
         match self {
             Ended::Done => "success".into(),
             Ended::Interrupted => "interrupted".into(),
+            Ended::Skipped => SKIPPED_BY_USER.into(),
             Ended::OutOfMoney(_) => "budget_exceeded".into(),
             Ended::Failed(_) => p
                 .targets
@@ -234,6 +250,7 @@ impl Ended {
         match self {
             Ended::Done => String::new(),
             Ended::Interrupted => "interrupted".into(),
+            Ended::Skipped => SKIPPED_IN_VIEW.into(),
             Ended::OutOfMoney(why) | Ended::Failed(why) => why.clone(),
         }
     }
@@ -348,6 +365,9 @@ impl Entry<'_> {
                 }
                 _ => {}
             }
+            if shared.skips.skipped(&self.label()) {
+                return Ok(Ended::Skipped);
+            }
             if shared.cancel.is_cancelled() || shared.drain.is_cancelled() {
                 return Ok(Ended::Interrupted);
             }
@@ -378,21 +398,27 @@ impl Entry<'_> {
                 lock: _lock,
             } = prepared;
             let control = Control {
-                cancel: shared.cancel.clone(),
+                cancel: shared.skips.token(&self.label()),
                 drain: shared.drain.clone(),
                 stop_signal: shared.stop_signal.clone(),
                 shared: shared.budget.clone(),
                 printers: (shared.printers)(&self.label()),
                 headless: true,
                 asker: None,
-                pause: None,
+                pause: shared.pause.clone(),
                 models: Default::default(),
             };
             let report = execute_in(plan, session, state, shared.groups.clone(), control).await;
             let _ = std::fs::remove_dir_all(&report_dir);
             let report = report?;
-            let ended = self.ended(&report, own_cap, shared);
-            let paused = matches!(ended, Some(Ended::Interrupted | Ended::OutOfMoney(_)));
+            let ended = match shared.skips.skipped(&self.label()) {
+                true => Some(Ended::Skipped),
+                false => self.ended(&report, own_cap, shared),
+            };
+            let paused = matches!(
+                ended,
+                Some(Ended::Interrupted | Ended::OutOfMoney(_) | Ended::Skipped)
+            );
             record(&mut progress.targets[i], &report, paused);
             progress.save(&self.dir)?;
             if let Some(ended) = ended {

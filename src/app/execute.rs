@@ -194,6 +194,7 @@ async fn execute_in_tui(
         groups: groups.clone(),
         stop_means: views::tui::ui::STOP_STEP,
         picker: Some(picker),
+        skip: None,
     };
     let original = Path::new(&plan.target)
         .file_name()

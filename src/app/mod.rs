@@ -4,7 +4,8 @@
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
 //! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
 //! import`, [`dashboard`] the web dashboard of the project's runs, [`replay`] a run played
-//! back or exported, `pickers` the terminal view's model pickers.
+//! back or exported, `pickers` the terminal view's model pickers, `skips` the tasks skipped in
+//! it, `task_view` how a batch or agent shows itself.
 
 pub mod agent;
 mod agent_artisan;
@@ -26,6 +27,8 @@ mod pickers;
 pub mod plan;
 pub mod queue;
 pub mod replay;
+mod skips;
+mod task_view;
 mod terminal;
 pub mod vault;
 

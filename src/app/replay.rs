@@ -163,6 +163,7 @@ async fn tui(dir: &Path, events: &[Envelope], speed: f64) -> Result<i32> {
         groups: ProcessGroups::new(),
         stop_means: "the replay stops here (the run it shows is not touched)",
         picker: None,
+        skip: None,
     };
     let (target, original) = fix_files(dir);
     let place = views::tui::Place {

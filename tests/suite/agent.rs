@@ -908,3 +908,65 @@ async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an
     // Each kill redid at most the iteration under way.
     assert_medians_done_once(p, &llm, &ids, kills, 1).await;
 }
+
+/// The agent in the TUI, in a real terminal: the inbox's specs listed, the one running skipped
+/// mid-call (its record failed as skipped, not counted as a failure), the next one committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_in_the_tui_lists_the_inbox_and_skips_the_spec_asked() {
+    use super::tui::{assert_restored, bin, Pane};
+    let dir = project();
+    let p = dir.path();
+    spec(p, "mean", "mean.py", "");
+    spec(p, "mode", "mode.py", "");
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        if_prompt(
+            "def mean",
+            Answer::Slow {
+                text: code("python", FIXED_MEAN),
+                delay: Duration::from_secs(30),
+            },
+            text(code("python", FIXED_MODE)),
+        ),
+    );
+    let ids = inbox_add(p, &llm, &["specs/mean.md", "specs/mode.md"]);
+    let command = format!("'{}' agent", bin().display());
+    let pane = Pane::start(p, &llm.openai_env(), &command, 120, 34);
+    let screen = pane.wait_for("· generate", Duration::from_secs(60));
+    assert!(screen.contains("›→ specs/mean.md"), "{screen}");
+    assert!(screen.contains("○ specs/mode.md"), "{screen}");
+    let asked = Instant::now();
+    pane.keys(&["s"]);
+    pane.wait_for("Skip specs/mean.md?", Duration::from_secs(5));
+    pane.keys(&["y"]);
+    let screen = pane.wait_for("✓ specs/mode.md", Duration::from_secs(60));
+    assert!(
+        asked.elapsed() < Duration::from_secs(25),
+        "the skipped call was waited for"
+    );
+    assert!(screen.contains("⊘ specs/mean.md"), "{screen}");
+    pane.wait_for("q to quit", Duration::from_secs(30));
+    pane.keys(&["q"]);
+    let screen = pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert!(screen.contains("1 specs completed, 1 failed"), "{screen}");
+    assert_restored(&pane);
+    assert_eq!(statuses(p), ["failed", "done"]);
+    let first = &records(p)[0];
+    assert_eq!(first["id"], ids[0].as_str());
+    assert!(
+        first["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("skipped in the view"),
+        "{first}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("mean.py")).unwrap(),
+        BROKEN_MEAN
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("mode.py")).unwrap(),
+        FIXED_MODE
+    );
+}

@@ -340,3 +340,85 @@ async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() 
         "the batch was stopped before it started"
     );
 }
+
+/// A batch in the TUI, in a real terminal: the task list, a pending task skipped before it
+/// starts, the running one skipped mid-call, the other run to its end; the report says which
+/// were skipped, and the batch does not fail for them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
+    use super::tui::{assert_restored, bin, Pane};
+    let dir = medians(3);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    // The first entry's call is the slow one (the mock counts only answered calls).
+    llm.helpful().always(
+        "artisan",
+        if_prompt(
+            "median_0.py",
+            Answer::Slow {
+                text: code("python", FIXED_PY),
+                delay: Duration::from_secs(30),
+            },
+            text(code("python", FIXED_PY)),
+        ),
+    );
+    let command = format!(
+        "'{}' batch specs/median-0.md specs/median-1.md specs/median-2.md --no-adversarial",
+        bin().display()
+    );
+    let pane = Pane::start(p, &llm.openai_env(), &command, 120, 34);
+    let screen = pane.wait_for("· generate", Duration::from_secs(60));
+    assert!(screen.contains("Tasks 0/3 done"), "{screen}");
+    assert!(screen.contains("›→ specs/median-0.md"), "{screen}");
+    assert!(screen.contains("○ specs/median-2.md"), "{screen}");
+    // The last one, not started yet: it never starts.
+    pane.keys(&["Tab"]);
+    pane.keys(&["Tab"]);
+    pane.wait_for("›○ specs/median-2.md", Duration::from_secs(5));
+    pane.keys(&["s"]);
+    pane.wait_for("Skip specs/median-2.md?", Duration::from_secs(5));
+    pane.keys(&["y"]);
+    pane.wait_for("skipping specs/median-2.md", Duration::from_secs(5));
+    // The one running, in the middle of the Artisan's call: the call is not waited for.
+    pane.keys(&["f"]);
+    pane.wait_for("›→ specs/median-0.md", Duration::from_secs(5));
+    pane.keys(&["s"]);
+    pane.keys(&["y"]);
+    let skipped = std::time::Instant::now();
+    let screen = pane.wait_for("✓ specs/median-1.md", Duration::from_secs(60));
+    assert!(
+        skipped.elapsed() < Duration::from_secs(25),
+        "the skipped call was waited for"
+    );
+    assert!(screen.contains("⊘ specs/median-0.md"), "{screen}");
+    pane.wait_for("q to quit", Duration::from_secs(30));
+    let screen = pane.wait_for("⊘ specs/median-2.md", Duration::from_secs(5));
+    assert!(screen.contains("Tasks 1/3 done"), "{screen}");
+    pane.keys(&["q"]);
+    let screen = pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert!(screen.contains("1 of 3 entries succeeded"), "{screen}");
+    assert_restored(&pane);
+    let report = batch_report(p);
+    let status: Vec<&str> = report["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["skipped_by_user", "success", "skipped_by_user"]);
+    assert_eq!(report["entries"][0]["reason"], "skipped in the view");
+    assert_eq!(report["totals"]["skipped"], 2);
+    // The skipped run's session is saved, resumable; its call was abandoned, not waited for.
+    let first = report["entries"][0]["sessions"][0].as_str().unwrap();
+    let session = p.join(format!(".ralph/session-{first}"));
+    assert_eq!(
+        read_json(&session.join("state.json"))["status"],
+        "interrupted"
+    );
+    let events = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
+    assert!(events.contains("abandoned as the run stopped"), "{events}");
+    assert_eq!(
+        std::fs::read_to_string(p.join("median_1.py")).unwrap(),
+        FIXED_PY
+    );
+}

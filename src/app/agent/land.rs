@@ -11,12 +11,13 @@ use super::work::Job;
 use super::worktree::{self, Brought};
 use super::{Agent, Stop};
 use crate::agent::{human_duration, AgentError};
-use crate::app::entry::{Ended, Progress};
+use crate::app::entry::{Ended, Progress, SKIPPED_IN_VIEW};
 use crate::config::FailedWork;
 use crate::error::Result;
 use crate::git::Repo;
 use crate::inbox::{Record, Status};
 use crate::spec::Spec;
+use crate::views::state::Mark;
 
 impl Agent {
     /// Lands a finished job; a stop when the agent must start no other.
@@ -36,6 +37,10 @@ impl Agent {
             }
             Some(Ended::Failed(why)) => {
                 self.failed(&record, &progress, why)?;
+                None
+            }
+            Some(Ended::Skipped) => {
+                self.skipped(&record, &progress)?;
                 None
             }
             Some(Ended::OutOfMoney(why)) => {
@@ -121,6 +126,7 @@ impl Agent {
                     .set_status(&record.id, Status::Done, None)
                     .map_err(AgentError::from)?;
                 drop(inbox);
+                self.tell(record, Mark::Done, "committed", progress.cost_usd());
                 let s = &mut self.session;
                 s.specs_completed += 1;
                 s.consecutive_failures = 0;
@@ -141,6 +147,32 @@ impl Agent {
     ) -> Result<()> {
         self.log
             .line(&format!("FAILED: {} {}: {why}", record.id, record.spec));
+        self.tell(record, Mark::Failed, "failed", progress.cost_usd());
+        self.set_aside(record, progress, why)?;
+        self.failed_here += 1;
+        let s = &mut self.session;
+        s.specs_failed += 1;
+        s.consecutive_failures += 1;
+        Ok(s.save(&self.root)?)
+    }
+
+    /// A spec skipped in the view: its work set aside and its record failed, as for a failure
+    /// (the session's count of failed specs includes it), but `--max-failures` and the exit
+    /// code do not hear of it: the agent did as it was told.
+    pub(super) fn skipped(&mut self, record: &Record, progress: &Progress) -> Result<()> {
+        self.log.line(&format!(
+            "SKIPPED: {} {}: {SKIPPED_IN_VIEW}",
+            record.id, record.spec
+        ));
+        self.tell(record, Mark::Skipped, SKIPPED_IN_VIEW, progress.cost_usd());
+        self.set_aside(record, progress, SKIPPED_IN_VIEW.to_string())?;
+        self.session.specs_failed += 1;
+        Ok(self.session.save(&self.root)?)
+    }
+
+    /// A spec that did not get done: its changes stashed (or reset) and kept under
+    /// `refs/ralph/failed/<id>`, its record failed with `why`, its cost settled.
+    fn set_aside(&mut self, record: &Record, progress: &Progress, why: String) -> Result<()> {
         let mut error = why;
         let reference = format!("refs/ralph/failed/{}", record.id);
         let repo = self.repo_of(progress);
@@ -189,12 +221,8 @@ impl Agent {
             .set_status(&record.id, Status::Failed, Some(error))
             .map_err(AgentError::from)?;
         drop(inbox);
-        self.failed_here += 1;
-        let s = &mut self.session;
-        s.specs_failed += 1;
-        s.consecutive_failures += 1;
-        s.settle(progress.cost_usd());
-        Ok(s.save(&self.root)?)
+        self.session.settle(progress.cost_usd());
+        Ok(())
     }
 
     /// An interrupted spec goes back to the queue, its progress (and worktree) kept to resume.
@@ -208,6 +236,7 @@ impl Agent {
             "PAUSED: {} {} is pending again; `ralph-loop agent` resumes it",
             record.id, record.spec
         ));
+        self.tell(record, Mark::Paused, "pending again", 0.0);
         Ok(self.session.save(&self.root)?)
     }
 }

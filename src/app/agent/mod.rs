@@ -35,6 +35,8 @@ use crate::agent::session::{AgentLock, AgentSession};
 use crate::agent::{elapsed_since, human_duration, AgentError};
 use crate::app::entry::{agent_dir, Progress, Shared};
 use crate::app::plan::{shared_tape, Overrides};
+use crate::app::skips::Skips;
+use crate::app::task_view::{Reach, TaskView};
 use crate::cli::{AgentArgs, OutputFormat, RunArgs};
 use crate::config::FailedWork;
 use crate::error::{Error, Result};
@@ -43,6 +45,8 @@ use crate::hooks::tasks::TaskHooks;
 use crate::inbox::{Inbox, Record, Status};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
+use crate::views::board::Tasks;
+use crate::views::state::Mark;
 use changes::check_clean;
 
 /// Why the agent stopped.
@@ -93,7 +97,11 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     }
     // Opened before anything is written: a bad recording path changes nothing.
     let overrides = shared_tape(&args.tape)?;
+    let (view, why_not_tui) = TaskView::choose(args.ui, true);
     let log = AgentLog::create(&root, true)?;
+    if let Some(note) = why_not_tui {
+        log.line(&note);
+    }
     session.pid = Some(std::process::id());
     session.log = Some(relative(&log.path, &root));
     session.save(&root)?;
@@ -138,8 +146,16 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         args,
         failed_here: 0,
         tasks,
+        board: view.tasks(),
     };
+    if let (Some(board), Some(cap)) = (&agent.board, agent.args.max_cost) {
+        board.cap(cap);
+    }
+    agent.list_pending();
+    let feed = view.printer();
     let shared = Shared {
+        skips: Skips::under(&cancel),
+        pause: Some(view.pause()),
         cancel,
         drain: CancellationToken::new(),
         stop_signal: Arc::new(AtomicI32::new(0)),
@@ -151,7 +167,9 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         printers: Box::new({
             let log = agent.log.clone();
             move |label: &str| {
-                if parallel == 1 {
+                if let Some(feed) = &feed {
+                    vec![feed(label), log.run_printer(Some(label))]
+                } else if parallel == 1 {
                     vec![
                         printers::for_format(OutputFormat::Human),
                         log.run_printer(None),
@@ -164,7 +182,19 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         }),
     };
     let system = actix::System::new();
+    let reach = Reach {
+        dir: agent.root.join(crate::session::RALPH_DIR).join("agent"),
+        root: agent.root.clone(),
+        bind: agent.args.ui_bind,
+        cancel: shared.drain.clone(),
+        stop_signal: shared.stop_signal.clone(),
+        groups: shared.groups.clone(),
+        skips: shared.skips.clone(),
+        stop_means:
+            "the iteration under way finishes, its spec goes back to pending; then the agent stops",
+    };
     let stop = system.block_on(async {
+        let shown = view.start(reach).await?;
         let signals = tokio::spawn(crate::app::execute::on_signals(
             shared.cancel.clone(),
             Some(shared.drain.clone()),
@@ -173,6 +203,10 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         ));
         let stop = agent.work(&shared).await;
         signals.abort();
+        // The view's feeds go with the runs' printers and the list: then it shows the end.
+        drop(shared);
+        agent.board = None;
+        shown.finish().await;
         stop
     })?;
     agent.end(stop)
@@ -220,9 +254,33 @@ struct Agent {
     failed_here: u32,
     /// The `pre_task` and `post_task` hooks.
     tasks: TaskHooks,
+    /// The TUI's task list, when it shows one: the inbox's specs.
+    board: Option<Tasks>,
 }
 
 impl Agent {
+    /// Shows `record` in the view's task list as standing at `mark`.
+    fn tell(&self, record: &Record, mark: Mark, detail: &str, cost: f64) {
+        if let Some(board) = &self.board {
+            board.task(&record.id, &record.spec, mark, detail, cost);
+        }
+    }
+
+    /// Lists the inbox's specs to do in the view, in queue order.
+    fn list_pending(&self) {
+        if self.board.is_none() {
+            return;
+        }
+        let Ok(inbox) = self.inbox.lock() else {
+            return;
+        };
+        for r in &inbox.records {
+            if matches!(r.status, Status::Pending | Status::Active) {
+                self.tell(r, Mark::Pending, "", 0.0);
+            }
+        }
+    }
+
     /// The limit reached, if one is, with `in_flight` specs under way: no other may start.
     fn limit(&self, shared: &Shared, in_flight: usize) -> Option<Stop> {
         let s = &self.session;

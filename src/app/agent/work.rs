@@ -20,6 +20,7 @@ use crate::hooks::protocol::{Budget as HookBudget, Task};
 use crate::hooks::tasks::Before;
 use crate::inbox::Record;
 use crate::spec::Spec;
+use crate::views::state::Mark;
 
 /// A spec the agent has taken on, from its plan until it lands.
 pub(super) struct Job {
@@ -84,6 +85,11 @@ impl Agent {
                         let Some(record) = self.fetch(&busy)? else {
                             break;
                         };
+                        if shared.skips.skipped(&record.id) {
+                            let progress = Progress::load(&agent_dir(&self.root, &record.id))?;
+                            self.skipped(&record, &progress)?;
+                            continue;
+                        }
                         match self.prepare(record, shared).await? {
                             Some(job) => job,
                             None => continue,
@@ -118,6 +124,7 @@ impl Agent {
                 let mut job = job;
                 let mut progress = job.progress.take().unwrap_or_default();
                 let root = self.start(&job, &mut progress)?;
+                self.tell(&job.record, Mark::Running, "", progress.cost_usd());
                 let id = job.record.id.clone();
                 let spec = job.spec.clone();
                 let dir = job.dir.clone();

@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::entry::{Ended, Entry, Progress, Shared};
 use crate::app::plan::{self, Overrides};
+use crate::app::skips::Skips;
+use crate::app::task_view::{Reach, TaskView};
 use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
 use crate::config::BatchEntry;
 use crate::error::{Error, Result, UsageError};
@@ -32,6 +34,8 @@ use crate::process::groups::ProcessGroups;
 use crate::runner::detect;
 use crate::session::RALPH_DIR;
 use crate::spec::{FrontMatter, Spec, Target};
+use crate::views::board::Tasks;
+use crate::views::state::Mark;
 use report::{BatchReport, EntryReport};
 
 /// An entry, resolved to a spec.
@@ -92,24 +96,33 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let output = args.output.unwrap_or(BatchOutput::Human);
-    let human = output == BatchOutput::Human;
+    let (view, why_not_tui) = TaskView::choose(args.ui, output == BatchOutput::Human);
+    // Under the TUI the task list says what the lines would.
+    let human = output == BatchOutput::Human && !view.is_tui();
     let live = human && args.parallel == 1;
+    let feed = view.printer();
     let shared = Shared {
+        skips: Skips::under(&cancel),
+        pause: Some(view.pause()),
         cancel,
         drain: CancellationToken::new(),
         stop_signal: Arc::new(AtomicI32::new(0)),
         budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
         groups,
-        printers: Box::new(move |_| {
-            if live {
-                vec![printers::for_format(OutputFormat::Human)]
-            } else {
-                Vec::new()
-            }
+        printers: Box::new(move |key| match &feed {
+            Some(feed) => vec![feed(key)],
+            None if live => vec![printers::for_format(OutputFormat::Human)],
+            None => Vec::new(),
         }),
     };
-    if let (Some(note), true) = (&note, human) {
+    // The note on the TUI goes to stderr even beside JSON: it answers the flag given.
+    let human_notes = note.iter().filter(|_| output == BatchOutput::Human);
+    for note in human_notes.chain(&why_not_tui) {
         eprintln!("batch: {note}");
+    }
+    let board = view.tasks();
+    if let (Some(board), Some(cap)) = (&board, args.total_budget) {
+        board.cap(cap);
     }
     let base = RunArgs {
         config: args.config.clone(),
@@ -119,7 +132,18 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let started = Instant::now();
     let started_at = crate::inbox::now();
     let system = actix::System::new();
+    let reach = Reach {
+        root: root.clone(),
+        dir: dir.clone(),
+        bind: args.ui_bind,
+        cancel: shared.cancel.clone(),
+        stop_signal: shared.stop_signal.clone(),
+        groups: shared.groups.clone(),
+        skips: shared.skips.clone(),
+        stop_means: "every entry under way ends its step, its session saved; no other starts",
+    };
     let entries = system.block_on(async {
+        let shown = view.start(reach).await?;
         let signals = tokio::spawn(crate::app::execute::on_signals(
             shared.cancel.clone(),
             None,
@@ -137,9 +161,14 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             human,
             tasks: &tasks,
             total_budget: args.total_budget,
+            board,
         };
         let entries = batch.run().await;
         signals.abort();
+        // The view's feeds go with the runs' printers and the list: then it shows the end.
+        drop(batch);
+        drop(shared);
+        shown.finish().await;
         entries
     })?;
     let (entries, stopped_by_hook) = entries;
@@ -287,6 +316,8 @@ struct Batch<'a> {
     /// The `pre_task` and `post_task` hooks.
     tasks: &'a TaskHooks,
     total_budget: Option<f64>,
+    /// The TUI's task list, when it shows one.
+    board: Option<Tasks>,
 }
 
 /// What an entry's task hooks said, for its report.
@@ -302,7 +333,7 @@ impl Batch<'_> {
         Entry {
             spec: &self.items[i].spec,
             root: self.root,
-            dir: self.dir.join(format!("entry-{}", i + 1)),
+            dir: self.dir.join(Self::key(i)),
             base: self.base,
             overrides: self.overrides,
             name: &self.items[i].name,
@@ -331,6 +362,18 @@ impl Batch<'_> {
         }
     }
 
+    /// Entry `i`'s folder's name: its key in the view.
+    fn key(i: usize) -> String {
+        format!("entry-{}", i + 1)
+    }
+
+    /// Shows entry `i` in the view's task list as standing at `mark`.
+    fn tell(&self, i: usize, mark: Mark, detail: &str, cost: f64) {
+        if let Some(board) = &self.board {
+            board.task(&Self::key(i), &self.items[i].name, mark, detail, cost);
+        }
+    }
+
     fn say(&self, message: String) {
         if self.human {
             eprintln!("batch: {message}");
@@ -345,8 +388,14 @@ impl Batch<'_> {
         let mut ended: Vec<Option<Ended>> = vec![None; n];
         for i in 0..n {
             match self.entry(i).plan(self.shared.budget.clone()).await {
-                Ok(plan) => progress[i].plan = Some(plan),
-                Err(why) => ended[i] = Some(Ended::Failed(format!("planning failed: {why}"))),
+                Ok(plan) => {
+                    progress[i].plan = Some(plan);
+                    self.tell(i, Mark::Pending, "", progress[i].cost_usd());
+                }
+                Err(why) => {
+                    self.tell(i, Mark::Failed, "planning failed", progress[i].cost_usd());
+                    ended[i] = Some(Ended::Failed(format!("planning failed: {why}")));
+                }
             }
         }
         let mut waiting: Vec<usize> = (0..n).filter(|&i| ended[i].is_none()).collect();
@@ -363,7 +412,13 @@ impl Batch<'_> {
                     .position(|&i| targets(&progress[i]).iter().all(|t| !busy.contains(t)));
                 let Some(at) = free else { break };
                 let i = waiting.remove(at);
+                if self.shared.skips.skipped(&Self::key(i)) {
+                    self.tell(i, Mark::Skipped, "skipped", 0.0);
+                    ended[i] = Some(Ended::Skipped);
+                    continue;
+                }
                 if self.spent() {
+                    self.tell(i, Mark::Skipped, "the total budget was spent", 0.0);
                     skipped[i] = true;
                     continue;
                 }
@@ -374,11 +429,13 @@ impl Batch<'_> {
                     match before {
                         Before::Run => {}
                         Before::Skip(why) => {
+                            self.tell(i, Mark::Skipped, &why, 0.0);
                             self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
                             hooked[i].skipped = Some(why);
                             continue;
                         }
                         Before::Stop(why) => {
+                            self.tell(i, Mark::Skipped, &why, 0.0);
                             self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
                             hooked[i].skipped = Some(why.clone());
                             halted = Some(why);
@@ -387,6 +444,7 @@ impl Batch<'_> {
                     }
                 }
                 busy.extend(targets(&progress[i]));
+                self.tell(i, Mark::Running, "", progress[i].cost_usd());
                 self.say(format!("[{}/{n}] {}: started", i + 1, self.items[i].name));
                 let mut mine = std::mem::take(&mut progress[i]);
                 let entry = self.entry(i);
@@ -403,6 +461,14 @@ impl Batch<'_> {
             }
             progress[i] = mine;
             let outcome = outcome?;
+            let mark = match &outcome {
+                Ended::Done => Mark::Done,
+                Ended::Skipped => Mark::Skipped,
+                Ended::Interrupted | Ended::OutOfMoney(_) => Mark::Paused,
+                Ended::Failed(_) => Mark::Failed,
+            };
+            let status = outcome.status(&progress[i]);
+            self.tell(i, mark, &status.replace('_', " "), progress[i].cost_usd());
             self.say(format!(
                 "[{}/{n}] {}: {}",
                 i + 1,
@@ -421,6 +487,7 @@ impl Batch<'_> {
             ended[i] = Some(outcome);
         }
         for i in waiting {
+            self.tell(i, Mark::Skipped, "not started", 0.0);
             match &halted {
                 Some(why) if hooked[i].skipped.is_none() => {
                     hooked[i].skipped = Some(format!("not started: {why}"))

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::human_duration;
+use crate::app::entry::SKIPPED_BY_USER;
 
 /// One entry, as the batch report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,7 +77,7 @@ pub struct BatchReport {
 /// interrupted.
 pub fn rank(status: &str) -> (u8, i32) {
     match status {
-        "success" | SKIPPED_BY_HOOK => (0, 0),
+        "success" | SKIPPED_BY_HOOK | SKIPPED_BY_USER => (0, 0),
         "max_iterations" => (1, 4),
         "entropy_detected" => (2, 5),
         "budget_exceeded" | "skipped" => (3, 3),
@@ -96,7 +97,7 @@ impl BatchReport {
             .unwrap_or("success");
         self.status = match worst {
             "skipped" => "budget_exceeded",
-            SKIPPED_BY_HOOK => "success",
+            SKIPPED_BY_HOOK | SKIPPED_BY_USER => "success",
             other => other,
         }
         .to_string();
@@ -111,11 +112,21 @@ impl BatchReport {
             succeeded: e.iter().filter(|e| e.status == "success").count(),
             skipped: e
                 .iter()
-                .filter(|e| e.status == "skipped" || e.status == SKIPPED_BY_HOOK)
+                .filter(|e| {
+                    matches!(
+                        e.status.as_str(),
+                        "skipped" | SKIPPED_BY_HOOK | SKIPPED_BY_USER
+                    )
+                })
                 .count(),
             failed: e
                 .iter()
-                .filter(|e| !matches!(e.status.as_str(), "success" | "skipped" | SKIPPED_BY_HOOK))
+                .filter(|e| {
+                    !matches!(
+                        e.status.as_str(),
+                        "success" | "skipped" | SKIPPED_BY_HOOK | SKIPPED_BY_USER
+                    )
+                })
                 .count(),
             iterations: e.iter().map(|e| e.iterations).sum(),
             cost_usd: e.iter().map(|e| e.cost_usd).sum(),

@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Gauge, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::views::state::{Mark, ViewState};
-use crate::views::tui::picker::Cursor;
+use crate::views::tui::lists;
 use crate::views::tui::ui::{Confirm, Modal, Ui};
 
 /// The smallest terminal the TUI draws in; a smaller one gets the line printer at start, and a
@@ -44,7 +44,17 @@ pub fn frame(f: &mut Frame, view: &ViewState, ui: &Ui, now: DateTime<Utc>) -> us
     draw_progress(f, progress, view);
     let [list, thought] =
         Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(middle);
-    draw_items(f, list, view);
+    match &ui.board {
+        Some(board) => {
+            // The tasks above, the focused task's iterations below; each keeps some room.
+            let rows = (board.tasks.len() as u16 + 2).clamp(3, list.height / 2 + 1);
+            let [tasks, items] =
+                Layout::vertical([Constraint::Length(rows), Constraint::Min(3)]).areas(list);
+            lists::tasks(f, tasks, board, ui.focus);
+            draw_items(f, items, view);
+        }
+        None => draw_items(f, list, view),
+    }
     draw_thought(f, thought, view, ui);
     draw_signs(f, signs, view);
     draw_footer(f, footer, view, ui);
@@ -124,13 +134,7 @@ fn draw_items(f: &mut Frame, area: Rect, view: &ViewState) {
         .items
         .iter()
         .map(|item| {
-            let colour = match item.mark {
-                Mark::Done => Color::Green,
-                Mark::Failed => Color::Red,
-                Mark::Running => Color::Cyan,
-                Mark::Paused => Color::Yellow,
-                Mark::Skipped | Mark::Pending => Color::DarkGray,
-            };
+            let colour = lists::mark_colour(item.mark);
             let cost = if item.cost_usd > 0.0 {
                 format!(" ${:.4}", item.cost_usd)
             } else {
@@ -295,6 +299,10 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) {
     } else {
         "[m]odels "
     };
+    let tasks = match &ui.board {
+        Some(_) if !ui.finished => "[Tab] task [s]kip [f]ollow ",
+        _ => "",
+    };
     // The message first: on a narrow terminal the keys (also in the help) are what is cut.
     let mut spans = Vec::new();
     if let Some(message) = &ui.message {
@@ -305,7 +313,7 @@ fn draw_footer(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) {
         spans.push(Span::raw("  "));
     }
     spans.push(Span::styled(
-        format!("{models}{keys}"),
+        format!("{tasks}{models}{keys}"),
         Style::new().fg(Color::DarkGray),
     ));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -376,6 +384,12 @@ fn draw_modal(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) -> usize {
                      [y] quit · [n] go on",
                     ui.stop_means
                 ),
+                Confirm::Skip(i) => format!(
+                    "Skip {}? A run under way ends its step and its session is saved \
+                     (resumable); a task not started never starts. The next task goes on.\n\n\
+                     [y] skip · [n] go on",
+                    ui.task_name(*i)
+                ),
             };
             (" Confirm ", Text::from(question), 0)
         }
@@ -395,7 +409,7 @@ fn draw_modal(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) -> usize {
             Text::from(format!("{input}█")),
             0,
         ),
-        Modal::Models(at) => models(ui, *at),
+        Modal::Models(at) => lists::models(ui, *at),
     };
     f.render_widget(Clear, popup);
     let block = Block::new()
@@ -415,58 +429,6 @@ fn draw_modal(f: &mut Frame, area: Rect, view: &ViewState, ui: &Ui) -> usize {
     most
 }
 
-/// The picker's overlay: who may change model, or the choices of the one opened.
-fn models(ui: &Ui, at: Cursor) -> (&'static str, Text<'static>, usize) {
-    let picked = Style::new().add_modifier(Modifier::REVERSED);
-    let dim = Style::new().fg(Color::DarkGray);
-    let Some(row) = ui.models.get(at.row) else {
-        return (" Models ", Text::default(), 0);
-    };
-    let Some(choice) = at.choice else {
-        let width = ui.models.iter().map(|r| r.who.len()).max().unwrap_or(0);
-        let lines = ui.models.iter().enumerate().map(|(i, r)| {
-            let (mark, style) = if i == at.row {
-                ("›", picked)
-            } else {
-                (" ", Style::new())
-            };
-            let mut spans = vec![Span::styled(
-                format!("{mark} {:width$}  {} ", r.who, r.now),
-                style,
-            )];
-            if let Some(note) = &r.note {
-                spans.push(Span::styled(format!(" {note}"), dim));
-            }
-            Line::from(spans)
-        });
-        return (
-            " Models · ↑↓ choose · Enter change · Esc close ",
-            Text::from(lines.collect::<Vec<_>>()),
-            0,
-        );
-    };
-    let mut lines = vec![
-        Line::raw(format!("The {}'s model, from its next turn:", row.who)),
-        Line::raw(""),
-    ];
-    lines.extend(row.choices.iter().enumerate().map(|(i, model)| {
-        let now = if *model == row.now { "  (now)" } else { "" };
-        let (mark, style) = if i == choice {
-            ("›", picked)
-        } else {
-            (" ", Style::new())
-        };
-        Line::styled(format!("{mark} {model}{now} "), style)
-    }));
-    // The choice under the cursor stays in view.
-    let scroll = (choice + 2).saturating_sub(8);
-    (
-        " Change model · ↑↓ choose · Enter switch · Esc back ",
-        Text::from(lines),
-        scroll,
-    )
-}
-
 fn help(stop_means: &str) -> Vec<Line<'static>> {
     [
         "p      pause before the next step; p again resumes".to_string(),
@@ -475,6 +437,7 @@ fn help(stop_means: &str) -> Vec<Line<'static>> {
         "r      review the change so far (a diff)".into(),
         "x      export the thought stream and the log to a file".into(),
         "m      change a role's model (or the agent's) from its next turn".into(),
+        "s      skip the task in focus (a batch's or agent's); Tab/Shift+Tab look at another, f follows the one running".into(),
         "PgUp   scroll the thought stream back; End follows it again".into(),
         "h      this help".into(),
         "q      quit (asks while the run goes on)".into(),

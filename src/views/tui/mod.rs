@@ -1,6 +1,7 @@
 //! `--ui tui`: the run in a full-screen terminal view (ratatui on crossterm).
 //!
-//! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure;
+//! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure, with
+//!   [`lists`] (the task list, the model picker's overlay);
 //!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration;
 //!   [`cast`]: a session's frames as an asciicast recording; [`picker`]: the model picker.
 //! - The run reaches the view through [`channels`]: a [`Feed`] (a printer of the session's
@@ -12,6 +13,7 @@
 
 pub mod cast;
 pub mod draw;
+pub mod lists;
 pub mod picker;
 pub mod term;
 pub mod ui;
@@ -33,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::printers::Printer;
 use crate::process::groups::ProcessGroups;
+use crate::views::board::{Board, TaskNews, Tasks};
 use crate::views::state::ViewState;
 use crate::views::tui::term::Screen;
 use crate::views::tui::ui::{Action, Modal, Ui};
@@ -59,13 +62,31 @@ pub fn usable() -> Result<(), String> {
     }
 }
 
-/// The run's events, as a printer of its bus.
-pub struct Feed(mpsc::UnboundedSender<Arc<Envelope>>);
+/// A session's events, each tagged with the task it belongs to.
+type Tagged = (String, Arc<Envelope>);
+
+/// The run's events, as a printer of its bus; [`Feed::tagged`] makes one for each task of a
+/// batch or agent, so that the view keeps each task's sessions apart.
+#[derive(Clone)]
+pub struct Feed {
+    tx: mpsc::UnboundedSender<Tagged>,
+    task: String,
+}
+
+impl Feed {
+    /// A feed of the sessions of task `key` (see [`crate::views::board`]).
+    pub fn tagged(&self, key: &str) -> Feed {
+        Feed {
+            tx: self.tx.clone(),
+            task: key.to_string(),
+        }
+    }
+}
 
 impl Printer for Feed {
     fn print(&mut self, event: &Envelope) -> std::io::Result<()> {
         // A view that has gone (quit) does not stop the run.
-        let _ = self.0.send(Arc::new(event.clone()));
+        let _ = self.tx.send((self.task.clone(), Arc::new(event.clone())));
         Ok(())
     }
 }
@@ -89,15 +110,34 @@ impl User for Asker {
 
 /// The view's ends of the channels.
 pub struct Inbox {
-    feed: mpsc::UnboundedReceiver<Arc<Envelope>>,
+    feed: mpsc::UnboundedReceiver<Tagged>,
     questions: mpsc::UnboundedReceiver<Question>,
+    tasks: Option<mpsc::UnboundedReceiver<TaskNews>>,
+}
+
+impl Inbox {
+    /// How a batch or agent reports its tasks to the view: the view shows their list.
+    pub fn board(&mut self) -> Tasks {
+        let (tasks, rx) = Tasks::new();
+        self.tasks = Some(rx);
+        tasks
+    }
 }
 
 /// A feed, an asker and the inbox they reach.
 pub fn channels() -> (Feed, Asker, Inbox) {
-    let (feed_tx, feed) = mpsc::unbounded_channel();
+    let (tx, feed) = mpsc::unbounded_channel();
     let (ask_tx, questions) = mpsc::unbounded_channel();
-    (Feed(feed_tx), Asker(ask_tx), Inbox { feed, questions })
+    let inbox = Inbox {
+        feed,
+        questions,
+        tasks: None,
+    };
+    let feed = Feed {
+        tx,
+        task: String::new(),
+    };
+    (feed, Asker(ask_tx), inbox)
 }
 
 /// What the view may do to the run.
@@ -115,7 +155,12 @@ pub struct Handles {
     pub stop_means: &'static str,
     /// Who may change model, and how (`m`); `None`: no picker.
     pub picker: Option<picker::Picker>,
+    /// Skips the task of this key (`s`), a batch's or agent's; `None`: no tasks to skip.
+    pub skip: Option<Skip>,
 }
+
+/// Skips a task, given its key.
+pub type Skip = Box<dyn Fn(&str)>;
 
 /// Where the run keeps its files, for the diff, the log and exports.
 pub struct Place {
@@ -140,8 +185,13 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
     let mut screen = Screen::enter(Some(&stderr_log))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
-    let mut view = ViewState::new();
+    // Each task's sessions apart (one, keyed "", for a single run or a loop).
+    let mut views = Views::default();
+    let mut news = inbox.tasks.take();
     let mut ui = Ui::new(screen.stderr_log().map(Path::to_path_buf));
+    if news.is_some() {
+        ui.board = Some(Board::default());
+    }
     ui.stop_means = handles.stop_means;
     let mut later = None;
     if let Some(picker) = handles.picker.as_mut() {
@@ -156,20 +206,22 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
     let mut quit_when_saved = false;
     loop {
         let mut most = 0;
+        ui.focus = ui.board.as_ref().and_then(|b| ui.selected.or(b.running()));
+        let view = views.focused(&ui);
         let now = match view.last {
             Some(last) if place.replayed => last,
             _ => Utc::now(),
         };
-        terminal.draw(|f| most = draw::frame(f, &view, &ui, now))?;
+        terminal.draw(|f| most = draw::frame(f, view, &ui, now))?;
         ui.clamp_scroll(most);
         let action = tokio::select! {
             event = inbox.feed.recv(), if feed_open => {
                 match event {
-                    Some(e) => {
-                        view.apply(&e);
+                    Some((task, e)) => {
+                        views.apply(task, &e);
                         // Everything already queued joins the same frame.
-                        while let Ok(e) = inbox.feed.try_recv() {
-                            view.apply(&e);
+                        while let Ok((task, e)) = inbox.feed.try_recv() {
+                            views.apply(task, &e);
                         }
                     }
                     None => {
@@ -211,6 +263,17 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
                     Action::None
                 }
             },
+            told = next_news(&mut news) => {
+                match told {
+                    Some(told) => {
+                        if let Some(board) = ui.board.as_mut() {
+                            board.apply(told);
+                        }
+                    }
+                    None => news = None,
+                }
+                Action::None
+            }
             listed = later_choices(&mut later) => {
                 if let Some(row) = ui.models.get_mut(listed.0) {
                     match listed.1 {
@@ -272,7 +335,21 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
                     scroll: 0,
                 }
             }
-            Action::Export => ui.message = Some(export(&place.dir, &view)),
+            Action::Export => ui.message = Some(export(&place.dir, views.focused(&ui))),
+            Action::Skip(key) => match &handles.skip {
+                Some(skip) => {
+                    skip(&key);
+                    let name = ui
+                        .board
+                        .as_ref()
+                        .and_then(|b| b.tasks.iter().find(|t| t.key == key));
+                    let name = name.map_or(key.as_str(), |t| t.name.as_str());
+                    ui.message = Some(format!(
+                        "skipping {name}: a run under way ends its step and is saved; the next task starts"
+                    ));
+                }
+                None => ui.message = Some("this run has no tasks to skip".into()),
+            },
             Action::Pick { row, model } => {
                 let Some(picker) = handles.picker.as_mut() else {
                     continue;
@@ -292,7 +369,7 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
                 // is dropped so that it reads none of them); the run goes on.
                 drop(keys.take());
                 let log = place.dir.join("run.log");
-                let written = std::fs::write(&log, join(&view.log));
+                let written = std::fs::write(&log, join(&views.focused(&ui).log));
                 let said = screen.suspended_async(open_editor(log)).await?;
                 ui.message = Some(match written {
                     Err(e) => format!("cannot write the log: {e}"),
@@ -311,6 +388,56 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
 async fn next_key(keys: &mut Option<EventStream>) -> Option<Result<TermEvent, std::io::Error>> {
     match keys {
         Some(keys) => keys.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Each task's view, and which one is shown.
+#[derive(Default)]
+struct Views {
+    by_task: Vec<(String, ViewState)>,
+    /// Shown for a task that has no session yet.
+    empty: ViewState,
+}
+
+impl Views {
+    fn apply(&mut self, task: String, event: &Envelope) {
+        match self.by_task.iter_mut().find(|(t, _)| *t == task) {
+            Some((_, view)) => view.apply(event),
+            None => {
+                let mut view = ViewState::new();
+                view.apply(event);
+                self.by_task.push((task, view));
+            }
+        }
+    }
+
+    /// The view of the task in focus; without a task list, the only one.
+    fn focused(&mut self, ui: &Ui) -> &ViewState {
+        let task = ui
+            .board
+            .as_ref()
+            .zip(ui.focus)
+            .and_then(|(b, i)| b.tasks.get(i));
+        let Some(task) = task else {
+            // No task in focus: the one that spoke last.
+            return match self.by_task.last() {
+                Some((_, view)) if ui.board.is_none() || ui.focus.is_none() => view,
+                _ => &self.empty,
+            };
+        };
+        if let Some((_, view)) = self.by_task.iter().find(|(t, _)| *t == task.key) {
+            return view;
+        }
+        self.empty = ViewState::new();
+        self.empty.title = task.name.clone();
+        &self.empty
+    }
+}
+
+async fn next_news(news: &mut Option<mpsc::UnboundedReceiver<TaskNews>>) -> Option<TaskNews> {
+    match news {
+        Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
 }

@@ -317,3 +317,38 @@ fn the_header_shows_the_model_that_answered_and_the_agents_model_per_run() {
     ]);
     assert_eq!(view.models, [("model".to_string(), "opus".to_string())]);
 }
+
+#[test]
+fn a_batch_shows_its_tasks_beside_the_one_in_focus_and_asks_before_a_skip() {
+    use crate::views::board::{Board, Tasks};
+    let view = fold(&recorded()[..16]);
+    let (tasks, mut rx) = Tasks::new();
+    tasks.cap(1.0);
+    tasks.task("entry-1", "src/mean.py", Mark::Done, "success", 0.0123);
+    tasks.task("entry-2", "median.js", Mark::Running, "", 0.0065);
+    tasks.task("entry-3", "specs/parse.md", Mark::Pending, "", 0.0);
+    let mut board = Board::default();
+    while let Ok(news) = rx.try_recv() {
+        board.apply(news);
+    }
+    let mut ui = ui();
+    ui.focus = board.running();
+    ui.board = Some(board);
+    insta::assert_snapshot!("batch_tasks", render(&view, &ui, at(&view, 9), 100, 30));
+    let tab = KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE);
+    ui.key(tab);
+    assert_eq!(ui.selected, Some(2), "Tab looks at the next task");
+    ui.focus = ui.selected;
+    assert_eq!(ui.key(key('s')), Action::None);
+    assert_eq!(ui.modal, Modal::Confirm(super::ui::Confirm::Skip(2)));
+    insta::assert_snapshot!("batch_skip", render(&view, &ui, at(&view, 9), 100, 30));
+    assert_eq!(ui.key(key('y')), Action::Skip("entry-3".into()));
+    // A task that has ended cannot be skipped.
+    ui.selected = Some(0);
+    ui.focus = Some(0);
+    ui.key(key('s'));
+    assert_eq!(ui.modal, Modal::None);
+    assert_eq!(ui.message.as_deref(), Some("src/mean.py has ended already"));
+    ui.key(key('f'));
+    assert_eq!(ui.selected, None, "f follows the task that runs again");
+}

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_actors::ports::user::{BreakerChoice, Stuck};
 
+use crate::views::board::Board;
+use crate::views::state::Mark;
 use crate::views::tui::picker::{Cursor, Row, Step};
 
 /// What a confirmation is for.
@@ -13,6 +15,8 @@ use crate::views::tui::picker::{Cursor, Row, Step};
 pub enum Confirm {
     Abort,
     Quit,
+    /// Skip the task at this index of the list.
+    Skip(usize),
 }
 
 /// The overlay on top of the main view.
@@ -60,6 +64,8 @@ pub enum Action {
         row: usize,
         model: String,
     },
+    /// Skip the task of this key.
+    Skip(String),
 }
 
 #[derive(Debug, Clone)]
@@ -77,6 +83,12 @@ pub struct Ui {
     pub stop_means: &'static str,
     /// Who may change model, and to what (the picker's rows; empty: no picker).
     pub models: Vec<Row>,
+    /// A batch's or agent's task list, as the run reports it.
+    pub board: Option<Board>,
+    /// The task chosen with Tab (`None`: the one running, followed).
+    pub selected: Option<usize>,
+    /// The task shown: the one chosen, else the one running.
+    pub focus: Option<usize>,
 }
 
 /// What stopping a fix run does.
@@ -95,6 +107,9 @@ impl Ui {
             stderr_log,
             stop_means: STOP_STEP,
             models: Vec::new(),
+            board: None,
+            selected: None,
+            focus: None,
         }
     }
 
@@ -149,6 +164,10 @@ impl Ui {
                 KeyCode::Char('y') | KeyCode::Char('Y') => match what {
                     Confirm::Abort => self.abort(),
                     Confirm::Quit => Action::Quit,
+                    Confirm::Skip(i) => match self.task_key(i) {
+                        Some(key) => Action::Skip(key),
+                        None => Action::None,
+                    },
                 },
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => Action::None,
                 _ => {
@@ -243,6 +262,19 @@ impl Ui {
                 Action::None
             }
             KeyCode::Char('r') => Action::OpenDiff,
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.choose_task(code == KeyCode::Tab);
+                Action::None
+            }
+            KeyCode::Char('f') if self.board.is_some() => {
+                self.selected = None;
+                self.message = Some("following the task that runs".into());
+                Action::None
+            }
+            KeyCode::Char('s') if !self.finished => {
+                self.ask_skip();
+                Action::None
+            }
             KeyCode::Char('m') if self.models.is_empty() => {
                 self.message = Some("this run has no models to switch".into());
                 Action::None
@@ -277,6 +309,57 @@ impl Ui {
             }
             _ => Action::None,
         }
+    }
+
+    /// The next (or previous) task in the list, from the one in focus.
+    fn choose_task(&mut self, next: bool) {
+        let Some(n) = self
+            .board
+            .as_ref()
+            .map(|b| b.tasks.len())
+            .filter(|n| *n > 0)
+        else {
+            return;
+        };
+        let at = self.focus.unwrap_or(0);
+        self.selected = Some(match (self.focus, next) {
+            (None, _) => 0,
+            (Some(_), true) => (at + 1) % n,
+            (Some(_), false) => (at + n - 1) % n,
+        });
+    }
+
+    /// Asks before skipping the task in focus; says why not when it cannot be.
+    fn ask_skip(&mut self) {
+        let Some(board) = &self.board else {
+            self.message = Some("this run has no tasks to skip".into());
+            return;
+        };
+        let Some(task) = self.focus.and_then(|i| board.tasks.get(i).map(|t| (i, t))) else {
+            self.message = Some("no task to skip: Tab chooses one".into());
+            return;
+        };
+        match task.1.mark {
+            Mark::Running | Mark::Pending | Mark::Paused => {
+                self.modal = Modal::Confirm(Confirm::Skip(task.0));
+            }
+            Mark::Done | Mark::Failed | Mark::Skipped => {
+                self.message = Some(format!("{} has ended already", task.1.name));
+            }
+        }
+    }
+
+    /// The key of the task at index `i` of the list.
+    pub fn task_key(&self, i: usize) -> Option<String> {
+        self.board.as_ref()?.tasks.get(i).map(|t| t.key.clone())
+    }
+
+    /// The name of the task at index `i` of the list.
+    pub fn task_name(&self, i: usize) -> &str {
+        self.board
+            .as_ref()
+            .and_then(|b| b.tasks.get(i))
+            .map_or("", |t| t.name.as_str())
     }
 
     fn ctrl_c(&mut self) -> Action {
