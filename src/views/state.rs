@@ -115,6 +115,19 @@ impl ViewState {
         }
     }
 
+    /// Another session of the same task begins (a spec's next target): what is shown starts
+    /// again, the thought stream and the log go on.
+    fn next_session(&mut self) {
+        let old = std::mem::take(self);
+        *self = Self {
+            thought: old.thought,
+            thought_ended: old.thought_ended,
+            log: old.log,
+            lines: old.lines,
+            ..Self::default()
+        };
+    }
+
     /// Shows `who` on `model` (added after the others when it was not shown).
     fn set_model(&mut self, who: &str, model: &str) {
         match self.models.iter_mut().find(|(w, _)| w == who) {
@@ -125,6 +138,12 @@ impl ViewState {
 
     /// Folds one more event in.
     pub fn apply(&mut self, envelope: &Envelope) {
+        if !self.session.is_empty()
+            && envelope.session != self.session
+            && matches!(envelope.event, Event::SessionStarted { .. })
+        {
+            self.next_session();
+        }
         self.started.get_or_insert(envelope.time);
         self.last = Some(envelope.time);
         if self.session.is_empty() {

@@ -412,25 +412,26 @@ impl Views {
         }
     }
 
-    /// The view of the task in focus; without a task list, the only one.
+    /// The view of the task in focus; with no task in focus (a single run, or a batch between
+    /// its tasks), the one that began last.
     fn focused(&mut self, ui: &Ui) -> &ViewState {
         let task = ui
             .board
             .as_ref()
             .zip(ui.focus)
             .and_then(|(b, i)| b.tasks.get(i));
-        let Some(task) = task else {
-            // No task in focus: the one that spoke last.
-            return match self.by_task.last() {
-                Some((_, view)) if ui.board.is_none() || ui.focus.is_none() => view,
-                _ => &self.empty,
-            };
+        let found = match task {
+            Some(task) => self.by_task.iter().position(|(t, _)| *t == task.key),
+            None => self.by_task.len().checked_sub(1),
         };
-        if let Some((_, view)) = self.by_task.iter().find(|(t, _)| *t == task.key) {
-            return view;
+        if let Some(i) = found {
+            return &self.by_task[i].1;
         }
+        // A task with no session yet: its name, and nothing else.
         self.empty = ViewState::new();
-        self.empty.title = task.name.clone();
+        if let Some(task) = task {
+            self.empty.title = task.name.clone();
+        }
         &self.empty
     }
 }

@@ -352,3 +352,28 @@ fn a_batch_shows_its_tasks_beside_the_one_in_focus_and_asks_before_a_skip() {
     ui.key(key('f'));
     assert_eq!(ui.selected, None, "f follows the task that runs again");
 }
+
+#[test]
+fn a_tasks_next_session_starts_the_view_afresh_and_keeps_its_thought_stream() {
+    let mut events = recorded();
+    let first_log_lines = {
+        let view = fold(&events);
+        assert!(view.is_finished());
+        view.log.len()
+    };
+    // A spec's second target: a session of its own, in the same task's view.
+    let next: Vec<Envelope> = recorded()[..12]
+        .iter()
+        .map(|e| Envelope {
+            session: "second".into(),
+            ..e.clone()
+        })
+        .collect();
+    events.extend(next);
+    let view = fold(&events);
+    assert!(!view.is_finished(), "the new session has not ended");
+    assert_eq!(view.session, "second");
+    assert!(view.items.len() <= 1, "{:?}", view.items);
+    assert!(view.log.len() > first_log_lines, "the log goes on");
+    assert!(!view.thought.is_empty());
+}
