@@ -422,3 +422,102 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
         FIXED_PY
     );
 }
+
+/// `p` in a batch's TUI holds its runs before their next step, and `p` again lets them go on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_in_the_tui_pauses_its_runs() {
+    use super::tui::{assert_restored, bin, Pane};
+    let dir = medians(1);
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let command = format!(
+        "'{}' batch specs/median-0.md --no-adversarial",
+        bin().display()
+    );
+    let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 120, 34);
+    pane.wait_for("→ specs/median-0.md", Duration::from_secs(60));
+    pane.keys(&["p"]);
+    pane.wait_for("PAUSED", Duration::from_secs(30));
+    let asked = llm.requests().await.len();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        llm.requests().await.len(),
+        asked,
+        "nothing runs while paused"
+    );
+    pane.keys(&["p"]);
+    pane.wait_for("✓ specs/median-0.md", Duration::from_secs(60));
+    pane.keys(&["q"]);
+    pane.wait_for("EXIT=0", Duration::from_secs(10));
+    assert_restored(&pane);
+    assert_eq!(batch_report(dir.path())["entries"][0]["status"], "success");
+}
+
+/// `a` in a batch's TUI stops it as Ctrl+C does: the step under way ends, its session is saved,
+/// no other entry starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_in_the_tui_aborts_as_ctrl_c_does() {
+    use super::tui::{assert_restored, bin, Pane};
+    let dir = medians(2);
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        Answer::Slow {
+            text: code("python", FIXED_PY),
+            delay: Duration::from_secs(30),
+        },
+    );
+    let command = format!(
+        "'{}' batch specs/median-0.md specs/median-1.md --no-adversarial",
+        bin().display()
+    );
+    let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 120, 34);
+    pane.wait_for("· generate", Duration::from_secs(60));
+    let asked = std::time::Instant::now();
+    pane.keys(&["a"]);
+    pane.wait_for(
+        "every entry under way ends its step",
+        Duration::from_secs(5),
+    );
+    pane.keys(&["y"]);
+    pane.wait_for("q to quit", Duration::from_secs(20));
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the call was waited for"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("EXIT=130", Duration::from_secs(10));
+    assert_restored(&pane);
+    let report = batch_report(dir.path());
+    assert_eq!(report["entries"][0]["status"], "interrupted");
+    assert_eq!(report["entries"][1]["status"], "interrupted");
+}
+
+/// `--ui web` on a batch: the dashboard's URL beside the lines, and the batch runs as ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_under_ui_web_prints_its_dashboard() {
+    let dir = medians(1);
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .args([
+            "batch",
+            "specs/median-0.md",
+            "--no-adversarial",
+            "--ui",
+            "web",
+        ])
+        .assert()
+        .code(0);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("dashboard: http://127.0.0.1:") && stderr.contains("?token="),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("batch success: 1 of 1 entries succeeded"),
+        "{stderr}"
+    );
+}

@@ -377,3 +377,52 @@ fn a_tasks_next_session_starts_the_view_afresh_and_keeps_its_thought_stream() {
     assert!(view.log.len() > first_log_lines, "the log goes on");
     assert!(!view.thought.is_empty());
 }
+
+#[test]
+fn tasks_running_side_by_side_keep_their_views_apart() {
+    use crate::views::board::{Board, Tasks};
+    let (tasks, mut rx) = Tasks::new();
+    tasks.task("entry-1", "median.js", Mark::Running, "", 0.0);
+    tasks.task("entry-2", "mean.py", Mark::Running, "", 0.0);
+    tasks.task("entry-3", "mode.py", Mark::Pending, "", 0.0);
+    let mut board = Board::default();
+    while let Ok(news) = rx.try_recv() {
+        board.apply(news);
+    }
+    let mut views = super::Views::default();
+    let first = recorded();
+    let second: Vec<Envelope> = recorded()[..10]
+        .iter()
+        .map(|e| Envelope {
+            session: "other".into(),
+            ..e.clone()
+        })
+        .collect();
+    // Interleaved, as two runs at once send them.
+    for (i, e) in first.iter().enumerate() {
+        views.apply("entry-1".into(), e);
+        if let Some(e) = second.get(i) {
+            views.apply("entry-2".into(), e);
+        }
+    }
+    let mut ui = ui();
+    ui.board = Some(board);
+    ui.focus = Some(0);
+    assert!(
+        views.focused(&ui).is_finished(),
+        "the first task's run ended"
+    );
+    ui.focus = Some(1);
+    let view = views.focused(&ui);
+    assert_eq!(view.session, "other");
+    assert!(!view.is_finished(), "the second's has not");
+    ui.focus = Some(2);
+    let view = views.focused(&ui);
+    assert_eq!(
+        view.title, "mode.py",
+        "a task not started shows its name alone"
+    );
+    assert!(view.items.is_empty());
+    ui.focus = None;
+    assert_eq!(views.focused(&ui).session, "other", "the one begun last");
+}
