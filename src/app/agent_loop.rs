@@ -170,9 +170,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
             let _ = log.await;
         }
         if let Some(view) = view {
-            if let Ok(Err(e)) = view.await {
-                eprintln!("warning: the terminal view failed: {e}");
-            }
+            views::tui::ended(view).await;
             if let Some(report) = &report {
                 let _ = printers::loop_lines::write_summary(report, &mut std::io::stderr());
             }

@@ -2,7 +2,6 @@
 //! MemoryVault, the ledger, and Ctrl+C, all at the binary's edge. The run itself is a value
 //! ([`ralph_actors::supervisor::run::RunDeps`]) that knows nothing of signals or terminals.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -208,19 +207,9 @@ async fn execute_in_tui(
     let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
     let report = execute_in(plan, session, state, groups, control).await;
     signals.abort();
-    let shown = view.await;
-    let mut err = std::io::stderr().lock();
-    match shown {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            let _ = writeln!(err, "warning: the terminal view failed: {e}");
-        }
-        Err(e) => {
-            let _ = writeln!(err, "warning: the terminal view stopped: {e}");
-        }
-    }
+    views::tui::ended(view).await;
     if let Ok(report) = &report {
-        let _ = printers::human::write_summary(report, &mut err);
+        let _ = printers::human::write_summary(report, &mut std::io::stderr().lock());
     }
     report
 }

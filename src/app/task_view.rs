@@ -143,11 +143,7 @@ impl Running {
     /// the dashboard's pages read the end; says when the TUI failed.
     pub(crate) async fn finish(self) {
         if let Some(view) = self.view {
-            match view.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("warning: the terminal view failed: {e}"),
-                Err(e) => eprintln!("warning: the terminal view stopped: {e}"),
-            }
+            tui::ended(view).await;
         }
         if let Some(dashboard) = self.dashboard {
             dashboard.close(DASHBOARD_GRACE).await;

@@ -46,6 +46,15 @@ fn metered(llm: MockLlmClient, cap: f64) -> (Arc<Caller>, Arc<Ledger>, EventBus)
     (caller, ledger, events)
 }
 
+/// The model each call asked for, in order.
+fn models_asked(log: &Log) -> Vec<String> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.model.clone())
+        .collect()
+}
+
 fn warnings(rx: &mut crate::events::bus::Subscription) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(e) = rx.try_recv() {
@@ -218,12 +227,7 @@ async fn a_model_that_times_out_twice_falls_back() {
         )
         .await
         .expect("the fallback answers");
-    let models: Vec<String> = log
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.model.clone())
-        .collect();
+    let models = models_asked(&log);
     assert_eq!(models, [MODEL, MODEL, "test/fallback"]);
     assert_eq!(caller.fallbacks().len(), 1);
 }
@@ -274,12 +278,7 @@ async fn a_model_switched_mid_run_serves_the_role_s_next_calls() {
     call(Role::Artisan)
         .await
         .expect("the role's own model answers");
-    let models: Vec<String> = log
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.model.clone())
-        .collect();
+    let models = models_asked(&log);
     assert_eq!(
         models,
         [

@@ -385,6 +385,16 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
     Ok(())
 }
 
+/// Waits for a view spawned beside its run and says on stderr if it failed or stopped (the
+/// terminal is restored by then).
+pub async fn ended(view: actix_rt::task::JoinHandle<std::io::Result<()>>) {
+    match view.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("warning: the terminal view failed: {e}"),
+        Err(e) => eprintln!("warning: the terminal view stopped: {e}"),
+    }
+}
+
 async fn next_key(keys: &mut Option<EventStream>) -> Option<Result<TermEvent, std::io::Error>> {
     match keys {
         Some(keys) => keys.next().await,

@@ -321,11 +321,10 @@ impl Ui {
         else {
             return;
         };
-        let at = self.focus.unwrap_or(0);
         self.selected = Some(match (self.focus, next) {
             (None, _) => 0,
-            (Some(_), true) => (at + 1) % n,
-            (Some(_), false) => (at + n - 1) % n,
+            (Some(at), true) => (at + 1) % n,
+            (Some(at), false) => (at + n - 1) % n,
         });
     }
 
