@@ -1,279 +1,509 @@
-//! Time to a fix, whole-process: the release `ralph-loop` binary fixing the same two-iteration
-//! bug in a Python (pytest) and a JavaScript (`node --test`) project, against a scripted model
-//! server that answers each call after a fixed latency plus the reply's tokens at a token rate.
-//! Beside the defaults, in the same run and interleaved, it times two configurations of the
-//! same binary:
+//! Time to a fix on every shape of bug, whole-process: the release `ralph-loop` binary fixing
+//! generated projects (`common/shapes.rs`) against a scripted model server whose every call
+//! takes a time to the first token plus its reply's tokens at a rate, as a real API's does.
+//!
+//! The matrix: failing tests at the start {1, 3, 8, 30} × attempts to the fix {1, 2, 3} ×
+//! latency profiles {0.5 s + 150 tokens/s, 1 s + 100 tokens/s, 4 s + 40 tokens/s} × Python
+//! (pytest) and JavaScript (`node --test`). In each cell, interleaved and side by side, the
+//! configurations of the same binary:
 //!
 //! - **single**: one model call per iteration (`critic.mode: off`, `librarian.analyze:
-//!   never`): the single-model loop the brief's SC-014 compares with;
-//! - **sequential**: every call on the critical path (`critic.mode: gate`, `librarian.analyze:
-//!   always`): the pipeline before issue 14;
-//! - **micro-agent**, when `RALPH_BENCH_MICRO_AGENT` names BuilderIO's `micro-agent` (from npm):
-//!   the tool itself, on the same server, the same fixture and the same two replies.
+//!   never`, Chaos off): the single-model loop the brief's SC-014 compares with;
+//! - **one**: the defaults, Chaos off, every role's calls at the profile's latency (every role
+//!   on one model: the worst case);
+//! - **roles**: the defaults, Chaos off, the Librarian's and the Critic's calls on a small
+//!   model's latency (a third of the time to the first token, twice the rate), as the default
+//!   models are;
+//! - **one+chaos**, **roles+chaos**: the same with Chaos on (its file finds nothing, so one
+//!   round);
+//! - **micro-agent**, when `RALPH_BENCH_MICRO_AGENT` names BuilderIO's `micro-agent` (from
+//!   npm): the tool itself, on the same server, project and replies.
 //!
-//! Chaos is off in every ralph-loop run (`--no-adversarial`): SC-014 compares the loop up to
-//! green tests, which is what a single-model loop does; Chaos's rounds are a phase after it.
+//! Reported per cell and configuration: wall time, its ratio to **single**, the calls in all,
+//! the calls on the path (a call is on the path when, for some moment, nothing else is in
+//! flight: no other call, no test run) and what the path waited for (seconds each role's calls
+//! were alone in flight), the cost per fix, and the orchestration overhead: the wall time less
+//! the union of the server's time for each call and the test runs (their durations in the
+//! session's results, ending when the session's events say they did). For Chaos on, also the
+//! time beyond the Chaos-off run of the same pacing and Chaos's own time (its calls and its
+//! test runs).
 //!
-//! Reported per fixture, latency and configuration: wall time (median), calls in total, calls
-//! on the critical path (the union of the calls' intervals, in calls: a call hidden behind
-//! another call adds nothing), cost, and the ratio to **single**. Run with `cargo bench --bench
-//! fix_time`; it prints a table and writes `target/bench-fix-time.json`. See
-//! `docs/performance.md`.
+//! Run with `cargo bench --bench fix_time`: about 20 minutes, 8 runs at once (the runs mostly
+//! wait on the server), started half a second apart; a cell's configurations run one after the
+//! other in the queue, so that a slow moment of the machine hits them alike. It prints the table and a summary, and writes
+//! `target/bench-fix-time.json` (every run, every cell, the summary).
 //!
-//! Knobs (environment): `RALPH_BENCH_LATENCIES` (seconds, comma-separated; default
-//! `0.2,2,10`), `RALPH_BENCH_TOKEN_RATE` (reply tokens per second; default 100),
-//! `RALPH_BENCH_RUNS` (runs of each configuration; default 3), `RALPH_BENCH_FIXTURES`
-//! (`py,js`), `RALPH_BENCH_BIN` (another build of `ralph-loop`), `RALPH_BENCH_MICRO_AGENT`
-//! (the path of BuilderIO's `micro-agent`, installed with `npm install --ignore-scripts
-//! @builder.io/micro-agent`; its install script downloads a browser it needs only for `-v`).
+//! Knobs (environment): `RALPH_BENCH_JOBS` (runs at once; 8), `RALPH_BENCH_RUNS` (runs of each
+//! configuration per cell; 1), `RALPH_BENCH_LANGS` (`py,js`), `RALPH_BENCH_FAILING`
+//! (`1,3,8,30`), `RALPH_BENCH_ITERATIONS` (`1,2,3`), `RALPH_BENCH_PROFILES` (`fast,mid,slow`),
+//! `RALPH_BENCH_CONFIGS` (`single,one,roles,one+chaos,roles+chaos`), `RALPH_BENCH_BIN` (another
+//! build of `ralph-loop`), `RALPH_BENCH_OUT` (the JSON's path), `RALPH_BENCH_MICRO_AGENT` (the
+//! path of BuilderIO's `micro-agent`, installed with `npm install --ignore-scripts
+//! @builder.io/micro-agent`), `RALPH_BENCH_KEEP` (keep each run's project folder, printing its
+//! path: for a look at a session), `RALPH_BENCH_WRAPPER` (a command every ralph-loop run goes
+//! under, such as `strace -f -ttt -o FILE`: for a diagnosis, the timings then mean little).
 
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/rng.rs"]
+mod rng;
+#[path = "common/shapes.rs"]
+mod shapes;
 #[allow(dead_code)]
 #[path = "../tests/suite/support.rs"]
 mod support;
+#[path = "common/timeline.rs"]
+mod timeline;
 
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use process::{knob, runtime, target_dir, NO_CHAOS, RALPH};
+use rng::Rng;
 use serde_json::{json, Value};
-use support::{
-    code, role_of_system, Answer, MockLlm, FIXED_JS, FIXED_PY, HALF_FIXED_JS, HALF_FIXED_PY,
-};
+use shapes::{Lang, Shape};
+use support::{code, role_of_system, Answer, MockLlm};
+use timeline::{Span, Timeline};
 
-/// A loop timed: ralph-loop under a project config, or BuilderIO's micro-agent.
-#[derive(Clone)]
-enum Loop {
-    /// The `ralph.config.yaml` the run's project gets.
-    Ralph(&'static str),
-    /// The path of micro-agent's executable.
-    MicroAgent(String),
-}
-
-/// The loops timed, by name; `single` first, as every ratio's denominator.
-fn loops() -> Vec<(&'static str, Loop)> {
-    let mut loops = vec![
-        (
-            "single",
-            Loop::Ralph("critic: { mode: off }\nlibrarian: { analyze: never }\n"),
-        ),
-        (
-            "sequential",
-            Loop::Ralph("critic: { mode: gate }\nlibrarian: { analyze: always }\n"),
-        ),
-        ("default", Loop::Ralph("")),
-    ];
-    if let Ok(path) = std::env::var("RALPH_BENCH_MICRO_AGENT") {
-        loops.push(("micro-agent", Loop::MicroAgent(path)));
-    }
-    loops
-}
-
-struct Fixture {
+/// A latency profile: each call takes `ttft` plus its reply's tokens at `rate` per second.
+#[derive(Clone, Copy, Debug)]
+struct Profile {
     name: &'static str,
-    dir: &'static str,
-    target: &'static str,
-    test_command: &'static str,
-    test_file: &'static str,
-    lang: &'static str,
-    half: &'static str,
-    fixed: &'static str,
+    ttft: f64,
+    rate: f64,
 }
 
-const FIXTURES: [Fixture; 2] = [
-    Fixture {
-        name: "py",
-        dir: "py-median",
-        target: "median.py",
-        test_command: "python3 -m pytest -q test_median.py",
-        test_file: "test_median.py",
-        lang: "python",
-        half: HALF_FIXED_PY,
-        fixed: FIXED_PY,
+const PROFILES: [Profile; 3] = [
+    Profile {
+        name: "fast",
+        ttft: 0.5,
+        rate: 150.0,
     },
-    Fixture {
-        name: "js",
-        dir: "js-median",
-        target: "src/median.js",
-        test_command: "node --test test/",
-        test_file: "test/median.test.js",
-        lang: "javascript",
-        half: HALF_FIXED_JS,
-        fixed: FIXED_JS,
+    Profile {
+        name: "mid",
+        ttft: 1.0,
+        rate: 100.0,
+    },
+    Profile {
+        name: "slow",
+        ttft: 4.0,
+        rate: 40.0,
     },
 ];
 
-const ANALYSIS: &str = "The median must copy the list, sort it numerically, average the middle pair of an even-length list and refuse an empty one.";
+/// How the roles' calls are paced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pacing {
+    /// Every call at the profile's latency.
+    One,
+    /// The Librarian's and the Critic's calls on a small model: a third of the time to the
+    /// first token, twice the rate.
+    Roles,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Single,
+    Default { pacing: Pacing, chaos: bool },
+    MicroAgent(String),
+}
+
+#[derive(Clone, Debug)]
+struct Config {
+    name: &'static str,
+    kind: Kind,
+}
+
+fn configs() -> Vec<Config> {
+    let wanted = list(
+        "RALPH_BENCH_CONFIGS",
+        "single,one,roles,one+chaos,roles+chaos",
+    );
+    let mut all = vec![
+        Config {
+            name: "single",
+            kind: Kind::Single,
+        },
+        Config {
+            name: "one",
+            kind: Kind::Default {
+                pacing: Pacing::One,
+                chaos: false,
+            },
+        },
+        Config {
+            name: "roles",
+            kind: Kind::Default {
+                pacing: Pacing::Roles,
+                chaos: false,
+            },
+        },
+        Config {
+            name: "one+chaos",
+            kind: Kind::Default {
+                pacing: Pacing::One,
+                chaos: true,
+            },
+        },
+        Config {
+            name: "roles+chaos",
+            kind: Kind::Default {
+                pacing: Pacing::Roles,
+                chaos: true,
+            },
+        },
+    ];
+    all.retain(|c| c.name == "single" || wanted.iter().any(|w| w == c.name));
+    if let Ok(path) = std::env::var("RALPH_BENCH_MICRO_AGENT") {
+        all.push(Config {
+            name: "micro-agent",
+            kind: Kind::MicroAgent(path),
+        });
+    }
+    all
+}
+
+/// One cell of the matrix: a shape of bug at a latency profile.
+#[derive(Clone, Copy, Debug)]
+struct Cell {
+    shape: Shape,
+    profile: Profile,
+}
+
+impl Cell {
+    fn name(&self) -> String {
+        format!(
+            "{} f{} k{} {}",
+            self.shape.lang.name(),
+            self.shape.failing,
+            self.shape.iterations,
+            self.profile.name
+        )
+    }
+}
+
+const ANALYSIS: &str = "Steps 0 to 7 add one too many: each must return its slope times x plus its offset, as its docstring says. Remove the extra `+ 1` from every step that has it and change nothing else.";
 const APPROVAL: &str = "The proposal handles the cases the tests check.\nVERDICT: APPROVE";
+const JUDGEMENT: &str = "KEEP: every test";
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         eprintln!("fix_time: skipped (run it with `cargo bench --bench fix_time`)");
         return;
     }
-    let latencies: Vec<f64> = std::env::var("RALPH_BENCH_LATENCIES")
-        .unwrap_or_else(|_| "0.2,2,10".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
+    let langs: Vec<Lang> = list("RALPH_BENCH_LANGS", "py,js")
+        .iter()
+        .filter_map(|l| match l.as_str() {
+            "py" => Some(Lang::Python),
+            "js" => Some(Lang::JavaScript),
+            _ => None,
+        })
         .collect();
-    let rate: f64 = std::env::var("RALPH_BENCH_TOKEN_RATE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|r: &f64| *r > 0.0)
-        .unwrap_or(100.0);
-    let runs = knob("RALPH_BENCH_RUNS", 3);
-    let wanted = std::env::var("RALPH_BENCH_FIXTURES").unwrap_or_else(|_| "py,js".into());
-    let rt = runtime();
-    eprintln!("fix_time: {}", *RALPH);
-    let mut rows = Vec::new();
-    for fixture in FIXTURES.iter().filter(|f| wanted.contains(f.name)) {
-        for &latency in &latencies {
-            eprintln!(
-                "fix_time: {} at {latency} s per call + {rate} tokens/s, {runs} runs of each",
-                fixture.name
-            );
-            let loops = loops();
-            let mut by_config: Vec<Vec<Measured>> = vec![Vec::new(); loops.len()];
-            // Interleaved, so that a slow moment of the machine hits every configuration.
-            for _ in 0..runs {
-                for (i, (_, timed)) in loops.iter().enumerate() {
-                    by_config[i].push(fix(&rt, fixture, latency, rate, timed));
+    let failing = numbers("RALPH_BENCH_FAILING", "1,3,8,30");
+    let iterations = numbers("RALPH_BENCH_ITERATIONS", "1,2,3");
+    let profiles: Vec<Profile> = list("RALPH_BENCH_PROFILES", "fast,mid,slow")
+        .iter()
+        .filter_map(|p| PROFILES.iter().find(|q| q.name == p).copied())
+        .collect();
+    let runs = knob("RALPH_BENCH_RUNS", 1);
+    PYTHON.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    });
+    let jobs = knob("RALPH_BENCH_JOBS", 8);
+    let configs = configs();
+    let mut cells = Vec::new();
+    for &lang in &langs {
+        for &f in &failing {
+            for &k in &iterations {
+                for &profile in &profiles {
+                    cells.push(Cell {
+                        shape: Shape {
+                            lang,
+                            failing: f,
+                            iterations: k,
+                        },
+                        profile,
+                    });
                 }
-            }
-            let single = median(&by_config[0].iter().map(|m| m.wall_s).collect::<Vec<_>>());
-            for ((name, _), measured) in loops.iter().zip(&by_config) {
-                let wall = median(&measured.iter().map(|m| m.wall_s).collect::<Vec<_>>());
-                rows.push(json!({
-                    "fixture": fixture.name,
-                    "latency_s": latency,
-                    "token_rate": rate,
-                    "config": name,
-                    "runs": measured.len(),
-                    "wall_s": wall,
-                    "wall_s_all": measured.iter().map(|m| m.wall_s).collect::<Vec<_>>(),
-                    "ratio_to_single": wall / single,
-                    "calls": median(&measured.iter().map(|m| m.calls as f64).collect::<Vec<_>>()),
-                    "critical_path_calls": median(&measured.iter().map(|m| m.critical_calls).collect::<Vec<_>>()),
-                    "cost_usd": measured.iter().map(|m| m.cost_usd).collect::<Option<Vec<_>>>().map(|c| median(&c)),
-                    "iterations": median(&measured.iter().map(|m| m.iterations as f64).collect::<Vec<_>>()),
-                }));
             }
         }
     }
-    print_table(&rows);
-    let out = target_dir().join("bench-fix-time.json");
-    match std::fs::write(&out, serde_json::to_string_pretty(&rows).expect("json")) {
+    // Each cell's configurations side by side, the cells' order mixed so that the slow
+    // profiles do not all come at the end.
+    let mut order: Vec<usize> = (0..cells.len()).collect();
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let mut tasks = VecDeque::new();
+    for rep in 0..runs {
+        for &c in &order {
+            for k in 0..configs.len() {
+                tasks.push_back((c, k, rep));
+            }
+        }
+    }
+    eprintln!(
+        "fix_time: {} on {} cells × {} configurations × {runs} run(s), {jobs} at once",
+        *RALPH,
+        cells.len(),
+        configs.len()
+    );
+    let total = tasks.len();
+    let tasks = Arc::new(Mutex::new(tasks));
+    let results: Arc<Mutex<Vec<(usize, usize, Measured)>>> = Arc::default();
+    let rt = Arc::new(runtime());
+    let started = Instant::now();
+    // No two runs start within half a second of each other: runs alike started together would
+    // run their tests at the same moments and compete for the two cores. The wait is not timed.
+    let next_start = Arc::new(Mutex::new(started));
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            let (tasks, results, rt) = (tasks.clone(), results.clone(), rt.clone());
+            let next_start = next_start.clone();
+            let (cells, configs) = (&cells, &configs);
+            s.spawn(move || loop {
+                let Some((c, k, _)) = tasks.lock().unwrap().pop_front() else {
+                    return;
+                };
+                let slot = {
+                    let mut next = next_start.lock().unwrap();
+                    let slot = (*next).max(Instant::now());
+                    *next = slot + Duration::from_millis(500);
+                    slot
+                };
+                std::thread::sleep(slot.saturating_duration_since(Instant::now()));
+                let measured = fix(&rt, &cells[c], &configs[k]);
+                let mut results = results.lock().unwrap();
+                results.push((c, k, measured));
+                let done = results.len();
+                if done % 20 == 0 || done == total {
+                    eprintln!(
+                        "fix_time: {done}/{total} runs, {:.1} min",
+                        started.elapsed().as_secs_f64() / 60.0
+                    );
+                }
+            });
+        }
+    });
+    let minutes = started.elapsed().as_secs_f64() / 60.0;
+    let results = std::mem::take(&mut *results.lock().unwrap());
+    let table = aggregate(&cells, &configs, &results);
+    print_table(&table, &configs);
+    let summary = summarise(&table, &configs);
+    println!(
+        "\n{}\n(whole matrix: {minutes:.1} min)",
+        serde_json::to_string_pretty(&summary).expect("json")
+    );
+    let runs_json: Vec<Value> = results
+        .iter()
+        .map(|(c, k, m)| {
+            json!({
+                "cell": cells[*c].name(), "config": configs[*k].name, "ok": m.ok,
+                "problem": m.problem, "wall_s": m.wall_s, "calls": m.calls,
+                "on_path": m.on_path, "waits_s": m.waits, "cost_usd": m.cost_usd,
+                "overhead_ms": m.overhead_ms, "chaos_own_s": m.chaos_own_s,
+                "gaps_ms": m.gaps_ms,
+            })
+        })
+        .collect();
+    let out = std::env::var("RALPH_BENCH_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| target_dir().join("bench-fix-time.json"));
+    let doc = json!({"binary": *RALPH, "minutes": minutes, "summary": summary, "cells": table, "runs": runs_json});
+    match std::fs::write(&out, serde_json::to_string_pretty(&doc).expect("json")) {
         Ok(()) => eprintln!("fix_time: wrote {}", out.display()),
         Err(e) => eprintln!("fix_time: cannot write {}: {e}", out.display()),
     }
 }
 
+/// The Python interpreter's own path (not a version manager's shim).
+static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// What one run measured.
-#[derive(Clone)]
+#[derive(Clone, Debug, Default)]
 struct Measured {
+    /// The run ended as scripted: success after the shape's iterations.
+    ok: bool,
+    problem: Option<String>,
     wall_s: f64,
     calls: usize,
-    /// The union of the calls' intervals, divided by their mean length.
-    critical_calls: f64,
+    on_path: usize,
+    /// Seconds each role's calls were alone in flight.
+    waits: BTreeMap<String, f64>,
     /// As the run's report gives it; micro-agent reports none.
     cost_usd: Option<f64>,
-    iterations: u64,
+    overhead_ms: f64,
+    /// Chaos's calls (and the Critic's judgement of its tests) and its test runs, in seconds.
+    chaos_own_s: f64,
+    /// Where the overhead went: each stretch with nothing in flight, in milliseconds.
+    gaps_ms: Vec<(String, f64)>,
 }
 
-/// A matcher that never matches and notes each request's role and arrival; mounted first, it
-/// sees every request before the scripted responder answers it.
-struct Arrivals(Arc<Mutex<Vec<(String, Instant)>>>);
+/// A run's project folder: removed after the run, or kept for a look.
+enum Kept {
+    Temp(tempfile::TempDir),
+    Path(std::path::PathBuf),
+}
+
+impl Kept {
+    fn path(&self) -> &Path {
+        match self {
+            Kept::Temp(t) => t.path(),
+            Kept::Path(p) => p,
+        }
+    }
+}
+
+/// A matcher that never matches and notes each request's role, arrival and the time the
+/// server will take over it; mounted first, it sees every request before the responder does.
+struct Arrivals {
+    seen: Arc<Mutex<Vec<(String, Instant, Duration)>>>,
+    delay: DelayOf,
+}
+
+/// The time the server takes over the `n`th call of a role.
+type DelayOf = Box<dyn Fn(&str, usize) -> Duration + Send + Sync>;
 
 impl wiremock::Match for Arrivals {
     fn matches(&self, request: &wiremock::Request) -> bool {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let role = role_of_system(body["messages"][0]["content"].as_str().unwrap_or(""));
-        self.0
-            .lock()
-            .expect("arrivals")
-            .push((role, Instant::now()));
+        let mut seen = self.seen.lock().expect("arrivals");
+        let nth = seen.iter().filter(|(r, _, _)| *r == role).count();
+        let delay = (self.delay)(&role, nth);
+        seen.push((role, Instant::now(), delay));
         false
     }
 }
 
-/// A reply after `latency` plus its tokens (about 4 characters each) at `rate` per second.
-fn paced(text: String, latency: f64, rate: f64) -> (Answer, Duration) {
-    let tokens = text.len() as f64 / 4.0;
-    let delay = Duration::from_secs_f64(latency + tokens / rate);
-    (Answer::Slow { text, delay }, delay)
+/// The time a call takes: `ttft` plus the reply's tokens (about 4 characters each) at `rate`.
+fn delay_of(text: &str, profile: Profile, small: bool) -> Duration {
+    let (ttft, rate) = if small {
+        (profile.ttft / 3.0, profile.rate * 2.0)
+    } else {
+        (profile.ttft, profile.rate)
+    };
+    Duration::from_secs_f64(ttft + text.len() as f64 / 4.0 / rate)
 }
 
-fn fix(
-    rt: &tokio::runtime::Runtime,
-    fixture: &Fixture,
-    latency: f64,
-    rate: f64,
-    timed: &Loop,
-) -> Measured {
-    let dir = support::fixture(fixture.dir);
+fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
+    let shape = cell.shape;
+    let lang = shape.lang;
+    let dir = tempfile::Builder::new()
+        .prefix("ralph-fix-time-")
+        .tempdir()
+        .expect("temp dir");
+    shape.write(dir.path());
+    let dir = if std::env::var_os("RALPH_BENCH_KEEP").is_some() {
+        let kept = dir.keep();
+        eprintln!(
+            "fix_time: {} {} in {}",
+            cell.name(),
+            config.name,
+            kept.display()
+        );
+        Kept::Path(kept)
+    } else {
+        Kept::Temp(dir)
+    };
     let llm = rt.block_on(MockLlm::start());
-    let (half, half_delay) = paced(code(fixture.lang, fixture.half), latency, rate);
-    let (fixed, fixed_delay) = paced(code(fixture.lang, fixture.fixed), latency, rate);
-    let (analysis, analysis_delay) = paced(ANALYSIS.into(), latency, rate);
-    let (approval, approval_delay) = paced(APPROVAL.into(), latency, rate);
-    // micro-agent's one prompt is none of ralph-loop's roles: the mock files it as `unknown`.
-    let writer = match timed {
-        Loop::Ralph(_) => "artisan",
-        Loop::MicroAgent(_) => "unknown",
+    let attempts: Vec<String> = (1..=shape.iterations)
+        .map(|j| code(lang.tag(), &shape.target(shape.wrong_after(j))))
+        .collect();
+    let chaos = format!(
+        "Boundary values at zero and below.\n\n```{}\n{}```\n",
+        lang.tag(),
+        shape.chaos_suite()
+    );
+    let small = matches!(
+        config.kind,
+        Kind::Default {
+            pacing: Pacing::Roles,
+            ..
+        }
+    );
+    let profile = cell.profile;
+    let writer = match config.kind {
+        Kind::MicroAgent(_) => "unknown",
+        _ => "artisan",
     };
-    llm.script(writer, [half, fixed])
-        .always("librarian", analysis)
-        .always("critic", approval);
-    let delay_of = |role: &str, nth: usize| match role {
-        "artisan" | "unknown" if nth == 0 => half_delay,
-        "artisan" | "unknown" => fixed_delay,
-        "librarian" => analysis_delay,
-        _ => approval_delay,
+    let paced = |text: &str, small: bool| Answer::Paced {
+        text: text.to_string(),
+        delay: delay_of(text, profile, small),
     };
+    llm.script(writer, attempts.iter().map(|a| paced(a, false)))
+        .always("librarian", paced(ANALYSIS, small))
+        .always("critic", paced(APPROVAL, small))
+        .always("judge", paced(JUDGEMENT, small))
+        .always("chaos", paced(&chaos, false));
+    let texts = attempts.clone();
+    let chaos_text = chaos.clone();
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     rt.block_on(
-        wiremock::Mock::given(Arrivals(arrivals.clone()))
-            .respond_with(wiremock::ResponseTemplate::new(500))
-            .with_priority(1)
-            .mount(&llm.server),
+        wiremock::Mock::given(Arrivals {
+            seen: arrivals.clone(),
+            delay: Box::new(move |role, nth| match role {
+                "artisan" | "unknown" => delay_of(&texts[nth.min(texts.len() - 1)], profile, false),
+                "librarian" => delay_of(ANALYSIS, profile, small),
+                "critic" => delay_of(APPROVAL, profile, small),
+                "judge" => delay_of(JUDGEMENT, profile, small),
+                _ => delay_of(&chaos_text, profile, false),
+            }),
+        })
+        .respond_with(wiremock::ResponseTemplate::new(500))
+        .with_priority(1)
+        .mount(&llm.server),
     );
-    let mut command = match timed {
-        Loop::Ralph(config) => {
-            if !config.is_empty() {
-                support::write(dir.path(), "ralph.config.yaml", config);
+    let test_command = lang.test_command(PYTHON.get().map_or("python3", String::as_str));
+    let mut command = match &config.kind {
+        Kind::Single | Kind::Default { .. } => {
+            if matches!(config.kind, Kind::Single) {
+                support::write(
+                    dir.path(),
+                    "ralph.config.yaml",
+                    "critic: { mode: off }\nlibrarian: { analyze: never }\n",
+                );
             }
-            let mut c = Command::new(&*RALPH);
+            // For a diagnosis only (the timings then mean little): `RALPH_BENCH_WRAPPER="strace
+            // -f -ttt -o /tmp/ralph.trace"` runs every ralph-loop run under that command.
+            let wrapper = std::env::var("RALPH_BENCH_WRAPPER").unwrap_or_default();
+            let mut words = wrapper.split_whitespace();
+            let mut c = match words.next() {
+                Some(program) => {
+                    let mut c = Command::new(program);
+                    c.args(words).arg(&*RALPH);
+                    c
+                }
+                None => Command::new(&*RALPH),
+            };
             c.env("OPENAI_BASE_URL", llm.base_url())
                 .env("OPENAI_API_KEY", "sk-bench")
-                .args([
-                    fixture.target,
-                    "-t",
-                    fixture.test_command,
-                    "--output",
-                    "json",
-                ])
-                .args(&*NO_CHAOS);
+                .args([lang.target(), "-t", &test_command, "--output", "json"]);
+            if !matches!(config.kind, Kind::Default { chaos: true, .. }) {
+                c.args(&*NO_CHAOS);
+            }
             c
         }
-        Loop::MicroAgent(path) => {
+        Kind::MicroAgent(path) => {
             let mut c = Command::new(path);
             c.env("OPENAI_API_ENDPOINT", llm.base_url())
                 .env("OPENAI_KEY", "sk-bench")
-                .args([
-                    fixture.target,
-                    "-t",
-                    fixture.test_command,
-                    "-f",
-                    fixture.test_file,
-                ]);
+                .args([lang.target(), "-t", &test_command, "-f", lang.test_file()]);
             c
         }
     };
+    let wall_clock = SystemTime::now();
     let started = Instant::now();
     let status = command
         .current_dir(dir.path())
@@ -287,67 +517,256 @@ fn fix(
         .expect("spawn the loop");
     let wall_s = started.elapsed().as_secs_f64();
     let arrivals = arrivals.lock().expect("arrivals").clone();
-    let (iterations, cost_usd) = match timed {
-        Loop::Ralph(_) => {
-            let report = support::read_json(&support::session_dir(dir.path()).join("report.json"));
-            assert!(
-                status.success() && report["iterations"] == 2,
-                "the benchmark run must be a two-iteration success: {report}"
-            );
-            (
-                report["iterations"].as_u64().unwrap_or(0),
-                report["cost_usd"].as_f64(),
-            )
-        }
-        Loop::MicroAgent(_) => {
-            let left = std::fs::read_to_string(dir.path().join(fixture.target)).expect("target");
-            let generated = arrivals.iter().filter(|(r, _)| r == "unknown").count();
-            // micro-agent writes the code block as it came, without its last line break.
-            assert!(
-                status.success() && left.trim_end() == fixture.fixed.trim_end() && generated == 2,
-                "micro-agent must fix the file in two generations ({generated} asked, {status}):\n{left}"
-            );
-            (generated as u64, None)
-        }
-    };
-    let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    let intervals: Vec<(f64, f64)> = arrivals
+    let mut spans: Vec<Span> = arrivals
         .iter()
-        .map(|(role, at)| {
-            let nth = seen.entry(role.clone()).or_default();
+        .map(|(role, at, delay)| {
             let start = at.duration_since(started).as_secs_f64();
-            let end = start + delay_of(role, *nth).as_secs_f64();
-            *nth += 1;
-            (start, end)
+            Span::new(role, start, start + delay.as_secs_f64())
         })
         .collect();
-    let mean = intervals.iter().map(|(s, e)| e - s).sum::<f64>() / intervals.len().max(1) as f64;
-    Measured {
+    let mut m = Measured {
         wall_s,
-        calls: intervals.len(),
-        critical_calls: union(&intervals) / mean,
-        cost_usd,
-        iterations,
+        calls: arrivals.len(),
+        ..Measured::default()
+    };
+    match &config.kind {
+        Kind::MicroAgent(_) => {
+            let left = std::fs::read_to_string(dir.path().join(lang.target())).expect("target");
+            let fixed = shape.target(0);
+            m.ok = status.success() && left.trim_end() == fixed.trim_end();
+            if !m.ok {
+                m.problem = Some(format!("micro-agent did not fix the file ({status})"));
+            }
+        }
+        _ => {
+            let session = support::session_dir(dir.path());
+            let report = support::read_json(&session.join("report.json"));
+            m.ok = status.success() && report["iterations"] == shape.iterations as u64;
+            if !m.ok {
+                m.problem = Some(format!(
+                    "{}: {} after {} iterations (expected success after {})",
+                    report["status"], report["reason"], report["iterations"], shape.iterations
+                ));
+            }
+            m.cost_usd = report["cost_usd"].as_f64();
+            spans.extend(test_spans(&session, wall_clock));
+        }
     }
+    let timeline = Timeline::new(spans);
+    m.overhead_ms = (wall_s - timeline.covered()) * 1000.0;
+    m.gaps_ms = timeline
+        .gaps(wall_s)
+        .into_iter()
+        .map(|(what, s)| (what, (s * 1e4).round() / 10.0))
+        .collect();
+    m.waits = timeline.alone();
+    m.on_path = timeline.calls_alone(|s| !s.starts_with("tests") && s != "chaos-tests");
+    m.chaos_own_s = timeline.total(|s| matches!(s, "chaos" | "judge" | "chaos-tests"));
+    if let Some(p) = &m.problem {
+        eprintln!("fix_time: {} {}: {p}", cell.name(), config.name);
+    }
+    m
 }
 
-/// The total length covered by `intervals`.
-fn union(intervals: &[(f64, f64)]) -> f64 {
-    let mut sorted = intervals.to_vec();
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut total = 0.0;
-    let mut current: Option<(f64, f64)> = None;
-    for (s, e) in sorted {
-        current = match current {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
+/// The session's test runs as spans, from its events (when each ended) and its results (how
+/// long each took), in seconds since `started`.
+fn test_spans(session: &Path, started: SystemTime) -> Vec<Span> {
+    let Ok(events) = std::fs::read_to_string(session.join("events.jsonl")) else {
+        return Vec::new();
+    };
+    let since = |time: &str| -> Option<f64> {
+        let at = chrono::DateTime::parse_from_rfc3339(time).ok()?;
+        let at = SystemTime::UNIX_EPOCH
+            + Duration::from_nanos(at.timestamp_nanos_opt()?.try_into().ok()?);
+        Some(match at.duration_since(started) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        })
+    };
+    let duration = |name: String| -> Option<f64> {
+        let text = std::fs::read_to_string(session.join(name)).ok()?;
+        let run: Value = serde_json::from_str(&text).ok()?;
+        Some(run["duration_ms"].as_f64()? / 1000.0)
+    };
+    let mut spans = Vec::new();
+    for line in events.lines() {
+        let Ok(e) = serde_json::from_str::<Value>(line) else {
+            continue;
         };
+        let (what, file) = match e["type"].as_str() {
+            Some("tests_finished") => (
+                "tests",
+                format!("test-results-iteration-{}.json", e["iteration"]),
+            ),
+            Some("chaos_suite") => (
+                "chaos-tests",
+                format!(
+                    "test-results-chaos-iteration-{}-round-{}.json",
+                    e["iteration"], e["round"]
+                ),
+            ),
+            _ => continue,
+        };
+        if let (Some(end), Some(took)) = (e["time"].as_str().and_then(since), duration(file)) {
+            spans.push(Span::new(what, end - took, end));
+        }
     }
-    total + current.map_or(0.0, |(s, e)| e - s)
+    spans
+}
+
+/// One row of the table: a cell's configuration, its runs' medians.
+fn aggregate(
+    cells: &[Cell],
+    configs: &[Config],
+    results: &[(usize, usize, Measured)],
+) -> Vec<Value> {
+    let mut rows = Vec::new();
+    for (c, cell) in cells.iter().enumerate() {
+        let of = |k: usize| -> Vec<&Measured> {
+            results
+                .iter()
+                .filter(|(rc, rk, m)| *rc == c && *rk == k && m.ok)
+                .map(|(_, _, m)| m)
+                .collect()
+        };
+        let single = median(&of(0).iter().map(|m| m.wall_s).collect::<Vec<_>>());
+        for (k, config) in configs.iter().enumerate() {
+            let ms = of(k);
+            let failed = results
+                .iter()
+                .filter(|(rc, rk, m)| *rc == c && *rk == k && !m.ok)
+                .count();
+            let med =
+                |f: &dyn Fn(&Measured) -> f64| median(&ms.iter().map(|m| f(m)).collect::<Vec<_>>());
+            let wall = med(&|m| m.wall_s);
+            let mut waits = BTreeMap::<String, f64>::new();
+            for m in &ms {
+                for (role, s) in &m.waits {
+                    *waits.entry(role.clone()).or_default() += s / ms.len() as f64;
+                }
+            }
+            // Chaos on: what it added beyond the same pacing's Chaos-off run.
+            let beyond = match config.kind {
+                Kind::Default { pacing, chaos: true } => configs
+                    .iter()
+                    .position(|o| matches!(o.kind, Kind::Default { pacing: p, chaos: false } if p == pacing))
+                    .map(|off| {
+                        let off = median(&of(off).iter().map(|m| m.wall_s).collect::<Vec<_>>());
+                        wall - off
+                    }),
+                _ => None,
+            };
+            rows.push(json!({
+                "cell": cell.name(), "lang": cell.shape.lang.name(), "failing": cell.shape.failing,
+                "iterations": cell.shape.iterations, "profile": cell.profile.name,
+                "config": config.name, "runs": ms.len(), "failed_runs": failed,
+                "wall_s": wall, "ratio": wall / single,
+                "calls": med(&|m| m.calls as f64), "on_path": med(&|m| m.on_path as f64),
+                "waits_s": waits,
+                "cost_usd": ms.iter().map(|m| m.cost_usd).collect::<Option<Vec<_>>>().map(|c| median(&c)),
+                "overhead_ms": med(&|m| m.overhead_ms),
+                "chaos_own_s": med(&|m| m.chaos_own_s),
+                "beyond_chaos_off_s": beyond,
+            }));
+        }
+    }
+    rows
+}
+
+/// Per configuration (and per profile): the median and the worst cell of the ratio, the
+/// overhead, and for Chaos on what it added beyond its own time.
+fn summarise(rows: &[Value], configs: &[Config]) -> Value {
+    let mut out = serde_json::Map::new();
+    for config in configs.iter().skip(1) {
+        let mine: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["config"] == config.name && r["runs"].as_u64() > Some(0))
+            .collect();
+        let stats = |rows: &[&Value]| -> Value {
+            let worst = |key: &str| {
+                rows.iter()
+                    .max_by(|a, b| {
+                        a[key]
+                            .as_f64()
+                            .unwrap_or(0.0)
+                            .total_cmp(&b[key].as_f64().unwrap_or(0.0))
+                    })
+                    .map(|r| json!({"value": r[key], "cell": r["cell"], "waits_s": r["waits_s"]}))
+            };
+            let values = |key: &str| {
+                rows.iter()
+                    .filter_map(|r| r[key].as_f64())
+                    .collect::<Vec<_>>()
+            };
+            let extra: Vec<f64> = rows
+                .iter()
+                .filter_map(|r| {
+                    Some(r["beyond_chaos_off_s"].as_f64()? - r["chaos_own_s"].as_f64()?)
+                })
+                .collect();
+            json!({
+                "cells": rows.len(),
+                "ratio_median": median(&values("ratio")), "ratio_worst": worst("ratio"),
+                "overhead_ms_median": median(&values("overhead_ms")), "overhead_ms_worst": worst("overhead_ms"),
+                "cost_usd_median": median(&values("cost_usd")),
+                "on_path_median": median(&values("on_path")),
+                "beyond_chaos_own_s_median": if extra.is_empty() { Value::Null } else { json!(median(&extra)) },
+                "beyond_chaos_own_s_worst": extra.iter().copied().reduce(f64::max),
+            })
+        };
+        let mut per = serde_json::Map::new();
+        per.insert("all".into(), stats(&mine));
+        for p in PROFILES {
+            let of: Vec<&Value> = mine
+                .iter()
+                .copied()
+                .filter(|r| r["profile"] == p.name)
+                .collect();
+            if !of.is_empty() {
+                per.insert(p.name.into(), stats(&of));
+            }
+        }
+        out.insert(config.name.into(), Value::Object(per));
+    }
+    let single: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["config"] == "single")
+        .filter_map(|r| r["overhead_ms"].as_f64())
+        .collect();
+    out.insert(
+        "single".into(),
+        json!({"overhead_ms_median": median(&single), "overhead_ms_worst": single.iter().copied().reduce(f64::max)}),
+    );
+    Value::Object(out)
+}
+
+fn print_table(rows: &[Value], configs: &[Config]) {
+    print!("{:<18} {:>8}", "cell", "single");
+    for c in configs.iter().skip(1) {
+        print!(" {:>24}", c.name);
+    }
+    println!("   (ratio, calls on path / in all, overhead ms)");
+    for cell in rows.chunks(configs.len()) {
+        print!(
+            "{:<18} {:>7.2}s",
+            cell[0]["cell"].as_str().unwrap_or(""),
+            cell[0]["wall_s"].as_f64().unwrap_or(f64::NAN)
+        );
+        for r in &cell[1..] {
+            let text = format!(
+                "{:.2}× {}/{} {:.0}",
+                r["ratio"].as_f64().unwrap_or(f64::NAN),
+                r["on_path"].as_f64().unwrap_or(f64::NAN),
+                r["calls"].as_f64().unwrap_or(f64::NAN),
+                r["overhead_ms"].as_f64().unwrap_or(f64::NAN),
+            );
+            print!(" {text:>24}");
+        }
+        println!(
+            " {:.0}",
+            cell[0]["overhead_ms"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -360,25 +779,19 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-fn print_table(rows: &[Value]) {
-    println!(
-        "{:<4} {:>7} {:<11} {:>8} {:>6} {:>6} {:>9} {:>9}",
-        "fix", "latency", "config", "wall s", "ratio", "calls", "on path", "cost $"
-    );
-    for r in rows {
-        let cost = r["cost_usd"]
-            .as_f64()
-            .map_or_else(|| "-".to_string(), |c| format!("{c:.5}"));
-        println!(
-            "{:<4} {:>7} {:<11} {:>8.2} {:>6.2} {:>6} {:>9.1} {:>9}",
-            r["fixture"].as_str().unwrap_or(""),
-            r["latency_s"],
-            r["config"].as_str().unwrap_or(""),
-            r["wall_s"].as_f64().unwrap_or(0.0),
-            r["ratio_to_single"].as_f64().unwrap_or(0.0),
-            r["calls"],
-            r["critical_path_calls"].as_f64().unwrap_or(0.0),
-            cost,
-        );
-    }
+/// A comma-separated list from the environment, or `default`.
+fn list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn numbers(name: &str, default: &str) -> Vec<usize> {
+    list(name, default)
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect()
 }

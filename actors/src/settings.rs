@@ -50,6 +50,9 @@ pub struct RunSettings {
     pub critic_max_rejections: u32,
     /// When the Librarian asks its model for a short analysis of the last failure.
     pub librarian_analyze: Analyze,
+    /// The Artisan's call waits for the Librarian's analysis of its iteration; otherwise the
+    /// analysis runs beside it and reaches its next call.
+    pub wait_for_analysis: bool,
     /// The most bytes of test failures and output shown to a model.
     pub max_test_output_bytes: usize,
     /// Re-runs of a failed test run; a test that fails and then passes is FLAKY.
@@ -129,6 +132,7 @@ impl RunSettings {
             critic_mode: CriticMode::Auto,
             critic_max_rejections: 2,
             librarian_analyze: Analyze::Auto,
+            wait_for_analysis: false,
             max_test_output_bytes: 12 * 1024,
             flaky_retries: 0,
             allow_test_edits: false,

@@ -274,6 +274,9 @@ pub struct LibrarianConfig {
     /// The share of the Artisan's context window the project's files may fill.
     #[serde(deserialize_with = "context_share")]
     pub context_share: f64,
+    /// The Artisan's call waits for the analysis of its iteration (the behaviour before issue
+    /// 45); by default the analysis runs beside it and reaches its next call.
+    pub wait_for_analysis: bool,
 }
 
 impl Default for LibrarianConfig {
@@ -281,6 +284,7 @@ impl Default for LibrarianConfig {
         Self {
             analyze: Analyze::Auto,
             context_share: 0.25,
+            wait_for_analysis: false,
         }
     }
 }

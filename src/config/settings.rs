@@ -65,6 +65,7 @@ impl Config {
             critic_mode: self.critic.effective_mode(),
             critic_max_rejections: self.critic.max_rejections,
             librarian_analyze: self.librarian.analyze,
+            wait_for_analysis: self.librarian.wait_for_analysis,
             max_test_output_bytes: self.testing.prompt_output_bytes,
             flaky_retries: self.testing.flaky_retries,
             allow_test_edits: self.testing.allow_test_edits,

@@ -684,3 +684,49 @@ async fn rust_chaos_finds_the_overflow_with_proptest_and_replays_its_counterexam
         SAFE_RS
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_passing_fix_s_review_runs_beside_chaos_s_round_and_its_verdict_is_reported() {
+    let dir = fixture("py-median");
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "critic: { mode: parallel }\n",
+    );
+    let llm = MockLlm::start().await;
+    let slow = |text: String, ms: u64| Answer::Slow {
+        text,
+        delay: std::time::Duration::from_millis(ms),
+    };
+    llm.helpful()
+        .always("artisan", text(code("python", SAFE_PY)))
+        .always("critic", slow("Correct.\nVERDICT: APPROVE".into(), 1500))
+        .script(
+            "chaos",
+            [slow(
+                format!("Nothing breaks.\n\n```python\n{QUIET_PY}```\n"),
+                2500,
+            )],
+        );
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .args(["median.py", "--output", "jsonl"])
+        .assert()
+        .code(0);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = |what: &dyn Fn(&Value) -> bool| events.iter().position(what).unwrap();
+    // Chaos's round began before the review of the fix it attacks came in.
+    let attack = first(&|e| e["type"] == "phase_changed" && e["phase"] == "adversarial");
+    let verdict = first(&|e| e["type"] == "critic_verdict");
+    assert!(attack < verdict, "{events:?}");
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success");
+    assert_eq!(
+        report["fix_review"],
+        serde_json::json!({"iteration": 1, "verdict": "approved"})
+    );
+    let log = std::fs::read_to_string(session_dir(dir.path()).join("iterations.log")).unwrap();
+    assert!(log.contains("\"review_pending\":true"), "{log}");
+}

@@ -185,43 +185,90 @@ async fn beside_the_tests_a_rejected_passing_fix_is_a_note_and_a_late_rejection_
     assert_eq!(report["critic_rejections"], 0, "nothing was sent back");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_librarian_s_analysis_runs_when_the_artisan_did_not_fix_what_it_saw() {
+/// A reply after `ms` milliseconds, billed by its length as a real model's is.
+fn after(ms: u64, answer: &str) -> Answer {
+    Answer::Paced {
+        text: answer.into(),
+        delay: Duration::from_millis(ms),
+    }
+}
+
+/// The case where the Artisan does not fix what it saw: it answers the file unchanged until
+/// the Librarian's analysis is in its prompt. Each call takes a little time, the analysis less
+/// than the Artisan's rewrite, as with real models. The run's report and its iterations' log.
+async fn unfixed_until_analysed(config: Option<&str>) -> (Value, Vec<Value>, MockLlm) {
     let dir = fixture("py-median");
+    if let Some(config) = config {
+        write(dir.path(), "ralph.config.yaml", config);
+    }
     let llm = MockLlm::start().await;
     let original = std::fs::read_to_string(dir.path().join("median.py")).unwrap();
     llm.always(
         "librarian",
-        text("An empty list must raise ValueError; an even-length list averages the middle pair."),
+        after(
+            500,
+            "An empty list must raise ValueError; an even-length list averages the middle pair.",
+        ),
     )
     .always("critic", text("Correct.\nVERDICT: APPROVE"))
     .always(
         "artisan",
         if_prompt(
             "The Librarian's analysis",
-            text(code("python", FIXED_PY)),
-            text(code("python", &original)),
+            after(900, &code("python", FIXED_PY)),
+            after(900, &code("python", &original)),
         ),
     );
     ralph(dir.path(), &llm)
         .args(["median.py", "--output", "json"])
         .assert()
         .code(0);
-    let log = iterations(dir.path());
-    assert_eq!(log.len(), 2, "{log:?}");
+    (report(dir.path()), iterations(dir.path()), llm)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_librarian_s_analysis_runs_when_the_artisan_did_not_fix_what_it_saw() {
+    // The defaults: the analysis of the repeated failure runs beside the Artisan's call of
+    // iteration 2 and is in its call of iteration 3, which it changes.
+    let (report, log, llm) = unfixed_until_analysed(None).await;
+    assert_eq!(report["iterations"], 3, "{report:#}");
     assert!(log[0].get("analysis").is_none(), "{log:?}");
+    assert_eq!(log[1]["analysis"], "the same failure as before");
+    let artisan = llm.requests_of("artisan").await;
+    assert!(!user_prompt(&artisan[1]).contains("The Librarian's analysis"));
+    assert!(user_prompt(&artisan[2])
+        .contains("# The Librarian's analysis of the tests as they failed before your last proposal\nAn empty list must raise ValueError"));
+    // Iteration 3 asked again (the same failure); that one came in before its tests passed.
+    assert_eq!(log[2]["analysis"], "the same failure as before");
+    assert_eq!(llm.requests_of("librarian").await.len(), 2);
+    assert!(report.get("abandoned_calls").is_none(), "{report:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn waiting_for_the_analysis_puts_it_in_the_same_iteration_s_call() {
+    let (report, log, llm) =
+        unfixed_until_analysed(Some("librarian: { wait_for_analysis: true }\n")).await;
+    assert_eq!(report["iterations"], 2, "{report:#}");
     assert_eq!(log[1]["analysis"], "the same failure as before");
     assert_eq!(llm.requests_of("librarian").await.len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn many_failures_get_the_librarian_s_analysis_from_the_first_iteration() {
+/// js-median with a fifth test (an empty array), so that more than 3 tests fail at first; the
+/// Artisan answers the whole fix only once the Librarian's analysis is in its prompt. The report
+/// and the events.
+async fn many_failures(
+    config: Option<&str>,
+    librarian_delay: Duration,
+) -> (Value, Vec<Value>, Vec<Value>) {
     let dir = fixture("js-median");
     write(
         dir.path(),
         "test/empty.test.js",
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../src/median');\n\ntest('an empty array is an error', () => {\n  assert.throws(() => median([]));\n});\n",
     );
+    if let Some(config) = config {
+        write(dir.path(), "ralph.config.yaml", config);
+    }
     let fixed = FIXED_JS.replace(
         "function median(values) {\n",
         "function median(values) {\n  if (values.length === 0) throw new Error('median of an empty array');\n",
@@ -229,30 +276,78 @@ async fn many_failures_get_the_librarian_s_analysis_from_the_first_iteration() {
     let llm = MockLlm::start().await;
     llm.always(
         "librarian",
-        text("Copy before sorting, sort numerically, average the middle pair, throw on empty."),
+        Answer::Slow {
+            text: "Copy before sorting, sort numerically, average the middle pair, throw on empty."
+                .into(),
+            delay: librarian_delay,
+        },
     )
     .always("critic", text("Correct.\nVERDICT: APPROVE"))
     .always(
         "artisan",
         if_prompt(
             "The Librarian's analysis",
-            text(code("javascript", &fixed)),
-            text(code("javascript", HALF_FIXED_JS)),
+            after(1200, &code("javascript", &fixed)),
+            after(1200, &code("javascript", HALF_FIXED_JS)),
         ),
     );
-    ralph(dir.path(), &llm)
+    let out = ralph(dir.path(), &llm)
         .args([
             "src/median.js",
             "-t",
             "node --test test/",
             "--output",
-            "json",
+            "jsonl",
         ])
         .assert()
         .code(0);
-    let report = report(dir.path());
-    assert_eq!(report["iterations"], 1, "as before `auto`: {report:#}");
-    assert_eq!(iterations(dir.path())[0]["analysis"], "many tests fail");
+    let events = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (report(dir.path()), events, iterations(dir.path()))
+}
+
+/// Where the first event of `kind` by `role` in `iteration` is (`role` is the phase of a
+/// `phase_changed`).
+fn position(events: &[Value], kind: &str, role: &str, iteration: u64) -> usize {
+    let field = if kind == "phase_changed" {
+        "phase"
+    } else {
+        "role"
+    };
+    events
+        .iter()
+        .position(|e| e["type"] == kind && e[field] == role && e["iteration"] == iteration)
+        .unwrap_or_else(|| panic!("no {kind} of the {role} in iteration {iteration}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_failures_get_the_librarian_s_analysis_beside_the_first_call_and_in_the_second() {
+    // The Artisan's first call starts before the analysis ends; the analysis is in before
+    // that call ends, and reaches the next one.
+    let (report, events, log) = many_failures(None, Duration::from_millis(600)).await;
+    assert_eq!(report["iterations"], 2, "{report:#}");
+    assert!(
+        position(&events, "phase_changed", "generate", 1)
+            < position(&events, "llm_call_finished", "librarian", 1),
+        "the Artisan's first call waited for the analysis"
+    );
+    assert_eq!(log[0]["analysis"], "many tests fail");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_failures_with_wait_for_analysis_are_fixed_in_one_iteration_as_before() {
+    let (report, events, _) = many_failures(
+        Some("librarian: { wait_for_analysis: true }\n"),
+        Duration::from_millis(10),
+    )
+    .await;
+    assert_eq!(report["iterations"], 1, "{report:#}");
+    assert!(
+        position(&events, "llm_call_finished", "librarian", 1)
+            < position(&events, "phase_changed", "generate", 1)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -46,6 +46,12 @@ pub enum Answer {
         text: String,
         delay: Duration,
     },
+    /// A reply after `delay`, its usage the reply's own size (about 4 characters a token), as a
+    /// real model's time and bill both follow the tokens it writes (the benchmarks' model).
+    Paced {
+        text: String,
+        delay: Duration,
+    },
     /// A reply made from the request's text (every string in its body, joined): a model that
     /// works on what it is shown.
     From(Reply),
@@ -365,6 +371,10 @@ impl Respond for Responder {
             }
             Some(Answer::Slow { text, delay }) => {
                 let (prompt, out) = usage(prompt, 200);
+                billed(reply(self.0, &asked, &text, prompt, out, cache)).set_delay(delay)
+            }
+            Some(Answer::Paced { text, delay }) => {
+                let (prompt, out) = usage(prompt, (text.len() as u64).div_ceil(4));
                 billed(reply(self.0, &asked, &text, prompt, out, cache)).set_delay(delay)
             }
             Some(Answer::IfPrompt { .. }) | Some(Answer::From(_)) => {

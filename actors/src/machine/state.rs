@@ -103,6 +103,8 @@ pub struct Iteration {
     /// How the Critic's review and the tests are ordered in this iteration: `auto` resolved
     /// at the last proposal's check.
     pub critic_mode: CriticMode,
+    /// The proposal passed its tests and its review goes on beside Chaos's round.
+    pub review_pending: bool,
 }
 
 impl Iteration {

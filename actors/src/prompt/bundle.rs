@@ -28,6 +28,10 @@ pub struct ContextBundle {
     pub test_command: String,
     pub last_results: Option<ResultsView>,
     pub analysis: Option<String>,
+    /// How many proposals ago the failure the analysis explains was seen: 0 for the failure the
+    /// Artisan is shown; 1 when it was asked beside the Artisan's last call and came in after it.
+    #[serde(default)]
+    pub analysis_age: u32,
     /// Why the Librarian's analysis ran (`librarian.analyze`); `None`: it did not.
     #[serde(default)]
     pub analysis_reason: Option<String>,

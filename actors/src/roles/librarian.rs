@@ -1,6 +1,7 @@
-//! The Librarian: reads the project fresh from disk for each iteration and, when the last test
-//! run failed in a way the Artisan cannot read whole (see [`pace::analysis`]), asks its model
-//! for a short analysis for the Artisan.
+//! The Librarian: reads the project fresh from disk for each iteration ([`GatherContext`]) and
+//! says whether the last test run failed in a way the Artisan cannot read whole (see
+//! [`pace::analysis`]); the Supervisor then asks it for a short analysis ([`Analyse`]), beside
+//! the Artisan's call unless `librarian.wait_for_analysis` holds the Artisan back for it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,15 @@ pub struct GatherContext {
     /// What the Supervisor knows that the last run does not show, for `librarian.analyze:
     /// auto`.
     pub history: History,
+}
+
+/// Supervisor → Librarian: analyse the failure `context` shows, for the Artisan.
+#[derive(Message)]
+#[rtype(result = "Result<String>")]
+pub struct Analyse {
+    pub iteration: u32,
+    /// The iteration's context, its `analysis_reason` set.
+    pub context: Arc<ContextBundle>,
     pub cancel: CancellationToken,
 }
 
@@ -190,6 +200,7 @@ impl Handler<GatherContext> for Librarian {
                     )
                 }),
                 analysis: None,
+                analysis_age: 0,
                 analysis_reason: None,
                 late_review: None,
                 related: pack.related,
@@ -202,25 +213,33 @@ impl Handler<GatherContext> for Librarian {
                 guidance: None,
                 adversarial: None,
             };
-            let why = bundle
+            bundle.analysis_reason = bundle
                 .last_results
                 .as_ref()
-                .and_then(|r| pace::analysis(settings.librarian_analyze, r.shown(), msg.history));
-            if let Some(why) = why {
-                bundle.analysis_reason = Some(why.to_string());
-                let messages = settings.templates.render(Role::Librarian, &bundle)?;
-                let reply = caller
-                    .call(
-                        msg.iteration,
-                        Role::Librarian,
-                        settings.model(Role::Librarian),
-                        messages.into(),
-                        &msg.cancel,
-                    )
-                    .await?;
-                bundle.analysis = Some(reply.text.trim().to_string()).filter(|a| !a.is_empty());
-            }
+                .and_then(|r| pace::analysis(settings.librarian_analyze, r.shown(), msg.history))
+                .map(str::to_string);
             Ok(bundle)
+        }))
+    }
+}
+
+impl Handler<Analyse> for Librarian {
+    type Result = ResponseFuture<Result<String>>;
+
+    fn handle(&mut self, msg: Analyse, _: &mut Context<Self>) -> Self::Result {
+        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        Box::pin(guarded(Role::Librarian, async move {
+            let messages = settings.templates.render(Role::Librarian, &*msg.context)?;
+            let reply = caller
+                .call(
+                    msg.iteration,
+                    Role::Librarian,
+                    settings.model(Role::Librarian),
+                    messages.into(),
+                    &msg.cancel,
+                )
+                .await?;
+            Ok(reply.text.trim().to_string())
         }))
     }
 }

@@ -179,6 +179,26 @@ pub struct Timings {
     pub overhead_ms: u64,
 }
 
+/// The Critic's word on a proposal whose tests passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixVerdict {
+    Approved,
+    /// Kept as a note (`critic.mode: parallel`), or the tests judged it once the Critic's
+    /// rejections were spent (`gate`).
+    Rejected,
+    /// The review had not come in when the run ended (interrupted, or stopped by an error): the
+    /// fix was not reviewed.
+    Unreviewed,
+}
+
+/// The review of the last proposal whose tests passed (the fix a successful run ends with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixReview {
+    pub iteration: u32,
+    pub verdict: FixVerdict,
+}
+
 /// The final report, also written as `report.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -211,6 +231,10 @@ pub struct Report {
     pub stuck_on: Option<String>,
     pub context_resets: u32,
     pub critic_rejections: u32,
+    /// The Critic's word on the last proposal whose tests passed; absent when none passed or
+    /// the Critic is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix_review: Option<FixReview>,
     /// Proposals sent back for editing, deleting or skipping tests.
     #[serde(default)]
     pub test_integrity_rejections: u32,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::role::Role;
 use crate::schema::context::ContextSummary;
 use crate::schema::report::{
-    Checkpoint, FallbackRecord, FileLeft, MemoryReport, TestsSnapshot, Timings,
+    Checkpoint, FallbackRecord, FileLeft, FixReview, MemoryReport, TestsSnapshot, Timings,
 };
 use crate::schema::usage::{Overrun, Usage};
 
@@ -27,6 +27,9 @@ pub struct SessionState {
     pub tests_before: Option<TestsSnapshot>,
     pub tests_after: Option<TestsSnapshot>,
     pub critic_rejections: u32,
+    /// The Critic's word on the last proposal whose tests passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix_review: Option<FixReview>,
     #[serde(default)]
     pub test_integrity_rejections: u32,
     pub context_resets: u32,
@@ -101,6 +104,7 @@ impl SessionState {
             tests_before: None,
             tests_after: None,
             critic_rejections: 0,
+            fix_review: None,
             test_integrity_rejections: 0,
             context_resets: 0,
             elapsed_ms: 0,
@@ -200,6 +204,10 @@ pub struct IterationRecord {
     /// or `off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critic: Option<String>,
+    /// The passing proposal's review was still out when the iteration was recorded: it runs
+    /// beside Chaos's round, and its verdict is the report's `fix_review`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review_pending: bool,
 }
 
 /// Now, as the state and the report write times: RFC 3339 in UTC, to the second.

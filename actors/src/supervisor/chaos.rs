@@ -39,8 +39,15 @@ impl Run {
         self.settings.chaos.enabled && self.team.chaos.is_some()
     }
 
-    /// One round of Chaos on the fix on disk; see the module's docs.
+    /// One round of Chaos on the fix on disk (see the module's docs), with the fix's review
+    /// beside it: its verdict is heard before the round's outcome is.
     pub(super) async fn attack(&mut self, it: Box<Iteration>) -> Step {
+        let step = self.attack_round(it).await?;
+        self.settle_passing_review().await?;
+        Ok(step)
+    }
+
+    async fn attack_round(&mut self, it: Box<Iteration>) -> Step {
         let n = it.n;
         let Some(chaos) = self.team.chaos.clone() else {
             return Ok(Next::Stop(self.chaos_passed(n)));

@@ -23,6 +23,7 @@ impl Run {
             exit_code,
         } = outcome;
         self.end_reviews().await;
+        self.forget_analysis().await;
         // Calls cancelled with the run charge their reservation as they hear the cancel: let
         // them, so that the charge is in the state and the report.
         self.caller.ledger.calls_settled(FINAL_WRITE / 5).await;
@@ -80,6 +81,7 @@ impl Run {
             },
             context_resets: st.context_resets,
             critic_rejections: st.critic_rejections,
+            fix_review: st.fix_review,
             test_integrity_rejections: st.test_integrity_rejections,
             timings: st.timings,
             warnings: st.warnings.clone(),
@@ -170,6 +172,7 @@ pub(crate) fn error_report(reason: &str) -> Report {
         stuck_on: None,
         context_resets: 0,
         critic_rejections: 0,
+        fix_review: None,
         test_integrity_rejections: 0,
         timings: Timings::default(),
         warnings: Vec::new(),

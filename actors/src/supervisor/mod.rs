@@ -5,8 +5,9 @@
 //!   stop signal passed in) and its bookkeeping;
 //! - `driver`: [`run::Run::execute`], the one loop that steps every state;
 //! - `steps`: what each state does and which comes next; `memory`: recall and record;
-//!   `review`: the Critic's review beside the tests; `chaos`: Chaos's rounds on a passing
-//!   fix; `mutation`: the mutation score of the changed lines and the rounds that kill its
+//!   `review`: the Critic's review beside the tests (and beside Chaos's round); `analysis`: the
+//!   Librarian's analysis beside the Artisan's call; `pending`: a role's answer under way
+//!   while the run goes on; `chaos`: Chaos's rounds on a passing fix; `mutation`: the mutation score of the changed lines and the rounds that kill its
 //!   survivors; `replay`: counterexamples kept as named regression tests; `breaker`: asking the user before the circuit breaker stops a run;
 //!   `hook_points`: where the hooks are called; `ask`: the models as hooks ask them; `checkpoints`: the best state kept on disk, a
 //!   worse proposal undone, the file a failed run leaves; `finish`: the report, with
@@ -14,6 +15,7 @@
 //! - [`actor`]: the same run behind an actix mailbox (`StartRun`, `Interrupt`).
 
 pub mod actor;
+mod analysis;
 mod ask;
 mod breaker;
 mod chaos;
@@ -24,6 +26,7 @@ mod hook_points;
 mod memory;
 mod mutation;
 mod next_steps;
+mod pending;
 mod replay;
 mod review;
 pub mod run;

@@ -1,49 +1,17 @@
 //! The Critic's review beside the tests (`critic.mode: parallel`, or `auto` with tests faster
-//! than a review): started with the tests, awaited only when they pass, otherwise left to come
-//! in while the next iteration's calls run.
+//! than a review): started with the tests; when they pass, awaited, or left to come in beside
+//! Chaos's round when Chaos attacks the fix next; when they fail, left to come in while the next
+//! iteration's calls run.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures::FutureExt;
-
-use crate::error::Error;
 use crate::events::event::Event;
 use crate::machine::state::{Iteration, Outcome};
+use crate::policy::pace::CriticMode;
 use crate::prompt::reply::Verdict;
 use crate::role::Role;
 use crate::roles::critic::Review;
-use crate::supervisor::run::{PendingReview, Run};
-
-/// What became of a review.
-type Heard = Result<Verdict, Error>;
-
-impl PendingReview {
-    /// The answer, if it is in.
-    fn poll_now(&mut self) -> Option<Heard> {
-        let answer = (&mut self.request).now_or_never()?;
-        Some(flatten(answer))
-    }
-}
-
-impl Future for PendingReview {
-    type Output = Heard;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Heard> {
-        self.request.as_mut().poll(cx).map(flatten)
-    }
-}
-
-fn flatten(answer: Result<crate::error::Result<Verdict>, actix::MailboxError>) -> Heard {
-    match answer {
-        Ok(r) => r,
-        Err(mailbox) => Err(Error::Stopped {
-            role: Role::Critic,
-            message: mailbox.to_string(),
-        }),
-    }
-}
+use crate::schema::report::{FixReview, FixVerdict};
+use crate::supervisor::pending::{Pending, PendingReview};
+use crate::supervisor::run::Run;
 
 impl Run {
     /// Sends `code` to the Critic without waiting for the verdict.
@@ -59,11 +27,7 @@ impl Run {
             code,
             cancel: cancel.clone(),
         });
-        Ok(PendingReview {
-            iteration: it.n,
-            cancel,
-            request: Box::pin(request),
-        })
+        Ok(Pending::new(Role::Critic, it.n, cancel, request))
     }
 
     /// Waits for the review of a proposal whose tests passed, unless the run is stopped.
@@ -74,8 +38,7 @@ impl Run {
         let heard = tokio::select! {
             biased;
             _ = self.steps.cancelled() => {
-                review.cancel.cancel();
-                let _ = (&mut review).await;
+                review.stop().await;
                 return Err(self.cancelled());
             }
             heard = &mut review => heard,
@@ -83,6 +46,77 @@ impl Run {
         let verdict = heard.map_err(|e| self.fail(e))?;
         self.heard(review.iteration, &verdict);
         Ok(verdict)
+    }
+
+    /// The review of a proposal whose tests passed: awaited now, unless Chaos attacks the fix
+    /// next, whose round it then overlaps (heard at the round's end). A rejection is a note.
+    pub(super) async fn passing_review(
+        &mut self,
+        it: &mut Iteration,
+        review: PendingReview,
+    ) -> Result<(), Outcome> {
+        if self.chaos_due() {
+            if let Some(older) = self.passing_review.replace(review) {
+                self.pending_reviews.push(older);
+            }
+            it.review_pending = true;
+            return Ok(());
+        }
+        let verdict = self.await_review(review).await?;
+        it.approved = verdict.approved;
+        self.rejected_passing(it.n, &verdict);
+        Ok(())
+    }
+
+    /// Hears the review of the passing fix that ran beside Chaos's round, waiting for it if it
+    /// is still out.
+    pub(super) async fn settle_passing_review(&mut self) -> Result<(), Outcome> {
+        let Some(review) = self.passing_review.take() else {
+            return Ok(());
+        };
+        let n = review.iteration;
+        let verdict = self.await_review(review).await?;
+        self.rejected_passing(n, &verdict);
+        self.reviewed(n, verdict.approved);
+        Ok(())
+    }
+
+    /// The iteration's tests passed: the Critic's word on its proposal, as far as it is known.
+    pub(super) fn passed_review(&mut self, it: &Iteration) {
+        self.state.fix_review = match (&it.written, it.critic_mode) {
+            (None, _) | (_, CriticMode::Off) => None,
+            _ => Some(FixReview {
+                iteration: it.n,
+                verdict: if it.review_pending {
+                    FixVerdict::Unreviewed
+                } else if it.approved {
+                    FixVerdict::Approved
+                } else {
+                    FixVerdict::Rejected
+                },
+            }),
+        };
+    }
+
+    fn reviewed(&mut self, n: u32, approved: bool) {
+        if let Some(review) = self.state.fix_review.as_mut().filter(|r| r.iteration == n) {
+            review.verdict = if approved {
+                FixVerdict::Approved
+            } else {
+                FixVerdict::Rejected
+            };
+        }
+    }
+
+    fn rejected_passing(&self, n: u32, verdict: &Verdict) {
+        if !verdict.approved {
+            self.events.emit(Event::Note {
+                message: format!(
+                    "iteration {n}: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): {}",
+                    one_line(&verdict.reasons)
+                ),
+            });
+        }
     }
 
     /// A verdict as the user sees it: the event, and a warning when the reply had no verdict
@@ -131,12 +165,35 @@ impl Run {
     }
 
     /// At the run's end: hears the reviews that came in and stops those still out, which keep
-    /// their reservation as spent (the provider may bill them).
+    /// their reservation as spent (the provider may bill them). A passing fix whose review is
+    /// stopped so is said to be unreviewed, never taken as approved.
     pub(super) async fn end_reviews(&mut self) {
         let _ = self.late_reviews();
-        for mut review in std::mem::take(&mut self.pending_reviews) {
-            review.cancel.cancel();
-            let _ = (&mut review).await;
+        if let Some(mut review) = self.passing_review.take() {
+            let n = review.iteration;
+            match review.poll_now() {
+                Some(Ok(verdict)) => {
+                    self.heard(n, &verdict);
+                    self.rejected_passing(n, &verdict);
+                    self.reviewed(n, verdict.approved);
+                }
+                _ => {
+                    review.stop().await;
+                    self.events.emit(Event::Note {
+                        message: format!(
+                            "iteration {n}: the Critic's review of the passing fix had not come in when the run ended: the fix is not reviewed"
+                        ),
+                    });
+                }
+            }
+        }
+        for review in std::mem::take(&mut self.pending_reviews) {
+            review.stop().await;
         }
     }
+}
+
+/// `text` on one line, for a note.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -27,7 +27,7 @@ use crate::role::Role;
 use crate::roles::artisan::Artisan;
 use crate::roles::caller::Caller;
 use crate::roles::chaos::Chaos;
-use crate::roles::critic::{Critic, Review};
+use crate::roles::critic::Critic;
 use crate::roles::history::ResetContext;
 use crate::roles::librarian::Librarian;
 use crate::roles::local_guard::{Check, LocalGuard};
@@ -38,6 +38,7 @@ use crate::schema::report::MemoryStatus;
 use crate::schema::state::SessionState;
 use crate::schema::test_run::TestRun;
 use crate::settings::RunSettings;
+use crate::supervisor::pending::{PendingAnalysis, PendingReview};
 
 /// Everything a session needs from outside. The money, the events and the stop signal are
 /// passed in, so that the caller may run several sessions at once under one budget and watch
@@ -145,14 +146,6 @@ pub(super) struct Measured {
     pub(super) mutants: Vec<crate::schema::mutation::Mutant>,
 }
 
-/// A review under way beside (or after) its proposal's tests.
-pub(super) struct PendingReview {
-    pub(super) iteration: u32,
-    /// Ends this review alone, as the run ends with it still out.
-    pub(super) cancel: CancellationToken,
-    pub(super) request: std::pin::Pin<Box<actix::dev::Request<Critic, Review>>>,
-}
-
 /// A session under way. Its fields are the Supervisor's bookkeeping; the steps (in `steps`,
 /// `memory`, `finish`) read and update them.
 pub struct Run {
@@ -197,6 +190,12 @@ pub struct Run {
     pub(super) pending_record: Option<PendingRecord>,
     /// Reviews of failing proposals still to come in (`critic.mode: parallel`).
     pub(super) pending_reviews: Vec<PendingReview>,
+    /// The review of a passing fix under way beside Chaos's round.
+    pub(super) passing_review: Option<PendingReview>,
+    /// The Librarian's analysis under way beside the Artisan's call.
+    pub(super) pending_analysis: Option<PendingAnalysis>,
+    /// The last analysis that came in: the iteration that asked for it, and its text.
+    pub(super) analysis: Option<(u32, String)>,
     /// The fingerprints of this process's failing test runs, the baseline's first: a failure
     /// seen before asks for the Librarian's analysis (`librarian.analyze: auto`).
     pub(super) fingerprints: Vec<String>,
@@ -310,6 +309,9 @@ impl Run {
             project_id,
             pending_record: None,
             pending_reviews: Vec::new(),
+            passing_review: None,
+            pending_analysis: None,
+            analysis: None,
             fingerprints: Vec::new(),
             preamble,
             mutation: None,

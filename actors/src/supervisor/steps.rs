@@ -87,6 +87,7 @@ impl Run {
             reply: String::new(),
             written: None,
             critic_mode: s.critic_mode,
+            review_pending: false,
         };
         self.events.emit(Event::IterationStarted {
             iteration: n,
@@ -124,7 +125,6 @@ impl Run {
                     iteration: it.n,
                     last: self.last_run.clone(),
                     history,
-                    cancel: self.steps.clone(),
                 },
             )
             .await?;
@@ -133,16 +133,20 @@ impl Run {
         bundle.undone = self.state.undone.take();
         bundle.guidance = self.state.guidance.clone();
         bundle.adversarial = self.adversarial_view().await;
-        it.context = Some(Arc::new(bundle));
+        let mut context = Arc::new(bundle);
+        self.analyse(it.n, &mut context).await?;
+        it.context = Some(context);
         Ok(Next::Continue(State::Recall(it)))
     }
 
     /// The Artisan proposes the whole file, with the critique of the last try if any.
     pub(super) async fn generate(&mut self, mut it: Box<Iteration>) -> Step {
-        if let Some(reasons) = self.late_reviews() {
-            if let Some(context) = it.context.as_mut() {
+        let late = self.late_reviews();
+        if let Some(context) = it.context.as_mut() {
+            if let Some(reasons) = late {
                 Arc::make_mut(context).late_review = Some(reasons);
             }
+            self.show_analysis(it.n, context);
         }
         let context = self.context_of(&it)?;
         let proposal = self
@@ -292,17 +296,7 @@ impl Run {
         let run = self.test(it.n).await?;
         if let Some(review) = review {
             if run.criteria_met() {
-                let verdict = self.await_review(review).await?;
-                it.approved = verdict.approved;
-                if !verdict.approved {
-                    self.events.emit(Event::Note {
-                        message: format!(
-                            "iteration {}: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): {}",
-                            it.n,
-                            one_line(&verdict.reasons)
-                        ),
-                    });
-                }
+                self.passing_review(&mut it, review).await?;
             } else {
                 self.keep_review(review);
             }
@@ -362,6 +356,7 @@ impl Run {
             context: Some(context.context.clone()),
             analysis: context.analysis_reason.clone(),
             critic: Some(it.critic_mode.as_str().to_string()),
+            review_pending: it.review_pending,
         };
         let append = self.store.append_iteration(&record);
         watched(&self.steps, append)
@@ -389,6 +384,8 @@ impl Run {
             self.remember(n, attempt);
         }
         if passed {
+            self.passed_review(&it);
+            self.forget_analysis().await;
             if let Gate::Veto { reasons } = self.gate(&it, &run).await {
                 self.state.hook_notes = reasons;
                 self.checkpoint().await?;
@@ -587,9 +584,4 @@ impl Run {
             other => Outcome::new(Status::Error, other.to_string()),
         }
     }
-}
-
-/// `text` on one line, for a note.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

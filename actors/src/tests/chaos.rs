@@ -474,3 +474,128 @@ async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
     let a = report.adversarial.expect("Chaos ran");
     assert_eq!(a.surviving_mutants.len(), 2);
 }
+
+/// Chaos on, the Critic's review beside the tests; the Critic's reviews answer `verdict`.
+fn reviewed_beside_chaos(
+    log: &Log,
+    order: &super::beside::Order,
+    delay: fn(Role) -> std::time::Duration,
+    verdict: &'static str,
+) -> Session {
+    let mut s = chaos_settings(3);
+    s.critic_mode = crate::settings::CriticMode::Parallel;
+    let llm = super::beside::Timed {
+        log: log.clone(),
+        order: order.clone(),
+        delay,
+        answer: Box::new(move |request, _| match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            Role::Chaos => reply(
+                &format!("Nothing breaks.\n```python\n{SUITE}```"),
+                ARTISAN_USAGE,
+            ),
+            _ => reply(verdict, CRITIC_USAGE),
+        }),
+    };
+    let mut session = Session::new(s, llm, runner(vec![failing("AssertionError"), passing()]));
+    let quiet = vec![suite_run(&[("chaos::test_one", true)])];
+    session.chaos = Some(Arc::new(chaos_runner(quiet, &session.file, |_| passing())));
+    session
+}
+
+/// A review slower than the tests, Chaos's call slower than the review.
+fn review_then_chaos(role: Role) -> std::time::Duration {
+    std::time::Duration::from_millis(match role {
+        Role::Critic => 150,
+        Role::Chaos => 400,
+        _ => 10,
+    })
+}
+
+#[actix_rt::test]
+async fn the_passing_fix_s_review_runs_beside_chaos_s_round() {
+    use super::beside::at;
+    use crate::schema::report::{FixReview, FixVerdict};
+    let (log, order) = (Log::default(), super::beside::Order::default());
+    let session = reviewed_beside_chaos(&log, &order, review_then_chaos, "VERDICT: APPROVE");
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    // Chaos's call started before the review of the fix it attacks had ended.
+    assert!(at(&order, Role::Chaos, true, 0) < at(&order, Role::Critic, false, 0));
+    assert_eq!(
+        report.fix_review,
+        Some(FixReview {
+            iteration: 1,
+            verdict: FixVerdict::Approved
+        })
+    );
+    let saved = session.store.saved();
+    assert!(saved.iterations[0].review_pending, "{:?}", saved.iterations);
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+}
+
+#[actix_rt::test]
+async fn a_rejection_of_the_passing_fix_beside_chaos_is_a_note_and_in_the_report() {
+    use crate::schema::report::FixVerdict;
+    let (log, order) = (Log::default(), super::beside::Order::default());
+    let session = reviewed_beside_chaos(
+        &log,
+        &order,
+        review_then_chaos,
+        "VERDICT: REJECT\n- an empty list must raise",
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(
+        report.fix_review.map(|r| r.verdict),
+        Some(FixVerdict::Rejected)
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains(
+            "iteration 1: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): - an empty list must raise"
+        )),
+        "{:?}",
+        report.notes
+    );
+}
+
+#[actix_rt::test]
+async fn a_run_stopped_before_the_fix_s_review_came_in_says_it_is_not_reviewed() {
+    use crate::schema::report::FixVerdict;
+    use crate::supervisor::actor::{Interrupt, StartRun};
+    let (log, order) = (Log::default(), super::beside::Order::default());
+    let slow = |role| {
+        std::time::Duration::from_millis(match role {
+            Role::Critic | Role::Chaos => 30_000,
+            _ => 10,
+        })
+    };
+    let session = reviewed_beside_chaos(&log, &order, slow, "VERDICT: APPROVE");
+    let addr = session.start();
+    let run = addr.send(StartRun);
+    let order2 = order.clone();
+    let interrupt = async {
+        // Once Chaos's call is under way, the user stops the run.
+        while !order2.lock().unwrap().contains(&(Role::Chaos, true)) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        addr.do_send(Interrupt);
+    };
+    let (report, ()) = tokio::time::timeout(NO_HANG, async { tokio::join!(run, interrupt) })
+        .await
+        .expect("the run ends");
+    let report = report.expect("mailbox");
+    assert_eq!(report.status, Status::Interrupted, "{}", report.reason);
+    assert_eq!(
+        report.fix_review.map(|r| r.verdict),
+        Some(FixVerdict::Unreviewed)
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains(
+            "iteration 1: the Critic's review of the passing fix had not come in when the run ended: the fix is not reviewed"
+        )),
+        "{:?}",
+        report.notes
+    );
+}

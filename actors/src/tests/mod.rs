@@ -5,6 +5,7 @@
 //! Supervisor tests is [`MemStore`], a small in-memory fake that keeps everything saved so the
 //! tests can read it back.
 
+mod beside;
 mod caller;
 mod chaos;
 mod guard;
@@ -58,11 +59,12 @@ const FAILING_ID: &str = "tests/test_stats.py::test_even";
 const NO_HANG: Duration = Duration::from_secs(5);
 
 /// The defaults of the brief, every role on [`MODEL`], with every call on the critical path
-/// (the Librarian's analysis whenever the last run failed, the Critic's review before the
+/// (the Librarian's analysis whenever the last run failed, waited for, the Critic's review before the
 /// tests): the scripted tests count on that order. The `auto` policies have their own tests.
 fn settings() -> RunSettings {
     let mut s = RunSettings::with_model(MODEL);
     s.librarian_analyze = crate::settings::Analyze::Always;
+    s.wait_for_analysis = true;
     s.critic_mode = crate::settings::CriticMode::Gate;
     s
 }

@@ -16,7 +16,7 @@ use crate::prompt::reply::{Proposal, Verdict};
 use crate::roles::artisan::{Artisan, Generate};
 use crate::roles::critic::{Critic, Review};
 use crate::roles::history::ResetContext;
-use crate::roles::librarian::{context_budget, GatherContext, Librarian};
+use crate::roles::librarian::{context_budget, Analyse, GatherContext, Librarian};
 use crate::roles::tester::{RunTests, Tester};
 use crate::schema::context::{ContextChoice, ContextRelation, ExcludedFile, RelatedFile};
 use crate::schema::test_run::{CaseStatus, Category, Location, TestCase, TestRun};
@@ -115,12 +115,27 @@ async fn gather(
         iteration: 3,
         last,
         history: Default::default(),
-        cancel: CancellationToken::new(),
     };
-    timeout(NO_HANG, librarian.send(msg))
+    let mut bundle = timeout(NO_HANG, librarian.send(msg))
         .await
         .expect("no hang")
-        .expect("mailbox")
+        .expect("mailbox")?;
+    // As the Supervisor does when the Librarian says an analysis is due.
+    if bundle.analysis_reason.is_some() {
+        let analysis = timeout(
+            NO_HANG,
+            librarian.send(Analyse {
+                iteration: 3,
+                context: Arc::new(bundle.clone()),
+                cancel: CancellationToken::new(),
+            }),
+        )
+        .await
+        .expect("no hang")
+        .expect("mailbox")?;
+        bundle.analysis = Some(analysis).filter(|a| !a.is_empty());
+    }
+    Ok(bundle)
 }
 
 #[actix_rt::test]
@@ -276,7 +291,6 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
         iteration: 2,
         last: None,
         history: Default::default(),
-        cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
         .await
@@ -347,7 +361,6 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
         iteration: 1,
         last: None,
         history: Default::default(),
-        cancel: CancellationToken::new(),
     };
     let bundle = timeout(NO_HANG, librarian.send(msg))
         .await
@@ -394,7 +407,6 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
             iteration,
             last: None,
             history: Default::default(),
-            cancel: CancellationToken::new(),
         };
         timeout(NO_HANG, librarian.send(msg))
             .await

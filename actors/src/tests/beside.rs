@@ -1,0 +1,196 @@
+//! What runs beside what (issue 45): the Librarian's analysis beside the Artisan's call, never
+//! before it unless `librarian.wait_for_analysis`; the review of a passing fix beside Chaos's
+//! round, its verdict in the report, never taken as approved when it did not come in.
+
+use std::time::Duration;
+
+use super::session::*;
+use super::*;
+use crate::schema::report::Status;
+use crate::settings::{Analyze, CriticMode};
+
+/// When each call started and ended, in order: `(role, true)` at its start, `(role, false)` at
+/// its end.
+pub(super) type Order = Arc<Mutex<Vec<(Role, bool)>>>;
+
+/// A model whose calls take a time per role (the Critic's judgements of Chaos's tests as its
+/// reviews), answering `answer(request, n)` like [`llm`]'s, and noting when each call starts
+/// and ends.
+pub(super) struct Timed {
+    pub(super) log: Log,
+    pub(super) order: Order,
+    pub(super) delay: fn(Role) -> Duration,
+    #[allow(clippy::type_complexity)]
+    pub(super) answer: Box<dyn Fn(&ChatRequest, usize) -> ChatReply + Send + Sync>,
+}
+
+#[async_trait::async_trait]
+impl LlmClient for Timed {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+        let request = request.into_inner();
+        let n = {
+            let mut log = self.log.lock().unwrap();
+            let n = log.iter().filter(|r| r.role == request.role).count();
+            log.push(request.clone());
+            n
+        };
+        self.order.lock().unwrap().push((request.role, true));
+        tokio::time::sleep((self.delay)(request.role)).await;
+        self.order.lock().unwrap().push((request.role, false));
+        Ok((self.answer)(&request, n))
+    }
+}
+
+/// Where in `order` the `nth` start (or end) of `role`'s calls is.
+pub(super) fn at(order: &Order, role: Role, start: bool, nth: usize) -> usize {
+    order
+        .lock()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| **e == (role, start))
+        .nth(nth)
+        .map(|(i, _)| i)
+        .unwrap_or_else(|| panic!("no call {nth} of the {role} ({start})"))
+}
+
+fn analysing_team(log: &Log, order: &Order, delay: fn(Role) -> Duration) -> Timed {
+    Timed {
+        log: log.clone(),
+        order: order.clone(),
+        delay,
+        answer: Box::new(|request, _| match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        }),
+    }
+}
+
+/// The Librarian a little faster than the Artisan: its analysis of iteration 1 is in before
+/// iteration 2's call.
+fn librarian_quicker(role: Role) -> Duration {
+    match role {
+        Role::Librarian => Duration::from_millis(60),
+        _ => Duration::from_millis(150),
+    }
+}
+
+fn analysing(wait: bool) -> RunSettings {
+    let mut s = settings();
+    s.librarian_analyze = Analyze::Always;
+    s.wait_for_analysis = wait;
+    s.critic_mode = CriticMode::Off;
+    s
+}
+
+#[actix_rt::test]
+async fn the_analysis_runs_beside_the_artisan_and_reaches_its_next_call() {
+    let (log, order) = (Log::default(), Order::default());
+    let runs = vec![
+        failing("AssertionError"),
+        failing("AssertionError"),
+        passing(),
+    ];
+    let session = Session::new(
+        analysing(false),
+        analysing_team(&log, &order, librarian_quicker),
+        runner(runs),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 2);
+    // The Artisan's first call did not wait for the analysis asked in the same iteration.
+    assert!(at(&order, Role::Artisan, true, 0) < at(&order, Role::Librarian, false, 0));
+    let artisan = requests(&log, Role::Artisan);
+    assert!(!user_prompt(&artisan[0]).contains(ANALYSIS));
+    // Its next call, in iteration 2, has it, marked as the analysis of the earlier failure.
+    let second = user_prompt(&artisan[1]);
+    assert!(
+        second.contains(
+            "# The Librarian's analysis of the tests as they failed before your last proposal"
+        ),
+        "{second}"
+    );
+    assert!(second.contains(ANALYSIS), "{second}");
+    // Iteration 2 asked again; that analysis came in before the run ended and was paid as any.
+    assert_eq!(requests(&log, Role::Librarian).len(), 2);
+    assert_eq!(report.abandoned_calls, 0);
+    let expected = 2.0 * cost_of(LIBRARIAN_USAGE) + 2.0 * cost_of(ARTISAN_USAGE);
+    assert!((report.cost_usd - expected).abs() < 1e-12, "{report:?}");
+}
+
+#[actix_rt::test]
+async fn with_wait_for_analysis_the_artisan_waits_for_it() {
+    let (log, order) = (Log::default(), Order::default());
+    let runs = vec![failing("AssertionError"), passing()];
+    let session = Session::new(
+        analysing(true),
+        analysing_team(&log, &order, librarian_quicker),
+        runner(runs),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert!(at(&order, Role::Librarian, false, 0) < at(&order, Role::Artisan, true, 0));
+    let first = requests(&log, Role::Artisan);
+    let first = user_prompt(&first[0]);
+    assert!(first.contains("# The Librarian's analysis\n"), "{first}");
+    assert!(first.contains(ANALYSIS), "{first}");
+}
+
+#[actix_rt::test]
+async fn an_analysis_still_out_when_the_tests_pass_is_stopped_and_charged_its_reservation() {
+    let (log, order) = (Log::default(), Order::default());
+    let slow_librarian = |role| match role {
+        Role::Librarian => Duration::from_secs(30),
+        _ => Duration::from_millis(10),
+    };
+    let session = Session::new(
+        analysing(false),
+        analysing_team(&log, &order, slow_librarian),
+        runner(vec![failing("AssertionError"), passing()]),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 1, "the Artisan did not wait for it");
+    assert_eq!(report.abandoned_calls, 1);
+    assert!(report.cost_by_role["librarian"] > cost_of(LIBRARIAN_USAGE));
+}
+
+#[actix_rt::test]
+async fn an_analysis_slower_than_an_iteration_is_not_replaced_and_still_arrives() {
+    let (log, order) = (Log::default(), Order::default());
+    let slow_librarian = |role| match role {
+        Role::Librarian => Duration::from_millis(300),
+        _ => Duration::from_millis(120),
+    };
+    let runs = ["alpha", "beta", "gamma", "delta"]
+        .iter()
+        .map(|w| failing(&format!("AssertionError: {w} is wrong")))
+        .chain([passing()])
+        .collect();
+    let session = Session::new(
+        analysing(false),
+        analysing_team(&log, &order, slow_librarian),
+        runner(runs),
+    );
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 4);
+    // Iterations 2 and 3 found iteration 1's analysis still out and asked for none; iteration
+    // 4 had it, and said how old the failure it explains was.
+    let saved = session.store.saved();
+    let asked: Vec<bool> = saved
+        .iterations
+        .iter()
+        .map(|r| r.analysis.is_some())
+        .collect();
+    assert_eq!(asked, vec![true, false, false, true]);
+    let artisan = requests(&log, Role::Artisan);
+    assert!(!user_prompt(&artisan[2]).contains(ANALYSIS));
+    let fourth = user_prompt(&artisan[3]);
+    assert!(
+        fourth.contains("# The Librarian's analysis of the tests as they failed 3 proposals ago\n"),
+        "{fourth}"
+    );
+}
