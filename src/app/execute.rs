@@ -31,7 +31,7 @@ use crate::printers::{self, Printer};
 use crate::process::groups::ProcessGroups;
 use crate::providers;
 use crate::remote;
-use crate::session::SessionDir;
+use crate::session::{SessionDir, WriteBehind};
 use crate::vault;
 use crate::views::{self, Chosen};
 
@@ -289,7 +289,10 @@ pub(crate) async fn execute_in(
     let supervisor = Supervisor::new(RunDeps {
         settings: Arc::new(plan.settings),
         workspace: Arc::new(plan.workspace),
-        store: Arc::new(session),
+        store: Arc::new(
+            WriteBehind::new(session)
+                .map_err(|e| Error::Internal(format!("cannot start the session's writer: {e}")))?,
+        ),
         runner: Arc::new(plan.runner),
         chaos,
         llm: plan.llm,

@@ -238,8 +238,9 @@ impl Default for CircuitBreaker {
 pub struct CriticConfig {
     /// `false` is `mode: off`, whatever `mode` says.
     pub enabled: bool,
-    /// When the review runs: before the tests (`gate`), beside them (`parallel`), `off`, or
-    /// `auto`: `gate` when the tests take longer than a review.
+    /// When the review runs and what it decides: before the tests (`gate`), beside them and
+    /// binding (`binding`) or advising (`parallel`), `off`, or `auto`: `binding` when the tests
+    /// take longer than a review, else `parallel`.
     pub mode: CriticMode,
     pub max_rejections: u32,
 }

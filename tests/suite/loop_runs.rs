@@ -64,8 +64,9 @@ async fn python_fixed_in_two_iterations() {
     assert_eq!(lines[0]["passed"], false);
     assert_eq!(lines[1]["passed"], true);
     for line in &lines {
-        // pytest takes longer than this mock's replies: the review gates the tests.
-        assert_eq!(line["critic"], "gate", "{line}");
+        // pytest takes longer than this mock's replies: the review runs beside the tests and
+        // binds.
+        assert_eq!(line["critic"], "binding", "{line}");
         assert!(line.get("analysis").is_none(), "{line}");
     }
     for n in 0..=2 {

@@ -31,9 +31,14 @@ fn test_runs(dir: &Path) -> usize {
 
 const BROKEN_PY: &str = "def median(values:\n    return None\n";
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_critic_gates_slow_tests_and_stops_a_bad_proposal_before_they_run() {
+/// py-median whose tests take a second and count their starts in `starts`; the Artisan's first
+/// proposal does not parse and the Critic rejects it, its second is the fix. The report, the
+/// iterations' log and how many times the tests started.
+async fn slow_tests_and_a_bad_proposal(config: Option<&str>) -> (Value, Vec<Value>, usize) {
     let dir = fixture("py-median");
+    if let Some(config) = config {
+        write(dir.path(), "ralph.config.yaml", config);
+    }
     let llm = MockLlm::start().await;
     llm.script(
         "artisan",
@@ -49,24 +54,51 @@ async fn the_critic_gates_slow_tests_and_stops_a_bad_proposal_before_they_run() 
             text("Correct.\nVERDICT: APPROVE"),
         ],
     );
-    // Tests slower than any review: `auto` resolves to `gate`.
+    let started = std::time::Instant::now();
     ralph(dir.path(), &llm)
         .args([
             "median.py",
             "-t",
-            "sleep 1; python3 -m pytest -q test_median.py",
+            "echo >> starts; sleep 2; python3 -m pytest -q test_median.py",
         ])
         .assert()
         .code(0);
+    let elapsed = started.elapsed();
+    let starts = std::fs::read_to_string(dir.path().join("starts"))
+        .unwrap()
+        .lines()
+        .count();
     let report = report(dir.path());
     assert_eq!(report["iterations"], 1);
     assert_eq!(report["critic_rejections"], 1);
     assert_eq!(
         test_runs(dir.path()),
         2,
-        "the baseline and the approved fix: the rejected proposal was never tested"
+        "the baseline and the approved fix: the rejected proposal's tests judged nothing"
     );
-    assert_eq!(iterations(dir.path())[0]["critic"], "gate");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    // Three test runs of two seconds would take six: one was stopped early, or never started.
+    assert!(elapsed < Duration::from_millis(5800), "{elapsed:?}");
+    (report, iterations(dir.path()), starts)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_tests_run_beside_a_binding_review_that_stops_them_for_a_bad_proposal() {
+    // Tests slower than any review: `auto` resolves to `binding`. The rejected proposal's
+    // tests started beside its review and were stopped by the rejection.
+    let (_, log, starts) = slow_tests_and_a_bad_proposal(None).await;
+    assert_eq!(log[0]["critic"], "binding");
+    assert_eq!(starts, 3, "the baseline, the stopped run, the approved fix");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_critic_in_gate_mode_stops_a_bad_proposal_before_its_tests_run() {
+    let (_, log, starts) = slow_tests_and_a_bad_proposal(Some("critic: { mode: gate }\n")).await;
+    assert_eq!(log[0]["critic"], "gate");
+    assert_eq!(starts, 2, "the rejected proposal was never run");
 }
 
 #[tokio::test(flavor = "multi_thread")]

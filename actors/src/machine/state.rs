@@ -105,6 +105,9 @@ pub struct Iteration {
     pub critic_mode: CriticMode,
     /// The proposal passed its tests and its review goes on beside Chaos's round.
     pub review_pending: bool,
+    /// The checkpoint the target held when the iteration began (`state.on_disk`): what a
+    /// proposal the Critic rejects during its tests is undone to.
+    pub on_disk: Option<u32>,
 }
 
 impl Iteration {

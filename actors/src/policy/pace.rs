@@ -1,10 +1,11 @@
-//! What an iteration waits for: whether the Librarian's analysis is worth a model call before
-//! the Artisan's, and whether the Critic's review gates the tests or runs beside them.
+//! What an iteration waits for: whether the Librarian's analysis is worth a model call, and
+//! whether the Critic's review binds the proposal or only advises.
 //!
 //! Each call on an iteration's critical path costs the user a model's latency (5–30 s with
 //! real models), so a call is on the path only where it pays: the analysis when the Artisan
-//! cannot already see the failure whole, the review before the tests only when the tests are
-//! slower than a review (there it saves a test run on a bad proposal).
+//! cannot already see the failure whole (and then beside the Artisan's call), the review
+//! always beside the tests, binding only when the tests are slower than a review (there a
+//! rejection stops a slow test run of a bad proposal).
 
 use std::time::Duration;
 
@@ -26,12 +27,16 @@ pub enum Analyze {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CriticMode {
-    /// `gate` when the baseline test run took longer than a review is expected to, else
+    /// `binding` when the last test run took longer than a review is expected to, else
     /// `parallel`.
     #[default]
     Auto,
-    /// The review comes first; a rejected proposal goes back to the Artisan untested.
+    /// The review comes first; a rejected proposal goes back to the Artisan untested (no code
+    /// runs that the Critic has not approved).
     Gate,
+    /// The review runs beside the tests and binds: a rejection stops the tests and sends the
+    /// proposal back, as `gate` does, without the review's latency on a proposal it approves.
+    Binding,
     /// The review runs beside the tests; a rejection of a passing fix is kept as a note, a
     /// review of a failing one reaches the Artisan if it is in by the next call.
     Parallel,
@@ -43,6 +48,7 @@ impl CriticMode {
         match self {
             CriticMode::Auto => "auto",
             CriticMode::Gate => "gate",
+            CriticMode::Binding => "binding",
             CriticMode::Parallel => "parallel",
             CriticMode::Off => "off",
         }
@@ -99,14 +105,15 @@ pub fn analysis(mode: Analyze, last: Shown, history: History) -> Option<&'static
     }
 }
 
-/// What `auto` resolves to: the review gates the tests when the tests take longer than a
-/// review is expected to (the Critic's last call, else the shortest call of the run so far);
-/// with nothing measured yet, it gates, as before `auto`.
+/// What `auto` resolves to: the review binds when the tests take longer than a review is
+/// expected to (the Critic's last call, else the shortest call of the run so far), and with
+/// nothing measured yet; otherwise it only advises (`parallel`): fast tests are a cheaper judge
+/// of a passing fix than another iteration.
 pub fn critic_mode(mode: CriticMode, tests: Duration, review: Option<Duration>) -> CriticMode {
     match mode {
         CriticMode::Auto => match review {
             Some(review) if tests < review => CriticMode::Parallel,
-            _ => CriticMode::Gate,
+            _ => CriticMode::Binding,
         },
         other => other,
     }
@@ -179,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_gates_only_tests_slower_than_a_review() {
+    fn auto_binds_only_tests_slower_than_a_review() {
         let s = Duration::from_secs;
         assert_eq!(
             critic_mode(CriticMode::Auto, s(1), Some(s(5))),
@@ -187,10 +194,18 @@ mod tests {
         );
         assert_eq!(
             critic_mode(CriticMode::Auto, s(9), Some(s(5))),
-            CriticMode::Gate
+            CriticMode::Binding
         );
-        assert_eq!(critic_mode(CriticMode::Auto, s(1), None), CriticMode::Gate);
-        for fixed in [CriticMode::Gate, CriticMode::Parallel, CriticMode::Off] {
+        assert_eq!(
+            critic_mode(CriticMode::Auto, s(1), None),
+            CriticMode::Binding
+        );
+        for fixed in [
+            CriticMode::Gate,
+            CriticMode::Binding,
+            CriticMode::Parallel,
+            CriticMode::Off,
+        ] {
             assert_eq!(critic_mode(fixed, s(1), Some(s(5))), fixed);
         }
     }

@@ -4,8 +4,9 @@
 //! - [`run`]: a run as a value: its parts ([`run::RunDeps`], the ledger, the event bus and the
 //!   stop signal passed in) and its bookkeeping;
 //! - `driver`: [`run::Run::execute`], the one loop that steps every state;
-//! - `steps`: what each state does and which comes next; `memory`: recall and record;
-//!   `review`: the Critic's review beside the tests (and beside Chaos's round); `analysis`: the
+//! - `steps`: what each state does and which comes next; `testing`: the test runs; `memory`: recall and record;
+//!   `review`: the Critic's review beside the tests (and beside Chaos's round); `binding`: the
+//!   review beside the tests that stops them when it rejects; `analysis`: the
 //!   Librarian's analysis beside the Artisan's call; `pending`: a role's answer under way
 //!   while the run goes on; `chaos`: Chaos's rounds on a passing fix; `mutation`: the mutation score of the changed lines and the rounds that kill its
 //!   survivors; `replay`: counterexamples kept as named regression tests; `breaker`: asking the user before the circuit breaker stops a run;
@@ -17,6 +18,7 @@
 pub mod actor;
 mod analysis;
 mod ask;
+mod binding;
 mod breaker;
 mod chaos;
 mod checkpoints;
@@ -31,3 +33,4 @@ mod replay;
 mod review;
 pub mod run;
 mod steps;
+mod testing;

@@ -3,9 +3,12 @@
 //! Chaos's round when Chaos attacks the fix next; when they fail, left to come in while the next
 //! iteration's calls run.
 
+use std::sync::Arc;
+
 use crate::events::event::Event;
 use crate::machine::state::{Iteration, Outcome};
 use crate::policy::pace::CriticMode;
+use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::Verdict;
 use crate::role::Role;
 use crate::roles::critic::Review;
@@ -17,17 +20,18 @@ impl Run {
     /// Sends `code` to the Critic without waiting for the verdict.
     pub(super) fn start_review(
         &self,
-        it: &Iteration,
+        n: u32,
+        context: Arc<ContextBundle>,
         code: String,
-    ) -> Result<PendingReview, Outcome> {
+    ) -> PendingReview {
         let cancel = self.steps.child_token();
         let request = self.team.critic.send(Review {
-            iteration: it.n,
-            context: self.context_of(it)?,
+            iteration: n,
+            context,
             code,
             cancel: cancel.clone(),
         });
-        Ok(Pending::new(Role::Critic, it.n, cancel, request))
+        Pending::new(Role::Critic, n, cancel, request)
     }
 
     /// Waits for the review of a proposal whose tests passed, unless the run is stopped.

@@ -14,7 +14,6 @@ use crate::events::event::Event;
 use crate::machine::hooks::Gate;
 use crate::machine::state::{Iteration, Next, Outcome, State};
 use crate::memory::attempt::{diff, hypothesis};
-use crate::policy::criteria;
 use crate::policy::entropy::{fingerprint, headline};
 use crate::policy::integrity;
 use crate::policy::pace::{self, CriticMode, History};
@@ -24,7 +23,6 @@ use crate::roles::artisan::Generate;
 use crate::roles::caller::watched;
 use crate::roles::critic::Review;
 use crate::roles::librarian::GatherContext;
-use crate::roles::tester::RunTests;
 use crate::schema::attempt::FixAttempt;
 use crate::schema::report::{Status, TestsSnapshot};
 use crate::schema::state::{timestamp, IterationRecord};
@@ -88,6 +86,7 @@ impl Run {
             written: None,
             critic_mode: s.critic_mode,
             review_pending: false,
+            on_disk: self.state.on_disk,
         };
         self.events.emit(Event::IterationStarted {
             iteration: n,
@@ -256,13 +255,13 @@ impl Run {
             return Ok(Next::Continue(State::Write(it, Some(code))));
         }
         it.rejections += 1;
+        self.state.critic_rejections += 1;
         it.critique = Some(verdict.reasons);
         Ok(Next::Continue(State::Generate(it)))
     }
 
     /// Writes the proposal to the target, atomically; without one the file stays as it was.
     pub(super) async fn write(&mut self, mut it: Box<Iteration>, code: Option<String>) -> Step {
-        self.state.critic_rejections += it.rejections;
         match &code {
             Some(code) => {
                 // From here until its tests have run, the file holds an untested proposal.
@@ -288,12 +287,20 @@ impl Run {
     /// failing one does not, and its review reaches the Artisan if it is in by the next call.
     pub(super) async fn run_tests(&mut self, mut it: Box<Iteration>) -> Step {
         let review = match (&it.written, it.critic_mode) {
+            (Some(code), CriticMode::Binding) => {
+                let code = code.clone();
+                return self.binding(it, code).await;
+            }
             (Some(code), CriticMode::Parallel | CriticMode::Auto) => {
-                Some(self.start_review(&it, code.clone())?)
+                Some((self.context_of(&it)?, code.clone()))
             }
             _ => None,
         };
-        let run = self.test(it.n).await?;
+        // The tests first: they are on the path, the review beside them.
+        let tests = self.start_tests(self.steps.child_token());
+        let review = review.map(|(context, code)| self.start_review(it.n, context, code));
+        let run = self.tests_answered(tests.await)?;
+        let run = self.tests_ran(it.n, run).await?;
         if let Some(review) = review {
             if run.criteria_met() {
                 self.passing_review(&mut it, review).await?;
@@ -473,46 +480,6 @@ impl Run {
                 message: mailbox.to_string(),
             })),
         }
-    }
-
-    /// Runs the tests for iteration `n` (0: the baseline), judges the criteria and saves the
-    /// results. The runner hears the cancel token itself and kills its process group, so this
-    /// waits for it rather than abandon a running child.
-    async fn test(&mut self, n: u32) -> std::result::Result<Arc<TestRun>, Outcome> {
-        let answer = self
-            .team
-            .tester
-            .send(RunTests {
-                cancel: self.steps.child_token(),
-            })
-            .await;
-        if self.steps.is_cancelled() {
-            return Err(self.cancelled());
-        }
-        let mut run = match answer {
-            Ok(Ok(run)) => run,
-            Ok(Err(e)) => return Err(self.fail(e)),
-            Err(mailbox) => {
-                return Err(self.fail(Error::Stopped {
-                    role: Role::Tester,
-                    message: mailbox.to_string(),
-                }))
-            }
-        };
-        criteria::judge(&mut run, &self.settings.thresholds());
-        if !run.criteria_met() {
-            self.fingerprints.push(fingerprint(&run));
-        }
-        self.test_ms += run.duration_ms;
-        self.events.emit(Event::TestsFinished {
-            iteration: n,
-            tests: TestsSnapshot::from(&run),
-        });
-        let run = Arc::new(run);
-        let save = self.store.save_test_results(n, &run);
-        watched(&self.steps, save).await.map_err(|e| self.fail(e))?;
-        self.last_run = Some(run.clone());
-        Ok(run)
     }
 
     /// Saves the state: after every iteration, so an interrupted session resumes from there.

@@ -194,3 +194,129 @@ async fn an_analysis_slower_than_an_iteration_is_not_replaced_and_still_arrives(
         "{fourth}"
     );
 }
+
+/// Test runs that take a time each (the first `runs` entry for the first run, and so on),
+/// cut short by the cancel token as a real runner kills its process group.
+struct TimedRunner {
+    runs: Mutex<std::collections::VecDeque<(Duration, TestRun)>>,
+    /// How many runs were stopped before their end.
+    stopped: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl TestRunner for TimedRunner {
+    async fn run(&self, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
+        let (took, run) = self
+            .runs
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("a scripted run");
+        tokio::select! {
+            _ = tokio::time::sleep(took) => Ok(run),
+            _ = cancel.cancelled() => {
+                self.stopped.fetch_add(1, Ordering::SeqCst);
+                Ok(TestRun { output: "stopped".into(), ..failing("stopped") })
+            }
+        }
+    }
+
+    fn command(&self) -> String {
+        "pytest".into()
+    }
+}
+
+/// The Critic rejects its first review and approves the rest, after `review`; the Artisan
+/// answers `FIXED` at once.
+fn critic_rejects_once(log: &Log, order: &Order, review: fn(Role) -> Duration) -> Timed {
+    Timed {
+        log: log.clone(),
+        order: order.clone(),
+        delay: review,
+        answer: Box::new(|request, n| match (request.role, n) {
+            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            (Role::Critic, 0) => reply("VERDICT: REJECT\n- an empty list must raise", CRITIC_USAGE),
+            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+        }),
+    }
+}
+
+fn binding() -> RunSettings {
+    let mut s = settings();
+    s.librarian_analyze = Analyze::Never;
+    s.critic_mode = CriticMode::Binding;
+    s
+}
+
+#[actix_rt::test]
+async fn a_binding_rejection_stops_the_slow_tests_and_sends_the_proposal_back() {
+    let (log, order) = (Log::default(), Order::default());
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let runner = TimedRunner {
+        runs: Mutex::new(
+            [
+                (Duration::ZERO, failing("AssertionError")),
+                // The first proposal's tests would take a minute: the rejection stops them.
+                (Duration::from_secs(60), passing()),
+                (Duration::from_millis(200), passing()),
+            ]
+            .into(),
+        ),
+        stopped: stopped.clone(),
+    };
+    let review = |role| match role {
+        Role::Critic => Duration::from_millis(100),
+        _ => Duration::ZERO,
+    };
+    let session = Session::new(binding(), critic_rejects_once(&log, &order, review), runner);
+    let started = std::time::Instant::now();
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the slow run was stopped"
+    );
+    assert_eq!(stopped.load(Ordering::SeqCst), 1);
+    assert_eq!((report.iterations, report.critic_rejections), (1, 1));
+    let artisan = requests(&log, Role::Artisan);
+    assert!(user_prompt(&artisan[1]).contains("an empty list must raise"));
+    // The stopped run judged nothing: only the baseline's and the approved proposal's runs count.
+    let saved = session.store.saved();
+    let runs: Vec<u32> = saved.results.iter().map(|(n, _)| *n).collect();
+    assert_eq!(runs, vec![0, 1]);
+    assert_eq!(saved.iterations[0].critic.as_deref(), Some("binding"));
+    assert!(saved.iterations[0].critic_approved);
+}
+
+#[actix_rt::test]
+async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rejected() {
+    let (log, order) = (Log::default(), Order::default());
+    let runner = TimedRunner {
+        runs: Mutex::new(
+            [
+                (Duration::ZERO, failing("AssertionError")),
+                (Duration::from_millis(10), passing()),
+                (Duration::from_millis(10), passing()),
+            ]
+            .into(),
+        ),
+        stopped: Arc::default(),
+    };
+    // The tests end before the review does.
+    let review = |role| match role {
+        Role::Critic => Duration::from_millis(150),
+        _ => Duration::ZERO,
+    };
+    let session = Session::new(binding(), critic_rejects_once(&log, &order, review), runner);
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!((report.iterations, report.critic_rejections), (1, 1));
+    assert_eq!(requests(&log, Role::Artisan).len(), 2);
+    assert_eq!(
+        report.fix_review.map(|r| r.verdict),
+        Some(crate::schema::report::FixVerdict::Approved)
+    );
+    // The rejected proposal's passing run was set aside: one run for iteration 1.
+    let saved = session.store.saved();
+    assert_eq!(saved.results.iter().filter(|(n, _)| *n == 1).count(), 1);
+}

@@ -4,7 +4,8 @@
 //! the target the run may go back to (`checkpoints/iteration-<N>`, 0 the original).
 //!
 //! Every file but the append-only log is written atomically, so an interrupted run leaves each
-//! file whole: the previous version or the new one.
+//! file whole: the previous version or the new one. A run writes through [`WriteBehind`] (in
+//! `behind`), which does the writes in order on a thread of its own.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::fsutil::write_atomic;
+
+mod behind;
+
+pub use behind::WriteBehind;
 
 pub const RALPH_DIR: &str = ".ralph";
 
