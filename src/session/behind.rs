@@ -189,3 +189,63 @@ impl SessionStore for WriteBehind {
         self.dir.load_checkpoint(iteration).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_in(dir: std::path::PathBuf) -> WriteBehind {
+        WriteBehind::new(SessionDir {
+            id: "test".into(),
+            dir,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn writes_reach_the_disk_in_order_and_a_read_waits_for_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(tmp.path().to_path_buf());
+        block_on(async {
+            for i in 0..50 {
+                store.save_checkpoint(1, &format!("v{i}")).await.unwrap();
+            }
+            // The read comes after 50 queued writes of the same file: it sees the last.
+            assert_eq!(
+                store.load_checkpoint(1).await.unwrap().as_deref(),
+                Some("v49")
+            );
+        });
+    }
+
+    #[test]
+    fn a_failed_write_fails_the_next_call_to_the_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A session folder that is a file: nothing can be written under it.
+        let file = tmp.path().join("not-a-folder");
+        std::fs::write(&file, "").unwrap();
+        let store = store_in(file);
+        block_on(store.save_checkpoint(1, "queued")).unwrap();
+        assert!(store.flush().is_err());
+        assert!(block_on(store.save_checkpoint(2, "refused")).is_err());
+        assert!(block_on(store.load_checkpoint(1)).is_err());
+    }
+
+    #[test]
+    fn dropping_the_store_writes_everything_it_queued() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(tmp.path().to_path_buf());
+        for i in 0..20 {
+            block_on(store.save_checkpoint(i, &format!("c{i}"))).unwrap();
+        }
+        drop(store);
+        let dir = SessionDir {
+            id: "test".into(),
+            dir: tmp.path().to_path_buf(),
+        };
+        for i in 0..20 {
+            let saved = block_on(dir.load_checkpoint(i)).unwrap();
+            assert_eq!(saved.as_deref(), Some(format!("c{i}").as_str()));
+        }
+    }
+}

@@ -366,6 +366,21 @@ async fn many_failures_get_the_librarian_s_analysis_beside_the_first_call_and_in
         "the Artisan's first call waited for the analysis"
     );
     assert_eq!(log[0]["analysis"], "many tests fail");
+    // The report's timings count the analysis beside the Artisan's call once: the overhead is
+    // the time nothing was in flight, not the wall time less the calls added up.
+    let calls: u64 = events
+        .iter()
+        .filter(|e| e["type"] == "llm_call_finished")
+        .map(|e| e["duration_ms"].as_u64().unwrap())
+        .sum();
+    let t = &report["timings"];
+    let (llm, overhead) = (
+        t["llm_ms"].as_u64().unwrap(),
+        t["overhead_ms"].as_u64().unwrap(),
+    );
+    assert!(llm + 500 <= calls, "{t} against {calls} ms of calls");
+    assert!(llm <= report["duration_ms"].as_u64().unwrap(), "{report:#}");
+    assert!(overhead > 0, "{t}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

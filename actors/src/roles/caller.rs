@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +24,7 @@ use crate::role::Role;
 use crate::roles::local_guard::{LocalGuard, Seal};
 use crate::roles::switch::ModelSwitch;
 use crate::roles::thought::Thoughts;
+use crate::roles::waits::Waits;
 use crate::schema::report::FallbackRecord;
 use crate::schema::usage::Usage;
 use crate::settings::ModelSpec;
@@ -38,8 +38,8 @@ pub struct Caller {
     pub counter: Arc<dyn TokenCounter>,
     pub ledger: Arc<Ledger>,
     pub events: EventBus,
-    /// Milliseconds spent waiting on models, for the report's timings.
-    pub llm_ms: AtomicU64,
+    /// When calls were in flight, for the report's timings; the Supervisor adds its test runs.
+    pub waits: Waits,
     fallbacks: Mutex<Vec<FallbackRecord>>,
     /// Models that failed for good this run (a refused key, a missing provider): skipped.
     dead: Mutex<BTreeSet<String>>,
@@ -78,7 +78,7 @@ impl Caller {
             counter,
             ledger,
             events,
-            llm_ms: AtomicU64::new(0),
+            waits: Waits::default(),
             fallbacks: Mutex::new(Vec::new()),
             dead: Mutex::new(BTreeSet::new()),
             windows: BTreeMap::new(),
@@ -296,6 +296,7 @@ impl Caller {
             },
             _ = cancel.cancelled() => {
                 thoughts.finish(None);
+                self.waits.call(started);
                 // The provider may still bill a request we abandoned, and no usage will come:
                 // it keeps its reservation.
                 let charged = self.ledger.charge_abandoned(grant);
@@ -310,7 +311,7 @@ impl Caller {
         thoughts.finish(result.as_ref().ok().map(|r| r.text.as_str()));
         let took = started.elapsed();
         let duration_ms = took.as_millis() as u64;
-        self.llm_ms.fetch_add(duration_ms, Ordering::Relaxed);
+        self.waits.call(started);
         let mut reply = match result {
             Ok(reply) => {
                 lock(&self.last_call).insert(role, took);

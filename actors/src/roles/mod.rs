@@ -5,7 +5,7 @@
 //! `SealTexts`, `SealRecord`, `Check`), through which every text bound for a model passes.
 //! [`caller`] is what the model-calling roles share (metered calls, fallbacks, context use);
 //! [`history`] the conversation a role may keep; [`switch`] a role's model as a person changes it
-//! mid-run; `thought` gathers a call's streamed text into the thought stream's events.
+//! mid-run; [`waits`] when calls and test runs were in flight (the report's timings); `thought` gathers a call's streamed text into the thought stream's events.
 
 pub mod artisan;
 pub mod caller;
@@ -18,3 +18,4 @@ pub mod switch;
 pub mod tester;
 pub(crate) mod thought;
 pub mod vault;
+pub mod waits;

@@ -171,11 +171,12 @@ impl From<&TestRun> for TestsSnapshot {
 /// Where the wall time went, so orchestration overhead can be read off every run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timings {
-    /// Time spent waiting on model calls.
+    /// Time at least one model call was in flight (calls beside each other count once).
     pub llm_ms: u64,
-    /// Time spent running test commands.
+    /// Time spent running test commands (their durations added up).
     pub test_ms: u64,
-    /// The rest: reading and writing files, prompts, parsing, actors.
+    /// The time no model call and no test run was in flight: reading and writing files,
+    /// prompts, parsing, actors.
     pub overhead_ms: u64,
 }
 

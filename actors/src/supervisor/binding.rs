@@ -40,7 +40,7 @@ impl Run {
                     if !heard.approved && binds {
                         stop_tests.cancel();
                         if let Ok(Ok(run)) = (&mut tests).await {
-                            self.test_ms += run.duration_ms;
+                            self.timed(run.duration_ms);
                         }
                         return self.send_back(it, heard.reasons).await;
                     }
@@ -68,7 +68,7 @@ impl Run {
         };
         if let Some(verdict) = verdict {
             if !verdict.approved && binds {
-                self.test_ms += run.duration_ms;
+                self.timed(run.duration_ms);
                 return self.send_back(it, verdict.reasons).await;
             }
             if !verdict.approved {

@@ -371,7 +371,7 @@ impl Run {
         round: u32,
         run: &TestRun,
     ) -> Result<(), Outcome> {
-        self.test_ms += run.duration_ms;
+        self.timed(run.duration_ms);
         let save = self.store.save_adversarial_results(n, round, run);
         watched(&self.steps, save).await.map_err(|e| self.fail(e))
     }

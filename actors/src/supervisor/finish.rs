@@ -1,7 +1,6 @@
 //! The end of a run: the report, built from the state, saved and emitted as the last event.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::events::event::Event;
@@ -34,12 +33,15 @@ impl Run {
         }
         self.sync_state();
         let wall_ms = self.started.elapsed().as_millis() as u64;
-        let llm_ms = self.caller.llm_ms.load(Ordering::Relaxed);
+        // Calls run beside calls and beside test runs: the overhead is the time nothing was in
+        // flight, not the wall time less the sum of the waits.
+        let llm_ms = self.caller.waits.calls_ms();
+        let busy_ms = self.caller.waits.busy_ms();
         let test_ms = self.test_ms;
         let t = &mut self.state.timings;
         t.llm_ms += llm_ms;
         t.test_ms += test_ms;
-        t.overhead_ms += wall_ms.saturating_sub(llm_ms + test_ms);
+        t.overhead_ms += wall_ms.saturating_sub(busy_ms);
         self.state.elapsed_ms += wall_ms;
         // An interrupted session stays resumable; any other end is final.
         self.state.status = status.as_str().to_string();

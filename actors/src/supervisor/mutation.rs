@@ -126,7 +126,7 @@ impl Run {
                 }))
             }
         };
-        self.test_ms += run.duration_ms;
+        self.timed(run.duration_ms);
         let ran = run.mutants.len() as u32;
         let mutants = match (self.mutation.take(), survivors_only) {
             (Some(mut earlier), true) => {

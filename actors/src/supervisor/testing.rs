@@ -3,6 +3,7 @@
 //! that judges its proposal, counted, shown, saved and kept as the last run.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -68,7 +69,7 @@ impl Run {
         if !run.criteria_met() {
             self.fingerprints.push(fingerprint(&run));
         }
-        self.test_ms += run.duration_ms;
+        self.timed(run.duration_ms);
         self.events.emit(Event::TestsFinished {
             iteration: n,
             tests: TestsSnapshot::from(&run),
@@ -78,5 +79,12 @@ impl Run {
         watched(&self.steps, save).await.map_err(|e| self.fail(e))?;
         self.last_run = Some(run.clone());
         Ok(run)
+    }
+
+    /// A test run that took `duration_ms` and has just ended, counted as test time (its own,
+    /// and the span it was in flight for the overhead the report gives).
+    pub(super) fn timed(&mut self, duration_ms: u64) {
+        self.test_ms += duration_ms;
+        self.caller.waits.tests(Duration::from_millis(duration_ms));
     }
 }

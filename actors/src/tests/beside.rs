@@ -320,3 +320,52 @@ async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rej
     let saved = session.store.saved();
     assert_eq!(saved.results.iter().filter(|(n, _)| *n == 1).count(), 1);
 }
+
+#[actix_rt::test]
+async fn once_the_rejections_are_spent_a_binding_proposal_is_judged_by_its_tests() {
+    let (log, order) = (Log::default(), Order::default());
+    let runner = TimedRunner {
+        runs: Mutex::new(
+            [
+                (Duration::ZERO, failing("AssertionError")),
+                (Duration::from_millis(10), passing()),
+                (Duration::from_millis(10), passing()),
+            ]
+            .into(),
+        ),
+        stopped: Arc::default(),
+    };
+    // A Critic that rejects every proposal, with one rejection allowed per iteration.
+    let critic = Timed {
+        log: log.clone(),
+        order: order.clone(),
+        delay: |role| match role {
+            Role::Critic => Duration::from_millis(50),
+            _ => Duration::ZERO,
+        },
+        answer: Box::new(|request, _| match request.role {
+            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("VERDICT: REJECT\n- not convinced", CRITIC_USAGE),
+        }),
+    };
+    let mut settings = binding();
+    settings.critic_max_rejections = 1;
+    let session = Session::new(settings, critic, runner);
+    let report = session.run().await;
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!((report.iterations, report.critic_rejections), (1, 1));
+    assert_eq!(requests(&log, Role::Artisan).len(), 2);
+    assert_eq!(
+        report.fix_review.map(|r| r.verdict),
+        Some(crate::schema::report::FixVerdict::Rejected),
+        "a fix the Critic rejected is never reported as approved"
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("the Critic rejected 2 proposals; the tests judge the last one")),
+        "{:?}",
+        report.warnings
+    );
+}
