@@ -226,6 +226,21 @@ impl TestRunner for TimedRunner {
     }
 }
 
+/// The baseline fails; every proposal's tests then pass within 10 ms.
+fn fails_then_passes_quickly() -> TimedRunner {
+    TimedRunner {
+        runs: Mutex::new(
+            [
+                (Duration::ZERO, failing("AssertionError")),
+                (Duration::from_millis(10), passing()),
+                (Duration::from_millis(10), passing()),
+            ]
+            .into(),
+        ),
+        stopped: Arc::default(),
+    }
+}
+
 /// The Critic rejects its first review and approves the rest, after `review`; the Artisan
 /// answers `FIXED` at once.
 fn critic_rejects_once(log: &Log, order: &Order, review: fn(Role) -> Duration) -> Timed {
@@ -291,17 +306,7 @@ async fn a_binding_rejection_stops_the_slow_tests_and_sends_the_proposal_back() 
 #[actix_rt::test]
 async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rejected() {
     let (log, order) = (Log::default(), Order::default());
-    let runner = TimedRunner {
-        runs: Mutex::new(
-            [
-                (Duration::ZERO, failing("AssertionError")),
-                (Duration::from_millis(10), passing()),
-                (Duration::from_millis(10), passing()),
-            ]
-            .into(),
-        ),
-        stopped: Arc::default(),
-    };
+    let runner = fails_then_passes_quickly();
     // The tests end before the review does.
     let review = |role| match role {
         Role::Critic => Duration::from_millis(150),
@@ -324,17 +329,7 @@ async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rej
 #[actix_rt::test]
 async fn once_the_rejections_are_spent_a_binding_proposal_is_judged_by_its_tests() {
     let (log, order) = (Log::default(), Order::default());
-    let runner = TimedRunner {
-        runs: Mutex::new(
-            [
-                (Duration::ZERO, failing("AssertionError")),
-                (Duration::from_millis(10), passing()),
-                (Duration::from_millis(10), passing()),
-            ]
-            .into(),
-        ),
-        stopped: Arc::default(),
-    };
+    let runner = fails_then_passes_quickly();
     // A Critic that rejects every proposal, with one rejection allowed per iteration.
     let critic = Timed {
         log: log.clone(),
