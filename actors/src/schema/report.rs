@@ -193,6 +193,17 @@ pub enum FixVerdict {
     Unreviewed,
 }
 
+impl FixVerdict {
+    /// The verdict of a review that came in.
+    pub fn of(approved: bool) -> FixVerdict {
+        if approved {
+            FixVerdict::Approved
+        } else {
+            FixVerdict::Rejected
+        }
+    }
+}
+
 /// The review of the last proposal whose tests passed (the fix a successful run ends with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixReview {

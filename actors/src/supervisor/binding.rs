@@ -72,11 +72,7 @@ impl Run {
                 return self.send_back(it, verdict.reasons).await;
             }
             if !verdict.approved {
-                self.warn(format!(
-                    "iteration {}: the Critic rejected {} proposals; the tests judge the last one",
-                    it.n,
-                    it.sent_back() + 1
-                ));
+                self.rejections_spent(&it);
             }
             it.approved = verdict.approved;
         }
@@ -94,9 +90,7 @@ impl Run {
             .map_err(|e| self.fail(e))?;
         self.state.on_disk = it.on_disk;
         it.written = None;
-        it.rejections += 1;
-        self.state.critic_rejections += 1;
-        it.critique = Some(reasons);
+        self.rejected(&mut it, reasons);
         Ok(Next::Continue(State::Generate(it)))
     }
 }

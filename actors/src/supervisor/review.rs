@@ -68,7 +68,7 @@ impl Run {
         }
         let verdict = self.await_review(review).await?;
         it.approved = verdict.approved;
-        self.rejected_passing(it.n, &verdict);
+        self.passing_heard(it.n, &verdict);
         Ok(())
     }
 
@@ -80,8 +80,7 @@ impl Run {
         };
         let n = review.iteration;
         let verdict = self.await_review(review).await?;
-        self.rejected_passing(n, &verdict);
-        self.reviewed(n, verdict.approved);
+        self.passing_heard(n, &verdict);
         Ok(())
     }
 
@@ -93,26 +92,20 @@ impl Run {
                 iteration: it.n,
                 verdict: if it.review_pending {
                     FixVerdict::Unreviewed
-                } else if it.approved {
-                    FixVerdict::Approved
                 } else {
-                    FixVerdict::Rejected
+                    FixVerdict::of(it.approved)
                 },
             }),
         };
     }
 
-    fn reviewed(&mut self, n: u32, approved: bool) {
+    /// The verdict on iteration `n`'s passing proposal: the report's `fix_review` when it is
+    /// that iteration's (a review heard after the iteration was recorded), and a note for a
+    /// rejection.
+    fn passing_heard(&mut self, n: u32, verdict: &Verdict) {
         if let Some(review) = self.state.fix_review.as_mut().filter(|r| r.iteration == n) {
-            review.verdict = if approved {
-                FixVerdict::Approved
-            } else {
-                FixVerdict::Rejected
-            };
+            review.verdict = FixVerdict::of(verdict.approved);
         }
-    }
-
-    fn rejected_passing(&self, n: u32, verdict: &Verdict) {
         if !verdict.approved {
             self.events.emit(Event::Note {
                 message: format!(
@@ -178,8 +171,7 @@ impl Run {
             match review.poll_now() {
                 Some(Ok(verdict)) => {
                     self.heard(n, &verdict);
-                    self.rejected_passing(n, &verdict);
-                    self.reviewed(n, verdict.approved);
+                    self.passing_heard(n, &verdict);
                 }
                 _ => {
                     review.stop().await;

@@ -248,16 +248,28 @@ impl Run {
             return Ok(Next::Continue(State::Write(it, Some(code))));
         }
         if it.sent_back() >= self.settings.critic_max_rejections {
-            self.warn(format!(
-                "iteration {n}: the Critic rejected {} proposals; the tests judge the last one",
-                it.sent_back() + 1
-            ));
+            self.rejections_spent(&it);
             return Ok(Next::Continue(State::Write(it, Some(code))));
         }
+        self.rejected(&mut it, verdict.reasons);
+        Ok(Next::Continue(State::Generate(it)))
+    }
+
+    /// The Critic rejected iteration `it`'s proposal and it goes back to the Artisan with the
+    /// reasons (`gate`, `binding`).
+    pub(super) fn rejected(&mut self, it: &mut Iteration, reasons: String) {
         it.rejections += 1;
         self.state.critic_rejections += 1;
-        it.critique = Some(verdict.reasons);
-        Ok(Next::Continue(State::Generate(it)))
+        it.critique = Some(reasons);
+    }
+
+    /// The Critic rejected a proposal past its allowance: the tests judge it.
+    pub(super) fn rejections_spent(&self, it: &Iteration) {
+        self.warn(format!(
+            "iteration {}: the Critic rejected {} proposals; the tests judge the last one",
+            it.n,
+            it.sent_back() + 1
+        ));
     }
 
     /// Writes the proposal to the target, atomically; without one the file stays as it was.
