@@ -1,12 +1,13 @@
 //! The project's files as the actors see them, read fresh from disk on every call.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ralph_actors::ports::workspace::{SourceFile, Workspace, WorkspaceError};
 use ralph_actors::schema::context::ContextPack;
 
 use crate::context::pack::{pack_counted, PackRequest};
-use crate::context::ImportGraph;
+use crate::context::{GraphMemory, ImportGraph};
 use crate::providers::tokens::TiktokenCounter;
 
 use crate::fsutil::write_atomic;
@@ -19,6 +20,9 @@ pub struct FsWorkspace {
     pub test_file: Option<PathBuf>,
     pub prompt_file: Option<PathBuf>,
     pub manifest: Option<PathBuf>,
+    /// The import graph's cache from the last build of this run (the warm-up's, then each
+    /// iteration's): a build reads `.ralph/graph-cache.bin` only when it is empty.
+    pub graph: Arc<GraphMemory>,
 }
 
 impl FsWorkspace {
@@ -90,26 +94,32 @@ impl Workspace for FsWorkspace {
             self.test_file.clone(),
         );
         let model = model.to_string();
-        // Parsing, reading and counting are blocking work; the graph's cache under
-        // `.ralph/` keeps a later iteration to the files that changed (usually the target).
+        let memory = self.graph.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // Parsing, reading and counting are blocking work; the graph's cache, kept in memory
+        // for the run, keeps a later iteration to the files that changed (usually the
+        // target). The pack goes back first; the cache is saved under `.ralph/` after, off
+        // the iteration's path (a run ends only once its blocking work has).
         tokio::task::spawn_blocking(move || {
-            let graph =
-                ImportGraph::build(&root).map_err(|e| WorkspaceError::Graph(e.to_string()))?;
-            let counter = TiktokenCounter::new();
-            let request = PackRequest {
-                target: &target,
-                test_file: test_file.as_deref(),
-                budget: budget_tokens,
-            };
-            Ok(pack_counted(
-                &graph,
-                &request,
-                &|text| text.len() as u64,
-                &|text| counter.count_text(&model, text),
-            ))
-        })
-        .await
-        .map_err(|e| WorkspaceError::Internal(e.to_string()))?
+            let pack = ImportGraph::build_kept(&root, &memory)
+                .map_err(|e| WorkspaceError::Graph(e.to_string()))
+                .map(|graph| {
+                    let counter = TiktokenCounter::new();
+                    let request = PackRequest {
+                        target: &target,
+                        test_file: test_file.as_deref(),
+                        budget: budget_tokens,
+                    };
+                    pack_counted(&graph, &request, &|text| text.len() as u64, &|text| {
+                        counter.count_text(&model, text)
+                    })
+                });
+            // The caller may be gone (the run was cancelled): the cache is still worth saving.
+            let _ = tx.send(pack);
+            memory.persist();
+        });
+        rx.await
+            .map_err(|_| WorkspaceError::Internal("the context's build stopped".into()))?
     }
 }
 
@@ -151,6 +161,7 @@ mod tests {
             prompt_file: None,
             manifest: None,
             root,
+            graph: Arc::default(),
         };
         (dir, ws)
     }
@@ -193,7 +204,9 @@ mod tests {
         assert_eq!(tight.related[0].tokens, exact[2]);
         assert_eq!(tight.tokens, exact.iter().sum::<u32>());
 
-        // The graph was saved under `.ralph/`: the next iteration parses nothing.
+        // The graph was saved under `.ralph/`, after the pack went back: the next run parses
+        // nothing.
+        ws.graph.persist();
         assert!(cache_path(dir.path()).is_file());
         let again =
             ImportGraph::build_with(dir.path(), &BuildOptions { use_cache: true }).expect("graph");

@@ -479,8 +479,8 @@ impl Signals {
 }
 
 /// Starts, beside the baseline test run, the work of the first iteration that does not
-/// depend on its result: the import graph (its cache under `.ralph/` then holds every file, so
-/// the iteration's own build from disk reads what changed, usually nothing), the vault's rows
+/// depend on its result: the import graph (its cache, kept in the run's memory, then holds every
+/// file, so the iteration's own build reads what changed, usually nothing), the vault's rows
 /// for recall, LocalGuard's keyword automaton, and the patterns test output and replies are
 /// read with (every parser's, as the first output read tries each in turn). Each iteration still
 /// reads everything from disk; this only moves work off the path to the first model call.
@@ -488,14 +488,18 @@ impl Signals {
 /// overtaken by the real call (a run whose baseline passes at once ends when it is done).
 fn warm_up(plan: &Plan, vault: Option<vault::Opening>) {
     let root = plan.workspace.root.clone();
+    let graph = plan.workspace.graph.clone();
     let guard = plan.guard.clone();
     tokio::task::spawn_blocking(move || {
         guard.detector().warm();
         crate::runner::parse::warm();
         crate::runner::classify::warm();
         ralph_actors::warm();
-        if let Err(e) = crate::context::ImportGraph::build(&root) {
-            tracing::debug!("warming the import graph: {e}");
+        // Into the run's memory of the graph: the first iteration's build then reads only
+        // what changed, and nothing from `.ralph/`.
+        match crate::context::ImportGraph::build_kept(&root, &graph) {
+            Ok(_) => graph.persist(),
+            Err(e) => tracing::debug!("warming the import graph: {e}"),
         }
     });
     if let Some(opening) = vault {

@@ -186,6 +186,7 @@ pub(crate) fn plan(
         target,
         test_file,
         prompt_file,
+        graph: Default::default(),
     };
 
     let source = llm_source(args, cwd, &config, overrides)?;

@@ -17,5 +17,5 @@ pub mod imports;
 pub mod pack;
 pub mod resolve;
 
-pub use graph::{BuildOptions, Distance, GraphError, ImportGraph, Relation};
+pub use graph::{BuildOptions, Distance, GraphError, GraphMemory, ImportGraph, Relation};
 pub use imports::{exported_signatures, Language};

@@ -139,6 +139,22 @@ pub enum SpawnError {
     Vanished,
 }
 
+/// `program` as a path: itself when it names one, else the first executable of that name in
+/// the `PATH` of `env` (the child's environment), as the exec would search it.
+fn resolve(program: &std::ffi::OsStr, env: &[(OsString, OsString)]) -> OsString {
+    if program.as_encoded_bytes().contains(&b'/') {
+        return program.to_os_string();
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str());
+    program
+        .to_str()
+        .and_then(|name| crate::fsutil::which(name, path))
+        .map_or_else(|| program.to_os_string(), PathBuf::into_os_string)
+}
+
 /// Runs `spec` to its end; see the module's documentation.
 pub async fn run(
     spec: Spec,
@@ -152,6 +168,11 @@ pub async fn run(
         }
         None => (spec.program.clone(), spec.args.clone()),
     };
+    // Named by its path, the program is started with posix_spawn (vfork, then exec) rather
+    // than fork: std falls back to fork to search a PATH the child's environment changes,
+    // and a fork copies the page tables of this whole process (0.8 ms here, and the pages it
+    // writes next fault once each). Not found, the name is left for the spawn to report.
+    let program = resolve(&program, &spec.env);
     let mut command = Command::new(&program);
     command
         .args(&args)
@@ -364,6 +385,24 @@ mod tests {
             timeout,
             64 * 1024,
         )
+    }
+
+    /// A bare name is looked up in the child's PATH, so the spawn needs no fork; anything
+    /// else is left for the spawn as given.
+    #[test]
+    fn a_program_is_named_by_its_path_in_the_childs_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path =
+            std::env::join_paths([std::path::Path::new("/nonexistent"), dir.path()]).unwrap();
+        let env = vec![(OsString::from("PATH"), path)];
+        assert_eq!(resolve("tool".as_ref(), &env), tool.into_os_string());
+        assert_eq!(resolve("no-such-tool".as_ref(), &env), "no-such-tool");
+        assert_eq!(resolve("./tool".as_ref(), &env), "./tool");
+        assert_eq!(resolve("tool".as_ref(), &[]), "tool");
     }
 
     fn alive(pid: i32) -> bool {

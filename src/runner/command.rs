@@ -218,7 +218,7 @@ impl ProcessRunner {
             }
             sandbox::docker_remove(&self.docker_bin, &env, &c.name).await;
         }
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let duration_ms = millis(started.elapsed());
 
         let mut output = strip_ansi(&outcome.output).into_owned();
         let parsed = parse(&output, &self.cwd);
@@ -319,7 +319,7 @@ impl ProcessRunner {
             command: self.command.clone(),
             status: RunStatus::Error,
             exit_code: None,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms: millis(started.elapsed()),
             source: ResultSource::Raw,
             framework: None,
             totals: Totals::default(),
@@ -425,6 +425,13 @@ pub fn note(output: &mut String, text: &str) {
     output.push_str("[ralph-loop] ");
     output.push_str(text);
     output.push('\n');
+}
+
+/// `d` in whole milliseconds, rounded to the nearest: truncated, every run would read half a
+/// millisecond short on average, and a harness subtracting the runs from the wall time would
+/// count that as the loop's own time.
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros().saturating_add(500) / 1000).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

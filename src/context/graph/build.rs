@@ -13,13 +13,19 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::analyse::analyse;
 use super::import_graph::{ImportGraph, Node};
-use super::walk::{walk, Found};
+use super::memory::GraphMemory;
+use super::walk::{walk, Found, Walker};
 use crate::context::cache::{cache_path, CacheFile, Entry, EntryKind, Resolved};
 use crate::context::imports::Language;
 use crate::context::resolve::{Layout, Resolver};
 
 /// A file with more lines than this stays in the graph but is reported: it will crowd a prompt.
 pub const LONG_FILE_LINES: usize = 10_000;
+
+/// Below this many files (as the last build saw them) the walk, the parsing and the
+/// resolution stay on the calling thread: starting and joining threads cost more than the
+/// work (a two-file project's build took 2.1 ms with them, docs/performance.md).
+const PARALLEL_FROM: usize = 256;
 
 /// Errors building the graph. Per-file problems (an unreadable file, a walk error) are not
 /// errors: they become [`ImportGraph::warnings`] and the rest of the project is still graphed.
@@ -57,6 +63,21 @@ impl ImportGraph {
 
     /// Builds the graph of the project at `root`.
     pub fn build_with(root: &Path, options: &BuildOptions) -> Result<ImportGraph, GraphError> {
+        ImportGraph::build_from(root, options, None)
+    }
+
+    /// Builds the graph of the project at `root` with the cache `memory` kept from the last
+    /// build of the run; the cache file under `.ralph/` is read only when `memory` is empty,
+    /// and written only by [`GraphMemory::persist`].
+    pub fn build_kept(root: &Path, memory: &GraphMemory) -> Result<ImportGraph, GraphError> {
+        ImportGraph::build_from(root, &BuildOptions::default(), Some(memory))
+    }
+
+    fn build_from(
+        root: &Path,
+        options: &BuildOptions,
+        memory: Option<&GraphMemory>,
+    ) -> Result<ImportGraph, GraphError> {
         let root = std::fs::canonicalize(root).map_err(|source| GraphError::Root {
             path: root.to_path_buf(),
             source,
@@ -67,14 +88,25 @@ impl ImportGraph {
                 source: std::io::Error::other("not a directory"),
             });
         }
-        let mut walked = walk(&root);
-        let mut warnings = std::mem::take(&mut walked.warnings);
         let cache_file = cache_path(&root);
-        let mut old = if options.use_cache {
-            CacheFile::load(&cache_file)
-        } else {
-            None
+        let mut old = match memory.and_then(|m| m.take(&root)) {
+            Some(kept) => Some(kept),
+            None if options.use_cache => CacheFile::load(&cache_file),
+            None => None,
         };
+        // A project seen small last time is walked on this thread; one never seen, in parallel.
+        let small = old
+            .as_ref()
+            .is_some_and(|c| c.entries.len() < PARALLEL_FROM);
+        let mut walked = walk(
+            &root,
+            if small {
+                Walker::Serial
+            } else {
+                Walker::Parallel
+            },
+        );
+        let mut warnings = std::mem::take(&mut walked.warnings);
 
         // Only files whose size or time changed are read; the rest keep their entries, moved
         // out of the old cache rather than cloned.
@@ -84,13 +116,21 @@ impl ImportGraph {
                 .and_then(|c| c.fresh(&f.rel, f.size, f.mtime_ns))
                 .is_some()
         });
-        let analysed: Vec<(&str, Result<Entry, String>)> = stale
-            .par_iter()
-            .map(|found| {
-                let cached = old.as_ref().and_then(|c| c.entries.get(&found.rel));
-                (found.rel.as_str(), analyse(found, cached, &parsed))
-            })
-            .collect();
+        let analyse_one = |found: &Found| {
+            let cached = old.as_ref().and_then(|c| c.entries.get(&found.rel));
+            analyse(found, cached, &parsed)
+        };
+        let analysed: Vec<(&str, Result<Entry, String>)> = if stale.len() < PARALLEL_FROM {
+            stale
+                .iter()
+                .map(|f| (f.rel.as_str(), analyse_one(f)))
+                .collect()
+        } else {
+            stale
+                .par_iter()
+                .map(|f| (f.rel.as_str(), analyse_one(f)))
+                .collect()
+        };
         let mut changed = false;
         let mut entries = HashMap::with_capacity(walked.sources.len());
         for (rel, result) in analysed {
@@ -122,14 +162,23 @@ impl ImportGraph {
         let (graph, resolved) =
             ImportGraph::assemble(root.clone(), &entries, &layout, previous, &mut warnings);
 
-        if options.use_cache && (old.is_none() || changed || resolved.is_some()) {
-            let previous = resolved.unwrap_or_else(|| graph.resolved_snapshot());
-            if let Err(e) = CacheFile::new(entries, Some(previous)).save(&cache_file) {
-                warnings.push(format!(
-                    "could not save the graph cache {}: {e}",
-                    cache_file.display()
-                ));
+        let save = options.use_cache && (old.is_none() || changed || resolved.is_some());
+        match memory {
+            Some(memory) => {
+                let previous = resolved.unwrap_or_else(|| graph.resolved_snapshot());
+                let cache = CacheFile::new(entries, Some(previous));
+                memory.keep(graph.root.clone(), cache, save.then_some(cache_file));
             }
+            None if save => {
+                let previous = resolved.unwrap_or_else(|| graph.resolved_snapshot());
+                if let Err(e) = CacheFile::new(entries, Some(previous)).save(&cache_file) {
+                    warnings.push(format!(
+                        "could not save the graph cache {}: {e}",
+                        cache_file.display()
+                    ));
+                }
+            }
+            None => {}
         }
         Ok(ImportGraph {
             warnings,
@@ -208,16 +257,19 @@ impl ImportGraph {
                 let resolver = Resolver::new(&files, layout);
                 // Each file's resolution is independent: resolve in parallel, then add the
                 // edges in file order so the graph is the same on every run.
-                let resolved: Vec<Vec<PathBuf>> = sources
-                    .par_iter()
-                    .map(|(rel, _, language, imports)| {
+                let resolve =
+                    |(rel, _, language, imports): &(&String, &Entry, Language, &Vec<String>)| {
                         let path = Path::new(rel.as_str());
                         imports
                             .iter()
                             .filter_map(|spec| resolver.resolve(path, *language, spec))
-                            .collect()
-                    })
-                    .collect();
+                            .collect::<Vec<PathBuf>>()
+                    };
+                let resolved: Vec<Vec<PathBuf>> = if sources.len() < PARALLEL_FROM {
+                    sources.iter().map(resolve).collect()
+                } else {
+                    sources.par_iter().map(resolve).collect()
+                };
                 let mut edges = Vec::new();
                 for (from, targets) in resolved.into_iter().enumerate() {
                     let from = NodeIndex::new(from);

@@ -308,3 +308,64 @@ fn a_missing_root_is_an_error() {
     let err = ImportGraph::build(Path::new("/definitely/not/here")).unwrap_err();
     assert!(err.to_string().contains("/definitely/not/here"));
 }
+
+/// A run's builds share the cache in memory: the file under `.ralph/` is neither read again
+/// nor written until `persist`, and a build still sees every change on disk.
+#[test]
+fn builds_kept_in_memory_read_changes_and_save_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "app.py", "import util\n");
+    write(root, "util.py", "X = 1\n");
+    let memory = GraphMemory::new();
+    let cache = crate::context::cache::cache_path(root);
+
+    let first = ImportGraph::build_kept(root, &memory).unwrap();
+    assert_eq!(first.parsed_files(), 2);
+    assert!(!cache.exists(), "saved before persist");
+    memory.persist();
+    assert!(cache.is_file());
+
+    // The memory, not the file, serves the next build.
+    std::fs::remove_file(&cache).unwrap();
+    let again = ImportGraph::build_kept(root, &memory).unwrap();
+    assert_eq!(again.parsed_files(), 0);
+    assert_eq!(edges(&again), pairs(&[("app.py", "util.py")]));
+
+    // A change on disk is seen, and owed to the file until persist.
+    write(root, "util.py", "import app\nX = 2\n");
+    let changed = ImportGraph::build_kept(root, &memory).unwrap();
+    assert_eq!(changed.parsed_files(), 1);
+    assert_eq!(
+        edges(&changed),
+        pairs(&[("app.py", "util.py"), ("util.py", "app.py")])
+    );
+    memory.persist();
+    let on_disk = ImportGraph::build_with(root, &BuildOptions { use_cache: true }).unwrap();
+    assert_eq!(on_disk.parsed_files(), 0);
+    assert_eq!(edges(&on_disk), edges(&changed));
+}
+
+/// The walk on one thread finds what the parallel walk does, ignore files included.
+#[test]
+fn serial_and_parallel_walks_find_the_same_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".gitignore", "gen/\n");
+    write(root, "a.py", "");
+    write(root, "pkg/b.ts", "");
+    write(root, "pkg/deep/c.rs", "");
+    write(root, "gen/skip.py", "");
+    write(root, "node_modules/x/index.js", "");
+    write(root, "web/tsconfig.json", "{}");
+    let found = |walker| {
+        let walked = walk::walk(root, walker);
+        let mut rels: Vec<String> = walked.sources.iter().map(|f| f.rel.clone()).collect();
+        rels.sort();
+        (rels, walked.tsconfigs)
+    };
+    let serial = found(walk::Walker::Serial);
+    assert_eq!(serial.0, ["a.py", "pkg/b.ts", "pkg/deep/c.rs"]);
+    assert_eq!(serial.1, paths(&["web/tsconfig.json"]));
+    assert_eq!(serial, found(walk::Walker::Parallel));
+}

@@ -41,11 +41,19 @@ pub(super) struct Walked {
     pub(super) warnings: Vec<String>,
 }
 
-/// Walks the project with the `ignore` crate's parallel walker: `.gitignore` (even outside a git
-/// repository, since a fixture or a fresh project may have none), `.ignore`, hidden files.
-pub(super) fn walk(root: &Path) -> Walked {
-    let walked = Mutex::new(Walked::default());
-    WalkBuilder::new(root)
+/// How to walk: a small project on the calling thread, a large one on the `ignore` crate's
+/// parallel walker (which starts its threads anew on each walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Walker {
+    Serial,
+    Parallel,
+}
+
+/// Walks the project as the ignore files say: `.gitignore` (even outside a git repository,
+/// since a fixture or a fresh project may have none), `.ignore`, hidden files.
+pub(super) fn walk(root: &Path, walker: Walker) -> Walked {
+    let mut builder = WalkBuilder::new(root);
+    builder
         .hidden(true)
         .git_ignore(true)
         .git_exclude(true)
@@ -59,22 +67,29 @@ pub(super) fn walk(root: &Path) -> Walked {
                     .file_name()
                     .to_str()
                     .is_some_and(|n| ALWAYS_SKIPPED.contains(&n)))
-        })
-        .build_parallel()
-        .run(|| {
-            // Each thread fills its own lists and merges them once, when the walker drops
-            // this closure, instead of taking the lock per file.
-            let mut guard = MergeOnDrop {
-                into: &walked,
-                local: Some(Walked::default()),
-            };
-            Box::new(move |result| {
-                if let Some(local) = guard.local.as_mut() {
-                    visit(root, result, local);
-                }
-                WalkState::Continue
-            })
         });
+    if walker == Walker::Serial {
+        let mut walked = Walked::default();
+        for result in builder.build() {
+            visit(root, result, &mut walked);
+        }
+        return walked;
+    }
+    let walked = Mutex::new(Walked::default());
+    builder.build_parallel().run(|| {
+        // Each thread fills its own lists and merges them once, when the walker drops
+        // this closure, instead of taking the lock per file.
+        let mut guard = MergeOnDrop {
+            into: &walked,
+            local: Some(Walked::default()),
+        };
+        Box::new(move |result| {
+            if let Some(local) = guard.local.as_mut() {
+                visit(root, result, local);
+            }
+            WalkState::Continue
+        })
+    });
     walked.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
