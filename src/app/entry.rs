@@ -473,10 +473,10 @@ impl Entry<'_> {
             if let Some(session) = SessionDir::open(self.root, &id) {
                 let state: Option<SessionState> = session.read_json("state.json")?;
                 let resumable = state.as_ref().is_none_or(|st| is_resumable(&st.status));
-                if resumable {
-                    let mut spec: RunSpec = session
-                        .read_json("run.json")?
-                        .ok_or_else(|| SessionError::NoRunSpec(session.id.clone()))?;
+                // No run.json: the agent was killed between naming the session in the progress
+                // and the session's first save, before any work; it starts afresh below.
+                let spec: Option<RunSpec> = session.read_json("run.json")?;
+                if let (true, Some(mut spec)) = (resumable, spec) {
                     // What is never saved: the recording this process shares.
                     let own = self.overrides();
                     spec.overrides.tape = own.tape;

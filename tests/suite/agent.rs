@@ -650,6 +650,50 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
     assert!(!p.join(".ralph/agent-session.json").exists());
 }
 
+/// A kill between the spec's progress naming its new session and that session's first save
+/// (the window the random kills below found) leaves a session folder without `run.json`: the
+/// next agent starts that target afresh, nothing having been done in it, and finishes the spec.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_killed_before_its_first_save_is_started_afresh() {
+    let dir = project();
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful().always(
+        "artisan",
+        Answer::Slow {
+            text: code("python", FIXED_PY),
+            delay: Duration::from_secs(2),
+        },
+    );
+    spec(p, "fix-median", "median.py", "");
+    inbox_add(p, &llm, &["specs/fix-median.md"]);
+    let mut child = spawn_agent(p, &llm, &[]);
+    let start = Instant::now();
+    while futures::executor::block_on(llm.requests_of("artisan")).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no artisan request"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    // As if the kill had come before the session's first save.
+    let session = session_dir(p);
+    for name in ["run.json", "state.json"] {
+        std::fs::remove_file(session.join(name)).unwrap();
+    }
+    assert_eq!(records(p)[0]["status"], "active");
+
+    ralph_in(p, &llm).arg("agent").assert().code(0);
+    assert_eq!(records(p)[0]["status"], "done", "{}", agent_log(p));
+    assert_eq!(
+        std::fs::read_to_string(p.join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    assert!(subjects(p)[0].starts_with("ralph: complete fix-median"));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
     let dir = project();
