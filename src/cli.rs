@@ -106,6 +106,8 @@ pub struct LoopArgs {
     /// The prompt file (Markdown), read afresh each iteration.
     pub prompt: PathBuf,
     /// The agent to run (`ralph-loop agents list`); default: the config's `regent.agent`.
+    /// claude, codex, aider and claude-acp run in ralph-loop's CI; agy, gemini, cursor,
+    /// auggie, opencode and goose are unverified (their flags follow the vendors' docs).
     #[arg(long)]
     pub agent: Option<String>,
     /// The agent's model (`ralph-loop agents models NAME`); default: `regent.model`, else the

@@ -31,6 +31,14 @@ const pass = (notes) => response("pass", { notes });
 const change = (code, notes) => response("change", { code, notes });
 const veto = (reasons, notes) => response("veto", { reasons, notes });
 
+// A failure as told on stderr: the stack's frames, then the error itself on the last line, as
+// Python's traceback ends. ralph-loop's warnings and a stop's reason quote that last line.
+function told(error) {
+  const stack = error && typeof error.stack === "string" ? error.stack : "";
+  const frames = stack.split("\n").filter((line) => /^\s+at /.test(line));
+  return [...frames, String(error)].join("\n");
+}
+
 async function run(handler) {
   try {
     const chunks = [];
@@ -42,7 +50,7 @@ async function run(handler) {
     const answer = (await handler(request)) || pass();
     process.stdout.write(JSON.stringify(answer) + "\n", () => process.exit(0));
   } catch (error) {
-    process.stderr.write(`${error && error.stack ? error.stack : error}\n`);
+    process.stderr.write(`${told(error)}\n`);
     process.exit(1);
   }
 }

@@ -33,6 +33,9 @@ pub struct Found {
     pub format: &'static str,
     /// Configured in `agents:` rather than built in.
     pub configured: bool,
+    /// A built-in whose definition no test here runs ([`super::builtin::UNVERIFIED`]); a
+    /// configured agent is the user's own and never marked.
+    pub unverified: bool,
 }
 
 impl Found {
@@ -119,6 +122,8 @@ impl Registry {
                 auth: def.check(&env, home.as_deref()),
                 format: def.format.as_str(),
                 configured: configured.iter().any(|c| c.name == def.name),
+                unverified: !configured.iter().any(|c| c.name == def.name)
+                    && super::builtin::UNVERIFIED.contains(&def.name.as_str()),
             })
             .collect()
     }
@@ -217,8 +222,13 @@ pub async fn models(
 }
 
 /// Model names from a listing: one per line, bullets taken off, headings (ending in `:`) and
-/// blank lines left out, and only the first word of a line (the rest describes it).
+/// blank lines left out, and only the first word of a line (the rest describes it). A listing
+/// that is one JSON catalog (`codex debug models`: `{"models": [{"slug", "visibility"}]}`)
+/// gives its slugs, less those the agent hides from its own picker.
 pub fn parse_list(output: &str) -> Vec<String> {
+    if let Some(names) = catalog(output) {
+        return names;
+    }
     let mut names: Vec<String> = Vec::new();
     for line in output.lines() {
         let line = line.trim().trim_start_matches(['-', '*', '•']).trim();
@@ -233,6 +243,28 @@ pub fn parse_list(output: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// The slugs of a JSON model catalog, or `None` when `output` is not one.
+fn catalog(output: &str) -> Option<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Catalog {
+        models: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        slug: String,
+        #[serde(default)]
+        visibility: Option<String>,
+    }
+    let catalog: Catalog = serde_json::from_str(output.trim()).ok()?;
+    let mut names: Vec<String> = Vec::new();
+    for entry in catalog.models {
+        if entry.visibility.as_deref() != Some("hide") && !names.contains(&entry.slug) {
+            names.push(entry.slug);
+        }
+    }
+    Some(names)
 }
 
 /// The agent's executable, when it is installed and signed in as far as can be told.
@@ -260,6 +292,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn a_json_catalog_gives_its_listed_slugs() {
+        let codex = r#"{"models":[{"slug":"gpt-6.2-sol","visibility":"list","priority":1},
+            {"slug":"codex-auto-review","visibility":"hide"},{"slug":"gpt-5.5"},{"slug":"gpt-5.5"}]}"#;
+        assert_eq!(parse_list(codex), ["gpt-6.2-sol", "gpt-5.5"]);
+        // Not a catalog: read as lines.
+        assert_eq!(parse_list("{\"other\": 1}\n"), ["{\"other\":"]);
+    }
 
     #[test]
     fn listings_keep_one_name_per_line() {

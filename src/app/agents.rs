@@ -38,7 +38,13 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                     }
                     (Some(_), AuthState::Unknown) => "; sign-in unknown".into(),
                 };
-                let origin = if f.configured { ", from config" } else { "" };
+                let origin = if f.configured {
+                    ", from config"
+                } else if f.unverified {
+                    "; unverified: its flags follow the vendor's docs, no test here runs it"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
                     "{:<9} {:<30} {installed}{auth}; {}{origin}",
@@ -71,7 +77,10 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                     let _ = writeln!(out, "{model}");
                 }
                 let from = match (&models.listed_at, models.cached) {
-                    (None, _) => "built in".to_string(),
+                    (None, _) => format!(
+                        "built-in list: {} has no command that lists its models",
+                        def.title
+                    ),
                     (Some(at), true) => {
                         format!("cached, listed {at}; --refresh to ask again")
                     }

@@ -1,9 +1,9 @@
 //! `micro-agent`: a drop-in for BuilderIO's micro-agent on top of ralph-loop.
 //!
-//! Same flags (`-t -f -p -m --thread -v`), same environment (`OPENAI_KEY`, `ANTHROPIC_KEY`,
-//! `MODEL`, `ANTHROPIC_MODEL`, `OPENAI_API_ENDPOINT`) and the same INI file `~/.micro-agent`,
-//! where the environment wins over the file as in micro-agent. micro-agent has one model, so
-//! `MODEL` runs every role. What ralph-loop cannot honour is said on stderr.
+//! The same flags `-t -f -p -m` (`--thread` accepted and ignored, `-v` refused: both said on
+//! stderr), same environment (`OPENAI_KEY`, `ANTHROPIC_KEY`, `MODEL`, `ANTHROPIC_MODEL`,
+//! `OPENAI_API_ENDPOINT`) and the same INI file `~/.micro-agent`, where the environment wins
+//! over the file as in micro-agent. micro-agent has one model, so `MODEL` runs every role.
 //!
 //! - `interactive`: `micro-agent` without a file asks what to build, then runs;
 //! - `ask`: questions at the terminal; `micro-agent config` without arguments edits the file

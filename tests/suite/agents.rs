@@ -172,6 +172,86 @@ fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
     assert!(err.contains("no agent named \"nope\""), "{err}");
 }
 
+/// Codex's models come from its own catalog (`codex debug models`, JSON), less the ones it
+/// hides; Claude Code has no command that lists models, and says its list is built in.
+#[test]
+fn codex_is_asked_for_its_catalog_and_claude_s_list_says_it_is_built_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    script(
+        &bin,
+        "codex",
+        r#"[ "$1 $2" = "debug models" ] || exit 9
+echo '{"models":[{"slug":"gpt-6.2-sol","visibility":"list"},{"slug":"codex-auto-review","visibility":"hide"},{"slug":"gpt-5.5","visibility":"list"}]}'"#,
+    );
+    let out = agents(dir.path(), &bin)
+        .args(["models", "codex"])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "gpt-6.2-sol\ngpt-5.5\n"
+    );
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("2 models of OpenAI Codex CLI (listed now"),
+        "{err}"
+    );
+
+    let out = agents(dir.path(), &bin)
+        .args(["models", "claude"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("3 models of Claude Code (built-in list: Claude Code has no command that lists its models)"),
+        "{err}"
+    );
+}
+
+/// The built-ins no test here runs are called unverified wherever an agent is chosen: in
+/// `agents list` (text and JSON) and in `loop --help`; the ones CI runs are not.
+#[test]
+fn agents_never_run_here_are_marked_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let unverified = ["agy", "gemini", "cursor", "auggie", "opencode", "goose"];
+    let out = agents(dir.path(), &bin).arg("list").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for line in text.lines().filter(|l| !l.contains("agents installed")) {
+        let name = line.split_whitespace().next().unwrap();
+        assert_eq!(
+            line.contains("unverified"),
+            unverified.contains(&name),
+            "{line}"
+        );
+    }
+    let out = agents(dir.path(), &bin)
+        .args(["list", "--json"])
+        .assert()
+        .success();
+    let list = json(&out.get_output().stdout);
+    for entry in list.as_array().unwrap() {
+        let name = entry["name"].as_str().unwrap();
+        assert_eq!(entry["unverified"], unverified.contains(&name), "{name}");
+    }
+
+    let mut help = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    let out = help.args(["loop", "--help"]).assert().success();
+    // Clap wraps the text to the terminal's width: compare it as words.
+    let help = String::from_utf8_lossy(&out.get_output().stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let said = help.split("--agent").nth(1).unwrap_or_default();
+    assert!(
+        said.contains("agy, gemini, cursor, auggie, opencode and goose are unverified"),
+        "{help}"
+    );
+}
+
 /// An agent defined in config is listed beside the built-ins; a bad definition is refused
 /// with the file, line and key.
 #[test]

@@ -410,6 +410,19 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
         std::fs::read_to_string(dir.path().join("mean.py")).unwrap(),
         FIXED_MEAN_PY
     );
+    // What the two runs share beside their sessions is whole: both runs' attempts in the vault,
+    // and a graph cache (written by whichever saved last) that the next run reads.
+    let stats = assert_cmd::Command::cargo_bin("ralph-loop")
+        .unwrap()
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .args(["vault", "stats", "--json"])
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["attempts"], 2, "{stats:#}");
+    assert_eq!(stats["successful"], 2, "{stats:#}");
+    assert!(dir.path().join(".ralph/graph-cache.bin").is_file());
     // Released on exit: the target can be run again.
     ralph(dir.path(), &llm)
         .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])

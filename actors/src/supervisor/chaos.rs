@@ -467,6 +467,14 @@ impl Run {
     /// Chaos found nothing more: the run succeeds.
     pub(super) fn chaos_passed(&self, n: u32) -> Outcome {
         let chaos = match &self.state.adversarial {
+            // `success_criteria.adversarial_tests_pass: false`: findings reported, not fixed.
+            Some(r) if r.open().next().is_some() => {
+                let open = r.open().count() as u32;
+                format!(
+                    "; Chaos's findings are reported, not fixed: {open} adversarial test{} still failing (success_criteria.adversarial_tests_pass is false)",
+                    plural(open)
+                )
+            }
             Some(r) if r.failures_fixed > 0 => format!(
                 "; Chaos's adversarial tests pass too ({} finding{} fixed in {} round{})",
                 r.failures_fixed,

@@ -86,15 +86,21 @@ function apply(s, e) {
     case "resumed": s.paused = false; break;
     case "warning": s.warnings.push(e.message); break;
     case "session_finished":
-      s.cost = e.report.cost_usd; s.finished = e.report; s.phase = null; ended(); break;
+      s.cost = e.report.cost_usd; s.finished = e.report; s.phase = null; ended(e.report.status); break;
     case "loop_finished":
-      s.cost = e.report.total_cost_usd; s.finished = e.report; s.phase = null; ended(); break;
+      s.cost = e.report.total_cost_usd; s.finished = e.report; s.phase = null; ended(e.report.status); break;
   }
   if (!s.finished) iter(s, s.iteration).last = t;
 }
 
-// The list says how a run ended as soon as the page knows (not at the next poll).
-function ended() { if (!exported) setTimeout(sessions, 0); }
+// The list says how a run ended as soon as the page knows (not at the next poll), also when
+// the dashboard closed with the run (`--ui web`) and cannot be asked again.
+function ended(status) {
+  if (exported) return;
+  const mark = document.querySelector("#sessions li.current .status");
+  if (mark) { mark.textContent = status; mark.className = "status " + status; }
+  setTimeout(sessions, 0);
+}
 
 function think(s, from, text) {
   if (s.thoughtFrom !== from) {

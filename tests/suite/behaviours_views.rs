@@ -1,0 +1,857 @@
+//! Promises of the views and the plugin SDK that no other test backs, each as a person meets
+//! them: the dashboard's Abort button, clicked with the mouse in headless Chromium on a run
+//! that is mid-way, its confirmation answered at the browser (Cancel leaves the run alone, OK
+//! stops it as Ctrl+C does: exit 130, saved, resumable, the page showing the stop); and the
+//! JavaScript plugin SDK (`sdk/typescript`, `require("ralph-plugin")`) in real runs: a plugin
+//! that changes each proposal and vetoes a success, with an async handler, plugins that throw
+//! (their error on stderr, in the warning, the Artisan's prompt or the stop's reason, as their
+//! `on_failure` says), and the docs' tutorial plugin run by hand with the package installed
+//! from the repository.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::cdp::{artifacts, Browser};
+use super::support::*;
+use super::web::Served;
+
+// --- the dashboard's Abort button ------------------------------------------------------------
+
+/// A second DevTools client on the page the suite's [`Browser`] drives, found through the
+/// `DevToolsActivePort` file Chromium writes in its profile: it answers the page's JavaScript
+/// dialogs as the person at the browser does, with OK or Cancel.
+struct Dialogs {
+    ws: tungstenite::WebSocket<TcpStream>,
+    next_id: u64,
+}
+
+/// One HTTP GET to Chromium's DevTools server (it answers no HTTP/1.0): the body, or `None`
+/// if it did not answer, as a Chromium that is closing may not.
+fn devtools_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = n.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = Vec::new();
+    match length {
+        Some(n) => {
+            body.resize(n, 0);
+            reader.read_exact(&mut body).ok()?;
+        }
+        None => {
+            reader.read_to_end(&mut body).ok()?;
+        }
+    }
+    String::from_utf8(body).ok()
+}
+
+/// The DevTools ports of the headless Chromiums running now (the suite starts each with
+/// `--remote-debugging-port=0` and a profile of its own, where it writes the port).
+fn devtools_ports() -> Vec<u16> {
+    let mut profiles: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if !args.iter().any(|a| a == "--remote-debugging-port=0")
+            || args.iter().any(|a| a.starts_with("--type="))
+        {
+            continue;
+        }
+        profiles.extend(
+            args.iter()
+                .filter_map(|a| a.strip_prefix("--user-data-dir="))
+                .map(PathBuf::from),
+        );
+    }
+    profiles.sort();
+    profiles.dedup();
+    profiles
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p.join("DevToolsActivePort")).ok())
+        .filter_map(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
+        .collect()
+}
+
+impl Dialogs {
+    /// Attaches to the page whose address holds `address` (the dashboard's `127.0.0.1:PORT/`),
+    /// with the Page domain on, so that its dialogs wait for an answer from here.
+    fn attach(address: &str) -> Self {
+        let start = Instant::now();
+        let url = loop {
+            let found = devtools_ports().into_iter().find_map(|port| {
+                let list: Value = serde_json::from_str(&devtools_get(port, "/json/list")?).ok()?;
+                list.as_array()?
+                    .iter()
+                    .find(|t| {
+                        t["type"] == "page" && t["url"].as_str().unwrap_or("").contains(address)
+                    })
+                    .and_then(|t| t["webSocketDebuggerUrl"].as_str().map(str::to_string))
+            });
+            if let Some(url) = found {
+                break url;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no Chromium page shows {address}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let host = url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let stream = TcpStream::connect(host).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        let (ws, _) = tungstenite::client(url.as_str(), stream).unwrap();
+        let mut dialogs = Self { ws, next_id: 0 };
+        dialogs.call("Page.enable", json!({}));
+        dialogs
+    }
+
+    /// The next DevTools message; `None` when none came in time.
+    fn read(&mut self) -> Option<Value> {
+        loop {
+            match self.ws.read() {
+                Ok(tungstenite::Message::Text(text)) => {
+                    return Some(serde_json::from_str(text.as_str()).unwrap())
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    continue
+                }
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None
+                }
+                Err(e) => panic!("the DevTools connection failed: {e}"),
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let message = json!({"id": id, "method": method, "params": params});
+        self.ws
+            .send(tungstenite::Message::text(message.to_string()))
+            .unwrap();
+        loop {
+            let reply = self.read().unwrap_or_else(|| panic!("{method}: no reply"));
+            if reply["id"] == id {
+                assert!(reply["error"].is_null(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// Waits for the page to open a dialog, answers it (`accept`: OK, else Cancel), and
+    /// returns its kind and its text.
+    fn answer(&mut self, accept: bool) -> (String, String) {
+        let opened = loop {
+            let event = self.read().expect(
+                "the page asks for a confirmation before it stops the run, but none opened",
+            );
+            if event["method"] == "Page.javascriptDialogOpening" {
+                break event["params"].clone();
+            }
+        };
+        self.call("Page.handleJavaScriptDialog", json!({"accept": accept}));
+        (
+            opened["type"].as_str().unwrap_or("").to_string(),
+            opened["message"].as_str().unwrap_or("").to_string(),
+        )
+    }
+}
+
+/// Clicks `selector` with the mouse while `dialogs` answers the dialog the click opens; the
+/// dialog's kind and text. (The click's DevTools call returns once the dialog is answered, so
+/// it is made from another thread.)
+fn click_and_answer(
+    browser: Browser,
+    dialogs: &mut Dialogs,
+    selector: &'static str,
+    accept: bool,
+) -> (Browser, (String, String)) {
+    let clicking = std::thread::spawn(move || {
+        let mut browser = browser;
+        browser.click(selector);
+        browser
+    });
+    let asked = dialogs.answer(accept);
+    (clicking.join().unwrap(), asked)
+}
+
+fn text_of(browser: &mut Browser, selector: &str) -> String {
+    browser
+        .eval(&format!("document.querySelector('{selector}').textContent"))
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// docs/views.md: the dashboard's Abort "asks first; it stops the run as Ctrl+C in its
+/// terminal does: saved, resumable". A fix run under `--ui web` whose second Artisan call takes
+/// 30 s is watched in headless Chromium; Abort is clicked with the mouse. Cancel at the
+/// confirmation leaves the run going. OK stops it at once (exit 130, not after the slow
+/// reply), its session saved as interrupted, the page showing the stop with its buttons
+/// disabled and staying on it after the dashboard closes; `ralph-loop resume` then finishes
+/// the fix from the saved session (its baseline and money carried over).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            Answer::Slow {
+                text: code("python", FIXED_PY),
+                delay: Duration::from_secs(30),
+            },
+            text(code("python", FIXED_PY)),
+        ],
+    );
+    let env = llm.openai_env();
+    let root = dir.path().to_path_buf();
+    let (mut served, browser) = tokio::task::spawn_blocking(move || {
+        let browser = Browser::launch();
+        let served = Served::start(
+            &root,
+            &["median.py", "--no-adversarial", "--ui", "web"],
+            &env,
+        );
+        (served, browser)
+    })
+    .await
+    .unwrap();
+    let id = served.url.split("session=").nth(1).unwrap().to_string();
+    let address = format!(
+        "127.0.0.1:{}/",
+        served
+            .url
+            .trim_start_matches("http://127.0.0.1:")
+            .split('/')
+            .next()
+            .unwrap()
+    );
+    let url = served.url.clone();
+    let (exit, clicked_at_ok, mut browser) = tokio::task::spawn_blocking(move || {
+        let mut browser = browser;
+        browser.navigate(&url);
+        // Mid-way: the first iteration's tests shown, the second waiting on the Artisan, and
+        // the buttons of a run that takes requests.
+        browser.wait_for(
+            "document.querySelector('#timeline .iteration[data-n=\"1\"] .bad') !== null \
+             && document.querySelector('#status').textContent.startsWith('iteration 2 of') \
+             && document.querySelector('#status').textContent.includes('generate') \
+             && !document.querySelector('#abort').hidden \
+             && !document.querySelector('#abort').disabled",
+            Duration::from_secs(60),
+        );
+        assert_eq!(text_of(&mut browser, "#abort"), "Abort");
+        let mut dialogs = Dialogs::attach(&address);
+
+        // Cancel: nothing is asked of the run, which goes on.
+        let (mut browser, (kind, message)) =
+            click_and_answer(browser, &mut dialogs, "#abort", false);
+        assert_eq!(kind, "confirm");
+        assert_eq!(message, "Abort the run? It is saved and can be resumed.");
+        assert_eq!(
+            served.wait(Duration::from_millis(1500)),
+            None,
+            "Cancel leaves the run going"
+        );
+        assert_eq!(text_of(&mut browser, "#said"), "");
+        assert!(
+            text_of(&mut browser, "#status").starts_with("iteration 2 of"),
+            "{}",
+            text_of(&mut browser, "#status")
+        );
+
+        // OK: the run stops at once, not after the Artisan's 30 s.
+        let (mut browser, (kind, _)) = click_and_answer(browser, &mut dialogs, "#abort", true);
+        let clicked = Instant::now();
+        assert_eq!(kind, "confirm");
+        browser.wait_for(
+            "document.querySelector('#said').textContent === \
+             'stopping: the step under way ends, the run is saved and can be resumed'",
+            Duration::from_secs(10),
+        );
+        let exit = served.wait(Duration::from_secs(15));
+        let took = clicked.elapsed();
+        browser.wait_for(
+            "document.querySelector('#status').textContent.startsWith('finished: interrupted')",
+            Duration::from_secs(10),
+        );
+        // The dashboard closed with the run; the page stays on how it ended, in its list too.
+        browser.wait_for(
+            "document.querySelector('#conn').textContent === 'ended'",
+            Duration::from_secs(15),
+        );
+        browser.wait_for(
+            "document.querySelector('#sessions li.current .status').textContent === 'interrupted'",
+            Duration::from_secs(5),
+        );
+        browser.screenshot(&artifacts().join("dashboard-aborted.png"));
+        (exit, took, browser)
+    })
+    .await
+    .unwrap();
+    assert_eq!(exit, Some(130), "exits as Ctrl+C does");
+    assert!(
+        clicked_at_ok < Duration::from_secs(10),
+        "the step under way was ended, not waited for: {clicked_at_ok:?}"
+    );
+    let page = tokio::task::spawn_blocking(move || {
+        let status = text_of(&mut browser, "#status");
+        let disabled = browser.eval(
+            "['#abort', '#pause'].map(b => document.querySelector(b).disabled).join(' ')",
+        );
+        let rows = browser.eval(
+            "[...document.querySelectorAll('#timeline .iteration .n')].map(e => e.textContent).join(' ')",
+        );
+        (status, disabled, rows)
+    })
+    .await
+    .unwrap();
+    assert!(page.0.starts_with("finished: interrupted · "), "{}", page.0);
+    assert_eq!(page.1, "true true", "a stopped run takes no more requests");
+    assert_eq!(page.2, "base #1 #2", "the iterations it got to");
+    assert_eq!(llm.requests_of("artisan").await.len(), 2);
+    assert_eq!(
+        llm.requests_of("critic").await.len(),
+        1,
+        "the second proposal was never reviewed"
+    );
+
+    // Saved: the session says interrupted, announces no process, and resumes to the fix.
+    let session = dir.path().join(".ralph").join(&id);
+    let state = read_json(&session.join("state.json"));
+    assert_eq!(state["status"], "interrupted");
+    let stopped = read_json(&session.join("report.json"));
+    assert_eq!(stopped["status"], "interrupted");
+    assert_eq!(stopped["exit_code"], 130);
+    assert!(!session.join("control.json").exists());
+    let spent = state["ledger"]["spent"].as_f64().unwrap();
+    assert!(spent > 0.0);
+    ralph_with_chaos(dir.path(), &llm)
+        .arg("resume")
+        .assert()
+        .code(0);
+    let resumed = report(dir.path());
+    assert_eq!(resumed["session_id"], stopped["session_id"]);
+    assert_eq!(resumed["status"], "success");
+    assert_eq!(resumed["tests_before"]["failed"], 2, "the baseline is kept");
+    assert!(resumed["cost_usd"].as_f64().unwrap() >= spent);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY
+    );
+    assert_eq!(llm.requests_of("artisan").await.len(), 3);
+}
+
+// --- the JavaScript plugin SDK ---------------------------------------------------------------
+
+/// `FIXED_PY` with a docstring.
+const DOCUMENTED_PY: &str = "def median(values):\n    \"\"\"The median of a non-empty list: the middle value, or the mean of the middle pair.\"\"\"\n    if not values:\n        raise ValueError(\"median of an empty list\")\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
+
+/// A house-style plugin: an async handler that reads its rules from its folder, stamps each
+/// proposal (`change`, with a note), vetoes a success while the file lacks a docstring, and
+/// otherwise returns nothing. It records each request it got, and the SDK it was given.
+const HOUSE_STYLE_JS: &str = r#"// @ts-check
+const fs = require("fs");
+const path = require("path");
+const rp = require("ralph-plugin");
+
+rp.run(async (/** @type {import("ralph-plugin").Request} */ req) => {
+  const rules = JSON.parse(await fs.promises.readFile(path.join(__dirname, "rules.json"), "utf8"));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const sdk = require.resolve("ralph-plugin");
+  const seen = { stage: req.stage, iteration: req.iteration, hook: req.hook, target: req.target,
+    language: rp.language(req), config: req.config, protocol: rp.PROTOCOL, sdk };
+  await fs.promises.appendFile(".hook-out/requests.jsonl", JSON.stringify(seen) + "\n");
+  await fs.promises.copyFile(sdk, ".hook-out/sdk.js");
+  if (req.stage === "on_after_gen") {
+    return rp.change(`${req.code.trimEnd()}\n${req.config.stamp}\n`,
+      [`${req.hook} stamped ${req.target} (${rp.language(req)})`]);
+  }
+  if (req.stage === "on_before_success" && !req.code.includes(rules.required)) {
+    return rp.veto([`${req.target}: ${rules.why}`]);
+  }
+});
+"#;
+
+/// Reads a rules file that is not there: a synchronous throw.
+const STRICT_STYLE_JS: &str = r#"const fs = require("fs");
+const rp = require("ralph-plugin");
+
+rp.run((req) => {
+  const rules = JSON.parse(fs.readFileSync(".style-rules.json", "utf8"));
+  return rules.strict ? rp.veto([`${req.target} is not strict`]) : rp.pass();
+});
+"#;
+
+/// Looks for a coverage report after failing tests: an async handler that throws after it
+/// awaited (a rejected promise).
+const COVERAGE_JS: &str = r#"const fs = require("fs");
+const rp = require("ralph-plugin");
+
+rp.run(async (req) => {
+  const summary = await fs.promises.readFile("coverage/summary.json", "utf8").catch(() => null);
+  if (summary === null) {
+    throw new Error(`no coverage report after ${req.tests.failed} failing tests`);
+  }
+  return rp.pass([summary]);
+});
+"#;
+
+fn warnings(report: &Value) -> Vec<String> {
+    report["warnings"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .map(|m| m.as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The events of the only session of `dir`.
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(session_dir(dir).join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Writes `files` into `dir`, trusts the project's hooks as a user who read them would, and
+/// fixes `median.py`: the exit code and the report.
+fn fix_with(dir: &Path, llm: &MockLlm, files: &[(&str, &str)]) -> (i32, Value) {
+    for (name, content) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    std::fs::create_dir_all(dir.join(".hook-out")).unwrap();
+    trust_hooks(dir);
+    let assert = ralph(dir, llm)
+        .args(["median.py", "--output", "json"])
+        .assert();
+    let code = assert.get_output().status.code().unwrap_or(-1);
+    (code, report(dir))
+}
+
+/// docs/plugins.md and sdk/README.md: a JavaScript plugin gets `require("ralph-plugin")`
+/// without an install (the SDK of `sdk/typescript`, put on `NODE_PATH` by the run), its handler
+/// may be async, `change()` at `on_after_gen` replaces the proposal (its notes reach the
+/// Artisan), `veto()` at `on_before_success` stops the success and its reasons reach the
+/// Artisan, and a handler that returns nothing passes. Declared in `ralph-plugins.yaml` with a
+/// `config`, trusted, run under the sandbox.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_a_success() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", FIXED_PY)),
+            text(code("python", DOCUMENTED_PY)),
+        ],
+    );
+    let (code, report) = fix_with(
+        dir.path(),
+        &llm,
+        &[
+            ("plugins/house-style/plugin.js", HOUSE_STYLE_JS),
+            (
+                "plugins/house-style/rules.json",
+                r#"{"required": "\"\"\"", "why": "every function needs a docstring"}"#,
+            ),
+            (
+                "ralph-plugins.yaml",
+                "plugins:\n  - name: house-style\n    version: 1.0.0\n    command: node plugins/house-style/plugin.js\n    hooks: [on_after_gen, on_before_success, on_success]\n    on_failure: abort_loop\n    timeout_seconds: 30\n    config: {stamp: '# house style: checked'}\n",
+            ),
+        ],
+    );
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["iterations"], 2, "the veto cost an iteration");
+    assert!(
+        warnings(&report).iter().all(|w| !w.contains("house-style")),
+        "{report:#}"
+    );
+    // The file written is the plugin's change of the second proposal.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        format!("{DOCUMENTED_PY}# house style: checked\n")
+    );
+    // The veto's reason and the change's note reached the Artisan's next prompt, not before.
+    let prompts: Vec<String> = llm
+        .requests_of("artisan")
+        .await
+        .iter()
+        .map(user_prompt)
+        .collect();
+    assert_eq!(prompts.len(), 2);
+    assert!(!prompts[0].contains("median.py: every function needs a docstring"));
+    assert!(
+        prompts[1].contains("median.py: every function needs a docstring"),
+        "{}",
+        prompts[1]
+    );
+    assert!(
+        prompts[1].contains("house-style stamped median.py (python)"),
+        "{}",
+        prompts[1]
+    );
+    // The run's events: both proposals amended by it, the first success vetoed with its reason.
+    let events = events(dir.path());
+    let amended: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "proposal_amended")
+        .collect();
+    assert_eq!(amended.len(), 2, "{amended:?}");
+    assert!(amended.iter().all(|e| e["hook"] == "house-style"));
+    let vetoed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "success_vetoed")
+        .collect();
+    assert_eq!(vetoed.len(), 1, "{vetoed:?}");
+    assert_eq!(vetoed[0]["iteration"], 1);
+    assert_eq!(vetoed[0]["hook"], "house-style");
+    assert_eq!(
+        vetoed[0]["reasons"],
+        json!(["median.py: every function needs a docstring"])
+    );
+    // What the plugin was asked, through the SDK: each stage once per occasion, with its
+    // config, and the SDK it got is the repository's `sdk/typescript/index.js`.
+    let seen: Vec<Value> = std::fs::read_to_string(dir.path().join(".hook-out/requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stages: Vec<String> = seen
+        .iter()
+        .map(|s| format!("{} {}", s["stage"].as_str().unwrap(), s["iteration"]))
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "on_after_gen 1",
+            "on_before_success 1",
+            "on_after_gen 2",
+            "on_before_success 2",
+            "on_success 2"
+        ]
+    );
+    for s in &seen {
+        assert_eq!(s["hook"], "house-style");
+        assert_eq!(s["target"], "median.py");
+        assert_eq!(s["language"], "python");
+        assert_eq!(s["protocol"], 1);
+        assert_eq!(s["config"], json!({"stamp": "# house style: checked"}));
+        let sdk = s["sdk"].as_str().unwrap();
+        assert!(sdk.ends_with("node_modules/ralph-plugin/index.js"), "{sdk}");
+        assert!(
+            !sdk.starts_with(&dir.path().display().to_string())
+                && !sdk.starts_with(env!("CARGO_MANIFEST_DIR")),
+            "given by the run, not installed: {sdk}"
+        );
+    }
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/typescript/index.js");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".hook-out/sdk.js")).unwrap(),
+        std::fs::read_to_string(shipped).unwrap()
+    );
+}
+
+/// docs/plugins.md and sdk/README.md: "a handler that raises or throws makes the plugin exit
+/// 1, with the error on stderr: a failure, which the entry's `on_failure` handles". A
+/// synchronous throw under `warn_continue` warns (the warning says the error) and the proposal
+/// is kept as it was; an async handler's rejection under `ask_agent` reaches the Artisan's next
+/// prompt; both are in `.ralph/plugin-errors.log` with the stack; the run succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_plugin_that_throws_fails_as_its_on_failure_says_and_says_why() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful().script(
+        "artisan",
+        [
+            text(code("python", HALF_FIXED_PY)),
+            text(code("python", FIXED_PY)),
+        ],
+    );
+    let (code, report) = fix_with(
+        dir.path(),
+        &llm,
+        &[
+            ("plugins/strict-style.js", STRICT_STYLE_JS),
+            ("plugins/coverage.js", COVERAGE_JS),
+            (
+                "ralph.config.yaml",
+                "hooks:\n  on_after_gen:\n    - type: plugin\n      name: strict-style\n      command: node plugins/strict-style.js\n      on_failure: warn_continue\n  on_test_fail:\n    - type: plugin\n      name: coverage\n      command: node plugins/coverage.js\n      on_failure: ask_agent\n",
+            ),
+        ],
+    );
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "success");
+    assert_eq!(report["iterations"], 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        FIXED_PY,
+        "the proposal is kept as it was"
+    );
+    let warned = warnings(&report);
+    let strict: Vec<&String> = warned
+        .iter()
+        .filter(|w| w.contains("strict-style"))
+        .collect();
+    assert_eq!(strict.len(), 2, "once an iteration: {warned:?}");
+    // The warning says what went wrong, as the Python SDK's traceback ends with it.
+    assert!(
+        strict[0].contains(
+            "exited with 1: Error: ENOENT: no such file or directory, open '.style-rules.json'"
+        ),
+        "{warned:?}"
+    );
+    let coverage = "Error: no coverage report after 1 failing tests";
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains("coverage") && w.contains(coverage)),
+        "{warned:?}"
+    );
+    // ask_agent: the async failure reached the Artisan's next prompt.
+    let prompts: Vec<String> = llm
+        .requests_of("artisan")
+        .await
+        .iter()
+        .map(user_prompt)
+        .collect();
+    assert!(!prompts[0].contains(coverage));
+    assert!(prompts[1].contains(coverage), "{}", prompts[1]);
+    assert!(
+        !prompts[1].contains("ENOENT"),
+        "warn_continue tells the Artisan nothing"
+    );
+    // The log holds each failure with the stack the SDK printed.
+    let log = std::fs::read_to_string(dir.path().join(".ralph/plugin-errors.log")).unwrap();
+    assert_eq!(
+        log.matches("strict-style at on_after_gen: exited with 1")
+            .count(),
+        2,
+        "{log}"
+    );
+    assert!(
+        log.contains("coverage at on_test_fail: exited with 1"),
+        "{log}"
+    );
+    assert!(log.contains("plugins/strict-style.js:5"), "{log}");
+    assert!(log.contains("plugins/coverage.js:7"), "{log}");
+    assert!(log.contains(coverage), "{log}");
+}
+
+/// docs/plugins.md: `abort_loop` "stops before its next step with status `error` (exit 1) and
+/// the reason `stopped by a hook: …`", for a JavaScript plugin whose handler throws: the
+/// reason says the error, and no second iteration runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_throwing_javascript_plugin_under_abort_loop_stops_the_run_with_its_error() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let (code, report) = fix_with(
+        dir.path(),
+        &llm,
+        &[
+            ("plugins/strict-style.js", STRICT_STYLE_JS),
+            (
+                "ralph-plugins.yaml",
+                "plugins:\n  - name: strict-style\n    command: node plugins/strict-style.js\n    hooks: [on_after_gen]\n    on_failure: abort_loop\n",
+            ),
+        ],
+    );
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["status"], "error");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("stopped by a hook: ") && reason.contains("strict-style"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("Error: ENOENT: no such file or directory, open '.style-rules.json'"),
+        "{reason}"
+    );
+    assert_eq!(
+        llm.requests_of("artisan").await.len(),
+        1,
+        "no second iteration"
+    );
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py-median/median.py"),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
+        original,
+        "the proposal its plugin could not check is never written"
+    );
+}
+
+/// Runs `node plugin` in `dir` with `request` on stdin and no `NODE_PATH`: its exit code,
+/// stdout and stderr.
+fn by_hand(dir: &Path, plugin: &str, request: &str) -> (i32, String, String) {
+    let mut child = Command::new("node")
+        .arg(plugin)
+        .current_dir(dir)
+        .env_remove("NODE_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A request as docs/plugins.md's "Try it" writes one.
+fn request(stage: &str, code: &str, config: Value) -> String {
+    json!({
+        "protocol": 1, "stage": stage, "hook": "no-todo", "session_id": "try", "iteration": 1,
+        "project_dir": ".", "target": "median.py", "code": code,
+        "budget": {"spent_usd": 0, "max_cost_usd": 1}, "config": config
+    })
+    .to_string()
+}
+
+/// docs/plugins.md's tutorial: its JavaScript `no-todo` plugin (taken from the page as it is),
+/// with the package installed from the repository (`node_modules/ralph-plugin` linked to
+/// `sdk/typescript`, as `npm install <checkout>/sdk/typescript` makes it), run by hand: it
+/// vetoes the docs' request with the docs' answer, passes with a note or with nothing, and
+/// `run` refuses another protocol or a request that is not JSON (exit 1, the error last on
+/// stderr, nothing on stdout). `language()` guesses a target's language from its extension.
+#[test]
+fn the_docs_javascript_plugin_runs_by_hand_with_the_sdk_from_the_repository() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(manifest.join("docs/plugins.md")).unwrap();
+    let (_, after) = docs
+        .split_once("`plugins/no-todo/plugin.js`:\n\n```js\n")
+        .expect("the tutorial's JavaScript plugin");
+    let plugin = &after[..after.find("\n```").unwrap() + 1];
+    assert!(plugin.contains("require(\"ralph-plugin\")"), "{plugin}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("plugins/no-todo")).unwrap();
+    std::fs::create_dir_all(dir.path().join("node_modules")).unwrap();
+    std::os::unix::fs::symlink(
+        manifest.join("sdk/typescript"),
+        dir.path().join("node_modules/ralph-plugin"),
+    )
+    .unwrap();
+    write(dir.path(), "plugins/no-todo/plugin.js", plugin);
+    let run = |request: &str| by_hand(dir.path(), "plugins/no-todo/plugin.js", request);
+
+    let (code, out, err) = run(&request("on_before_success", "x = 1  # TODO", Value::Null));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"protocol": 1, "action": "veto", "reasons": ["TODO left at median.py:1: finish the fix"]})
+    );
+    let (code, out, err) = run(&request(
+        "on_after_gen",
+        "def median(values):\n    pass  # FIXME\n",
+        json!({"marker": "FIXME"}),
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"protocol": 1, "action": "pass", "notes": ["the proposal has FIXME at median.py:2"]})
+    );
+    let (code, out, _) = run(&request("on_before_success", FIXED_PY, Value::Null));
+    assert_eq!(code, 0);
+    assert_eq!(out, "{\"protocol\":1,\"action\":\"pass\"}\n");
+
+    let other = request("on_before_success", "x = 1", Value::Null)
+        .replace("\"protocol\":1", "\"protocol\":2");
+    let (code, out, err) = run(&other);
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert_eq!(
+        err.lines().last(),
+        Some("Error: this plugin speaks protocol 1, the request is 2"),
+        "{err}"
+    );
+    let (code, out, err) = run("not json");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or("")
+            .starts_with("SyntaxError: "),
+        "{err}"
+    );
+
+    write(
+        dir.path(),
+        "plugins/lang.js",
+        "const rp = require(\"ralph-plugin\");\nrp.run((req) => rp.pass([String(rp.language(req))]));\n",
+    );
+    let ask = |target: &str, language: Value| {
+        let mut req: Value = serde_json::from_str(&request("on_success", "", Value::Null)).unwrap();
+        req["target"] = json!(target);
+        req["language"] = language;
+        let (code, out, err) = by_hand(dir.path(), "plugins/lang.js", &req.to_string());
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()["notes"][0].clone()
+    };
+    assert_eq!(ask("src/view.TSX", Value::Null), "typescript");
+    assert_eq!(ask("lib.rs", Value::Null), "rust");
+    assert_eq!(ask("Makefile", Value::Null), "undefined");
+    assert_eq!(ask("median.py", json!("Python")), "python");
+}
