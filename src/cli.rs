@@ -105,13 +105,11 @@ pub enum ImportFrom {
 pub struct LoopArgs {
     /// The prompt file (Markdown), read afresh each iteration.
     pub prompt: PathBuf,
-    /// The agent to run (`ralph-loop agents list`); default: the config's `regent.agent`.
-    /// claude, codex, aider and claude-acp run in ralph-loop's CI; agy, gemini, cursor,
-    /// auggie, opencode and goose are unverified (their flags follow the vendors' docs).
+    /// The agent to run (`ralph-loop agents list`; default: `regent.agent`). claude, codex, aider
+    /// and claude-acp run in CI; agy, gemini, cursor, auggie, opencode and goose are unverified.
     #[arg(long)]
     pub agent: Option<String>,
-    /// The agent's model (`ralph-loop agents models NAME`); default: `regent.model`, else the
-    /// agent's own.
+    /// The agent's model (`ralph-loop agents models NAME`; default: `regent.model`, else its own).
     #[arg(long)]
     pub model: Option<String>,
     /// A Markdown task list (`- [ ] ID: task`) the agent works through and checks off.
@@ -130,8 +128,7 @@ pub struct LoopArgs {
     /// The test command (default: `testing.command`, else detected from the manifest).
     #[arg(short = 't', long = "test-command")]
     pub test_command: Option<String>,
-    /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git
-    /// root).
+    /// Config file (default: ./ralph.config.yaml, else the nearest in a parent up to the git root).
     #[arg(long)]
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
