@@ -77,10 +77,14 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                     let _ = writeln!(out, "{model}");
                 }
                 let from = match (&models.listed_at, models.cached) {
-                    (None, _) => format!(
-                        "built-in list: {} has no command that lists its models",
-                        def.title
-                    ),
+                    (None, _) => {
+                        let list = if config.agents.iter().any(|a| a.name == def.name) {
+                            "a fixed list from config"
+                        } else {
+                            "built-in list"
+                        };
+                        format!("{list}: {} has no command that lists its models", def.title)
+                    }
                     (Some(at), true) => {
                         format!("cached, listed {at}; --refresh to ask again")
                     }

@@ -475,8 +475,12 @@ impl Entry<'_> {
                 let resumable = state.as_ref().is_none_or(|st| is_resumable(&st.status));
                 // No run.json: the agent was killed between naming the session in the progress
                 // and the session's first save, before any work; it starts afresh below.
-                let spec: Option<RunSpec> = session.read_json("run.json")?;
-                if let (true, Some(mut spec)) = (resumable, spec) {
+                let spec: Option<RunSpec> = if resumable {
+                    session.read_json("run.json")?
+                } else {
+                    None
+                };
+                if let Some(mut spec) = spec {
                     // What is never saved: the recording this process shares.
                     let own = self.overrides();
                     spec.overrides.tape = own.tape;
