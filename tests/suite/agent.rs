@@ -668,14 +668,9 @@ async fn a_session_killed_before_its_first_save_is_started_afresh() {
     spec(p, "fix-median", "median.py", "");
     inbox_add(p, &llm, &["specs/fix-median.md"]);
     let mut child = spawn_agent(p, &llm, &[]);
-    let start = Instant::now();
-    while futures::executor::block_on(llm.requests_of("artisan")).is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no artisan request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("the artisan's request", Duration::from_secs(60), || {
+        !futures::executor::block_on(llm.requests_of("artisan")).is_empty()
+    });
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     // As if the kill had come before the session's first save.

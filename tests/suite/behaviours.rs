@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::agent::git;
-use super::regent::{project, result, say, status, Project};
+use super::regent::{of_type, project, result, say, status, Project};
 use super::support::*;
 
 /// Chaos's file that finds nothing: plain pytest, no Hypothesis to install.
@@ -251,38 +251,6 @@ async fn findings_are_reported_not_fixed_when_adversarial_tests_need_not_pass() 
     assert_eq!(file, FIXED_PY);
 }
 
-/// `ralph-loop loop PROMPT.md` here, its events as JSON lines: its exit code, events and stderr.
-fn run_loop(p: &Project) -> (i32, Vec<Value>, String) {
-    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    isolate(&mut cmd, &p.root);
-    let out = cmd
-        .env("PATH", &p.path)
-        .env("FAKE_STATE", &p.state)
-        .args([
-            "loop",
-            "PROMPT.md",
-            "--tasks",
-            "TASKS.md",
-            "--output",
-            "jsonl",
-        ])
-        .output()
-        .unwrap();
-    let events = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    (
-        out.status.code().unwrap_or(-1),
-        events,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
 fn messages(events: &[Value], kind: &str) -> Vec<String> {
     of_type(events, kind)
         .iter()
@@ -316,7 +284,7 @@ fn report_mode_runs_and_records_the_tests_and_judges_nothing() {
         &p,
         "testing:\n  command: test -f done.txt\n  mode: report\n",
     );
-    let (code, events, stderr) = run_loop(&p);
+    let (code, events, stderr) = p.run_told();
     assert_eq!(code, 0, "{stderr}\n{events:#?}");
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "complete", "{report:#}");
@@ -374,7 +342,7 @@ fn bootstrap_check_holds_the_test_gate_off_until_it_fails() {
         "",
         "build:\n  bootstrap_detection: manual\n  bootstrap_check: test ! -f ready.txt\n",
     );
-    let (code, events, stderr) = run_loop(&p);
+    let (code, events, stderr) = p.run_told();
     assert_eq!(code, 0, "{stderr}\n{events:#?}");
     let notes = messages(&events, "note");
     let bootstrap: Vec<&String> = notes
@@ -412,7 +380,7 @@ fn bootstrap_check_holds_the_test_gate_off_until_it_fails() {
 
     // `manual` needs the check.
     let p = project(&body, "", "build:\n  bootstrap_detection: manual\n");
-    let (code, events, stderr) = run_loop(&p);
+    let (code, events, stderr) = p.run_told();
     assert_eq!(code, 2, "{stderr}\n{events:#?}");
     assert!(
         stderr.contains("build.bootstrap_detection: manual needs build.bootstrap_check"),

@@ -65,18 +65,10 @@ fn gone(pid: i32) -> bool {
     })
 }
 
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
 /// The pid the file at `path` holds, once it holds one.
 fn pid_in(path: &Path, timeout: Duration) -> i32 {
     let mut pid = None;
-    wait_until(&path.display().to_string(), timeout, || {
+    wait_for(&path.display().to_string(), timeout, || {
         pid = std::fs::read_to_string(path)
             .ok()
             .and_then(|s| s.trim().parse().ok());
@@ -138,10 +130,6 @@ fn run_loop(p: &Project) -> (i32, Vec<Value>) {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     (out.status.code().unwrap_or(-1), events)
-}
-
-fn regent_state(p: &Project) -> Value {
-    read_json(&p.root.join(".ralph/regent-state.json"))
 }
 
 fn log_of(dir: &Path, rev: &str) -> Vec<String> {
@@ -258,7 +246,7 @@ async fn a_second_ctrl_c_in_agent_mode_kills_the_tests_at_once_and_the_next_agen
         "the second Ctrl+C waited {:?}",
         sent.elapsed()
     );
-    wait_until("the test process to die", Duration::from_secs(5), || {
+    wait_for("the test process to die", Duration::from_secs(5), || {
         gone(tests)
     });
 
@@ -340,7 +328,7 @@ fn sigterm_lets_the_loop_s_iteration_finish_and_commit_then_stops_with_130() {
         loop_stderr(&p)
     );
     assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
-    let state = regent_state(&p);
+    let state = p.state_file();
     assert_eq!(state["status"], "interrupted");
     assert_eq!(state["iteration"], 1);
     assert_eq!(state["ralph_pid"], ralph.pid());
@@ -354,7 +342,7 @@ fn sigterm_lets_the_loop_s_iteration_finish_and_commit_then_stops_with_130() {
     // The next loop runs (the lock is free) and ends at the exit gate.
     let (code, events) = run_loop(&p);
     assert_eq!(code, 0, "{events:#?}");
-    assert_eq!(regent_state(&p)["status"], "complete");
+    assert_eq!(p.state_file()["status"], "complete");
     assert_eq!(git(&p.root, &["ls-files", "done.txt"]).trim(), "done.txt");
     assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
 }
@@ -391,13 +379,13 @@ fn a_second_sigterm_kills_the_agent_s_tree_at_once_and_the_next_loop_goes_on() {
         sent.elapsed()
     );
     // The reaper stops the tree within its grace.
-    wait_until("the agent's tree to die", Duration::from_secs(5), || {
+    wait_for("the agent's tree to die", Duration::from_secs(5), || {
         gone(agent) && gone(child) && gone(escaped)
     });
 
     // Nothing committed; the state saved before is there, and says a loop was killed.
     assert_eq!(log_of(&p.root, "HEAD"), ["init"]);
-    let state = regent_state(&p);
+    let state = p.state_file();
     assert_eq!(state["schema"], 1);
     assert_eq!(state["status"], "running");
     assert_eq!(state["iteration"], 1);
@@ -417,7 +405,7 @@ fn a_second_sigterm_kills_the_agent_s_tree_at_once_and_the_next_loop_goes_on() {
     // The next loop is not refused (the lock went with the process) and ends at the gate.
     let (code, events) = run_loop(&p);
     assert_eq!(code, 0, "{events:#?}");
-    let state = regent_state(&p);
+    let state = p.state_file();
     assert_eq!(state["status"], "complete");
     assert_ne!(state["ralph_pid"], ralph.pid());
     assert_eq!(log_of(&p.root, "HEAD"), ["[ralph] Iteration 1", "init"]);

@@ -8,9 +8,8 @@
 //! `on_failure` says), and the docs' tutorial plugin run by hand with the package installed
 //! from the repository.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,200 +20,6 @@ use super::support::*;
 use super::web::Served;
 
 // --- the dashboard's Abort button ------------------------------------------------------------
-
-/// A second DevTools client on the page the suite's [`Browser`] drives, found through the
-/// `DevToolsActivePort` file Chromium writes in its profile: it answers the page's JavaScript
-/// dialogs as the person at the browser does, with OK or Cancel.
-struct Dialogs {
-    ws: tungstenite::WebSocket<TcpStream>,
-    next_id: u64,
-}
-
-/// One HTTP GET to Chromium's DevTools server (it answers no HTTP/1.0): the body, or `None`
-/// if it did not answer, as a Chromium that is closing may not.
-fn devtools_get(port: u16, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut reader = BufReader::new(stream);
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = n.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = Vec::new();
-    match length {
-        Some(n) => {
-            body.resize(n, 0);
-            reader.read_exact(&mut body).ok()?;
-        }
-        None => {
-            reader.read_to_end(&mut body).ok()?;
-        }
-    }
-    String::from_utf8(body).ok()
-}
-
-/// The DevTools ports of the headless Chromiums running now (the suite starts each with
-/// `--remote-debugging-port=0` and a profile of its own, where it writes the port).
-fn devtools_ports() -> Vec<u16> {
-    let mut profiles: Vec<PathBuf> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if !args.iter().any(|a| a == "--remote-debugging-port=0")
-            || args.iter().any(|a| a.starts_with("--type="))
-        {
-            continue;
-        }
-        profiles.extend(
-            args.iter()
-                .filter_map(|a| a.strip_prefix("--user-data-dir="))
-                .map(PathBuf::from),
-        );
-    }
-    profiles.sort();
-    profiles.dedup();
-    profiles
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p.join("DevToolsActivePort")).ok())
-        .filter_map(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
-        .collect()
-}
-
-impl Dialogs {
-    /// Attaches to the page whose address holds `address` (the dashboard's `127.0.0.1:PORT/`),
-    /// with the Page domain on, so that its dialogs wait for an answer from here.
-    fn attach(address: &str) -> Self {
-        let start = Instant::now();
-        let url = loop {
-            let found = devtools_ports().into_iter().find_map(|port| {
-                let list: Value = serde_json::from_str(&devtools_get(port, "/json/list")?).ok()?;
-                list.as_array()?
-                    .iter()
-                    .find(|t| {
-                        t["type"] == "page" && t["url"].as_str().unwrap_or("").contains(address)
-                    })
-                    .and_then(|t| t["webSocketDebuggerUrl"].as_str().map(str::to_string))
-            });
-            if let Some(url) = found {
-                break url;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "no Chromium page shows {address}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let host = url
-            .trim_start_matches("ws://")
-            .split('/')
-            .next()
-            .unwrap()
-            .to_string();
-        let stream = TcpStream::connect(host).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(15)))
-            .unwrap();
-        let (ws, _) = tungstenite::client(url.as_str(), stream).unwrap();
-        let mut dialogs = Self { ws, next_id: 0 };
-        dialogs.call("Page.enable", json!({}));
-        dialogs
-    }
-
-    /// The next DevTools message; `None` when none came in time.
-    fn read(&mut self) -> Option<Value> {
-        loop {
-            match self.ws.read() {
-                Ok(tungstenite::Message::Text(text)) => {
-                    return Some(serde_json::from_str(text.as_str()).unwrap())
-                }
-                Ok(_) => continue,
-                Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
-                    continue
-                }
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return None
-                }
-                Err(e) => panic!("the DevTools connection failed: {e}"),
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let message = json!({"id": id, "method": method, "params": params});
-        self.ws
-            .send(tungstenite::Message::text(message.to_string()))
-            .unwrap();
-        loop {
-            let reply = self.read().unwrap_or_else(|| panic!("{method}: no reply"));
-            if reply["id"] == id {
-                assert!(reply["error"].is_null(), "{method}: {reply}");
-                return reply["result"].clone();
-            }
-        }
-    }
-
-    /// Waits for the page to open a dialog, answers it (`accept`: OK, else Cancel), and
-    /// returns its kind and its text.
-    fn answer(&mut self, accept: bool) -> (String, String) {
-        let opened = loop {
-            let event = self.read().expect(
-                "the page asks for a confirmation before it stops the run, but none opened",
-            );
-            if event["method"] == "Page.javascriptDialogOpening" {
-                break event["params"].clone();
-            }
-        };
-        self.call("Page.handleJavaScriptDialog", json!({"accept": accept}));
-        (
-            opened["type"].as_str().unwrap_or("").to_string(),
-            opened["message"].as_str().unwrap_or("").to_string(),
-        )
-    }
-}
-
-/// Clicks `selector` with the mouse while `dialogs` answers the dialog the click opens; the
-/// dialog's kind and text. (The click's DevTools call returns once the dialog is answered, so
-/// it is made from another thread.)
-fn click_and_answer(
-    browser: Browser,
-    dialogs: &mut Dialogs,
-    selector: &'static str,
-    accept: bool,
-) -> (Browser, (String, String)) {
-    let clicking = std::thread::spawn(move || {
-        let mut browser = browser;
-        browser.click(selector);
-        browser
-    });
-    let asked = dialogs.answer(accept);
-    (clicking.join().unwrap(), asked)
-}
 
 fn text_of(browser: &mut Browser, selector: &str) -> String {
     browser
@@ -260,15 +65,6 @@ async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable
     .await
     .unwrap();
     let id = served.url.split("session=").nth(1).unwrap().to_string();
-    let address = format!(
-        "127.0.0.1:{}/",
-        served
-            .url
-            .trim_start_matches("http://127.0.0.1:")
-            .split('/')
-            .next()
-            .unwrap()
-    );
     let url = served.url.clone();
     let (exit, clicked_at_ok, mut browser) = tokio::task::spawn_blocking(move || {
         let mut browser = browser;
@@ -284,11 +80,9 @@ async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable
             Duration::from_secs(60),
         );
         assert_eq!(text_of(&mut browser, "#abort"), "Abort");
-        let mut dialogs = Dialogs::attach(&address);
 
         // Cancel: nothing is asked of the run, which goes on.
-        let (mut browser, (kind, message)) =
-            click_and_answer(browser, &mut dialogs, "#abort", false);
+        let (kind, message) = browser.click_answering("#abort", false);
         assert_eq!(kind, "confirm");
         assert_eq!(message, "Abort the run? It is saved and can be resumed.");
         assert_eq!(
@@ -304,7 +98,7 @@ async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable
         );
 
         // OK: the run stops at once, not after the Artisan's 30 s.
-        let (mut browser, (kind, _)) = click_and_answer(browser, &mut dialogs, "#abort", true);
+        let (kind, _) = browser.click_answering("#abort", true);
         let clicked = Instant::now();
         assert_eq!(kind, "confirm");
         browser.wait_for(

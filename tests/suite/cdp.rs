@@ -83,15 +83,31 @@ impl Browser {
 
     /// A DevTools command (to the page once attached); its result.
     fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params);
+        loop {
+            let reply = self.next_message();
+            if reply["id"] == id {
+                assert!(reply["error"].is_null(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// Sends a DevTools command without waiting for its reply; its id.
+    fn send(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
-        let id = self.next_id;
-        let mut message = json!({"id": id, "method": method, "params": params});
+        let mut message = json!({"id": self.next_id, "method": method, "params": params});
         if !self.session.is_empty() {
             message["sessionId"] = json!(self.session);
         }
         self.ws
             .send(tungstenite::Message::text(message.to_string()))
             .unwrap();
+        self.next_id
+    }
+
+    /// The next message from Chromium: a reply or an event.
+    fn next_message(&mut self) -> Value {
         loop {
             // A signal to the test process (another test's child ending) interrupts the read:
             // it is read again.
@@ -101,13 +117,8 @@ impl Browser {
                 }
                 read => read.unwrap(),
             };
-            let tungstenite::Message::Text(text) = message else {
-                continue;
-            };
-            let reply: Value = serde_json::from_str(text.as_str()).unwrap();
-            if reply["id"] == id {
-                assert!(reply["error"].is_null(), "{method}: {reply}");
-                return reply["result"].clone();
+            if let tungstenite::Message::Text(text) = message {
+                return serde_json::from_str(text.as_str()).unwrap();
             }
         }
     }
@@ -140,16 +151,44 @@ impl Browser {
 
     /// A left click in the middle of the element, with the mouse.
     pub fn click(&mut self, selector: &str) {
+        let at = self.middle_of(selector);
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call("Input.dispatchMouseEvent", mouse(kind, at));
+        }
+    }
+
+    /// A left click on `selector` that opens a JavaScript dialog (`confirm`, `alert`),
+    /// answered as the person at the browser does: OK when `accept`, else Cancel. The dialog's
+    /// kind and text. (The release's reply comes only once the dialog is answered.)
+    pub fn click_answering(&mut self, selector: &str, accept: bool) -> (String, String) {
+        self.call("Page.enable", json!({}));
+        let at = self.middle_of(selector);
+        self.call("Input.dispatchMouseEvent", mouse("mousePressed", at));
+        let mut waiting = vec![self.send("Input.dispatchMouseEvent", mouse("mouseReleased", at))];
+        let opened = loop {
+            let message = self.next_message();
+            if message["method"] == "Page.javascriptDialogOpening" {
+                break message["params"].clone();
+            }
+            waiting.retain(|id| message["id"] != *id);
+        };
+        waiting.push(self.send("Page.handleJavaScriptDialog", json!({"accept": accept})));
+        while !waiting.is_empty() {
+            let message = self.next_message();
+            waiting.retain(|id| message["id"] != *id);
+        }
+        (
+            opened["type"].as_str().unwrap_or("").to_string(),
+            opened["message"].as_str().unwrap_or("").to_string(),
+        )
+    }
+
+    /// The middle of the element, in the page's coordinates.
+    fn middle_of(&mut self, selector: &str) -> (f64, f64) {
         let rect = self.eval(&format!(
             "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
         ));
-        let (x, y) = (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap());
-        for kind in ["mousePressed", "mouseReleased"] {
-            self.call(
-                "Input.dispatchMouseEvent",
-                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
-            );
-        }
+        (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap())
     }
 
     /// The page as a PNG, kept at `path`.
@@ -172,6 +211,11 @@ impl Drop for Browser {
         );
         let _ = self.child.wait();
     }
+}
+
+/// A left button's mouse event of `kind` at `(x, y)`.
+fn mouse(kind: &str, (x, y): (f64, f64)) -> Value {
+    json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 }
 
 /// Where screenshots are kept: `$RALPH_ARTIFACTS` (CI sets it), else under the target folder.

@@ -26,14 +26,6 @@ fn spawn_ralph(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
         .unwrap()
 }
 
-fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn sigint(child: &Child) {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
 }

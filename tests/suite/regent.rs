@@ -86,7 +86,7 @@ pub(super) fn project(body: &str, regent: &str, extra: &str) -> Project {
 
 impl Project {
     /// `ralph-loop loop PROMPT.md --tasks TASKS.md --output jsonl` here.
-    fn ralph(&self) -> assert_cmd::Command {
+    pub(super) fn ralph(&self) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
         isolate(&mut cmd, &self.root);
         cmd.env("PATH", &self.path)
@@ -123,16 +123,23 @@ impl Project {
     }
 
     /// Runs the loop to its end: its exit code and its events.
-    fn run(&self) -> (i32, Vec<Value>) {
+    pub(super) fn run(&self) -> (i32, Vec<Value>) {
+        let (code, events, _) = self.run_told();
+        (code, events)
+    }
+
+    /// Runs the loop to its end: its exit code, its events and what it said on stderr.
+    pub(super) fn run_told(&self) -> (i32, Vec<Value>, String) {
         let out = self.ralph().output().unwrap();
         let events = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
             .collect();
-        (out.status.code().unwrap_or(-1), events)
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().unwrap_or(-1), events, stderr)
     }
 
-    fn state_file(&self) -> Value {
+    pub(super) fn state_file(&self) -> Value {
         read_json(&self.root.join(".ralph/regent-state.json"))
     }
 
@@ -176,7 +183,7 @@ pub(super) fn status(status: &str, exit: bool) -> String {
     ))
 }
 
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(super) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 

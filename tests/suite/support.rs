@@ -851,6 +851,15 @@ pub fn trust_hooks(dir: &Path) {
     hooks_cmd(dir).arg("trust").assert().success();
 }
 
+/// Polls `done` until it holds, failing the test after `timeout` with what it waited for.
+pub fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
 /// The only session folder under `dir/.ralph`.
 pub fn session_dir(dir: &Path) -> PathBuf {
     let mut sessions: Vec<PathBuf> = std::fs::read_dir(dir.join(".ralph"))
