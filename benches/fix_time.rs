@@ -15,7 +15,12 @@
 //!   model's latency (a third of the time to the first token, twice the rate), as the default
 //!   models are;
 //! - **one+chaos**, **roles+chaos**: the same with Chaos on (its file finds nothing, so one
-//!   round);
+//!   round), the coverage and mutation gates off;
+//! - **quick** and **gates** (asked for by `RALPH_BENCH_CONFIGS`): `--quick` and the default
+//!   promise (Chaos, and the coverage and mutation gates on the changed lines, with c8 and
+//!   StrykerJS linked into a JavaScript project), on the Librarian's and Critic's small-model
+//!   pacing and the test command detected; `gates` reports what it added beyond `quick` and the
+//!   mutation tool's own time apart;
 //! - **micro-agent**, when `RALPH_BENCH_MICRO_AGENT` names BuilderIO's `micro-agent` (from
 //!   npm): the tool itself, on the same server, project and replies.
 //!
@@ -110,7 +115,16 @@ enum Pacing {
 #[derive(Clone, Debug)]
 enum Kind {
     Single,
-    Default { pacing: Pacing, chaos: bool },
+    Default {
+        pacing: Pacing,
+        chaos: bool,
+    },
+    /// `--quick`: the tests and the Critic only, the test command detected.
+    Quick,
+    /// The default promise: Chaos and the coverage and mutation gates, the test command
+    /// detected (so coverage can be added) and, for JavaScript, c8 and StrykerJS in the
+    /// project's `node_modules`.
+    Gates,
     MicroAgent(String),
 }
 
@@ -159,6 +173,16 @@ fn configs() -> Vec<Config> {
             },
         },
     ];
+    all.extend([
+        Config {
+            name: "quick",
+            kind: Kind::Quick,
+        },
+        Config {
+            name: "gates",
+            kind: Kind::Gates,
+        },
+    ]);
     all.retain(|c| c.name == "single" || wanted.iter().any(|w| w == c.name));
     if let Ok(path) = std::env::var("RALPH_BENCH_MICRO_AGENT") {
         all.push(Config {
@@ -313,6 +337,7 @@ fn main() {
                 "problem": m.problem, "wall_s": m.wall_s, "calls": m.calls,
                 "on_path": m.on_path, "waits_s": m.waits, "cost_usd": m.cost_usd,
                 "overhead_ms": m.overhead_ms, "chaos_own_s": m.chaos_own_s,
+                "test_ms": m.test_ms, "mutation_ms": m.mutation_ms,
                 "gaps_ms": m.gaps_ms,
             })
         })
@@ -348,6 +373,11 @@ struct Measured {
     chaos_own_s: f64,
     /// Where the overhead went: each stretch with nothing in flight, in milliseconds.
     gaps_ms: Vec<(String, f64)>,
+    /// Every test run's time, as the report gives it (with coverage when a gate gathers it,
+    /// Chaos's files, and the mutation tool's run).
+    test_ms: f64,
+    /// The mutation tool's own time (StrykerJS, mutmut), as the report gives it.
+    mutation_ms: f64,
 }
 
 /// A run's project folder: removed after the run, or kept for a look.
@@ -431,7 +461,8 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
         Kind::Default {
             pacing: Pacing::Roles,
             ..
-        }
+        } | Kind::Quick
+            | Kind::Gates
     );
     let profile = cell.profile;
     let writer = match config.kind {
@@ -467,13 +498,18 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
     );
     let test_command = lang.test_command(PYTHON.get().map_or("python3", String::as_str));
     let mut command = match &config.kind {
-        Kind::Single | Kind::Default { .. } => {
-            if matches!(config.kind, Kind::Single) {
-                support::write(
+        Kind::Single | Kind::Default { .. } | Kind::Quick | Kind::Gates => {
+            match config.kind {
+                Kind::Single => support::write(
                     dir.path(),
                     "ralph.config.yaml",
                     "critic: { mode: off }\nlibrarian: { analyze: never }\n",
-                );
+                ),
+                // Chaos's rounds alone, as these configurations measured before the gates
+                // were on by default: `gates` measures those.
+                Kind::Default { chaos: true, .. } => support::without_gates(dir.path()),
+                Kind::Gates if lang == Lang::JavaScript => support::link_node_modules(dir.path()),
+                _ => {}
             }
             // For a diagnosis only (the timings then mean little): `RALPH_BENCH_WRAPPER="strace
             // -f -ttt -o /tmp/ralph.trace"` runs every ralph-loop run under that command.
@@ -489,9 +525,19 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
             };
             c.env("OPENAI_BASE_URL", llm.base_url())
                 .env("OPENAI_API_KEY", "sk-bench")
-                .args([lang.target(), "-t", &test_command, "--output", "json"]);
-            if !matches!(config.kind, Kind::Default { chaos: true, .. }) {
-                c.args(&*NO_CHAOS);
+                .args([lang.target(), "--output", "json"]);
+            match config.kind {
+                // The test command detected, as a user's run has it: coverage can be added.
+                Kind::Quick => {
+                    c.arg("--quick");
+                }
+                Kind::Gates => {}
+                Kind::Default { chaos: true, .. } => {
+                    c.args(["-t", &test_command]);
+                }
+                _ => {
+                    c.args(["-t", &test_command]).args(&*NO_CHAOS);
+                }
             }
             c
         }
@@ -549,6 +595,10 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
                 ));
             }
             m.cost_usd = report["cost_usd"].as_f64();
+            m.test_ms = report["timings"]["test_ms"].as_f64().unwrap_or(0.0);
+            m.mutation_ms = report["adversarial"]["mutation"]["duration_ms"]
+                .as_f64()
+                .unwrap_or(0.0);
             spans.extend(test_spans(&session, wall_clock));
         }
     }
@@ -654,6 +704,13 @@ fn aggregate(
                         let off = median(&of(off).iter().map(|m| m.wall_s).collect::<Vec<_>>());
                         wall - off
                     }),
+                // The default promise: what it added beyond `--quick` on the same cell.
+                Kind::Gates => configs
+                    .iter()
+                    .position(|o| matches!(o.kind, Kind::Quick))
+                    .map(|quick| {
+                        wall - median(&of(quick).iter().map(|m| m.wall_s).collect::<Vec<_>>())
+                    }),
                 _ => None,
             };
             rows.push(json!({
@@ -667,6 +724,7 @@ fn aggregate(
                 "overhead_ms": med(&|m| m.overhead_ms),
                 "chaos_own_s": med(&|m| m.chaos_own_s),
                 "beyond_chaos_off_s": beyond,
+                "test_ms": med(&|m| m.test_ms), "mutation_ms": med(&|m| m.mutation_ms),
             }));
         }
     }
@@ -712,6 +770,10 @@ fn summarise(rows: &[Value], configs: &[Config]) -> Value {
                 "on_path_median": median(&values("on_path")),
                 "beyond_chaos_own_s_median": if extra.is_empty() { Value::Null } else { json!(median(&extra)) },
                 "beyond_chaos_own_s_worst": extra.iter().copied().reduce(f64::max),
+                "beyond_s_median": median(&values("beyond_chaos_off_s")),
+                "beyond_s_worst": worst("beyond_chaos_off_s"),
+                "test_ms_median": median(&values("test_ms")), "test_ms_worst": worst("test_ms"),
+                "mutation_ms_median": median(&values("mutation_ms")), "mutation_ms_worst": worst("mutation_ms"),
             })
         };
         let mut per = serde_json::Map::new();

@@ -473,6 +473,10 @@ pub struct RunArgs {
     #[arg(long, overrides_with = "adversarial")]
     #[serde(default)]
     pub no_adversarial: bool,
+    /// Tests and the Critic only: no Chaos, no coverage or mutation gate (`profile: quick`).
+    #[arg(long, conflicts_with = "adversarial")]
+    #[serde(default)]
+    pub quick: bool,
     /// What a run that ends without success leaves in the file (default: best, or the config's
     /// `on_failure`).
     #[arg(long, value_enum, value_name = "STATE")]
@@ -484,13 +488,11 @@ pub struct RunArgs {
     /// How to show progress and the result (default: human, or the config's `output`).
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// The live view of a human `--output`: `tui` (full screen), `lines`, or `auto` (the TUI
-    /// when stdin and stdout are a terminal large enough).
+    /// The live view of a human `--output`: `tui`, `lines`, or `auto` (the TUI on a terminal).
     #[arg(long, value_enum, value_name = "VIEW")]
     #[serde(skip)]
     pub ui: Option<Ui>,
-    /// The address the web dashboard of `--ui web` listens on (default 127.0.0.1 and a free
-    /// port). Requests still need the token of the URL it prints.
+    /// The address `--ui web`'s dashboard listens on (default 127.0.0.1 and a free port).
     #[arg(long, value_name = "ADDR")]
     #[serde(skip)]
     pub ui_bind: Option<std::net::SocketAddr>,
@@ -504,8 +506,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ResumeArgs {
-    /// The session to continue (default: the most recent one that stopped short of success:
-    /// interrupted, out of budget or iterations, or stuck).
+    /// The session to continue (default: the last one that stopped short of success).
     pub session: Option<String>,
     /// A new cost cap in US dollars for the whole session (what it spent still counts).
     #[arg(long, value_name = "USD")]
@@ -516,8 +517,7 @@ pub struct ResumeArgs {
     /// A new time limit in minutes for the whole session (the time it ran still counts).
     #[arg(long, value_name = "MINUTES")]
     pub max_duration: Option<f64>,
-    /// Words for the Artisan, shown as the user's from the next iteration on (say what to try,
-    /// or what the tests mean).
+    /// Words for the Artisan, shown as the user's from the next iteration on.
     #[arg(long, value_name = "TEXT")]
     pub guidance: Option<String>,
     #[arg(long, value_enum)]

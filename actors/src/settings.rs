@@ -10,6 +10,7 @@ use crate::policy::criteria::Thresholds;
 pub use crate::policy::pace::{Analyze, CriticMode};
 use crate::prompt::templates::Templates;
 use crate::role::Role;
+pub use crate::schema::promise::Profile;
 pub use crate::schema::report::OnFailure;
 
 /// The model a role runs on, and how it is sampled.
@@ -59,7 +60,9 @@ pub struct RunSettings {
     pub flaky_retries: u32,
     /// The Artisan may edit, delete or skip tests; otherwise such a proposal is rejected.
     pub allow_test_edits: bool,
-    /// Success also needs this percent of lines covered.
+    /// Success also needs this percent of lines covered by each test run: the coverage gate
+    /// while Chaos is off (with Chaos on, the gate is [`ChaosSettings::coverage_min`], on the
+    /// lines the run changed).
     pub coverage_threshold: Option<f64>,
     /// Success also needs at most this many linter errors.
     pub linter_errors: Option<u32>,
@@ -74,6 +77,11 @@ pub struct RunSettings {
     pub on_failure: OnFailure,
     /// Chaos, the adversary: whether it attacks a fix whose unit tests pass, and how.
     pub chaos: ChaosSettings,
+    /// What the run checks before it calls a fix done (`--quick`).
+    pub profile: Profile,
+    /// The gates (`coverage`, `mutation`) the run's promise holds but no tool here can measure,
+    /// and why: the report lists them `unavailable`.
+    pub unavailable: BTreeMap<String, String>,
 }
 
 impl RunSettings {
@@ -144,6 +152,8 @@ impl RunSettings {
             templates: Templates::default(),
             on_failure: OnFailure::Best,
             chaos: ChaosSettings::off(),
+            profile: Profile::Full,
+            unavailable: BTreeMap::new(),
         }
     }
 }

@@ -79,7 +79,10 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         test_command: args.test_command.clone(),
         ..RunArgs::default()
     };
-    let testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
+    let mut testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
+    // The loop has no Chaos to reach the default gate with: coverage only when the file asks.
+    let coverage = config.success_criteria.coverage_threshold;
+    testing.coverage = coverage.set && coverage.is_some();
     let settings = settings(&config, &args, &root);
     let loop_id = format!("loop-{}", uuid::Uuid::new_v4());
     let event_log = open_event_log(&ralph_dir.join(&loop_id), &mut notes);

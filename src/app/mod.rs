@@ -1,5 +1,5 @@
 //! The wiring of a run at the binary's edge: [`plan`] turns flags and config into a run,
-//! [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
+//! (`gates` looks for the coverage and mutation tools of its promise), [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
 //! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
 //! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
@@ -20,6 +20,7 @@ pub mod dashboard;
 pub mod edge;
 pub(crate) mod entry;
 pub mod execute;
+mod gates;
 pub mod guard;
 pub mod hooks;
 mod loop_status;

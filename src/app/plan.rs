@@ -135,20 +135,12 @@ pub(crate) fn plan(
             return Err(UsageError::TargetIsATest(file.clone()).into());
         }
     }
-    let options = testing_options(&config, args, cwd, &root)?;
+    let mut options = testing_options(&config, args, cwd, &root)?;
     if matches!(options.limits.sandbox, SandboxKind::Docker { .. }) {
         sandbox::check_docker()?;
     }
-    let runner = ProjectRunner::build(&target, &root, &options)?.with_groups(groups.clone());
-    if settings.chaos.mutation() {
-        // Before any model is called, as a missing coverage tool is.
-        let cwd = runner
-            .plans()
-            .next()
-            .map_or(root.as_path(), |p| p.cwd.as_path());
-        crate::chaos::mutation::check_tool(&target, cwd)
-            .map_err(crate::runner::project::BuildError::MutationTool)?;
-    }
+    let runner = super::gates::build_runner(&target, &root, &mut options, &config, &mut settings)?
+        .with_groups(groups.clone());
     let test_command = runner.command();
     let report_dir = options.report_dir.clone();
     let existing = |path: PathBuf, what: &'static str| -> Result<PathBuf> {
@@ -205,6 +197,7 @@ pub(crate) fn plan(
         providers::build(&source, overrides.run.as_deref(), &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
     notes.extend(isolation.note);
+    notes.extend(super::gates::notes(&settings));
     if let Some(agent) = agent {
         llm = agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
     }
@@ -492,6 +485,9 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
     if args.no_adversarial {
         config.chaos.enabled = false;
     }
+    if args.quick {
+        config.profile = ralph_actors::settings::Profile::Quick;
+    }
     Ok(())
 }
 
@@ -533,7 +529,7 @@ pub(crate) fn testing_options(
                 },
             },
         },
-        coverage: config.success_criteria.coverage_threshold.is_some(),
+        coverage: config.changed_lines_coverage().is_some() || config.per_run_coverage().is_some(),
         lint: config.success_criteria.linter_errors.is_some(),
         lint_command: config.linting.command.clone(),
         // Inside the project, so a container running the tests sees them too; one directory

@@ -125,6 +125,7 @@ impl Placement {
             import_hint,
             property_library: property.map(|(name, _)| name.to_string()),
             property_setup: property.map(|(_, setup)| setup.to_string()),
+            concurrency: None,
             notes,
         }
     }

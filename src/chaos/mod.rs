@@ -7,10 +7,12 @@
 //! - `cargo`: a Rust target's crate, and the harness crate its Chaos files build in;
 //! - `property`: the property-based testing libraries, installed aside when the project lacks
 //!   them;
+//! - `interleave`: how concurrency tests run interleavings, and the Python harness for it;
 //! - `mutation`: mutation testing (StrykerJS, mutmut, cargo-mutants) in a scratch copy of the
 //!   project.
 
 pub mod cargo;
+mod interleave;
 mod layout;
 pub mod mutation;
 mod property;
@@ -23,7 +25,7 @@ use ralph_actors::policy::adversarial::Counterexample;
 use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use ralph_actors::ports::runner::RunnerError;
 use ralph_actors::schema::mutation::MutationRun;
-use ralph_actors::schema::test_run::TestRun;
+use ralph_actors::schema::test_run::{LineHits, TestRun};
 use tokio_util::sync::CancellationToken;
 
 use crate::process::groups::ProcessGroups;
@@ -255,6 +257,11 @@ impl FsChaosRunner {
                     RunnerError::Internal(format!("cannot write Chaos's harness crate: {e}"))
                 })?;
         }
+        if interleave::uses_harness(self.placement.language, suite) {
+            interleave::write_harness(&self.placement.dir).map_err(|e| {
+                RunnerError::Internal(format!("cannot write {}: {e}", interleave::PY_MODULE))
+            })?;
+        }
         let env = self.property_env(suite, &cancel).await;
         let plan = self.plan(&file, env);
         let runner = ProjectRunner::new(vec![plan], &self.options, self.placement.target.clone())
@@ -274,8 +281,11 @@ fn shell_quote(path: &Path) -> String {
 #[async_trait::async_trait]
 impl ChaosRunner for FsChaosRunner {
     fn layout(&self, round: u32) -> ChaosLayout {
-        self.placement
-            .layout(round, property::library(self.placement.language))
+        let mut layout = self
+            .placement
+            .layout(round, property::library(self.placement.language));
+        layout.concurrency = Some(interleave::setup(self.placement.language).to_string());
+        layout
     }
 
     async fn run(
@@ -391,6 +401,11 @@ impl ChaosRunner for FsChaosRunner {
             let text = p.rehome(&suite, &self.test_dir);
             std::fs::create_dir_all(&self.test_dir)
                 .and_then(|()| crate::fsutil::write_atomic(&to, text.as_bytes()))
+                .and_then(|()| match interleave::uses_harness(p.language, &suite) {
+                    // Beside the kept file, unless the project has a file of its name.
+                    true => interleave::write_harness(&self.test_dir),
+                    false => Ok(()),
+                })
                 .map_err(|e| {
                     RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
                 })?;
@@ -405,6 +420,37 @@ impl ChaosRunner for FsChaosRunner {
             kept.push(shown);
         }
         Ok((kept, warnings))
+    }
+
+    async fn cover(
+        &self,
+        rounds: Vec<u32>,
+        cancel: CancellationToken,
+    ) -> Result<Option<LineHits>, RunnerError> {
+        let mut options = self.options.clone();
+        options.coverage = true;
+        // Apart from the unit tests' coverage files, which the last unit run's numbers were
+        // read from.
+        options.report_dir = options.report_dir.join("chaos-coverage");
+        let mut hits: Option<LineHits> = None;
+        for round in rounds {
+            let suite = self.suite(round).await.unwrap_or_default();
+            let env = self.property_env(&suite, &cancel).await;
+            let plan = self.plan(&self.placement.file(round), env);
+            let runner = ProjectRunner::new(vec![plan], &options, self.placement.target.clone())
+                .with_groups(self.groups.clone());
+            let run = runner.run_all(cancel.clone()).await?;
+            if let Some(more) = run.coverage.and_then(|c| c.target) {
+                hits = Some(match hits {
+                    Some(h) => h.union(&more),
+                    None => more,
+                });
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+        }
+        Ok(hits)
     }
 
     async fn mutate(

@@ -8,12 +8,14 @@
 //! `sections` (the top level and the plain sections), `roles` (the sections keyed by role),
 //! `guard` (LocalGuard's section), `regent` (the agent loop's `regent:` and `git:`),
 //! `providers` (connection settings), `hooks` (the `hooks:` section and `ralph-plugins.yaml`)
-//! and `checks` (the value checks used while deserialising).
+//! `checks` (the value checks used while deserialising) and `gate` (a `success_criteria` gate
+//! that knows whether the file set it).
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
 mod batch;
 mod checks;
 mod error;
+mod gate;
 mod guard;
 pub mod hooks;
 mod load;
@@ -27,6 +29,7 @@ mod tests;
 
 pub use batch::BatchEntry;
 pub use error::ConfigError;
+pub use gate::Gate;
 pub use guard::{AllowEntry, GuardMode, LocalGuardConfig};
 pub use load::{discover, load, load_discovered, parse, FILE_NAME};
 pub use providers::{Endpoint, ProviderConfig};

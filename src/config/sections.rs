@@ -7,15 +7,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ralph_actors::policy::budget::Price;
-use ralph_actors::settings::{Analyze, ChaosSettings, CriticMode, OnFailure, Strategy};
+use ralph_actors::settings::{Analyze, ChaosSettings, CriticMode, OnFailure, Profile, Strategy};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{
     analyze_mode, at_least_one, context_share, must_be_true, non_empty_list, opt_at_least_one_u64,
-    opt_at_least_one_usize, opt_directory, opt_language, opt_mutation_score, opt_non_empty,
-    opt_percent, opt_positive, opt_url, positive, price_map, similarity, Text,
+    opt_at_least_one_usize, opt_directory, opt_language, opt_non_empty, opt_positive, opt_url,
+    positive, price_map, similarity, Text,
 };
+use super::gate::{coverage_gate, mutation_gate, Gate};
 use super::guard::LocalGuardConfig;
 use super::providers::{provider_map, ProviderConfig};
 use super::roles::{Models, Prompts};
@@ -38,6 +39,8 @@ pub struct Config {
     pub local_guard: LocalGuardConfig,
     pub testing: Testing,
     pub success_criteria: SuccessCriteria,
+    /// `quick`: the tests and the Critic only, no Chaos and no gates (`--quick`).
+    pub profile: Profile,
     pub linting: Linting,
     pub sandbox: SandboxConfig,
     pub agent: AgentConfig,
@@ -85,6 +88,7 @@ impl Default for Config {
             local_guard: LocalGuardConfig::default(),
             testing: Testing::default(),
             success_criteria: SuccessCriteria::default(),
+            profile: Profile::Full,
             linting: Linting::default(),
             sandbox: SandboxConfig::default(),
             agent: AgentConfig::default(),
@@ -383,28 +387,31 @@ pub struct SuccessCriteria {
     /// Always required; the key exists so a config may say so.
     #[serde(deserialize_with = "must_be_true")]
     pub tests_pass: bool,
-    /// Percent of lines covered, 0 to 100; `None`: coverage is not measured.
-    #[serde(deserialize_with = "opt_percent")]
-    pub coverage_threshold: Option<f64>,
+    /// Percent of the lines the run changed that the tests (Chaos's passing files counting)
+    /// run, 0 to 100 (90 by default); `null`: coverage is not measured. With Chaos off, a
+    /// threshold the config sets is judged on each test run's line coverage instead.
+    #[serde(deserialize_with = "coverage_gate")]
+    pub coverage_threshold: Gate,
     /// The most linter errors allowed; `None`: the linter does not run.
     pub linter_errors: Option<u32>,
     /// While Chaos is on, success needs every adversarial test it found failing (and the
     /// Critic kept) to pass; `false` reports Chaos's findings without fixing them.
     pub adversarial_tests_pass: bool,
-    /// The operational mutation score (percent, 70 to 100) success needs; setting it turns
-    /// mutation testing on. `None`: mutation testing runs only when `chaos.strategies` lists it.
-    #[serde(deserialize_with = "opt_mutation_score")]
-    pub mutation_score_min: Option<f64>,
+    /// The operational mutation score (percent, 70 to 100; 80 by default) of the changed lines
+    /// success needs while Chaos is on. `null`: mutation testing runs only when
+    /// `chaos.strategies` lists it.
+    #[serde(deserialize_with = "mutation_gate")]
+    pub mutation_score_min: Gate,
 }
 
 impl Default for SuccessCriteria {
     fn default() -> Self {
         Self {
             tests_pass: true,
-            coverage_threshold: None,
+            coverage_threshold: Gate::default_at(90.0),
             linter_errors: None,
             adversarial_tests_pass: true,
-            mutation_score_min: None,
+            mutation_score_min: Gate::default_at(80.0),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ralph_actors::prompt::templates::Templates;
 use ralph_actors::role::Role;
-use ralph_actors::settings::{ChaosSettings, ModelSpec, RunSettings};
+use ralph_actors::settings::{ChaosSettings, ModelSpec, Profile, RunSettings};
 
 use super::error::ConfigError;
 use super::providers::{Endpoint, PROVIDER_ENV};
@@ -43,6 +43,36 @@ impl Config {
             .map(|m| Duration::from_secs_f64(m * 60.0))
     }
 
+    /// Whether Chaos attacks this run's fixes: on unless `chaos.enabled` is false or the
+    /// profile is `quick`.
+    pub fn chaos_on(&self) -> bool {
+        self.chaos.enabled && self.profile != Profile::Quick
+    }
+
+    /// The coverage gate on the lines a run changed, judged once Chaos's attacks find nothing.
+    pub fn changed_lines_coverage(&self) -> Option<f64> {
+        self.success_criteria
+            .coverage_threshold
+            .min
+            .filter(|_| self.chaos_on())
+    }
+
+    /// The coverage gate of each test run, while Chaos is off: only a threshold the config set
+    /// (the default gate needs Chaos to reach it).
+    pub fn per_run_coverage(&self) -> Option<f64> {
+        let gate = self.success_criteria.coverage_threshold;
+        gate.min
+            .filter(|_| gate.set && !self.chaos_on() && self.profile != Profile::Quick)
+    }
+
+    /// The mutation gate, while Chaos is on.
+    pub fn mutation_gate(&self) -> Option<f64> {
+        self.success_criteria
+            .mutation_score_min
+            .min
+            .filter(|_| self.chaos_on())
+    }
+
     /// The core's settings for a run, template overrides read. Apply flags to `self` first.
     pub fn run_settings(&self) -> Result<RunSettings, ConfigError> {
         let mut templates = Templates::default();
@@ -53,7 +83,7 @@ impl Config {
         }
         // Chaos's model is resolved (and its provider's key checked) only when Chaos runs.
         let models = Role::with_models()
-            .filter(|r| *r != Role::Chaos || self.chaos.enabled)
+            .filter(|r| *r != Role::Chaos || self.chaos_on())
             .filter_map(|r| Some((r, self.model(r)?)))
             .collect();
         Ok(RunSettings {
@@ -69,7 +99,7 @@ impl Config {
             max_test_output_bytes: self.testing.prompt_output_bytes,
             flaky_retries: self.testing.flaky_retries,
             allow_test_edits: self.testing.allow_test_edits,
-            coverage_threshold: self.success_criteria.coverage_threshold,
+            coverage_threshold: self.per_run_coverage(),
             linter_errors: self.success_criteria.linter_errors,
             models,
             context_windows: std::collections::BTreeMap::new(),
@@ -77,15 +107,18 @@ impl Config {
             templates,
             on_failure: self.on_failure,
             chaos: ChaosSettings {
-                enabled: self.chaos.enabled,
+                enabled: self.chaos_on(),
                 strategies: self.chaos.strategies.clone(),
                 max_rounds: self.chaos.max_rounds,
                 max_repairs: self.chaos.max_repairs,
                 must_pass: self.success_criteria.adversarial_tests_pass,
-                mutation_score_min: self.success_criteria.mutation_score_min,
+                mutation_score_min: self.mutation_gate(),
+                coverage_min: self.changed_lines_coverage(),
                 mutation_timeout: Duration::from_secs(self.chaos.mutation_timeout_seconds),
                 keep_tests: self.chaos.keep_tests,
             },
+            profile: self.profile,
+            unavailable: Default::default(),
         })
     }
 

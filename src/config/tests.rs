@@ -342,9 +342,10 @@ fn run_settings_follow_the_file() {
     );
     assert_eq!(s.max_test_output_bytes, 100);
     assert_eq!((s.flaky_retries, s.allow_test_edits), (2, true));
+    // Chaos is on: the coverage gate is judged on the changed lines, after its attacks.
     assert_eq!(
-        (s.coverage_threshold, s.linter_errors),
-        (Some(85.0), Some(0))
+        (s.chaos.coverage_min, s.coverage_threshold, s.linter_errors),
+        (Some(85.0), None, Some(0))
     );
     assert_eq!(config.testing.language.as_deref(), Some("typescript"));
 }
@@ -507,7 +508,7 @@ fn the_seed_s_completion_promise_config_loads_as_written() {
     .run_settings()
     .expect("settings");
     assert!(s.chaos.enabled && s.chaos.must_pass);
-    assert_eq!(s.coverage_threshold, Some(90.0));
+    assert_eq!(s.chaos.coverage_min, Some(90.0));
     assert_eq!((s.max_cost_usd, s.max_iterations), (2.0, 30));
     assert_eq!(
         s.max_duration,
@@ -564,6 +565,7 @@ fn chaos_settings_and_their_errors() {
     .expect("settings");
     assert!(s.chaos.mutation());
     assert_eq!(s.chaos.mutation_score_min, Some(85.0));
+    assert_eq!(s.chaos.coverage_min, Some(90.0), "the default gate");
     assert_eq!(s.chaos.mutation_timeout, std::time::Duration::from_secs(60));
     for bad in ["69", "100.5"] {
         let (msg, _) = err(&format!("success_criteria:\n  mutation_score_min: {bad}\n"));
@@ -577,6 +579,52 @@ fn chaos_settings_and_their_errors() {
     let (msg, _) = err("chaos:\n  max_rounds: 0\n");
     assert!(
         msg.contains("ralph.config.yaml:2:") && msg.contains("chaos.max_rounds"),
+        "{msg}"
+    );
+}
+
+/// FR-044's defaults: Chaos, coverage 90 % and mutation 80 % of the changed lines; `null` turns
+/// a gate off; `quick` keeps the tests and the Critic only; with Chaos off, only a coverage
+/// threshold the file set is judged, on each test run.
+#[test]
+fn the_gates_are_on_by_default_and_follow_chaos_and_the_profile() {
+    let settings = |yaml: &str| {
+        parse_str(yaml)
+            .expect("parses")
+            .run_settings()
+            .expect("settings")
+    };
+    let s = settings("");
+    assert_eq!(s.profile, ralph_actors::settings::Profile::Full);
+    assert!(s.chaos.enabled && s.chaos.mutation());
+    assert_eq!(
+        (
+            s.chaos.coverage_min,
+            s.chaos.mutation_score_min,
+            s.coverage_threshold
+        ),
+        (Some(90.0), Some(80.0), None)
+    );
+    let s = settings("success_criteria: {coverage_threshold: null, mutation_score_min: null}\n");
+    assert_eq!(
+        (s.chaos.coverage_min, s.chaos.mutation_score_min),
+        (None, None)
+    );
+    assert!(s.chaos.enabled && !s.chaos.mutation());
+    let s = settings("profile: quick\nsuccess_criteria: {coverage_threshold: 95}\n");
+    assert_eq!(s.profile, ralph_actors::settings::Profile::Quick);
+    assert!(!s.chaos.enabled && !s.chaos.mutation() && !s.models.contains_key(&Role::Chaos));
+    assert_eq!((s.chaos.coverage_min, s.coverage_threshold), (None, None));
+    let s = settings("chaos: {enabled: false}\n");
+    assert_eq!((s.chaos.coverage_min, s.coverage_threshold), (None, None));
+    let s = settings("chaos: {enabled: false}\nsuccess_criteria: {coverage_threshold: 75}\n");
+    assert_eq!(
+        (s.chaos.coverage_min, s.coverage_threshold),
+        (None, Some(75.0))
+    );
+    let (msg, _) = err("profile: thorough\n");
+    assert!(
+        msg.contains("ralph.config.yaml:1:") && msg.contains("profile") && msg.contains("quick"),
         "{msg}"
     );
 }

@@ -463,6 +463,33 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
             )?;
         }
     }
+    if let Some(c) = report
+        .adversarial
+        .as_ref()
+        .and_then(|a| a.coverage.as_ref())
+    {
+        writeln!(
+            out,
+            "  coverage: {}% of {} changed line{} by {} (at least {}% asked){}",
+            c.pct,
+            c.coverable,
+            if c.coverable == 1 { "" } else { "s" },
+            c.tool,
+            c.min,
+            match c.uncovered.len() {
+                0 => String::new(),
+                n => format!(", {n} no test runs"),
+            }
+        )?;
+    }
+    if !report.promise.checks.is_empty() {
+        writeln!(
+            out,
+            "  promise ({}): {}",
+            report.promise.profile.as_str(),
+            report.promise.line()
+        )?;
+    }
     let g = &report.local_guard;
     if !g.masked.is_empty() {
         let total: usize = g.masked.values().sum();

@@ -61,6 +61,8 @@ pub struct ProjectRunner {
 struct Prepared {
     plan: TestPlan,
     coverage: Option<CoverageReader>,
+    /// The command as detected or given, before coverage wrapped it: what a person is shown.
+    shown: String,
 }
 
 impl ProjectRunner {
@@ -85,6 +87,7 @@ impl ProjectRunner {
                 plans: plans
                     .into_iter()
                     .map(|plan| Prepared {
+                        shown: plan.command.clone(),
                         plan,
                         coverage: None,
                     })
@@ -222,8 +225,9 @@ impl TestRunner for ProjectRunner {
         self.run_all(cancel).await
     }
 
+    /// The commands as detected or given: the coverage tool's wrapping is ralph-loop's own.
     fn command(&self) -> String {
-        joined_commands(self.plans().map(|p| p.command.as_str()))
+        joined_commands(self.plans.iter().map(|p| p.shown.as_str()))
     }
 }
 
@@ -236,16 +240,20 @@ fn prepare(
 ) -> Result<(Vec<Prepared>, Option<LintPlan>), BuildError> {
     let mut prepared = Vec::with_capacity(plans.len());
     for plan in plans {
+        let shown = &plan.command;
         prepared.push(if options.coverage {
             let (plan, reader) = with_coverage(plan, &options.report_dir)?;
+            let reader = reader.for_target(target, &plan.cwd);
             Prepared {
                 plan,
                 coverage: Some(reader),
+                shown: shown.clone(),
             }
         } else {
             Prepared {
                 plan: plan.clone(),
                 coverage: None,
+                shown: shown.clone(),
             }
         });
     }

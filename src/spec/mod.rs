@@ -139,6 +139,7 @@ impl Spec {
             allow_test_edits: f.allow_test_edits.unwrap_or(false),
             adversarial: f.adversarial == Some(true),
             no_adversarial: f.adversarial == Some(false),
+            quick: false,
             on_failure: f.on_failure,
             config: f.config.clone(),
             output: None,

@@ -131,6 +131,7 @@ async fn adversarial_flag_turns_chaos_on_over_the_config() {
             "ralph.config.yaml",
             "chaos:\n  enabled: false\n",
         );
+        without_gates(dir.path());
         let llm = MockLlm::start().await;
         llm.helpful()
             .always("artisan", text(code("python", FIXED_PY)))
@@ -182,6 +183,7 @@ async fn findings_are_reported_not_fixed_when_adversarial_tests_need_not_pass() 
     let run = |config: &'static str, exit: i32| async move {
         let dir = fixture("py-median");
         write(dir.path(), "ralph.config.yaml", config);
+        without_gates(dir.path());
         let llm = MockLlm::start().await;
         llm.helpful()
             .always("artisan", text(code("python", FIXED_PY)))

@@ -287,7 +287,9 @@ async fn a_python_without_mutmut_is_refused_with_the_install_command() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_project_s_own_mutmut_config_is_not_read_and_a_slow_tool_stops_a_gated_run() {
     // A `[tool.mutmut]` table naming a file that does not exist: mutmut would fail on it.
-    let dir = py_project("chaos:\n  strategies: [boundary, mutation]\n");
+    let dir = py_project(
+        "chaos:\n  strategies: [boundary, mutation]\nsuccess_criteria:\n  mutation_score_min: null\n",
+    );
     let pyproject = std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap();
     write(
         dir.path(),

@@ -807,6 +807,25 @@ pub fn ralph_with_chaos(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     cmd
 }
 
+/// Sets the default coverage and mutation gates to `null` in `dir`'s `ralph.config.yaml` (made
+/// when missing, its other keys kept): for tests of Chaos's attacks, whose scripts hold no
+/// round for a gate (`gates.rs` and `mutation.rs` test the gates).
+pub fn without_gates(dir: &Path) {
+    let path = dir.join("ralph.config.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut doc: serde_yaml::Mapping = serde_yaml::from_str(&text).unwrap_or_default();
+    let key = serde_yaml::Value::from("success_criteria");
+    let mut criteria = match doc.remove(&key) {
+        Some(serde_yaml::Value::Mapping(m)) => m,
+        _ => serde_yaml::Mapping::new(),
+    };
+    for gate in ["coverage_threshold", "mutation_score_min"] {
+        criteria.insert(gate.into(), serde_yaml::Value::Null);
+    }
+    doc.insert(key, criteria.into());
+    std::fs::write(&path, serde_yaml::to_string(&doc).unwrap()).unwrap();
+}
+
 pub fn isolate(cmd: &mut assert_cmd::Command, dir: &Path) {
     cmd.current_dir(dir)
         .env("HOME", dir)

@@ -12,7 +12,7 @@ use crate::policy::adversarial::Counterexample;
 use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
 use crate::ports::runner::{RunnerError, TestRunner};
 use crate::schema::mutation::MutationRun;
-use crate::schema::test_run::TestRun;
+use crate::schema::test_run::{LineHits, TestRun};
 
 /// Where test output comes from, for `block` mode's message.
 const TEST_OUTPUT: &str = "the test output";
@@ -137,6 +137,18 @@ impl ChaosRunner for GuardedChaos {
 
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError> {
         self.results(self.inner.keep(rounds).await)
+    }
+
+    async fn cover(
+        &self,
+        rounds: Vec<u32>,
+        cancel: CancellationToken,
+    ) -> Result<Option<LineHits>, RunnerError> {
+        // Line numbers only: nothing to mask, but an error's text may quote output.
+        self.inner
+            .cover(rounds, cancel)
+            .await
+            .map_err(|e| masked_error(&self.guard, e))
     }
 
     async fn mutate(

@@ -70,6 +70,10 @@ pub struct ChaosSettings {
     /// The operational mutation score success needs, percent
     /// (`success_criteria.mutation_score_min`, 70 to 100).
     pub mutation_score_min: Option<f64>,
+    /// The share of the lines the run changed that the unit tests and Chaos's passing files
+    /// must run, percent (`success_criteria.coverage_threshold`): checked once Chaos's attacks
+    /// find nothing, a round spent on the lines no test runs while it is below.
+    pub coverage_min: Option<f64>,
     /// The longest a mutation run may take (`chaos.mutation_timeout_seconds`).
     pub mutation_timeout: Duration,
     /// On success, Chaos's accepted files are added to the project (`chaos.keep_tests`).
@@ -85,6 +89,7 @@ impl Default for ChaosSettings {
             max_repairs: 2,
             must_pass: true,
             mutation_score_min: None,
+            coverage_min: None,
             mutation_timeout: Duration::from_secs(300),
             keep_tests: false,
         }

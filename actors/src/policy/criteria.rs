@@ -95,6 +95,7 @@ mod tests {
             lines_pct: 72.5,
             branches_pct: None,
             functions_pct: None,
+            target: None,
         });
         judge(&mut run, &settings(Some(80.0), None));
         assert!(!run.criteria_met());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::policy::adversarial::Counterexample;
 use crate::ports::runner::RunnerError;
 use crate::schema::mutation::{Mutant, MutationRun};
-use crate::schema::test_run::TestRun;
+use crate::schema::test_run::{LineHits, TestRun};
 
 /// How a Chaos test file fits the project: what its prompt says about the file it must write.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +30,9 @@ pub struct ChaosLayout {
     /// How the library's runs are sized and seeded, in the prompt's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub property_setup: Option<String>,
+    /// How concurrency tests run interleavings in this stack, in the prompt's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<String>,
     /// Anything else the file must do to run (a test module's attribute, an ESM import).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -92,6 +95,14 @@ pub trait ChaosRunner: Send + Sync {
     /// over an existing file. Returns the paths written, relative to the project root, and a
     /// warning for each file not written or needing a library the project lacks.
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError>;
+
+    /// Runs the files of `rounds` again with the project's coverage tool: the target's lines
+    /// they ran, together. `Ok(None)` when the tool does not report lines per file.
+    async fn cover(
+        &self,
+        rounds: Vec<u32>,
+        cancel: CancellationToken,
+    ) -> Result<Option<LineHits>, RunnerError>;
 
     /// Mutation-tests the target with the project's unit tests and the Chaos files named, in
     /// a scratch copy of the project (the user's files are never mutated), with the language's

@@ -20,7 +20,7 @@ use crate::prompt::templates::{render_source, REPLAY};
 use crate::role::Role;
 use crate::roles::caller::{guarded, Caller};
 use crate::schema::mutation::{Equivalent, Mutant, MutationRun};
-use crate::schema::test_run::TestRun;
+use crate::schema::test_run::{LineHits, TestRun};
 use crate::settings::RunSettings;
 
 /// A test Chaos wrote in an earlier round, and what became of it: its prompt shows them so
@@ -52,6 +52,8 @@ pub struct Write {
     pub repair: Option<Repair>,
     /// Mutants no test noticed: this round's file is to kill them (a mutation round).
     pub survivors: Vec<Mutant>,
+    /// Changed lines no test runs: this round's file is to run them (a coverage round).
+    pub uncovered: Vec<UncoveredLine>,
     pub cancel: CancellationToken,
 }
 
@@ -94,6 +96,22 @@ pub struct Rerun {
 pub struct Mutate {
     pub request: MutationRequest,
     pub cancel: CancellationToken,
+}
+
+/// Supervisor → Chaos: run the files of `rounds` with coverage; the target's lines they ran
+/// (`None` when the tool does not report lines per file).
+#[derive(Message)]
+#[rtype(result = "Result<Option<LineHits>>")]
+pub struct Cover {
+    pub rounds: Vec<u32>,
+    pub cancel: CancellationToken,
+}
+
+/// A changed line of the target that no test runs: a coverage round's file is to run it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UncoveredLine {
+    pub line: u32,
+    pub code: String,
 }
 
 /// Supervisor → Chaos: keep `example`, found by a property of round `round`'s file, as a
@@ -157,6 +175,7 @@ struct Vars<'a> {
     earlier: &'a [EarlierTest],
     repair: Option<&'a Repair>,
     survivors: &'a [Mutant],
+    uncovered: &'a [UncoveredLine],
 }
 
 pub struct Chaos {
@@ -217,6 +236,7 @@ impl Handler<Write> for Chaos {
                 earlier: &msg.earlier,
                 repair: msg.repair.as_ref(),
                 survivors: &msg.survivors,
+                uncovered: &msg.uncovered,
             };
             // Every call starts afresh: a round's file is judged by running it, not by what
             // Chaos said before.
@@ -270,6 +290,14 @@ impl Handler<Mutate> for Chaos {
 
     fn handle(&mut self, msg: Mutate, _: &mut Context<Self>) -> Self::Result {
         self.on_runner(|runner| async move { runner.mutate(msg.request, msg.cancel).await })
+    }
+}
+
+impl Handler<Cover> for Chaos {
+    type Result = ResponseFuture<Result<Option<LineHits>>>;
+
+    fn handle(&mut self, msg: Cover, _: &mut Context<Self>) -> Self::Result {
+        self.on_runner(|runner| async move { runner.cover(msg.rounds, msg.cancel).await })
     }
 }
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::schema::mutation::{Mutant, MutationReport};
+use crate::schema::test_run::LineHits;
 
 /// Where a finding stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +98,61 @@ pub struct AdversarialReport {
     /// Chaos's files added to the project on success (`chaos.keep_tests`), relative to its root.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_tests: Vec<String>,
+    /// The coverage of the lines the run changed, by the unit tests and Chaos's passing files
+    /// together (`success_criteria.coverage_threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<ChangedCoverage>,
+}
+
+/// The coverage of the lines a run changed: of the target's lines the fix changed that the
+/// tool counts (a blank line or a comment is not counted), how many some test ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChangedCoverage {
+    /// The tool that counted (`coverage.py`, `jest`, `c8`, ...).
+    pub tool: String,
+    /// The changed lines, as `[first, last]` ranges of the target on disk.
+    pub lines: Vec<[u32; 2]>,
+    /// Changed lines the tool counts.
+    pub coverable: u32,
+    /// Of those, lines some test ran.
+    pub covered: u32,
+    /// `covered` over `coverable`, percent (100 when nothing changed is coverable).
+    pub pct: f64,
+    /// The gate (`success_criteria.coverage_threshold`).
+    pub min: f64,
+    /// Changed lines no test ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<u32>,
+    /// Measurements taken (one, and one more after each round written to cover lines).
+    pub runs: u32,
+}
+
+impl ChangedCoverage {
+    /// Judges `hits` on the lines `changed` against `min`.
+    pub fn of(tool: &str, changed: &[[u32; 2]], hits: &LineHits, min: f64) -> Self {
+        let within = |l: &u32| changed.iter().any(|[a, b]| (*a..=*b).contains(l));
+        let covered = hits.covered.iter().filter(|l| within(l)).count() as u32;
+        let uncovered: Vec<u32> = hits.missed.iter().copied().filter(within).collect();
+        let coverable = covered + uncovered.len() as u32;
+        let pct = match coverable {
+            0 => 100.0,
+            n => (f64::from(covered) / f64::from(n) * 10_000.0).round() / 100.0,
+        };
+        Self {
+            tool: tool.to_string(),
+            lines: changed.to_vec(),
+            coverable,
+            covered,
+            pct,
+            min,
+            uncovered,
+            runs: 1,
+        }
+    }
+
+    pub fn met(&self) -> bool {
+        self.pct + f64::EPSILON >= self.min
+    }
 }
 
 impl AdversarialReport {

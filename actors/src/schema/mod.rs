@@ -7,6 +7,7 @@
 //! - [`agent`]: what a coding-agent CLI's output says (text, tools, tokens, cost, result);
 //! - [`adversarial`]: Chaos's findings and the report's `adversarial` section;
 //! - [`mutation`]: mutation testing's mutants and scores, whichever tool ran it;
+//! - [`promise`]: the completion promise a run kept: its profile and checks;
 //! - [`report`]: the final report and its parts (statuses and exit codes);
 //! - [`regent`]: the agent loop's state file, report and iteration records;
 //! - [`state`]: `state.json` and `iterations.log`, what a resume needs;
@@ -17,6 +18,7 @@ pub mod agent;
 pub mod attempt;
 pub mod context;
 pub mod mutation;
+pub mod promise;
 pub mod regent;
 pub mod report;
 pub mod state;

@@ -279,6 +279,10 @@ pub struct Report {
     /// What Chaos did (absent when it did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adversarial: Option<crate::schema::adversarial::AdversarialReport>,
+    /// What the run's success stands on: its profile, and each check met, unmet, off or
+    /// unavailable.
+    #[serde(default)]
+    pub promise: crate::schema::promise::Promise,
     /// What LocalGuard masked: kinds and counts, never values.
     #[serde(default)]
     pub local_guard: GuardReport,

@@ -180,6 +180,37 @@ pub struct Coverage {
     pub branches_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions_pct: Option<f64>,
+    /// The target file's lines as the tool counted them, when it reports lines per file
+    /// (istanbul's `coverage-final.json`, `coverage json`): what the coverage of the lines a
+    /// run changed is judged on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<LineHits>,
+}
+
+/// One file's coverable lines (1-based), those some test ran and those none did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LineHits {
+    pub covered: Vec<u32>,
+    pub missed: Vec<u32>,
+}
+
+impl LineHits {
+    /// The lines covered in either, coverable in either: two runs' hits as one.
+    pub fn union(&self, other: &LineHits) -> LineHits {
+        let covered: std::collections::BTreeSet<u32> =
+            self.covered.iter().chain(&other.covered).copied().collect();
+        let missed = self
+            .missed
+            .iter()
+            .chain(&other.missed)
+            .copied()
+            .filter(|l| !covered.contains(l))
+            .collect::<std::collections::BTreeSet<u32>>();
+        LineHits {
+            covered: covered.into_iter().collect(),
+            missed: missed.into_iter().collect(),
+        }
+    }
 }
 
 /// The linter's findings.

@@ -21,7 +21,7 @@ use crate::prompt::bundle::{AdversarialView, ContextBundle, SuiteView};
 use crate::role::Role;
 use crate::roles::caller::watched;
 use crate::roles::chaos::{
-    Chaos, EarlierTest, Keep, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, Write,
+    Chaos, EarlierTest, Keep, Repair, Rerun, RunSuite, SuiteOf, SuiteRun, UncoveredLine, Write,
 };
 use crate::roles::critic::Judge;
 use crate::schema::adversarial::{
@@ -85,7 +85,9 @@ impl Run {
         }
         self.adversarial().rounds += 1;
         let round = self.adversarial().rounds;
-        let (found, _) = self.new_round(&chaos, &it, round, Vec::new()).await?;
+        let (found, _) = self
+            .new_round(&chaos, &it, round, Vec::new(), Vec::new())
+            .await?;
         self.checkpoint().await?;
         if found == 0 {
             return self.attacks_done(&chaos, &it).await;
@@ -107,15 +109,16 @@ impl Run {
         self.state.adversarial.get_or_insert_with(Default::default)
     }
 
-    /// Chaos writes round `round`'s file (to kill `survivors`, when there are any), it runs on
-    /// the fix, and the Critic judges what fails. Returns how many findings it kept, and the
-    /// survivors Chaos argued equivalent.
+    /// Chaos writes round `round`'s file (to kill `survivors`, or to run `uncovered` lines,
+    /// when there are any), it runs on the fix, and the Critic judges what fails. Returns how
+    /// many findings it kept, and the survivors Chaos argued equivalent.
     pub(super) async fn new_round(
         &mut self,
         chaos: &Addr<Chaos>,
         it: &Iteration,
         round: u32,
         survivors: Vec<Mutant>,
+        uncovered: Vec<UncoveredLine>,
     ) -> Result<(u32, Vec<Equivalent>), Outcome> {
         let n = it.n;
         let context = self.fix_context(it)?;
@@ -136,6 +139,7 @@ impl Run {
                         earlier: earlier.clone(),
                         repair: repair.take(),
                         survivors: survivors.clone(),
+                        uncovered: uncovered.clone(),
                         cancel: self.steps.clone(),
                     },
                 )

@@ -32,6 +32,9 @@ impl Run {
     /// round to kill the survivors while the score is below the gate.
     pub(super) async fn attacks_done(&mut self, chaos: &Addr<Chaos>, it: &Iteration) -> Step {
         let n = it.n;
+        if let Some(next) = self.cover_changed_lines(chaos, it).await? {
+            return Ok(next);
+        }
         if !self.settings.chaos.mutation() {
             return self.chaos_success(chaos, n).await;
         }
@@ -70,7 +73,9 @@ impl Run {
             report.rounds += 1;
             let round = report.rounds;
             let survivors = report.surviving_mutants.clone();
-            let (found, equivalent) = self.new_round(chaos, it, round, survivors).await?;
+            let (found, equivalent) = self
+                .new_round(chaos, it, round, survivors, Vec::new())
+                .await?;
             self.accept_equivalent(n, equivalent);
             self.checkpoint().await?;
             if found > 0 && self.settings.chaos.must_pass {
@@ -256,14 +261,14 @@ impl Run {
     }
 
     /// The lines of the file on disk that differ from the original, as `[first, last]` ranges.
-    async fn changed_lines(&mut self) -> Result<Vec<[u32; 2]>, Outcome> {
+    pub(super) async fn changed_lines(&mut self) -> Result<Vec<[u32; 2]>, Outcome> {
         let original = self.checkpoint_content(0).await?;
         let now = self.on_disk_content().await?;
         Ok(changed_lines(&original, &now))
     }
 
     /// The target as it is on disk.
-    async fn on_disk_content(&mut self) -> Result<String, Outcome> {
+    pub(super) async fn on_disk_content(&mut self) -> Result<String, Outcome> {
         let read = self.workspace.target();
         Ok(watched(&self.steps, read)
             .await

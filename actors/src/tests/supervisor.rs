@@ -602,6 +602,7 @@ async fn passing_tests_below_the_coverage_threshold_keep_the_run_going() {
             lines_pct: pct,
             branches_pct: None,
             functions_pct: None,
+            target: None,
         });
         run
     };

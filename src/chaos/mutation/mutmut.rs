@@ -68,6 +68,17 @@ pub(super) async fn run(
             .and_then(|_| std::fs::copy(suite, chaos_dir.join(name)))
             .map_err(|e| RunnerError::Internal(format!("cannot copy {}: {e}", suite.display())))?;
         suites.push(format!("{CHAOS_DIR}/{}", name.to_string_lossy()));
+        // The interleaving harness a concurrency test imports comes along with it.
+        let harness = suite.with_file_name(crate::chaos::interleave::PY_MODULE);
+        if harness.is_file() && !chaos_dir.join(crate::chaos::interleave::PY_MODULE).exists() {
+            std::fs::copy(
+                &harness,
+                chaos_dir.join(crate::chaos::interleave::PY_MODULE),
+            )
+            .map_err(|e| {
+                RunnerError::Internal(format!("cannot copy {}: {e}", harness.display()))
+            })?;
+        }
     }
     configure(&cwd, &relative, &suites)
         .map_err(|e| RunnerError::Internal(format!("cannot configure mutmut in the copy: {e}")))?;

@@ -37,20 +37,20 @@ fn coverage_plan(
         source,
     })?;
     let dir = report_dir.join(format!("coverage-{}", plan.framework.as_str()));
-    std::fs::create_dir_all(&dir).map_err(|source| CoverageError::Io {
-        path: dir.clone(),
-        source,
-    })?;
     let mut out = plan.clone();
+    // istanbul's tools also write the lines of each file (`json`, coverage-final.json): the
+    // coverage of the lines a run changed is read from it.
+    let lines = dir.join("coverage-final.json");
     let summary = match tool {
         CoverageTool::Jest => {
             let summary = dir.join("coverage-summary.json");
             // An empty coverageThreshold: thresholds in the project's jest config would fail a
             // run that only asked for coverage; ralph-loop judges the threshold itself.
             out.command = format!(
-                "rm -f {} && {} --coverage --coverageReporters=json-summary \
-                 --coverageDirectory={} '--coverageThreshold={{}}'",
+                "rm -f {} {} && {} --coverage --coverageReporters=json-summary \
+                 --coverageReporters=json --coverageDirectory={} '--coverageThreshold={{}}'",
                 sh_quote(&summary),
+                sh_quote(&lines),
                 plan.command,
                 sh_quote(&dir)
             );
@@ -61,12 +61,14 @@ fn coverage_plan(
             // reportOnFailure: vitest writes no coverage when a test fails otherwise. Zeroed
             // thresholds, as for jest: the project's global thresholds would fail the run.
             out.command = format!(
-                "rm -f {} && {} --coverage.enabled --coverage.provider=v8 \
-                 --coverage.reporter=json-summary --coverage.reportsDirectory={} \
+                "rm -f {} {} && {} --coverage.enabled --coverage.provider=v8 \
+                 --coverage.reporter=json-summary --coverage.reporter=json \
+                 --coverage.reportsDirectory={} \
                  --coverage.reportOnFailure --coverage.thresholds.lines=0 \
                  --coverage.thresholds.functions=0 --coverage.thresholds.branches=0 \
                  --coverage.thresholds.statements=0",
                 sh_quote(&summary),
+                sh_quote(&lines),
                 plan.command,
                 sh_quote(&dir)
             );
@@ -75,8 +77,10 @@ fn coverage_plan(
         CoverageTool::C8 => {
             let summary = dir.join("coverage-summary.json");
             out.command = format!(
-                "rm -f {} && npx --no-install c8 --reporter=json-summary --report-dir={} {}",
+                "rm -f {} {} && npx --no-install c8 --reporter=json-summary --reporter=json \
+                 --report-dir={} {}",
                 sh_quote(&summary),
+                sh_quote(&lines),
                 sh_quote(&dir),
                 plan.command
             );
@@ -147,7 +151,24 @@ fn coverage_plan(
             summary
         }
     };
-    Ok((out, CoverageReader { tool, summary }))
+    // Made by the run, not now: a run that stops before its tests (a missing key) leaves no
+    // `.ralph/` behind.
+    out.command = format!("mkdir -p {} && {}", sh_quote(&dir), out.command);
+    let lines = match tool {
+        CoverageTool::Jest | CoverageTool::Vitest | CoverageTool::C8 => Some(lines),
+        // `coverage json` lists each file's executed and missing lines beside the totals.
+        CoverageTool::CoveragePy => Some(summary.clone()),
+        CoverageTool::LlvmCov | CoverageTool::Tarpaulin => None,
+    };
+    Ok((
+        out,
+        CoverageReader {
+            tool,
+            summary,
+            lines,
+            target: None,
+        },
+    ))
 }
 
 /// Files coverage.py leaves out when the project has no coverage config of its own.
@@ -197,6 +218,13 @@ mod tests {
         let reports = plan.cwd.join(".ralph/reports");
         let (changed, reader) = with_coverage(plan, &reports).expect("coverage plan");
         assert!(reader.summary_path().starts_with(&reports));
+        // The module under test's own lines are read too, for the changed lines' coverage.
+        let target = ["half.js", "half.py"]
+            .map(|f| plan.cwd.join(f))
+            .into_iter()
+            .find(|p| p.is_file())
+            .expect("the module under test");
+        let reader = reader.for_target(&target, &plan.cwd);
         let run = run(&changed).await;
         assert_eq!(run.status, status, "{}\n{}", changed.command, run.output);
         reader
@@ -211,6 +239,13 @@ mod tests {
 
     fn assert_half(c: &Coverage, tool: &str) {
         assert_eq!(c.tool, tool);
+        // `a(1)` runs `return 1` (line 3), not `return 2` (5) nor `b`'s body (8-10).
+        let lines = c.target.as_ref().expect("half.js's own lines");
+        assert!(lines.covered.contains(&3), "{lines:?}");
+        assert!(
+            [5, 8, 9, 10].iter().all(|l| lines.missed.contains(l)),
+            "{lines:?}"
+        );
         assert!((25.0..=75.0).contains(&c.lines_pct), "{c:?}");
         assert_eq!(c.functions_pct, Some(50.0), "{c:?}");
         // Branches too are counted differently: c8 counts v8's blocks, so `a`'s body is one.
@@ -378,6 +413,11 @@ mod tests {
         assert_eq!(c.lines_pct, 50.0, "{c:?}");
         assert_eq!(c.branches_pct, Some(50.0), "{c:?}");
         assert_eq!(c.functions_pct, Some(50.0), "{c:?}");
+        let lines = c.target.as_ref().expect("half.py's own lines");
+        assert_eq!(
+            (lines.covered.as_slice(), lines.missed.as_slice()),
+            (&[1, 2, 3, 7][..], &[4, 8, 9, 10][..])
+        );
         assert!(junit.is_file());
 
         let unittest = plan(Framework::Unittest, "python3 -m unittest", dir.path());
@@ -458,8 +498,10 @@ mod tests {
         assert_eq!(
             llvm.command,
             format!(
-                "rm -f {summary} && cargo llvm-cov --json --summary-only --output-path \
-                 {summary} --no-fail-fast -- -Z unstable-options --format json --report-time"
+                "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov --json --summary-only \
+                 --output-path {summary} --no-fail-fast -- -Z unstable-options --format json \
+                 --report-time",
+                dir = reports.join("coverage-cargo").display()
             )
         );
         assert!(llvm
@@ -479,8 +521,10 @@ mod tests {
         assert_eq!(
             llvm.command,
             format!(
-                "rm -f {summary} && cargo llvm-cov nextest --json --summary-only --output-path \
-                 {summary} --no-fail-fast --message-format libtest-json"
+                "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov nextest --json \
+                 --summary-only --output-path {summary} --no-fail-fast --message-format \
+                 libtest-json",
+                dir = reports.join("coverage-nextest").display()
             )
         );
         assert_eq!(llvm.framework, Framework::Nextest);
@@ -492,10 +536,10 @@ mod tests {
         assert_eq!(
             tarp.command,
             format!(
-                "rm -f {} && cargo tarpaulin --out Json --output-dir {} --skip-clean \
-                 --no-fail-fast -- -Z unstable-options --format json --report-time",
+                "mkdir -p {dir} && rm -f {} && cargo tarpaulin --out Json --output-dir {dir} \
+                 --skip-clean --no-fail-fast -- -Z unstable-options --format json --report-time",
                 summary.display(),
-                summary.parent().expect("dir").display()
+                dir = summary.parent().expect("dir").display()
             )
         );
         // tarpaulin runs the test binaries as `cargo test` would.

@@ -14,10 +14,12 @@
 //! [`with_coverage`] returns the changed plan and a [`CoverageReader`] for after the run.
 //!
 //! Which tool, whether it is installed and how gathering fails: `tool`; the changed command:
-//! `gather`; the summary read after the run: `summary`. Finding installed tools is shared with
+//! `gather`; the summary read after the run: `summary`; the target's own lines, for the
+//! coverage of the lines a run changed: `lines`. Finding installed tools is shared with
 //! the linters (`runner::tools`).
 
 mod gather;
+mod lines;
 mod summary;
 #[cfg(test)]
 mod testkit;

@@ -14,6 +14,12 @@ use super::tool::{CoverageError, CoverageTool};
 pub struct CoverageReader {
     pub(super) tool: CoverageTool,
     pub(super) summary: PathBuf,
+    /// The report of lines per file (istanbul's `coverage-final.json`; coverage.py's summary
+    /// has them), when the tool writes one.
+    pub(super) lines: Option<PathBuf>,
+    /// The file whose lines are read from it, and where the tests ran (relative paths in the
+    /// report start there).
+    pub(super) target: Option<(PathBuf, PathBuf)>,
 }
 
 impl CoverageReader {
@@ -27,8 +33,25 @@ impl CoverageReader {
         &self.summary
     }
 
-    /// The run's coverage. [`CoverageError::NoSummary`] when the run wrote none.
+    /// The reader, also reading `target`'s own lines after a run in `cwd`.
+    pub fn for_target(mut self, target: &Path, cwd: &Path) -> Self {
+        self.target = Some((target.to_path_buf(), cwd.to_path_buf()));
+        self
+    }
+
+    /// The run's coverage, with the target's lines when [`Self::for_target`] named it and the
+    /// tool reports lines per file. [`CoverageError::NoSummary`] when the run wrote no summary.
     pub fn read(&self) -> Result<Coverage, CoverageError> {
+        let mut coverage = self.read_summary()?;
+        if let (Some(lines), Some((target, cwd))) = (&self.lines, &self.target) {
+            coverage.target = std::fs::read_to_string(lines)
+                .ok()
+                .and_then(|data| super::lines::target_lines(self.tool, &data, target, cwd));
+        }
+        Ok(coverage)
+    }
+
+    fn read_summary(&self) -> Result<Coverage, CoverageError> {
         let data = match std::fs::read_to_string(&self.summary) {
             Ok(data) => data,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -70,6 +93,7 @@ pub fn parse_summary(tool: CoverageTool, data: &str) -> Result<Coverage, String>
         lines_pct: lines.unwrap_or(0.0),
         branches_pct: branches,
         functions_pct: functions,
+        target: None,
     })
 }
 
