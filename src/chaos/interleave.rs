@@ -27,8 +27,9 @@ pub fn setup(language: Language) -> &'static str {
         }
         Language::JavaScript | Language::TypeScript => {
             "fast-check's scheduler: `await fc.assert(fc.asyncProperty(fc.scheduler(), async (s) => { ... }), \
-             { numRuns: 100, seed: 42 })`, wrapping the target's asynchronous calls with `s.scheduleFunction(fn)` \
-             (or their promises with `s.schedule(p)`), starting them together, then `await s.waitAll()` before checking"
+             { numRuns: 100, seed: 42 })`, wrapping the asynchronous functions the target awaits (a store, a \
+             client it is given) with `s.scheduleFunction(fn)` (or their promises with `s.schedule(p)`), starting \
+             the target's calls together, then `await s.waitFor(Promise.all([...]))` before checking"
         }
         Language::Rust => {
             "threads started together behind a `std::sync::Barrier`, the whole check repeated many times; when the \
