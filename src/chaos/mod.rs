@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use ralph_actors::policy::adversarial::Counterexample;
-use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
+use ralph_actors::ports::chaos::{ChaosLayout, ChaosRunner, Covered, MutationRequest};
 use ralph_actors::ports::runner::RunnerError;
 use ralph_actors::schema::mutation::MutationRun;
 use ralph_actors::schema::test_run::{LineHits, TestRun};
@@ -426,13 +426,14 @@ impl ChaosRunner for FsChaosRunner {
         &self,
         rounds: Vec<u32>,
         cancel: CancellationToken,
-    ) -> Result<Option<LineHits>, RunnerError> {
+    ) -> Result<Covered, RunnerError> {
         let mut options = self.options.clone();
         options.coverage = true;
         // Apart from the unit tests' coverage files, which the last unit run's numbers were
         // read from.
         options.report_dir = options.report_dir.join("chaos-coverage");
         let mut hits: Option<LineHits> = None;
+        let mut duration_ms = 0;
         for round in rounds {
             let suite = self.suite(round).await.unwrap_or_default();
             let env = self.property_env(&suite, &cancel).await;
@@ -440,6 +441,7 @@ impl ChaosRunner for FsChaosRunner {
             let runner = ProjectRunner::new(vec![plan], &options, self.placement.target.clone())
                 .with_groups(self.groups.clone());
             let run = runner.run_all(cancel.clone()).await?;
+            duration_ms += run.duration_ms;
             if let Some(more) = run.coverage.and_then(|c| c.target) {
                 hits = Some(match hits {
                     Some(h) => h.union(&more),
@@ -450,7 +452,7 @@ impl ChaosRunner for FsChaosRunner {
                 break;
             }
         }
-        Ok(hits)
+        Ok(Covered { hits, duration_ms })
     }
 
     async fn mutate(

@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::mask_strings;
 use crate::policy::adversarial::Counterexample;
-use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
+use crate::ports::chaos::{ChaosLayout, ChaosRunner, Covered, MutationRequest};
 use crate::ports::runner::{RunnerError, TestRunner};
 use crate::schema::mutation::MutationRun;
-use crate::schema::test_run::{LineHits, TestRun};
+use crate::schema::test_run::TestRun;
 
 /// Where test output comes from, for `block` mode's message.
 const TEST_OUTPUT: &str = "the test output";
@@ -143,7 +143,7 @@ impl ChaosRunner for GuardedChaos {
         &self,
         rounds: Vec<u32>,
         cancel: CancellationToken,
-    ) -> Result<Option<LineHits>, RunnerError> {
+    ) -> Result<Covered, RunnerError> {
         // Line numbers only: nothing to mask, but an error's text may quote output.
         self.inner
             .cover(rounds, cancel)

@@ -52,6 +52,15 @@ pub struct MutationRequest {
     pub timeout: Duration,
 }
 
+/// Chaos's files run again with coverage ([`ChaosRunner::cover`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Covered {
+    /// The target's lines they ran, together; `None` when the tool reports no lines per file.
+    pub hits: Option<LineHits>,
+    /// The runs' time, test time as any test run's.
+    pub duration_ms: u64,
+}
+
 /// Runs Chaos's test files. Each round's file is kept in the session folder; running it kills
 /// its process group on `cancel`, as the unit tests' runner does.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -97,12 +106,13 @@ pub trait ChaosRunner: Send + Sync {
     async fn keep(&self, rounds: Vec<u32>) -> Result<(Vec<String>, Vec<String>), RunnerError>;
 
     /// Runs the files of `rounds` again with the project's coverage tool: the target's lines
-    /// they ran, together. `Ok(None)` when the tool does not report lines per file.
+    /// they ran, together (`None` when the tool does not report lines per file), and the runs'
+    /// time.
     async fn cover(
         &self,
         rounds: Vec<u32>,
         cancel: CancellationToken,
-    ) -> Result<Option<LineHits>, RunnerError>;
+    ) -> Result<Covered, RunnerError>;
 
     /// Mutation-tests the target with the project's unit tests and the Chaos files named, in
     /// a scratch copy of the project (the user's files are never mutated), with the language's

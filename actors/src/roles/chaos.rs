@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::policy::adversarial::{Counterexample, Strategy};
-use crate::ports::chaos::{ChaosLayout, ChaosRunner, MutationRequest};
+use crate::ports::chaos::{ChaosLayout, ChaosRunner, Covered, MutationRequest};
 use crate::ports::runner::RunnerError;
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::{extract_code, test_name};
@@ -20,7 +20,7 @@ use crate::prompt::templates::{render_source, REPLAY};
 use crate::role::Role;
 use crate::roles::caller::{guarded, Caller};
 use crate::schema::mutation::{Equivalent, Mutant, MutationRun};
-use crate::schema::test_run::{LineHits, TestRun};
+use crate::schema::test_run::TestRun;
 use crate::settings::RunSettings;
 
 /// A test Chaos wrote in an earlier round, and what became of it: its prompt shows them so
@@ -101,7 +101,7 @@ pub struct Mutate {
 /// Supervisor → Chaos: run the files of `rounds` with coverage; the target's lines they ran
 /// (`None` when the tool does not report lines per file).
 #[derive(Message)]
-#[rtype(result = "Result<Option<LineHits>>")]
+#[rtype(result = "Result<Covered>")]
 pub struct Cover {
     pub rounds: Vec<u32>,
     pub cancel: CancellationToken,
@@ -294,7 +294,7 @@ impl Handler<Mutate> for Chaos {
 }
 
 impl Handler<Cover> for Chaos {
-    type Result = ResponseFuture<Result<Option<LineHits>>>;
+    type Result = ResponseFuture<Result<Covered>>;
 
     fn handle(&mut self, msg: Cover, _: &mut Context<Self>) -> Self::Result {
         self.on_runner(|runner| async move { runner.cover(msg.rounds, msg.cancel).await })

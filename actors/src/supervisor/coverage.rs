@@ -111,7 +111,9 @@ impl Run {
                 rounds,
                 cancel: self.steps.clone(),
             };
-            if let Some(chaos_hits) = self.ask(Role::Chaos, chaos, cover).await? {
+            let covered = self.ask(Role::Chaos, chaos, cover).await?;
+            self.timed(covered.duration_ms);
+            if let Some(chaos_hits) = covered.hits {
                 hits = hits.union(&chaos_hits);
             }
         }
