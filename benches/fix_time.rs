@@ -337,7 +337,7 @@ fn main() {
                 "problem": m.problem, "wall_s": m.wall_s, "calls": m.calls,
                 "on_path": m.on_path, "waits_s": m.waits, "cost_usd": m.cost_usd,
                 "overhead_ms": m.overhead_ms, "chaos_own_s": m.chaos_own_s,
-                "test_ms": m.test_ms, "mutation_ms": m.mutation_ms,
+                "test_ms": m.test_ms, "mutation_ms": m.mutation_ms, "own_ms": m.own_ms,
                 "gaps_ms": m.gaps_ms,
             })
         })
@@ -378,6 +378,9 @@ struct Measured {
     test_ms: f64,
     /// The mutation tool's own time (StrykerJS, mutmut), as the report gives it.
     mutation_ms: f64,
+    /// ralph-loop's own time as the report gives it: the run's time with no call and no test
+    /// run (coverage's and the mutation tool's included) in flight.
+    own_ms: f64,
 }
 
 /// A run's project folder: removed after the run, or kept for a look.
@@ -596,6 +599,7 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
             }
             m.cost_usd = report["cost_usd"].as_f64();
             m.test_ms = report["timings"]["test_ms"].as_f64().unwrap_or(0.0);
+            m.own_ms = report["timings"]["overhead_ms"].as_f64().unwrap_or(0.0);
             m.mutation_ms = report["adversarial"]["mutation"]["duration_ms"]
                 .as_f64()
                 .unwrap_or(0.0);
@@ -655,6 +659,16 @@ fn test_spans(session: &Path, started: SystemTime) -> Vec<Span> {
                     e["iteration"], e["round"]
                 ),
             ),
+            // The mutation tool's run ends with its event, which says how long it took.
+            Some("chaos_mutation") => {
+                if let (Some(end), Some(took)) = (
+                    e["time"].as_str().and_then(since),
+                    e["duration_ms"].as_f64(),
+                ) {
+                    spans.push(Span::new("mutation", end - took / 1000.0, end));
+                }
+                continue;
+            }
             _ => continue,
         };
         if let (Some(end), Some(took)) = (e["time"].as_str().and_then(since), duration(file)) {
@@ -725,6 +739,7 @@ fn aggregate(
                 "chaos_own_s": med(&|m| m.chaos_own_s),
                 "beyond_chaos_off_s": beyond,
                 "test_ms": med(&|m| m.test_ms), "mutation_ms": med(&|m| m.mutation_ms),
+                "own_ms": med(&|m| m.own_ms),
             }));
         }
     }
@@ -774,6 +789,7 @@ fn summarise(rows: &[Value], configs: &[Config]) -> Value {
                 "beyond_s_worst": worst("beyond_chaos_off_s"),
                 "test_ms_median": median(&values("test_ms")), "test_ms_worst": worst("test_ms"),
                 "mutation_ms_median": median(&values("mutation_ms")), "mutation_ms_worst": worst("mutation_ms"),
+                "own_ms_median": median(&values("own_ms")), "own_ms_worst": worst("own_ms"),
             })
         };
         let mut per = serde_json::Map::new();
