@@ -452,7 +452,17 @@ fn merge(mut runs: Vec<(&TestPlan, TestRun)>) -> TestRun {
         t.flaky += run.totals.flaky;
         merged.tests.extend(run.tests);
         merged.retries += run.retries;
-        if merged.coverage.is_none() {
+        // One tool's numbers are kept: the first, unless it never loaded the target and a
+        // later one ran some of its lines (a Python target in a project whose node tests run
+        // first).
+        let runs_target = |c: &Option<ralph_actors::schema::test_run::Coverage>| {
+            c.as_ref()
+                .and_then(|c| c.target.as_ref())
+                .is_some_and(|t| !t.covered.is_empty())
+        };
+        if merged.coverage.is_none()
+            || (!runs_target(&merged.coverage) && runs_target(&run.coverage))
+        {
             merged.coverage = run.coverage;
         }
         if merged.lint.is_none() {
@@ -829,6 +839,41 @@ tests/test_m.py:7: AssertionError</failure></testcase></testsuite></testsuites>"
         assert_eq!(merged.command, "x && x && x");
         let none = merge(Vec::new());
         assert_eq!(none.status, RunStatus::Error);
+    }
+
+    /// A Python target in a project whose node tests run first: c8 never loaded it, coverage.py
+    /// ran its lines; coverage.py's numbers are kept.
+    #[test]
+    fn the_coverage_kept_is_the_tool_s_that_ran_the_target() {
+        use ralph_actors::schema::test_run::{Coverage, LineHits};
+        let p = Project::new();
+        let plan = p.plan("x", None);
+        let covered = |tool: &str, covered: Vec<u32>| TestRun {
+            coverage: Some(Coverage {
+                tool: tool.into(),
+                lines_pct: 50.0,
+                branches_pct: None,
+                functions_pct: None,
+                target: Some(LineHits {
+                    covered,
+                    missed: vec![1, 2, 3],
+                }),
+            }),
+            ..TestRun::new("x", RunStatus::Passed)
+        };
+        let merged = merge(vec![
+            (&plan, covered("c8", Vec::new())),
+            (&plan, covered("coverage.py", vec![4])),
+        ]);
+        assert_eq!(
+            merged.coverage.map(|c| c.tool).as_deref(),
+            Some("coverage.py")
+        );
+        let first = merge(vec![
+            (&plan, covered("c8", vec![4])),
+            (&plan, covered("coverage.py", vec![5])),
+        ]);
+        assert_eq!(first.coverage.map(|c| c.tool).as_deref(), Some("c8"));
     }
 
     #[tokio::test]
