@@ -13,9 +13,6 @@ use super::support::*;
 /// Subtracts: the unit test fails.
 const BROKEN: &str = "import asyncio\n\n\nclass Counter:\n    \"\"\"Counts what concurrent tasks add.\"\"\"\n\n    def __init__(self):\n        self.value = 0\n\n    async def add(self, n):\n        current = self.value\n        await asyncio.sleep(0)\n        self.value = current - n\n";
 
-/// Adds, but reads and writes across an `await`: two tasks adding at once lose an update.
-const RACY: &str = "import asyncio\n\n\nclass Counter:\n    \"\"\"Counts what concurrent tasks add.\"\"\"\n\n    def __init__(self):\n        self.value = 0\n\n    async def add(self, n):\n        current = self.value\n        await asyncio.sleep(0)\n        self.value = current + n\n";
-
 /// The read and the write under one lock.
 const LOCKED: &str = "import asyncio\n\n\nclass Counter:\n    \"\"\"Counts what concurrent tasks add.\"\"\"\n\n    def __init__(self):\n        self.value = 0\n        self._lock = asyncio.Lock()\n\n    async def add(self, n):\n        async with self._lock:\n            current = self.value\n            await asyncio.sleep(0)\n            self.value = current + n\n";
 
@@ -45,7 +42,14 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
     llm.helpful()
         .script(
             "artisan",
-            [text(code("python", RACY)), text(code("python", LOCKED))],
+            [
+                // Adds, but reads and writes across an `await`: two adds at once lose one.
+                text(code(
+                    "python",
+                    &BROKEN.replace("current - n", "current + n"),
+                )),
+                text(code("python", LOCKED)),
+            ],
         )
         .script("chaos", [reply(INTERLEAVED), reply(CALM)])
         .always(

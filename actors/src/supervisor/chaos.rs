@@ -541,7 +541,7 @@ fn outcome_of(run: &TestRun, test: &str) -> Option<CaseStatus> {
     run.tests.iter().find(|t| t.id == test).map(|t| t.status)
 }
 
-fn plural(n: u32) -> &'static str {
+pub(super) fn plural(n: u32) -> &'static str {
     if n == 1 {
         ""
     } else {

@@ -15,6 +15,7 @@ use crate::role::Role;
 use crate::roles::chaos::{Chaos, Cover, UncoveredLine};
 use crate::schema::adversarial::ChangedCoverage;
 use crate::schema::report::Status;
+use crate::supervisor::chaos::plural;
 use crate::supervisor::run::Run;
 
 impl Run {
@@ -49,7 +50,7 @@ impl Run {
                     measured.tool,
                     match measured.uncovered.is_empty() {
                         true => String::new(),
-                        false => format!("; no test runs line{} {}", plural(measured.uncovered.len()), lines(&measured.uncovered)),
+                        false => format!("; no test runs line{} {}", plural(measured.uncovered.len() as u32), lines(&measured.uncovered)),
                     }
                 ),
             });
@@ -134,7 +135,7 @@ impl Run {
                 self.settings.chaos.max_rounds,
                 percent(measured.pct),
                 measured.min,
-                plural(measured.uncovered.len()),
+                plural(measured.uncovered.len() as u32),
                 lines(&measured.uncovered)
             ),
         )
@@ -143,14 +144,6 @@ impl Run {
 
 fn percent(pct: f64) -> String {
     format!("{pct}%")
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// `3, 7-9, 12`: lines as ranges.

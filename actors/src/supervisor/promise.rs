@@ -40,15 +40,17 @@ impl Run {
         // the gates it carries be reached.
         let unattacked = (s.chaos.enabled && self.team.chaos.is_none())
             .then_some("Chaos cannot attack this target (see the run's notes)");
-        let unavailable = |gate: &str| {
+        // Why a gate that is `on` cannot be measured: its tool is missing, or Chaos, which
+        // carries it, cannot attack.
+        let unavailable = |gate: &str, on: bool| {
             s.unavailable
                 .get(gate)
                 .cloned()
-                .or_else(|| unattacked.map(str::to_string))
+                .or_else(|| unattacked.filter(|_| on).map(str::to_string))
         };
         checks.push(if !s.chaos.enabled {
             Check::new("adversarial", CheckStatus::Off, off_why)
-        } else if let Some(why) = unavailable("adversarial") {
+        } else if let Some(why) = unavailable("adversarial", true) {
             Check::new("adversarial", CheckStatus::Unavailable, why)
         } else {
             match report {
@@ -69,9 +71,7 @@ impl Run {
             }
         });
         let coverage_on = s.chaos.coverage_min.is_some() || s.coverage_threshold.is_some();
-        checks.push(if let Some(why) = s.unavailable.get("coverage") {
-            Check::new("coverage", CheckStatus::Unavailable, why.clone())
-        } else if let (true, Some(why)) = (coverage_on, unavailable("coverage")) {
+        checks.push(if let Some(why) = unavailable("coverage", coverage_on) {
             Check::new("coverage", CheckStatus::Unavailable, why)
         } else if let (true, Some(min)) = (s.chaos.enabled, s.chaos.coverage_min) {
             match report.and_then(|r| r.coverage.as_ref()) {
@@ -112,37 +112,37 @@ impl Run {
                 },
             )
         });
-        checks.push(if let Some(why) = s.unavailable.get("mutation") {
-            Check::new("mutation", CheckStatus::Unavailable, why.clone())
-        } else if let (true, Some(why)) = (s.chaos.mutation(), unavailable("mutation")) {
-            Check::new("mutation", CheckStatus::Unavailable, why)
-        } else if s.chaos.mutation() {
-            match (
-                report.and_then(|r| r.mutation.as_ref()),
-                s.chaos.mutation_score_min,
-            ) {
-                (Some(m), Some(min)) => Check::new(
+        checks.push(
+            if let Some(why) = unavailable("mutation", s.chaos.mutation()) {
+                Check::new("mutation", CheckStatus::Unavailable, why)
+            } else if s.chaos.mutation() {
+                match (
+                    report.and_then(|r| r.mutation.as_ref()),
+                    s.chaos.mutation_score_min,
+                ) {
+                    (Some(m), Some(min)) => Check::new(
+                        "mutation",
+                        met(m.scores.operational + f64::EPSILON >= min),
+                        format!("{}% by {}, at least {min}%", m.scores.operational, m.tool),
+                    ),
+                    (Some(m), None) => Check::new(
+                        "mutation",
+                        CheckStatus::Met,
+                        format!("{}% by {}, no gate", m.scores.operational, m.tool),
+                    ),
+                    (None, _) => Check::new("mutation", CheckStatus::Unmet, "not reached"),
+                }
+            } else {
+                Check::new(
                     "mutation",
-                    met(m.scores.operational + f64::EPSILON >= min),
-                    format!("{}% by {}, at least {min}%", m.scores.operational, m.tool),
-                ),
-                (Some(m), None) => Check::new(
-                    "mutation",
-                    CheckStatus::Met,
-                    format!("{}% by {}, no gate", m.scores.operational, m.tool),
-                ),
-                (None, _) => Check::new("mutation", CheckStatus::Unmet, "not reached"),
-            }
-        } else {
-            Check::new(
-                "mutation",
-                CheckStatus::Off,
-                match off_why {
-                    "" => "success_criteria.mutation_score_min is null",
-                    why => why,
-                },
-            )
-        });
+                    CheckStatus::Off,
+                    match off_why {
+                        "" => "success_criteria.mutation_score_min is null",
+                        why => why,
+                    },
+                )
+            },
+        );
         Promise {
             profile: s.profile,
             checks,
