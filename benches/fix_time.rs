@@ -39,7 +39,7 @@
 //! `target/bench-fix-time.json` (every run, every cell, the summary).
 //!
 //! Knobs (environment): `RALPH_BENCH_JOBS` (runs at once; 8), `RALPH_BENCH_RUNS` (runs of each
-//! configuration per cell; 1), `RALPH_BENCH_LANGS` (`py,js`), `RALPH_BENCH_FAILING`
+//! configuration per cell; 1), `RALPH_BENCH_LANGS` (`py,js`; `rs` adds Rust), `RALPH_BENCH_FAILING`
 //! (`1,3,8,30`), `RALPH_BENCH_ITERATIONS` (`1,2,3`), `RALPH_BENCH_PROFILES` (`fast,mid,slow`),
 //! `RALPH_BENCH_CONFIGS` (`single,one,roles,one+chaos,roles+chaos`), `RALPH_BENCH_BIN` (another
 //! build of `ralph-loop`), `RALPH_BENCH_OUT` (the JSON's path), `RALPH_BENCH_MICRO_AGENT` (the
@@ -226,6 +226,7 @@ fn main() {
         .filter_map(|l| match l.as_str() {
             "py" => Some(Lang::Python),
             "js" => Some(Lang::JavaScript),
+            "rs" => Some(Lang::Rust),
             _ => None,
         })
         .collect();

@@ -1,5 +1,5 @@
-//! Bug shapes for the time-to-a-fix matrix: a generated project in Python (pytest) or
-//! JavaScript (`node --test`) whose target holds small functions, one test each, with a given
+//! Bug shapes for the time-to-a-fix matrix: a generated project in Python (pytest), JavaScript
+//! (`node --test`) or Rust (a crate's library and its integration tests) whose target holds small functions, one test each, with a given
 //! number failing at the start, and the Artisan's replies that fix it in a given number of
 //! attempts (each attempt leaves half of the failures, rounded up, until the last fixes all).
 //!
@@ -14,6 +14,7 @@ use std::path::Path;
 pub enum Lang {
     Python,
     JavaScript,
+    Rust,
 }
 
 impl Lang {
@@ -21,6 +22,7 @@ impl Lang {
         match self {
             Lang::Python => "py",
             Lang::JavaScript => "js",
+            Lang::Rust => "rs",
         }
     }
 
@@ -29,6 +31,7 @@ impl Lang {
         match self {
             Lang::Python => "python",
             Lang::JavaScript => "javascript",
+            Lang::Rust => "rust",
         }
     }
 
@@ -36,6 +39,7 @@ impl Lang {
         match self {
             Lang::Python => "calc.py",
             Lang::JavaScript => "src/calc.js",
+            Lang::Rust => "src/lib.rs",
         }
     }
 
@@ -43,6 +47,7 @@ impl Lang {
         match self {
             Lang::Python => "test_calc.py",
             Lang::JavaScript => "test/calc.test.js",
+            Lang::Rust => "tests/calc.rs",
         }
     }
 
@@ -52,6 +57,7 @@ impl Lang {
         match self {
             Lang::Python => format!("{python} -m pytest -q test_calc.py"),
             Lang::JavaScript => "node --test test/".to_string(),
+            Lang::Rust => "cargo test".to_string(),
         }
     }
 }
@@ -110,6 +116,16 @@ impl Shape {
                 }
                 out.push_str(&format!("\nmodule.exports = {{ {} }};\n", names.join(", ")));
             }
+            Lang::Rust => {
+                out.push_str("//! Small conversions the rest of the program relies on.\n");
+                for i in 0..n {
+                    let (a, b) = coefficients(i);
+                    let slip = if i < wrong { " + 1" } else { "" };
+                    out.push_str(&format!(
+                        "\n/// Step {i}: {a} times x, plus {b}.\npub fn step_{i:02}(x: i64) -> i64 {{\n    x * {a} + {b}{slip}\n}}\n"
+                    ));
+                }
+            }
         }
         out
     }
@@ -137,6 +153,17 @@ impl Shape {
                     let x = 2 + i % 5;
                     out.push_str(&format!(
                         "\ntest('step{i:02}', () => {{\n  assert.strictEqual(calc.step{i:02}({x}), {});\n}});\n",
+                        x * a + b
+                    ));
+                }
+            }
+            Lang::Rust => {
+                out.push_str("use calc::*;\n");
+                for i in 0..n {
+                    let (a, b) = coefficients(i);
+                    let x = 2 + i % 5;
+                    out.push_str(&format!(
+                        "\n#[test]\nfn step_{i:02}_works() {{\n    assert_eq!(step_{i:02}({x}), {});\n}}\n",
                         x * a + b
                     ));
                 }
@@ -171,6 +198,16 @@ impl Shape {
                     ));
                 }
             }
+            Lang::Rust => {
+                out.push_str("use calc::*;\n");
+                for i in 0..n {
+                    let (a, b) = coefficients(i);
+                    out.push_str(&format!(
+                        "\n#[test]\nfn step_{i:02}_at_zero_and_below() {{\n    assert_eq!(step_{i:02}(0), {b});\n    assert_eq!(step_{i:02}(-1), {});\n}}\n",
+                        b as i64 - a as i64
+                    ));
+                }
+            }
         }
         out
     }
@@ -196,6 +233,13 @@ impl Shape {
                 "package.json",
                 "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test test/\" }\n}\n",
             ),
+            Lang::Rust => {
+                put(
+                    "Cargo.toml",
+                    "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n",
+                );
+                put(".gitignore", "target/\n");
+            }
         }
         let git = std::process::Command::new("git")
             .args(["init", "-q"])

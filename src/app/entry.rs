@@ -276,6 +276,8 @@ impl Entry<'_> {
         let base = self.base;
         args.config = args.config.or_else(|| base.config.clone());
         args.output = base.output;
+        // `--quick` of the batch or agent, where the spec sets no profile of its own.
+        args.quick = base.quick;
         args
     }
 

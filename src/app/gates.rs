@@ -10,8 +10,7 @@ use ralph_actors::settings::{RunSettings, Strategy};
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::runner::coverage::CoverageError;
-use crate::runner::language::Language;
+use crate::runner::coverage::{CoverageError, CoverageTool};
 use crate::runner::plan::TestingOptions;
 use crate::runner::project::{BuildError, ProjectRunner};
 
@@ -25,23 +24,48 @@ pub(crate) fn build_runner(
     config: &Config,
     settings: &mut RunSettings,
 ) -> Result<ProjectRunner> {
-    let coverage_set = config.success_criteria.coverage_threshold.set;
-    if settings.chaos.coverage_min.is_some() && Language::of_file(target) == Some(Language::Rust) {
-        // The changed lines are judged on a report of lines per file; Rust's tools are read as
-        // totals only. A threshold the config set is judged on each run's total instead.
-        match coverage_set {
-            true => settings.coverage_threshold = settings.chaos.coverage_min.take(),
-            false => {
-                settings.chaos.coverage_min = None;
-                options.coverage = false;
-                settings.unavailable.insert(
-                    "coverage".into(),
-                    "the coverage of the changed lines of a Rust target is not read yet (cargo-llvm-cov and cargo-tarpaulin are read as totals)".into(),
-                );
-            }
+    // The mutation tool is looked for while the test runner is set up: each check may start a
+    // Python (coverage.py's import, mutmut's version), a tenth of a second apiece. It looks from
+    // the target's folder, as the tool will find it from the tests' (a folder above it).
+    let from = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(root);
+    let (runner, tool) = std::thread::scope(|scope| {
+        let check = settings
+            .chaos
+            .mutation()
+            .then(|| scope.spawn(|| crate::chaos::mutation::check_tool(target, from)));
+        let runner = runner_with_coverage(target, root, options, config, settings);
+        let tool = check.map(|c| {
+            c.join()
+                .unwrap_or_else(|_| Err("the mutation tool's check failed".into()))
+        });
+        (runner, tool)
+    });
+    let runner = runner?;
+    if let Some(Err(why)) = tool {
+        let asked = config.success_criteria.mutation_score_min.set
+            || config.chaos.strategies.contains(&Strategy::Mutation);
+        if asked {
+            return Err(BuildError::MutationTool(why).into());
         }
+        settings.chaos.mutation_score_min = None;
+        settings.unavailable.insert("mutation".into(), why);
     }
-    let runner = match ProjectRunner::build(target, root, options) {
+    Ok(runner)
+}
+
+/// The runner, gathering coverage when a coverage gate needs it and its tool can read it.
+fn runner_with_coverage(
+    target: &Path,
+    root: &Path,
+    options: &mut TestingOptions,
+    config: &Config,
+    settings: &mut RunSettings,
+) -> Result<ProjectRunner> {
+    let coverage_set = config.success_criteria.coverage_threshold.set;
+    let mut runner = match ProjectRunner::build(target, root, options) {
         Err(BuildError::Coverage(e)) if !coverage_set && options.coverage => {
             settings.chaos.coverage_min = None;
             settings.coverage_threshold = None;
@@ -53,16 +77,26 @@ pub(crate) fn build_runner(
         }
         other => other?,
     };
-    if settings.chaos.mutation() {
-        let cwd = runner.plans().next().map_or(root, |p| p.cwd.as_path());
-        if let Err(why) = crate::chaos::mutation::check_tool(target, cwd) {
-            let asked = config.success_criteria.mutation_score_min.set
-                || config.chaos.strategies.contains(&Strategy::Mutation);
-            if asked {
-                return Err(BuildError::MutationTool(why).into());
+    let totals_only = runner
+        .coverage_tools()
+        .any(|t| t == CoverageTool::Tarpaulin);
+    if settings.chaos.coverage_min.is_some() && totals_only {
+        // The changed lines are judged on a report of lines per file; cargo-tarpaulin's is read
+        // as totals only. A threshold the config set is judged on each run's total instead.
+        match coverage_set {
+            true => settings.coverage_threshold = settings.chaos.coverage_min.take(),
+            false => {
+                settings.chaos.coverage_min = None;
+                options.coverage = false;
+                settings.unavailable.insert(
+                    "coverage".into(),
+                    "the changed lines of a Rust target are read from cargo-llvm-cov's report; \
+                     cargo-tarpaulin's is read as totals only: run `cargo install cargo-llvm-cov` \
+                     and `rustup component add llvm-tools-preview`"
+                        .into(),
+                );
+                runner = ProjectRunner::build(target, root, options)?;
             }
-            settings.chaos.mutation_score_min = None;
-            settings.unavailable.insert("mutation".into(), why);
         }
     }
     Ok(runner)

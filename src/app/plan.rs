@@ -485,7 +485,9 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
     if args.no_adversarial {
         config.chaos.enabled = false;
     }
-    if args.quick {
+    if let Some(profile) = args.profile {
+        config.profile = profile;
+    } else if args.quick {
         config.profile = ralph_actors::settings::Profile::Quick;
     }
     Ok(())
@@ -538,6 +540,7 @@ pub(crate) fn testing_options(
             .join(crate::session::RALPH_DIR)
             .join("reports")
             .join(uuid::Uuid::new_v4().to_string()),
+        coverage_of: None,
     })
 }
 

@@ -32,7 +32,22 @@ pub struct RustCrate {
     pub target_dir: PathBuf,
     /// The project's own proptest requirement, when it has one.
     pub proptest: Option<String>,
+    /// The interleaving checkers (shuttle, loom) the package depends on: a harness whose file
+    /// uses one depends on it as the package does.
+    pub checkers: Vec<Checker>,
 }
+
+/// An interleaving checker the package depends on, as it names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checker {
+    pub name: String,
+    pub req: String,
+    /// Where it is, for a path dependency.
+    pub path: Option<PathBuf>,
+}
+
+/// The checkers of a package that a harness can depend on too.
+const CHECKERS: [&str; 2] = ["shuttle", "loom"];
 
 #[derive(Deserialize)]
 struct Metadata {
@@ -60,6 +75,8 @@ struct Target {
 struct Dependency {
     name: String,
     req: String,
+    #[serde(default)]
+    path: Option<PathBuf>,
 }
 
 impl RustCrate {
@@ -130,6 +147,16 @@ impl RustCrate {
             .iter()
             .find(|d| d.name == "proptest")
             .map(|d| d.req.clone());
+        let checkers = package
+            .dependencies
+            .iter()
+            .filter(|d| CHECKERS.contains(&d.name.as_str()))
+            .map(|d| Checker {
+                name: d.name.clone(),
+                req: d.req.clone(),
+                path: d.path.clone(),
+            })
+            .collect();
         Ok(Self {
             lib,
             edition: package.edition,
@@ -142,6 +169,7 @@ impl RustCrate {
             workspace_root: metadata.workspace_root,
             target_dir: metadata.target_directory,
             proptest,
+            checkers,
         })
     }
 
@@ -152,14 +180,10 @@ impl RustCrate {
 
     /// Writes the harness crate in `dir` (the session's `chaos/` folder) with `files` as its
     /// test targets (`chaos_round_1.rs` is the target `chaos_round_1`), depending on proptest
-    /// when `proptest`. Its lock starts as a copy of the project's, so the user's crate is
-    /// built with the versions it is locked to.
-    pub fn write_harness(
-        &self,
-        dir: &Path,
-        files: &[String],
-        proptest: bool,
-    ) -> std::io::Result<()> {
+    /// when their text `suite` uses it, and on each checker of the package's it names
+    /// (`shuttle::`, `loom::`). Its lock starts as a copy of the project's, so the user's crate
+    /// is built with the versions it is locked to.
+    pub fn write_harness(&self, dir: &Path, files: &[String], suite: &str) -> std::io::Result<()> {
         use toml_edit::{value, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
         let mut doc = DocumentMut::new();
         // Named for its session: cargo hashes a path package by its name and its path within
@@ -196,9 +220,24 @@ impl RustCrate {
         let mut dependencies = Table::new();
         dependencies[self.package.as_str()] = value(user);
         doc["dependencies"] = Item::Table(dependencies);
-        if proptest {
-            let mut dev = Table::new();
+        let mut dev = Table::new();
+        if crate::chaos::property::uses_library(crate::runner::language::Language::Rust, suite) {
             dev["proptest"] = value(self.proptest_requirement());
+        }
+        for checker in &self.checkers {
+            if !suite.contains(&format!("{}::", checker.name)) {
+                continue;
+            }
+            dev[checker.name.as_str()] = match &checker.path {
+                Some(path) => {
+                    let mut at = InlineTable::new();
+                    at.insert("path", path.to_string_lossy().as_ref().into());
+                    value(at)
+                }
+                None => value(checker.req.as_str()),
+            };
+        }
+        if !dev.is_empty() {
             doc["dev-dependencies"] = Item::Table(dev);
         }
         let mut tests = ArrayOfTables::new();
@@ -242,7 +281,10 @@ mod tests {
                     "manifest_path": "/w/crates/stats/Cargo.toml",
                     "edition": "2021",
                     "targets": [{ "name": "my-stats", "kind": [lib_kind] }],
-                    "dependencies": [{ "name": "proptest", "req": "^1.4", "kind": "dev" }]
+                    "dependencies": [
+                        { "name": "proptest", "req": "^1.4", "kind": "dev" },
+                        { "name": "shuttle", "req": "^0.8", "kind": "dev" }
+                    ]
                 },
                 {
                     "name": "app",
@@ -286,7 +328,11 @@ mod tests {
         krate.workspace_root = root;
         let chaos = dir.path().join("chaos");
         krate
-            .write_harness(&chaos, &["chaos_round_1.rs".into()], true)
+            .write_harness(
+                &chaos,
+                &["chaos_round_1.rs".into()],
+                "use proptest::prelude::*;",
+            )
             .expect("written");
         let text = std::fs::read_to_string(chaos.join("Cargo.toml")).expect("manifest");
         let doc: toml_edit::DocumentMut = text.parse().expect("valid TOML");
@@ -295,6 +341,10 @@ mod tests {
             Some("/w/crates/stats")
         );
         assert_eq!(doc["dev-dependencies"]["proptest"].as_str(), Some("^1.4"));
+        assert!(
+            doc["dev-dependencies"].get("shuttle").is_none(),
+            "a checker only for a file that uses it"
+        );
         assert_eq!(doc["test"][0]["name"].as_str(), Some("chaos_round_1"));
         assert!(doc["workspace"].is_table());
         assert_eq!(
@@ -302,9 +352,19 @@ mod tests {
             "# lock\n"
         );
         krate
-            .write_harness(&chaos, &["chaos_round_2.rs".into()], false)
+            .write_harness(
+                &chaos,
+                &["chaos_round_2.rs".into()],
+                "shuttle::check_random(|| {}, 100);",
+            )
             .expect("rewritten");
         let text = std::fs::read_to_string(chaos.join("Cargo.toml")).expect("manifest");
         assert!(!text.contains("proptest"));
+        let doc: toml_edit::DocumentMut = text.parse().expect("valid TOML");
+        assert_eq!(
+            doc["dev-dependencies"]["shuttle"].as_str(),
+            Some("^0.8"),
+            "the package's own requirement"
+        );
     }
 }

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::process::groups::ProcessGroups;
 use crate::runner::detect;
 use crate::runner::language::Language;
-use crate::runner::plan::{Framework, TestPlan, TestingOptions};
+use crate::runner::plan::{DependencyCoverage, Framework, TestPlan, TestingOptions};
 use crate::runner::project::ProjectRunner;
 use cargo::RustCrate;
 pub use layout::{framework_for, Placement};
@@ -192,6 +192,28 @@ impl FsChaosRunner {
         plan
     }
 
+    /// What round `round`'s file (`suite`) needs beside it to run: the harness crate naming it
+    /// as its test (Rust), ralph-loop's interleavings harness when it imports it (Python).
+    fn ready(&self, round: u32, suite: &str) -> Result<(), RunnerError> {
+        if let Some(krate) = &self.placement.krate {
+            krate
+                .write_harness(
+                    &self.placement.dir,
+                    &[self.placement.file_name(round)],
+                    suite,
+                )
+                .map_err(|e| {
+                    RunnerError::Internal(format!("cannot write Chaos's harness crate: {e}"))
+                })?;
+        }
+        if interleave::uses_harness(self.placement.language, suite) {
+            interleave::write_harness(&self.placement.dir).map_err(|e| {
+                RunnerError::Internal(format!("cannot write {}: {e}", interleave::PY_MODULE))
+            })?;
+        }
+        Ok(())
+    }
+
     /// The property library's variables, installing it on first need.
     async fn property_env(&self, suite: &str, cancel: &CancellationToken) -> Vec<(String, String)> {
         let language = self.placement.language;
@@ -245,23 +267,7 @@ impl FsChaosRunner {
         cancel: CancellationToken,
     ) -> Result<TestRun, RunnerError> {
         let file = self.placement.file(round);
-        if let Some(krate) = &self.placement.krate {
-            let uses = property::uses_library(Language::Rust, suite);
-            krate
-                .write_harness(
-                    &self.placement.dir,
-                    &[self.placement.file_name(round)],
-                    uses,
-                )
-                .map_err(|e| {
-                    RunnerError::Internal(format!("cannot write Chaos's harness crate: {e}"))
-                })?;
-        }
-        if interleave::uses_harness(self.placement.language, suite) {
-            interleave::write_harness(&self.placement.dir).map_err(|e| {
-                RunnerError::Internal(format!("cannot write {}: {e}", interleave::PY_MODULE))
-            })?;
-        }
+        self.ready(round, suite)?;
         let env = self.property_env(suite, &cancel).await;
         let plan = self.plan(&file, env);
         let runner = ProjectRunner::new(vec![plan], &self.options, self.placement.target.clone())
@@ -432,10 +438,17 @@ impl ChaosRunner for FsChaosRunner {
         // Apart from the unit tests' coverage files, which the last unit run's numbers were
         // read from.
         options.report_dir = options.report_dir.join("chaos-coverage");
+        // A Rust file runs in the harness crate: the user's crate is its dependency.
+        options.coverage_of = self.placement.krate.as_ref().map(|k| DependencyCoverage {
+            package: k.package.clone(),
+            manifest: self.placement.dir.join(cargo::HARNESS_MANIFEST),
+        });
         let mut hits: Option<LineHits> = None;
         let mut duration_ms = 0;
         for round in rounds {
             let suite = self.suite(round).await.unwrap_or_default();
+            // The harness crate names one round's file at a time.
+            self.ready(round, &suite)?;
             let env = self.property_env(&suite, &cancel).await;
             let plan = self.plan(&self.placement.file(round), env);
             let runner = ProjectRunner::new(vec![plan], &options, self.placement.target.clone())

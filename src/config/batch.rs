@@ -35,4 +35,7 @@ pub struct BatchEntry {
     /// Chaos on or off for this entry.
     #[serde(default)]
     pub adversarial: Option<bool>,
+    /// `quick` or `full` for this entry's runs.
+    #[serde(default)]
+    pub profile: Option<ralph_actors::settings::Profile>,
 }

@@ -483,12 +483,7 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
         )?;
     }
     if !report.promise.checks.is_empty() {
-        writeln!(
-            out,
-            "  promise ({}): {}",
-            report.promise.profile.as_str(),
-            report.promise.line()
-        )?;
+        writeln!(out, "  {}", report.promise.summary())?;
     }
     let g = &report.local_guard;
     if !g.masked.is_empty() {

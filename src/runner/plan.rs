@@ -103,4 +103,17 @@ pub struct TestingOptions {
     /// A directory for report files, inside the project so a container sees it too
     /// (`.ralph/session-<id>/reports`).
     pub report_dir: PathBuf,
+    /// The crate whose lines the coverage is read for when it is a dependency of the one tested
+    /// (a Chaos harness crate testing the user's); `None`: the tested crate's own.
+    pub coverage_of: Option<DependencyCoverage>,
+}
+
+/// A dependency measured by cargo-llvm-cov: instrumented (`--dep-coverage`), then reported from
+/// the tested crate's manifest, which lists a path dependency's files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependencyCoverage {
+    /// Its package name.
+    pub package: String,
+    /// The manifest of the crate whose tests run.
+    pub manifest: PathBuf,
 }

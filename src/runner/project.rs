@@ -12,7 +12,7 @@ use ralph_actors::schema::test_run::{
 use tokio_util::sync::CancellationToken;
 
 use super::classify::{classify_case, classify_output, dominant};
-use super::coverage::{with_coverage, CoverageError, CoverageReader};
+use super::coverage::{with_coverage, CoverageError, CoverageReader, CoverageTool};
 use super::language::Language;
 use super::lint::{lint_plan, run_lint, LintError, LintPlan};
 use super::plan::{Framework, Limits, ReportSpec, TestPlan, TestingOptions};
@@ -134,6 +134,13 @@ impl ProjectRunner {
         self.plans.iter().map(|p| &p.plan)
     }
 
+    /// The coverage tools the plans run under, when coverage is gathered.
+    pub fn coverage_tools(&self) -> impl Iterator<Item = CoverageTool> + '_ {
+        self.plans
+            .iter()
+            .filter_map(|p| p.coverage.as_ref().map(CoverageReader::tool))
+    }
+
     /// The linter run after the tests, if any.
     pub fn lint_plan(&self) -> Option<&LintPlan> {
         self.lint.as_ref()
@@ -242,7 +249,8 @@ fn prepare(
     for plan in plans {
         let shown = &plan.command;
         prepared.push(if options.coverage {
-            let (plan, reader) = with_coverage(plan, &options.report_dir)?;
+            let (plan, reader) =
+                with_coverage(plan, &options.report_dir, options.coverage_of.as_ref())?;
             let reader = reader.for_target(target, &plan.cwd);
             Prepared {
                 plan,
@@ -546,6 +554,7 @@ tests/test_m.py:7: AssertionError</failure></testcase></testsuite></testsuites>"
                 lint: false,
                 lint_command: None,
                 report_dir: self.path().join("reports"),
+                coverage_of: None,
             }
         }
 

@@ -22,6 +22,7 @@ pub mod planner;
 
 use std::path::{Path, PathBuf};
 
+use ralph_actors::settings::Profile;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +62,9 @@ pub struct FrontMatter {
     pub allow_test_edits: Option<bool>,
     /// Chaos on (`true`) or off (`false`); unset: as the config says.
     pub adversarial: Option<bool>,
+    /// `quick` (the tests and the Critic only) or `full` (the default promise); unset: as
+    /// `--quick` and the config say.
+    pub profile: Option<Profile>,
     /// A config file, relative to the project root.
     pub config: Option<PathBuf>,
 }
@@ -140,6 +144,7 @@ impl Spec {
             adversarial: f.adversarial == Some(true),
             no_adversarial: f.adversarial == Some(false),
             quick: false,
+            profile: f.profile,
             on_failure: f.on_failure,
             config: f.config.clone(),
             output: None,

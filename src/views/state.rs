@@ -60,6 +60,9 @@ pub struct Finished {
     pub success: bool,
     pub reason: String,
     pub exit_code: i32,
+    /// The promise the run kept, as the summary prints it (`promise (full): tests met · …`);
+    /// none for an agent loop's or a report without one.
+    pub promise: Option<String>,
 }
 
 /// Everything the views show of one session or agent loop.
@@ -321,6 +324,10 @@ impl ViewState {
                     &report.reason,
                     report.exit_code,
                 );
+                let promise = &report.promise;
+                if let (Some(done), false) = (&mut self.finished, promise.checks.is_empty()) {
+                    done.promise = Some(promise.summary());
+                }
             }
             Event::LoopFinished { report } => {
                 self.cost_usd = report.total_cost_usd;
@@ -394,6 +401,7 @@ impl ViewState {
             success,
             reason: clean(reason),
             exit_code,
+            promise: None,
         });
     }
 

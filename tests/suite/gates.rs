@@ -3,7 +3,8 @@
 //! score gates, on top of the tests, the Critic and Chaos; a thin suite reaches the coverage gate
 //! through a Chaos round written for the lines no test runs; rounds spent below it stop the run
 //! naming them; a default gate whose tool is missing is reported `unavailable`, never passed;
-//! `--quick` keeps the tests and the Critic only, and every summary says which promise it kept.
+//! `--quick` keeps the tests and the Critic only, and every summary says which promise it kept;
+//! a Rust crate's changed lines are read from cargo-llvm-cov.
 
 use std::path::Path;
 
@@ -121,6 +122,65 @@ async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     );
 }
 
+/// Returns the middle element of the list as it is given: the odd-length test fails.
+const UNSORTED_RS: &str =
+    "pub fn median(values: &[f64]) -> Option<f64> {\n    values.get(values.len() / 2).copied()\n}\n";
+
+/// `rs-median`'s odd length only: the empty list and the even length go untested.
+const THIN_TESTS_RS: &str =
+    "use rs_median::median;\n\n#[test]\nfn odd_length() {\n    assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));\n}\n";
+
+/// Round 1 on the Rust crate: an attack the fix passes, running no new line.
+const ODD_ONLY_RS: &str = "use rs_median::median;\n\n#[test]\nfn a_single_value() {\n    assert_eq!(median(&[7.0]), Some(7.0));\n}\n";
+
+/// A coverage round: the even length and the empty list.
+const COVERS_RS: &str = "use rs_median::median;\n\n#[test]\nfn even_length_averages_the_middle_pair() {\n    assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));\n}\n\n#[test]\nfn the_empty_list_has_none() {\n    assert_eq!(median(&[]), None);\n}\n";
+
+/// The same for a Rust crate: cargo-llvm-cov's lines of the fix, the unit tests' and those of
+/// Chaos's files (run in the session's harness crate) together.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thin_rust_suite_reaches_the_coverage_gate_through_a_chaos_round() {
+    let dir = fixture("rs-median");
+    write(dir.path(), "src/lib.rs", UNSORTED_RS);
+    write(dir.path(), "tests/median.rs", THIN_TESTS_RS);
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "success_criteria:\n  mutation_score_min: null\n",
+    );
+    let llm = MockLlm::start().await;
+    let reply = |body: &str| text(format!("Here is the file.\n\n```rust\n{body}```\n"));
+    llm.helpful()
+        .always("artisan", text(code("rust", FIXED_RS)))
+        .script("chaos", [reply(ODD_ONLY_RS), reply(COVERS_RS)]);
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .timeout(std::time::Duration::from_secs(300))
+        .args(["src/lib.rs", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}\n{out:?}");
+    assert_eq!(out.status.code(), Some(0));
+    let c = &report["adversarial"]["coverage"];
+    assert_eq!(c["tool"], "cargo-llvm-cov", "{report:#}");
+    assert_eq!(c["pct"], 100.0, "{c:#}");
+    assert_eq!(c["runs"], 2, "{c:#}");
+    assert_eq!(report["adversarial"]["rounds"], 2);
+    let chaos = llm.requests_of("chaos").await;
+    let second = user_prompt(&chaos[1]);
+    assert!(second.contains("# Changed lines no test runs"), "{second}");
+    assert!(second.contains("line 4: `return None;`"), "{second}");
+    assert!(
+        second.contains("line 12: `Some((ordered[mid - 1] + ordered[mid]) / 2.0)`"),
+        "{second}"
+    );
+    assert_eq!(check(&report, "coverage")["status"], "met");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("tests/median.rs")).unwrap(),
+        THIN_TESTS_RS
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rounds_spent_below_the_coverage_gate_stop_the_run_naming_the_lines() {
     let dir = thin_py("success_criteria:\n  mutation_score_min: null\nchaos:\n  max_rounds: 2\n");
@@ -196,6 +256,66 @@ async fn quick_keeps_the_tests_and_the_critic_and_says_so() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
+
+/// Every session report under `dir/.ralph`, by the target it fixed.
+fn reports_by_target(dir: &Path) -> std::collections::BTreeMap<String, Value> {
+    std::fs::read_dir(dir.join(".ralph"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("report.json"))
+        .filter(|p| p.is_file())
+        .map(|p| read_json(&p))
+        .map(|r| (r["target"].as_str().unwrap_or_default().to_string(), r))
+        .collect()
+}
+
+/// `batch --quick` and `agent --quick` run each spec's targets quick, unless the spec (or the
+/// batch entry) sets a `profile` of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_and_agent_quick_run_every_spec_quick_unless_it_sets_its_profile() {
+    let dir = super::batch::medians(2);
+    let p = dir.path();
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+    write(
+        p,
+        "specs/full.md",
+        "---\ntargets: [median_1.py]\ntest_command: python3 -m pytest -q test_median_1.py\nprofile: full\nadversarial: false\n---\nFix the median.\n",
+    );
+    ralph_with_chaos(p, &llm)
+        .args(["batch", "specs/median-0.md", "specs/full.md", "--quick"])
+        .assert()
+        .code(0);
+    let reports = reports_by_target(p);
+    let profile = |target: &str| reports[target]["promise"]["profile"].clone();
+    assert_eq!(profile("median_0.py"), "quick", "{reports:#?}");
+    assert_eq!(
+        profile("median_1.py"),
+        "full",
+        "the spec's own profile wins"
+    );
+    assert!(
+        llm.requests_of("chaos").await.is_empty(),
+        "no Chaos: one entry quick, the other with Chaos off"
+    );
+
+    let dir = super::agent::project();
+    let p = dir.path();
+    super::agent::fixer(&llm);
+    super::agent::spec(p, "fix-median", "median.py", "");
+    super::agent::inbox_add(p, &llm, &["specs/fix-median.md"]);
+    ralph_with_chaos(p, &llm)
+        .args(["agent", "--quick"])
+        .assert()
+        .code(0);
+    let reports = reports_by_target(p);
+    assert_eq!(reports["median.py"]["promise"]["profile"], "quick");
+    assert_eq!(
+        reports["median.py"]["promise"]["checks"][2]["detail"],
+        "the quick profile"
+    );
 }
 
 /// A JavaScript project tested by node's runner: c8 measures the changed lines' coverage when

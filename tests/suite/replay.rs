@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use ralph_actors::events::event::Event;
+use ralph_actors::schema::promise::{Check, CheckStatus};
 use serde_json::Value;
 
 use super::cdp::Browser;
@@ -138,7 +140,15 @@ fn a_100_iteration_session_replays_at_full_speed_in_the_dashboard() {
 
 #[test]
 fn a_session_exports_as_a_page_that_stands_alone_and_as_an_asciicast() {
-    let (dir, id) = project_with(&recorded());
+    let mut events = recorded();
+    // The recording predates the report's promise: the one its run would keep now.
+    if let Some(Event::SessionFinished { report }) = events.last_mut().map(|e| &mut e.event) {
+        report.promise.checks = vec![
+            Check::new("tests", CheckStatus::Met, "4 passed"),
+            Check::new("coverage", CheckStatus::Unavailable, "c8 is not installed"),
+        ];
+    }
+    let (dir, id) = project_with(&events);
     let page = dir.path().join("median.html");
     let out = replay(dir.path())
         .args([&id, "--export", page.to_str().unwrap()])
@@ -160,6 +170,10 @@ fn a_session_exports_as_a_page_that_stands_alone_and_as_an_asciicast() {
         "src/median.js"
     );
     assert_eq!(browser.eval("document.querySelector('nav').hidden"), true);
+    assert_eq!(
+        browser.eval("document.querySelector('#promise').textContent"),
+        "promise (full): tests met (4 passed) · coverage unavailable (c8 is not installed)"
+    );
     browser.screenshot(&super::cdp::artifacts().join("dashboard-median-js.png"));
     assert!(browser
         .eval("document.querySelector('#cost').textContent")

@@ -227,6 +227,7 @@ fn options(dir: &Path, limits: Limits) -> TestingOptions {
         lint: false,
         lint_command: None,
         report_dir: dir.join(".ralph/reports"),
+        coverage_of: None,
     }
 }
 

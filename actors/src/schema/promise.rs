@@ -83,7 +83,12 @@ impl Promise {
         self.checks.iter().find(|c| c.name == name)
     }
 
-    /// One line for a summary: `tests met · coverage unavailable (c8 is not installed) · ...`.
+    /// The line the summary and the views show: `promise (full): tests met · critic met · …`.
+    pub fn summary(&self) -> String {
+        format!("promise ({}): {}", self.profile.as_str(), self.line())
+    }
+
+    /// Its checks in one line: `tests met · coverage unavailable (c8 is not installed) · ...`.
     pub fn line(&self) -> String {
         self.checks
             .iter()

@@ -143,6 +143,14 @@ impl Run {
                 )
             },
         );
+        if success && self.state.iteration == 0 {
+            // The tests passed as they were: nothing changed, so there were no changed lines to
+            // attack or measure.
+            for check in checks.iter_mut().filter(|c| c.status == CheckStatus::Unmet) {
+                check.status = CheckStatus::Off;
+                check.detail = "nothing changed: the tests passed as they were".into();
+            }
+        }
         Promise {
             profile: s.profile,
             checks,

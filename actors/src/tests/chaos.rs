@@ -10,6 +10,7 @@ use super::*;
 use crate::policy::adversarial::ChaosSettings;
 use crate::ports::chaos::{ChaosLayout, MockChaosRunner};
 use crate::schema::adversarial::FindingStatus;
+use crate::schema::promise::CheckStatus;
 use crate::schema::report::Status;
 
 const FIXED2: &str = "def median(xs):\n    if not xs:\n        raise ValueError('empty')\n    s = sorted(xs)\n    n = len(s)\n    return (s[(n - 1) // 2] + s[n // 2]) / 2\n";
@@ -121,6 +122,47 @@ fn chaos_team(
             _ => reply("Fine.\nVERDICT: APPROVE", CRITIC_USAGE),
         })
     })
+}
+
+/// Tests that pass as they are end the run at once: nothing changed, so Chaos and the gates had
+/// no changed line to attack or measure, and the promise says so rather than `unmet`.
+#[actix_rt::test]
+async fn tests_passing_as_they_are_leave_chaos_and_the_gates_off_not_unmet() {
+    let log = Log::default();
+    let llm = chaos_team(
+        &log,
+        |_| FIXED.to_string(),
+        |_| "KEEP: chaos::test_empty".into(),
+    );
+    let mut settings = chaos_settings(2);
+    settings.chaos.coverage_min = Some(90.0);
+    settings.chaos.mutation_score_min = Some(80.0);
+    let mut session = Session::new(settings, llm, runner(vec![passing()]));
+    session.chaos = Some(Arc::new(chaos_runner(Vec::new(), &session.file, |_| {
+        passing()
+    })));
+    let report = session.run().await;
+
+    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    assert_eq!(report.iterations, 0);
+    let status = |name: &str| {
+        report
+            .promise
+            .check(name)
+            .map(|c| (c.status, c.detail.as_str()))
+    };
+    assert_eq!(status("tests").map(|s| s.0), Some(CheckStatus::Met));
+    for gate in ["adversarial", "coverage", "mutation"] {
+        assert_eq!(
+            status(gate),
+            Some((
+                CheckStatus::Off,
+                "nothing changed: the tests passed as they were"
+            )),
+            "{gate}: {:?}",
+            report.promise
+        );
+    }
 }
 
 #[actix_rt::test]

@@ -138,6 +138,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
             // A worktree may lack an untracked config: every run reads the one found here.
             config: args.config.clone().or(config_path),
             output: Some(OutputFormat::Human),
+            quick: args.quick,
             ..RunArgs::default()
         },
         overrides,

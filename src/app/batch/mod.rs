@@ -127,6 +127,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let base = RunArgs {
         config: args.config.clone(),
         output: Some(OutputFormat::Human),
+        quick: args.quick,
         ..RunArgs::default()
     };
     let started = Instant::now();
@@ -247,6 +248,7 @@ fn from_config(entry: &BatchEntry, root: &Path, args: &BatchArgs) -> Result<Item
     f.budget = entry.budget.or(f.budget);
     f.max_iterations = entry.max_iterations.or(f.max_iterations);
     f.adversarial = entry.adversarial.or(f.adversarial);
+    f.profile = entry.profile.or(f.profile);
     defaults(f, args);
     Ok(item)
 }

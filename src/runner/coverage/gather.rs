@@ -9,7 +9,7 @@ use super::tool::{
     pick_tool, split_cargo, split_python, unsupported_cargo, unsupported_python, CargoTests,
     CoverageError, CoverageTool,
 };
-use crate::runner::plan::{Framework, TestPlan};
+use crate::runner::plan::{DependencyCoverage, Framework, TestPlan};
 use crate::runner::tools::{sh_quote, ToolEnv};
 
 /// `plan` changed to also write a coverage summary under `report_dir` (in a directory of its own,
@@ -20,9 +20,33 @@ use crate::runner::tools::{sh_quote, ToolEnv};
 pub fn with_coverage(
     plan: &TestPlan,
     report_dir: &Path,
+    dependency: Option<&DependencyCoverage>,
 ) -> Result<(TestPlan, CoverageReader), CoverageError> {
     let tool = pick_tool(plan, &ToolEnv::current())?;
-    coverage_plan(plan, tool, report_dir)
+    let (mut plan, reader) = coverage_plan(plan, tool, report_dir)?;
+    if let (Some(dep), CoverageTool::LlvmCov) = (dependency, tool) {
+        plan.command = dependency_command(&plan.command, dep, reader.summary_path())
+            .ok_or_else(|| unsupported_cargo(&plan))?;
+    }
+    Ok((plan, reader))
+}
+
+/// An llvm-cov `command` (as [`coverage_plan`] writes it) measuring `dep` instead: the tests run
+/// with it instrumented (`--dep-coverage`) and no report, then the report is made from the
+/// tested crate's manifest (cargo-llvm-cov's own report of a dependency keeps only a registry
+/// crate's files, never a path dependency's). The tests' exit status is the command's.
+fn dependency_command(command: &str, dep: &DependencyCoverage, summary: &Path) -> Option<String> {
+    let summary_q = sh_quote(summary);
+    let (head, rest) = command.split_once(&format!(
+        " --json --skip-functions --output-path {summary_q}"
+    ))?;
+    Some(format!(
+        "{head} --no-report --dep-coverage {package}{rest}; status=$?; cargo llvm-cov report \
+         --json --skip-functions --output-path {summary_q} --manifest-path {manifest}; \
+         exit $status",
+        package = sh_quote(&dep.package),
+        manifest = sh_quote(&dep.manifest),
+    ))
 }
 
 /// `plan` changed to run under `tool`, which is known to be installed.
@@ -120,9 +144,10 @@ fn coverage_plan(
                 ""
             };
             // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a run
-            // with a failing test writes no summary (NoSummary).
+            // with a failing test writes no summary (NoSummary). The export keeps each file's
+            // segments (the changed lines are read from them), not its functions.
             out.command = format!(
-                "rm -f {summary_q} && cargo llvm-cov{sub} --json --summary-only \
+                "rm -f {summary_q} && cargo llvm-cov{sub} --json --skip-functions \
                  --output-path {summary_q}{rest}",
                 summary_q = sh_quote(&summary),
             );
@@ -156,9 +181,9 @@ fn coverage_plan(
     out.command = format!("mkdir -p {} && {}", sh_quote(&dir), out.command);
     let lines = match tool {
         CoverageTool::Jest | CoverageTool::Vitest | CoverageTool::C8 => Some(lines),
-        // `coverage json` lists each file's executed and missing lines beside the totals.
-        CoverageTool::CoveragePy => Some(summary.clone()),
-        CoverageTool::LlvmCov | CoverageTool::Tarpaulin => None,
+        // `coverage json` and llvm-cov's export list each file's lines beside the totals.
+        CoverageTool::CoveragePy | CoverageTool::LlvmCov => Some(summary.clone()),
+        CoverageTool::Tarpaulin => None,
     };
     Ok((
         out,
@@ -216,7 +241,7 @@ mod tests {
     async fn covered(plan: &TestPlan, status: RunStatus) -> Coverage {
         check_coverage_tool(plan).expect("tool installed");
         let reports = plan.cwd.join(".ralph/reports");
-        let (changed, reader) = with_coverage(plan, &reports).expect("coverage plan");
+        let (changed, reader) = with_coverage(plan, &reports, None).expect("coverage plan");
         assert!(reader.summary_path().starts_with(&reports));
         // The module under test's own lines are read too, for the changed lines' coverage.
         let target = ["half.js", "half.py"]
@@ -451,7 +476,7 @@ mod tests {
         ]);
         let p = plan(Framework::Pytest, "python3 -m pytest", dir.path());
         let reports = dir.path().join(".ralph/reports");
-        let (changed, reader) = with_coverage(&p, &reports).expect("coverage plan");
+        let (changed, reader) = with_coverage(&p, &reports, None).expect("coverage plan");
         assert_eq!(run(&changed).await.status, RunStatus::Passed);
         assert_eq!(reader.read().expect("first summary").lines_pct, 50.0);
 
@@ -498,7 +523,7 @@ mod tests {
         assert_eq!(
             llvm.command,
             format!(
-                "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov --json --summary-only \
+                "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov --json --skip-functions \
                  --output-path {summary} --no-fail-fast -- -Z unstable-options --format json \
                  --report-time",
                 dir = reports.join("coverage-cargo").display()
@@ -507,6 +532,21 @@ mod tests {
         assert!(llvm
             .env
             .contains(&("CARGO_LLVM_COV_SETUP".into(), "no".into())));
+        // A Chaos harness crate's run measures the user's crate, a path dependency of it.
+        let dep = DependencyCoverage {
+            package: "rs-median".into(),
+            manifest: "/work/p/.ralph/s/chaos/Cargo.toml".into(),
+        };
+        assert_eq!(
+            dependency_command(&llvm.command, &dep, reader.summary_path()).expect("llvm-cov's"),
+            format!(
+                "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov --no-report --dep-coverage \
+                 rs-median --no-fail-fast -- -Z unstable-options --format json --report-time; \
+                 status=$?; cargo llvm-cov report --json --skip-functions --output-path {summary} \
+                 --manifest-path /work/p/.ralph/s/chaos/Cargo.toml; exit $status",
+                dir = reports.join("coverage-cargo").display()
+            )
+        );
 
         let nextest = TestPlan {
             env: vec![("NEXTEST_EXPERIMENTAL_LIBTEST_JSON".into(), "1".into())],
@@ -522,7 +562,7 @@ mod tests {
             llvm.command,
             format!(
                 "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov nextest --json \
-                 --summary-only --output-path {summary} --no-fail-fast --message-format \
+                 --skip-functions --output-path {summary} --no-fail-fast --message-format \
                  libtest-json",
                 dir = reports.join("coverage-nextest").display()
             )

@@ -5,8 +5,9 @@
 //! |------------------|---------------------------|----------------------------------------------|
 //! | jest, vitest, c8 | istanbul `coverage-final.json` | a statement starts on it (istanbul's own line count) |
 //! | coverage.py      | `coverage json`           | it is in `executed_lines` or `missing_lines` |
+//! | cargo-llvm-cov   | `llvm-cov export` (`--json`) | llvm-cov's own rule over the file's `segments` |
 //!
-//! cargo-llvm-cov and cargo-tarpaulin are read as totals only (`summary`).
+//! cargo-tarpaulin is read as totals only (`summary`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,19 @@ pub fn target_lines(tool: CoverageTool, data: &str, target: &Path, cwd: &Path) -
             .iter()
             .find(|(key, _)| same(key))
             .map(|(_, file)| coverage_py(file)),
-        CoverageTool::LlvmCov | CoverageTool::Tarpaulin => return None,
+        CoverageTool::LlvmCov => value
+            .get("data")?
+            .as_array()?
+            .iter()
+            .filter_map(|export| export.get("files")?.as_array())
+            .flatten()
+            .find(|file| {
+                file.get("filename")
+                    .and_then(Value::as_str)
+                    .is_some_and(same)
+            })
+            .map(llvm_cov),
+        CoverageTool::Tarpaulin => return None,
     };
     match found {
         Some(hits) => hits,
@@ -93,6 +106,75 @@ fn coverage_py(file: &Value) -> Option<LineHits> {
         covered: lines("executed_lines")?,
         missed: lines("missing_lines")?,
     })
+}
+
+/// One of llvm-cov's segments: `[line, column, count, has_count, is_region_entry, is_gap]`.
+struct Segment {
+    line: u32,
+    count: u64,
+    has_count: bool,
+    region_entry: bool,
+    gap: bool,
+}
+
+/// `llvm-cov export`'s file entry, its lines counted as llvm-cov counts them (its
+/// `LineCoverageStats`, which its lcov and text reports use): a line is coverable when a region
+/// with a count starts on it, or the region it continues from an earlier line has a count,
+/// unless a skipped region starts it; its count is the larger of that continued region's and
+/// the regions starting on it.
+fn llvm_cov(file: &Value) -> Option<LineHits> {
+    let segments: Vec<Segment> = file
+        .get("segments")?
+        .as_array()?
+        .iter()
+        .map(|s| {
+            let s = s.as_array()?;
+            Some(Segment {
+                line: s.first()?.as_u64()? as u32,
+                count: s.get(2)?.as_u64()?,
+                has_count: s.get(3)?.as_bool()?,
+                region_entry: s.get(4)?.as_bool()?,
+                gap: s.get(5)?.as_bool()?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    let mut hits = LineHits::default();
+    let Some(last) = segments.last().map(|s| s.line) else {
+        return Some(hits);
+    };
+    let mut wrapped: Option<&Segment> = None;
+    let mut next = 0;
+    for line in segments[0].line..=last {
+        let start = next;
+        while next < segments.len() && segments[next].line == line {
+            next += 1;
+        }
+        let on_line = &segments[start..next];
+        let starts_region = |s: &&Segment| !s.gap && s.has_count && s.region_entry;
+        let starting = on_line.iter().filter(starts_region).count();
+        let skipped = on_line
+            .first()
+            .is_some_and(|s| !s.has_count && s.region_entry);
+        let mapped = (!skipped && (wrapped.is_some_and(|w| w.has_count) || starting > 0))
+            || on_line.iter().any(|s| s.region_entry && s.has_count);
+        if mapped {
+            let count = on_line
+                .iter()
+                .filter(starts_region)
+                .map(|s| s.count)
+                .chain(wrapped.map(|w| w.count))
+                .max()
+                .unwrap_or(0);
+            match count {
+                0 => hits.missed.push(line),
+                _ => hits.covered.push(line),
+            }
+        }
+        if let Some(end) = on_line.last() {
+            wrapped = Some(end);
+        }
+    }
+    Some(hits)
 }
 
 /// A file no test loaded: its lines with code on them (not blank, not only a comment), missed.
@@ -174,6 +256,48 @@ mod tests {
             vec![1, 3],
             "its code lines, missed; not the comment"
         );
-        assert!(target_lines(CoverageTool::LlvmCov, "{}", &target, dir.path()).is_none());
+    }
+
+    /// llvm-cov's segments give the lines llvm-cov's own lcov report counts, from one real run.
+    #[test]
+    fn llvm_cov_lines_are_llvm_cov_s_own() {
+        let dir = tempfile::tempdir().expect("dir");
+        let data =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runner/testdata/coverage");
+        let read = |name: &str| {
+            std::fs::read_to_string(data.join(name))
+                .expect("testdata")
+                .replace("/PROJECT/", &format!("{}/", dir.path().display()))
+        };
+        let target = dir.path().join("src/lib.rs");
+        let hits = target_lines(
+            CoverageTool::LlvmCov,
+            &read("llvm-cov-lines.json"),
+            &target,
+            dir.path(),
+        )
+        .expect("the file's lines");
+        let (mut covered, mut missed) = (Vec::new(), Vec::new());
+        for da in read("llvm-cov-lines.lcov")
+            .lines()
+            .filter_map(|l| l.strip_prefix("DA:"))
+        {
+            let (line, count) = da.split_once(',').expect("DA:line,count");
+            let line: u32 = line.parse().expect("a line");
+            match count == "0" {
+                true => missed.push(line),
+                false => covered.push(line),
+            }
+        }
+        assert_eq!(hits.covered, covered);
+        assert_eq!(hits.missed, missed);
+        assert!(
+            missed.contains(&21) && missed.contains(&48),
+            "the untested arm and function"
+        );
+        assert!(
+            target_lines(CoverageTool::Tarpaulin, "{}", &target, dir.path()).is_none(),
+            "tarpaulin is read as totals only"
+        );
     }
 }

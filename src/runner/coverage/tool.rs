@@ -278,7 +278,7 @@ mod tests {
             "coverage_threshold is set but @vitest/coverage-v8 is not installed for vitest: \
              run `npm install --save-dev @vitest/coverage-v8`"
         );
-        assert!(with_coverage(&p, &dir.path().join("r")).is_err());
+        assert!(with_coverage(&p, &dir.path().join("r"), None).is_err());
     }
 
     #[test]

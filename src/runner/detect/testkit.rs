@@ -58,6 +58,7 @@ pub(super) fn options(report_dir: &Path) -> TestingOptions {
         lint: false,
         lint_command: None,
         report_dir: report_dir.to_path_buf(),
+        coverage_of: None,
     }
 }
 

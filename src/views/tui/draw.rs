@@ -277,6 +277,9 @@ fn draw_signs(f: &mut Frame, area: Rect, view: &ViewState) {
         ));
     }
     lines.push(Line::from(signs));
+    if let Some(promise) = view.finished.as_ref().and_then(|d| d.promise.as_deref()) {
+        lines.push(Line::raw(promise.to_string()));
+    }
     if let Some(first) = view.chaos_open.first() {
         lines.push(Line::raw(format!("chaos finding: {first}")));
     }

@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_actors::events::event::{Envelope, Event};
 use ralph_actors::ports::user::{BreakerChoice, Stuck};
 use ralph_actors::role::Role;
+use ralph_actors::schema::promise::{Check, CheckStatus};
 use ralph_actors::tracker::circuit::{Reason, State};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -83,8 +84,15 @@ fn a_recorded_run_mid_way_shows_its_iteration_phase_and_thought_stream() {
 }
 
 #[test]
-fn a_finished_run_shows_its_end_and_every_iteration() {
-    let view = fold(&recorded());
+fn a_finished_run_shows_its_end_every_iteration_and_the_promise_it_kept() {
+    let mut events = recorded();
+    // The recording predates the report's promise: the one a default run of it keeps now.
+    if let Some(Event::SessionFinished { report }) = events.last_mut().map(|e| &mut e.event) {
+        report.promise.checks = ["tests", "critic", "adversarial", "coverage", "mutation"]
+            .map(|name| Check::new(name, CheckStatus::Met, ""))
+            .to_vec();
+    }
+    let view = fold(&events);
     assert!(view.is_finished());
     assert_eq!(
         view.items.iter().map(|i| i.mark).collect::<Vec<_>>(),

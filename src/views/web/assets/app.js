@@ -124,6 +124,12 @@ function draw(s) {
     : `iteration ${s.iteration} of ${s.maxIterations}` + (s.phase ? ` · ${s.phase}` : "")
       + (s.paused ? " · PAUSED" : "");
   $("#status").textContent = status;
+  // The promise the run kept (a fix run's report; an agent loop's has none).
+  const promise = s.finished && s.finished.promise;
+  const checks = promise && promise.checks ? promise.checks : [];
+  $("#promise").hidden = checks.length === 0;
+  $("#promise").textContent = checks.length === 0 ? "" : `promise (${promise.profile}): `
+    + checks.map(c => `${c.name} ${c.status}` + (c.detail ? ` (${c.detail})` : "")).join(" · ");
   const badge = $("#breaker");
   badge.textContent = s.breaker.state;
   badge.dataset.state = s.breaker.state;
