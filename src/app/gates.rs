@@ -24,46 +24,6 @@ pub(crate) fn build_runner(
     config: &Config,
     settings: &mut RunSettings,
 ) -> Result<ProjectRunner> {
-    // The mutation tool is looked for while the test runner is set up: each check may start a
-    // Python (coverage.py's import, mutmut's version), a tenth of a second apiece. It looks from
-    // the target's folder, as the tool will find it from the tests' (a folder above it).
-    let from = target
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(root);
-    let (runner, tool) = std::thread::scope(|scope| {
-        let check = settings
-            .chaos
-            .mutation()
-            .then(|| scope.spawn(|| crate::chaos::mutation::check_tool(target, from)));
-        let runner = runner_with_coverage(target, root, options, config, settings);
-        let tool = check.map(|c| {
-            c.join()
-                .unwrap_or_else(|_| Err("the mutation tool's check failed".into()))
-        });
-        (runner, tool)
-    });
-    let runner = runner?;
-    if let Some(Err(why)) = tool {
-        let asked = config.success_criteria.mutation_score_min.set
-            || config.chaos.strategies.contains(&Strategy::Mutation);
-        if asked {
-            return Err(BuildError::MutationTool(why).into());
-        }
-        settings.chaos.mutation_score_min = None;
-        settings.unavailable.insert("mutation".into(), why);
-    }
-    Ok(runner)
-}
-
-/// The runner, gathering coverage when a coverage gate needs it and its tool can read it.
-fn runner_with_coverage(
-    target: &Path,
-    root: &Path,
-    options: &mut TestingOptions,
-    config: &Config,
-    settings: &mut RunSettings,
-) -> Result<ProjectRunner> {
     let coverage_set = config.success_criteria.coverage_threshold.set;
     let mut runner = match ProjectRunner::build(target, root, options) {
         Err(BuildError::Coverage(e)) if !coverage_set && options.coverage => {
@@ -97,6 +57,18 @@ fn runner_with_coverage(
                 );
                 runner = ProjectRunner::build(target, root, options)?;
             }
+        }
+    }
+    if settings.chaos.mutation() {
+        let cwd = runner.plans().next().map_or(root, |p| p.cwd.as_path());
+        if let Err(why) = crate::chaos::mutation::check_tool(target, cwd) {
+            let asked = config.success_criteria.mutation_score_min.set
+                || config.chaos.strategies.contains(&Strategy::Mutation);
+            if asked {
+                return Err(BuildError::MutationTool(why).into());
+            }
+            settings.chaos.mutation_score_min = None;
+            settings.unavailable.insert("mutation".into(), why);
         }
     }
     Ok(runner)

@@ -424,3 +424,44 @@ async fn rust_chaos_s_test_kills_the_survivor_and_the_score_clears_the_gate() {
     assert_eq!(a["mutation_score"], 100.0, "{a:#}");
     assert!(a["surviving_mutants"].is_null(), "{a:#}");
 }
+
+/// A Rust file of many functions: cargo-mutants lists every mutant of it with its diff (about
+/// a kilobyte each, here over 200), and the listing is read whole, not cut as a failing tool's
+/// output is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rust_file_of_many_functions_has_its_whole_listing_read() {
+    let padding: String = (0..40)
+        .map(|i| {
+            format!(
+                "\n/// Step {i}.\npub fn step_{i:02}(x: i64) -> i64 {{\n    x * {} + {}\n}}\n",
+                2 + i % 5,
+                3 + i % 7
+            )
+        })
+        .collect();
+    let dir = fixture("rs-median");
+    let broken = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    write(dir.path(), "src/lib.rs", &format!("{broken}{padding}"));
+    write(
+        dir.path(),
+        "ralph.config.yaml",
+        "success_criteria:\n  coverage_threshold: null\n",
+    );
+    let fixed = format!("{FIXED_RS}{padding}");
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .always("artisan", text(code("rust", &fixed)))
+        .always("chaos", suite("rust", KILL_RS, "A single value."));
+    let mut cmd = ralph_with_chaos(dir.path(), &llm);
+    let out = cmd
+        .timeout(std::time::Duration::from_secs(300))
+        .args(["src/lib.rs", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir.path());
+    assert_eq!(report["status"], "success", "{report:#}");
+    assert_eq!(out.status.code(), Some(0));
+    let a = &report["adversarial"];
+    assert_eq!(a["mutation"]["tool"], "cargo-mutants", "{a:#}");
+    assert!(a["mutation_score"].as_f64().unwrap() >= 80.0, "{a:#}");
+}

@@ -15,7 +15,11 @@ use ralph_actors::schema::mutation::{Mutant, MutantStatus, MutationRun};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{on_path, report_text, source_line, supervised, tail, Job};
+use super::job::{on_path, report_text, source_line, supervised, tail, Called, Job};
+
+/// The listing is read whole: a JSON array of every mutant of the file with its diff, about a
+/// kilobyte each (a file of 30 small functions lists about 200).
+const LISTING_OUTPUT: usize = 64 * 1024 * 1024;
 use super::scratch::Scratch;
 use crate::chaos::cargo::RustCrate;
 use crate::chaos::property;
@@ -105,12 +109,12 @@ pub(super) async fn run(
         env.clone(),
         job,
         &cancel,
-        "cargo-mutants --list",
+        Called::read("cargo-mutants --list", LISTING_OUTPUT),
     )
     .await?;
-    let listed: Vec<Listed> = serde_json::from_str(listing.trim()).map_err(|_| {
+    let listed: Vec<Listed> = serde_json::from_str(listing.trim()).map_err(|e| {
         RunnerError::Internal(format!(
-            "cargo-mutants listed no mutants (exit {}): {}",
+            "cargo-mutants' listing cannot be read ({e}; exit {}): {}",
             code.map_or("by a signal".into(), |c| c.to_string()),
             tail(&listing)
         ))
@@ -136,8 +140,16 @@ pub(super) async fn run(
     let mut args = common(&["--in-place", "--no-shuffle"]);
     args.extend(["--re".into(), OsString::from(pattern), "--output".into()]);
     args.push(out.clone().into_os_string());
-    let (code, output) =
-        supervised("cargo", args, &tree, env, job, &cancel, "cargo-mutants").await?;
+    let (code, output) = supervised(
+        "cargo",
+        args,
+        &tree,
+        env,
+        job,
+        &cancel,
+        Called::quoted("cargo-mutants"),
+    )
+    .await?;
     let report = out.join("mutants.out").join("outcomes.json");
     let text = report_text(&report, "cargo-mutants", code, &output)?;
     let outcomes: Outcomes = serde_json::from_str(&text).map_err(|e| {

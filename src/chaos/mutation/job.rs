@@ -18,6 +18,27 @@ use super::scratch::Scratch;
 /// Output kept from a tool's run, for the error that quotes it.
 const MAX_OUTPUT: usize = 64 * 1024;
 
+/// A tool's run as errors name it, and how much of its output is kept.
+pub(super) struct Called<'a> {
+    what: &'a str,
+    keep: usize,
+}
+
+impl<'a> Called<'a> {
+    /// A run whose output is only quoted when it fails.
+    pub(super) fn quoted(what: &'a str) -> Self {
+        Self {
+            what,
+            keep: MAX_OUTPUT,
+        }
+    }
+
+    /// A run whose output is read whole: up to `keep` bytes.
+    pub(super) fn read(what: &'a str, keep: usize) -> Self {
+        Self { what, keep }
+    }
+}
+
 /// One mutation run, as [`super::FsChaosRunner`] asks for it.
 pub struct Job<'a> {
     pub language: Language,
@@ -65,14 +86,15 @@ pub(super) async fn supervised(
     env: Vec<(String, String)>,
     job: &Job<'_>,
     cancel: &CancellationToken,
-    what: &str,
+    called: Called<'_>,
 ) -> Result<(Option<i32>, String), RunnerError> {
+    let what = called.what;
     let mut vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (k, v) in env {
         vars.retain(|(key, _)| key.to_str() != Some(k.as_str()));
         vars.push((k.into(), v.into()));
     }
-    let mut spec = Spec::new(program, args, cwd, vars, job.request.timeout, MAX_OUTPUT);
+    let mut spec = Spec::new(program, args, cwd, vars, job.request.timeout, called.keep);
     spec.memory_limit_mb = job.memory_limit_mb;
     let outcome = supervise::run(spec, cancel.clone(), job.groups)
         .await

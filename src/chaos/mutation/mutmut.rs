@@ -15,7 +15,7 @@ use ralph_actors::schema::mutation::{Mutant, MutantStatus, MutationRun};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{in_lines, source_line, supervised, tail, Job};
+use super::job::{in_lines, source_line, supervised, tail, Called, Job};
 use super::scratch::Scratch;
 
 /// The installed mutmut's `(major, minor)`, when `python3` (from `cwd`) has it. Read from the
@@ -145,8 +145,16 @@ async fn mutmut(
 ) -> Result<(), RunnerError> {
     let mut all: Vec<OsString> = vec!["-m".into(), "mutmut".into()];
     all.extend(args);
-    let (code, output) =
-        supervised("python3", all, cwd, env.to_vec(), job, cancel, "mutmut").await?;
+    let (code, output) = supervised(
+        "python3",
+        all,
+        cwd,
+        env.to_vec(),
+        job,
+        cancel,
+        Called::quoted("mutmut"),
+    )
+    .await?;
     match code {
         Some(0) => Ok(()),
         code => Err(RunnerError::Internal(format!(

@@ -12,7 +12,7 @@ use ralph_actors::schema::mutation::{Mutant, MutantStatus, MutationRun};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::job::{in_lines, report_text, source_line, supervised, Job, PER_MUTANT_GRACE};
+use super::job::{in_lines, report_text, source_line, supervised, Called, Job, PER_MUTANT_GRACE};
 use super::scratch::Scratch;
 
 #[derive(Deserialize)]
@@ -100,7 +100,7 @@ pub(super) async fn run(
         job.env.clone(),
         job,
         &cancel,
-        "StrykerJS",
+        Called::quoted("StrykerJS"),
     )
     .await?;
     let text = report_text(&report_file, "StrykerJS", code, &output)?;
