@@ -60,8 +60,8 @@ pub struct Finished {
     pub success: bool,
     pub reason: String,
     pub exit_code: i32,
-    /// The promise the run kept, as the summary prints it (`promise (full): tests met · …`);
-    /// none for an agent loop's or a report without one.
+    /// The promise the run kept, each check's status without its details (`promise (full):
+    /// tests met · …`); none for an agent loop's or a report without one.
     pub promise: Option<String>,
 }
 
@@ -326,7 +326,7 @@ impl ViewState {
                 );
                 let promise = &report.promise;
                 if let (Some(done), false) = (&mut self.finished, promise.checks.is_empty()) {
-                    done.promise = Some(promise.summary());
+                    done.promise = Some(promise.brief());
                 }
             }
             Event::LoopFinished { report } => {

@@ -188,8 +188,13 @@ async fn a_fix_in_a_real_terminal_pauses_shows_its_log_and_diff_and_quits_cleanl
         "{screen}"
     );
     assert!(screen.contains("✓ #1"), "{screen}");
-    // The promise the run kept, as the summary prints it.
-    assert!(screen.contains("promise (full): tests met"), "{screen}");
+    // The promise the run kept, each check's status on one line (Chaos off: its gates too).
+    assert!(
+        screen.contains(
+            "promise (full): tests met · critic met · adversarial off · coverage off · mutation off"
+        ),
+        "{screen}"
+    );
     // The end is drawn as its event comes; the view says how to leave once the run's feed has
     // closed, a moment later on a loaded machine.
     pane.wait_for("q to quit", Duration::from_secs(5));

@@ -88,6 +88,21 @@ impl Promise {
         format!("promise ({}): {}", self.profile.as_str(), self.line())
     }
 
+    /// The summary without the checks' details, for a line that must fit a terminal's width:
+    /// `promise (full): tests met · critic met · coverage unavailable · …`.
+    pub fn brief(&self) -> String {
+        let checks: Vec<String> = self
+            .checks
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.status.as_str()))
+            .collect();
+        format!(
+            "promise ({}): {}",
+            self.profile.as_str(),
+            checks.join(" · ")
+        )
+    }
+
     /// Its checks in one line: `tests met · coverage unavailable (c8 is not installed) · ...`.
     pub fn line(&self) -> String {
         self.checks
@@ -121,6 +136,10 @@ mod tests {
         assert_eq!(
             p.line(),
             "tests met · mutation unavailable (mutmut is not installed)"
+        );
+        assert_eq!(
+            p.brief(),
+            "promise (full): tests met · mutation unavailable"
         );
         assert_eq!(
             p.check("mutation").map(|c| c.status),
