@@ -1,7 +1,8 @@
 //! ralph-loop: the command line, config, and the real implementations of the core's ports
 //! (`ralph-actors`).
 //!
-//! Layout, from the binaries' edge inwards:
+//! Layout, from the binaries' edge inwards (`mod` declarations below are in the opposite order,
+//! from the leaves up: a module uses only those declared before it):
 //! - [`cli`], [`micro_agent`]: the two binaries' command lines; [`app`]: planning a run,
 //!   executing it (actor system, event printer, Ctrl+C), `resume`, `status`, `vault`, the
 //!   inbox's commands and agent mode's loop; [`error`]: the edge's typed errors and their exit
@@ -28,33 +29,33 @@
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 
-pub mod agent;
-pub mod agents;
-pub mod app;
-pub mod chaos;
-pub mod cli;
-pub mod config;
-pub mod context;
-pub mod error;
 pub mod fsutil;
-pub mod git;
-pub mod guard;
-pub mod hooks;
 pub mod http;
-pub mod inbox;
-pub mod lock;
-pub mod micro_agent;
-pub mod models;
-pub mod printers;
 pub mod process;
+pub mod models;
+pub mod cli;
+pub mod git;
+pub mod session;
+pub mod lock;
+pub mod inbox;
+pub mod context;
+pub mod runner;
+pub mod chaos;
 pub mod providers;
+pub mod printers;
+pub mod agents;
+pub mod config;
+pub mod spec;
+pub mod workspace;
+pub mod guard;
+pub mod vault;
+pub mod hooks;
+pub mod agent;
+pub mod error;
 pub mod regent;
 pub mod remote;
-pub mod runner;
-pub mod session;
-pub mod spec;
-pub mod vault;
 pub mod views;
-pub mod workspace;
+pub mod app;
+pub mod micro_agent;
 
 pub use error::{Error, Result};

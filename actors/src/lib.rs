@@ -19,20 +19,20 @@
 //! - [`machine`]: the iteration's states and the hook points;
 //! - [`supervisor`]: runs as values, stepped to their end.
 
-pub mod error;
-pub mod events;
-pub mod guard;
-pub mod machine;
-pub mod memory;
-pub mod policy;
-pub mod ports;
-pub mod prompt;
 pub mod role;
-pub mod roles;
-pub mod schema;
-pub mod settings;
-pub mod supervisor;
 pub mod tracker;
+pub mod schema;
+pub mod ports;
+pub mod events;
+pub mod policy;
+pub mod memory;
+pub mod prompt;
+pub mod guard;
+pub mod settings;
+pub mod error;
+pub mod roles;
+pub mod machine;
+pub mod supervisor;
 
 pub use error::{Error, Result};
 

@@ -9,8 +9,9 @@
 //! - [`decode`]: base64, hex and URL-encoded runs, decoded when they read as text;
 //! - [`rules`]: secret rules in gitleaks' TOML format, the bundled set and a team's file;
 //! - [`pii`]: personal data (e-mail, phone, IP, cards, IBANs, national ids);
+//! - [`placeholder`]: the placeholders' form, and spotting mangled ones (the detector skips our
+//!   own);
 //! - [`scan`]: the detector that runs all of them over a text;
-//! - [`placeholder`]: the placeholders' form, and spotting mangled ones;
 //! - [`table`]: the run's values and placeholders, zeroised when dropped;
 //! - [`literals`]: values already known, found wherever they appear, in one pass;
 //! - [`config`]: what a guard is built from (mode, kinds, the user's rules and allowlist);
@@ -18,21 +19,21 @@
 //! - [`corpus`] (feature `corpus`): generated planted secrets, personal data and ordinary code,
 //!   for tests and benchmarks.
 
-pub mod config;
-#[cfg(any(test, feature = "corpus"))]
-pub mod corpus;
-pub mod decode;
-pub mod efficiency;
-pub mod entropy;
 pub mod kind;
-pub mod literals;
-pub mod mask;
+pub mod entropy;
+pub mod efficiency;
+pub mod tokens;
+pub mod decode;
+pub mod rules;
 pub mod pii;
 pub mod placeholder;
-pub mod rules;
 pub mod scan;
 pub mod table;
-pub mod tokens;
+pub mod literals;
+pub mod config;
+pub mod mask;
+#[cfg(any(test, feature = "corpus"))]
+pub mod corpus;
 
 pub use config::{GuardConfig, Mode};
 pub use kind::{Class, Finding, Kind};

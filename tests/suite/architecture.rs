@@ -1,5 +1,7 @@
-//! The layout of the three crates, checked on their sources: no module cycles at any level, no file
-//! over 600 lines of non-test code, and crate docs that name every top-level module.
+//! The layout of the three crates, checked on their sources: no module cycles at any level, each
+//! top-level module using only those its `lib.rs` declares before it (the layer order; rustfmt's
+//! `reorder_modules` is off so the order stays as written), no file over 600 lines of non-test
+//! code, and crate docs that name every top-level module.
 //!
 //! Why a test of our own rather than `cargo-modules --acyclic`: that tool builds rust-analyzer
 //! (tens of minutes on a cold machine, within CI's budget only with a cache) and follows macro
@@ -45,6 +47,92 @@ fn no_crate_has_a_module_cycle() {
             found.join("\n")
         );
     }
+}
+
+/// The documented layer order: each crate's `lib.rs` lists its top-level modules so that a module
+/// uses only those before it.
+#[test]
+fn each_top_level_module_uses_only_those_before_it() {
+    let mut found = Vec::new();
+    for src in [
+        root().join("src"),
+        root().join("actors/src"),
+        root().join("guard/src"),
+    ] {
+        let krate = Crate::load(&src);
+        found.extend(
+            layer_breaks(&krate, &lib_order(&src))
+                .into_iter()
+                .map(|b| format!("{}: {b}", src.display())),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "uses against the layer order:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The top-level modules `lib.rs` declares, in its order (test-only ones left out).
+fn lib_order(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    syn::parse_file(&text)
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|item| match item {
+            syn::Item::Mod(m) if !is_test_cfg(&m.attrs) => Some(m.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each use of a top-level module by one declared before it in `order`.
+fn layer_breaks(krate: &Crate, order: &[String]) -> Vec<String> {
+    let place = |p: &ModPath| {
+        p.first()
+            .and_then(|top| order.iter().position(|m| m == top))
+    };
+    let mut breaks = BTreeSet::new();
+    for (from, tos) in krate.edges() {
+        for to in tos {
+            if let (Some(a), Some(b)) = (place(&from), place(&to)) {
+                if a < b {
+                    breaks.insert(format!(
+                        "{} (layer {}) uses {} (layer {})",
+                        name(&from),
+                        order[a],
+                        name(&to),
+                        order[b]
+                    ));
+                }
+            }
+        }
+    }
+    breaks.into_iter().collect()
+}
+
+#[test]
+fn the_layer_check_finds_a_module_using_one_declared_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    // `leaf` uses nothing; `top` uses `leaf` (fine) and `mid` (declared after it: a break).
+    write("lib.rs", "pub mod leaf;\npub mod top;\npub mod mid;\n");
+    write("leaf.rs", "pub struct L;\n");
+    write("mid.rs", "pub struct M(pub crate::leaf::L);\n");
+    write(
+        "top.rs",
+        "pub fn f(_: crate::leaf::L) -> Option<crate::mid::M> { None }\n",
+    );
+    let krate = Crate::load(dir.path());
+    let order = lib_order(dir.path());
+    assert_eq!(order, ["leaf", "top", "mid"]);
+    assert_eq!(
+        layer_breaks(&krate, &order),
+        ["top (layer top) uses mid (layer mid)"]
+    );
+    let fixed = ["leaf", "mid", "top"].map(String::from);
+    assert!(layer_breaks(&krate, &fixed).is_empty());
 }
 
 #[test]

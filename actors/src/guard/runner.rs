@@ -8,9 +8,9 @@ use ralph_guard::Guard;
 use tokio_util::sync::CancellationToken;
 
 use super::mask_strings;
-use crate::policy::adversarial::Counterexample;
 use crate::ports::chaos::{ChaosLayout, ChaosRunner, Covered, MutationRequest};
 use crate::ports::runner::{RunnerError, TestRunner};
+use crate::schema::adversarial::Counterexample;
 use crate::schema::mutation::MutationRun;
 use crate::schema::test_run::TestRun;
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::schema::adversarial::Counterexample;
 use crate::schema::test_run::{Category, RunStatus, TestRun};
 
 /// What Chaos tries (`chaos.strategies`).
@@ -178,22 +179,6 @@ pub fn candidates(run: &TestRun, dropped: &[String]) -> Vec<Candidate> {
             },
         })
         .collect()
-}
-
-/// A failing input a property-based test found, as its library printed it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counterexample {
-    /// The property's function (`test_between_min_and_max`); empty for fast-check, whose
-    /// output names no function.
-    pub function: String,
-    /// Hypothesis: its arguments as keyword arguments (`values=[0, 1],`); fast-check: the
-    /// counterexample as printed (`[[1e+308,1e+308]]`).
-    pub arguments: String,
-    /// fast-check's seed and path, which replay the failing run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
 }
 
 /// The counterexample Hypothesis printed in a failure (`Falsifying example: f(x=1,)`, or

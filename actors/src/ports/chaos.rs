@@ -6,8 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Duration;
 
-use crate::policy::adversarial::Counterexample;
 use crate::ports::runner::RunnerError;
+use crate::schema::adversarial::Counterexample;
 use crate::schema::mutation::{Mutant, MutationRun};
 use crate::schema::test_run::{LineHits, TestRun};
 
