@@ -7,7 +7,7 @@
 //! dependencies are not compiled twice; cargo keeps the two workspaces' artifacts apart.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde::Deserialize;
 
@@ -89,7 +89,8 @@ impl RustCrate {
             .map(|d| d.join("Cargo.toml"))
             .find(|m| m.is_file())
             .ok_or_else(|| format!("no Cargo.toml holds {}", target.display()))?;
-        let output = Command::new("cargo")
+        let mut metadata = Command::new("cargo");
+        metadata
             .args([
                 "metadata",
                 "--no-deps",
@@ -97,10 +98,8 @@ impl RustCrate {
                 "1",
                 "--manifest-path",
             ])
-            .arg(&manifest)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
+            .arg(&manifest);
+        let output = crate::process::probe::output(metadata, crate::process::probe::LIMIT)
             .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);

@@ -8,10 +8,14 @@
 //! The test runner, and the hooks and agent CLIs to come, all build on
 //! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line and
 //! capped, total and idle timeouts, a memory limit, and the whole group killed at the end.
+//! The quick tool checks made before a run starts (a Python module importable, `cargo nextest`
+//! installed, `cargo metadata`) go through [`probe`]: their own group, stdin closed, a time
+//! limit.
 
 pub mod capture;
 pub mod groups;
 pub mod memory;
+pub mod probe;
 pub mod reaper;
 pub mod sandbox;
 pub mod seccomp;

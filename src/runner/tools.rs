@@ -5,7 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Whether `python` (as the test command calls it) imports `module` in `cwd`.
 pub(super) fn python_imports(
@@ -17,18 +17,14 @@ pub(super) fn python_imports(
     capture(&format!("{python} -c 'import {module}'"), cwd, env).is_some()
 }
 
-/// Runs `sh -c <command>` in `cwd`; its stdout when it succeeds. For quick tool checks only: no
-/// timeout.
+/// Runs `sh -c <command>` in `cwd`; its stdout when it succeeds within the tool checks' limit.
 pub(super) fn capture(command: &str, cwd: &Path, env: &[(String, String)]) -> Option<String> {
-    let out = Command::new("sh")
-        .arg("-c")
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    let out = crate::process::probe::output(sh, crate::process::probe::LIMIT).ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())

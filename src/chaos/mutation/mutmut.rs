@@ -21,16 +21,14 @@ use super::scratch::Scratch;
 /// The installed mutmut's `(major, minor)`, when `python3` (from `cwd`) has it. Read from the
 /// package's metadata: importing mutmut reads its configuration, which fails outside a project.
 pub(super) fn version(cwd: &Path) -> Option<(u32, u32)> {
-    let out = std::process::Command::new("python3")
+    let mut python = std::process::Command::new("python3");
+    python
         .args([
             "-c",
             "import importlib.metadata as m; print(m.version('mutmut'))",
         ])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
+        .current_dir(cwd);
+    let out = crate::process::probe::output(python, crate::process::probe::LIMIT).ok()?;
     if !out.status.success() {
         return None;
     }

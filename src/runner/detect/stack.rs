@@ -3,7 +3,7 @@
 //! unittest, cargo-nextest over `cargo test`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::runner::language::Language;
@@ -90,13 +90,10 @@ impl Probe {
 }
 
 fn succeeds(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let mut command = Command::new(program);
+    command.args(args);
+    crate::process::probe::output(command, crate::process::probe::LIMIT)
+        .is_ok_and(|o| o.status.success())
 }
 
 #[cfg(test)]
