@@ -4,7 +4,8 @@
 //! version manager's shim waiting on a prompt, a network filesystem) cannot hang a run's start.
 //! What it started goes with it: the group is killed once it ends too.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, Read, Seek};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -20,15 +21,18 @@ pub const LIMIT: Duration = Duration::from_secs(30);
 /// `TimedOut` when it ran past `limit` (its group killed), or the error that kept it from
 /// starting.
 pub fn output(mut command: Command, limit: Duration) -> io::Result<Output> {
+    // Its output goes to unnamed files, read once it ends: no pipe to drain while waiting, and
+    // no thread per stream (each would grow the process by its stack and malloc arena).
+    let (mut stdout, mut stderr) = (tempfile::tempfile()?, tempfile::tempfile()?);
     command
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(stdout.try_clone()?)
+        .stderr(stderr.try_clone()?)
         .process_group(0);
     let mut child = command.spawn()?;
+    // The command's copies of the files only: ours stay open to be read.
+    drop(command);
     let group = Pid::from_raw(child.id() as i32);
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + limit;
     let ended = loop {
         if let Some(status) = child.try_wait()? {
@@ -39,7 +43,7 @@ pub fn output(mut command: Command, limit: Duration) -> io::Result<Output> {
         }
         std::thread::sleep(Duration::from_millis(1));
     };
-    // Whatever the command left in its group would keep the pipes open.
+    // Nothing the command started outlives it.
     let _ = killpg(group, Signal::SIGKILL);
     let Some(status) = ended else {
         let _ = child.wait();
@@ -50,21 +54,17 @@ pub fn output(mut command: Command, limit: Duration) -> io::Result<Output> {
     };
     Ok(Output {
         status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
+        stdout: read_all(&mut stdout)?,
+        stderr: read_all(&mut stderr)?,
     })
 }
 
-/// Reads a pipe to its end on a thread of its own: a command that fills one pipe while the
-/// other is read would otherwise block.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    })
+/// A file the command wrote, from its start.
+fn read_all(file: &mut File) -> io::Result<Vec<u8>> {
+    file.rewind()?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 #[cfg(test)]
