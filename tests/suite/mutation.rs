@@ -452,15 +452,9 @@ async fn a_rust_file_of_many_functions_has_its_whole_listing_read() {
     llm.helpful()
         .always("artisan", text(code("rust", &fixed)))
         .always("chaos", suite("rust", KILL_RS, "A single value."));
-    let mut cmd = ralph_with_chaos(dir.path(), &llm);
-    let out = cmd
-        .timeout(std::time::Duration::from_secs(300))
-        .args(["src/lib.rs", "--output", "json"])
-        .output()
-        .unwrap();
-    let report = report(dir.path());
+    let (code, report) = run(dir.path(), &llm, "src/lib.rs");
     assert_eq!(report["status"], "success", "{report:#}");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, 0);
     let a = &report["adversarial"];
     assert_eq!(a["mutation"]["tool"], "cargo-mutants", "{a:#}");
     assert!(a["mutation_score"].as_f64().unwrap() >= 80.0, "{a:#}");

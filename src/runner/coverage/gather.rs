@@ -23,37 +23,16 @@ pub fn with_coverage(
     dependency: Option<&DependencyCoverage>,
 ) -> Result<(TestPlan, CoverageReader), CoverageError> {
     let tool = pick_tool(plan, &ToolEnv::current())?;
-    let (mut plan, reader) = coverage_plan(plan, tool, report_dir)?;
-    if let (Some(dep), CoverageTool::LlvmCov) = (dependency, tool) {
-        plan.command = dependency_command(&plan.command, dep, reader.summary_path())
-            .ok_or_else(|| unsupported_cargo(&plan))?;
-    }
-    Ok((plan, reader))
+    coverage_plan(plan, tool, report_dir, dependency)
 }
 
-/// An llvm-cov `command` (as [`coverage_plan`] writes it) measuring `dep` instead: the tests run
-/// with it instrumented (`--dep-coverage`) and no report, then the report is made from the
-/// tested crate's manifest (cargo-llvm-cov's own report of a dependency keeps only a registry
-/// crate's files, never a path dependency's). The tests' exit status is the command's.
-fn dependency_command(command: &str, dep: &DependencyCoverage, summary: &Path) -> Option<String> {
-    let summary_q = sh_quote(summary);
-    let (head, rest) = command.split_once(&format!(
-        " --json --skip-functions --output-path {summary_q}"
-    ))?;
-    Some(format!(
-        "{head} --no-report --dep-coverage {package}{rest}; status=$?; cargo llvm-cov report \
-         --json --skip-functions --output-path {summary_q} --manifest-path {manifest}; \
-         exit $status",
-        package = sh_quote(&dep.package),
-        manifest = sh_quote(&dep.manifest),
-    ))
-}
-
-/// `plan` changed to run under `tool`, which is known to be installed.
+/// `plan` changed to run under `tool`, which is known to be installed; with `dependency`, the
+/// coverage read is that crate's (cargo-llvm-cov only).
 fn coverage_plan(
     plan: &TestPlan,
     tool: CoverageTool,
     report_dir: &Path,
+    dependency: Option<&DependencyCoverage>,
 ) -> Result<(TestPlan, CoverageReader), CoverageError> {
     // The command runs in plan.cwd and the reader in ours: both must name the same files.
     let report_dir = std::path::absolute(report_dir).map_err(|source| CoverageError::Io {
@@ -143,14 +122,28 @@ fn coverage_plan(
             } else {
                 ""
             };
-            // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a run
-            // with a failing test writes no summary (NoSummary). The export keeps each file's
-            // segments (the changed lines are read from them), not its functions.
-            out.command = format!(
-                "rm -f {summary_q} && cargo llvm-cov{sub} --json --skip-functions \
-                 --output-path {summary_q}{rest}",
-                summary_q = sh_quote(&summary),
-            );
+            let summary_q = sh_quote(&summary);
+            out.command = match dependency {
+                // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a
+                // run with a failing test writes no summary (NoSummary). The export keeps each
+                // file's segments (the changed lines are read from them), not its functions.
+                None => format!(
+                    "rm -f {summary_q} && cargo llvm-cov{sub} --json --skip-functions \
+                     --output-path {summary_q}{rest}"
+                ),
+                // A dependency measured: the tests run with it instrumented (`--dep-coverage`)
+                // and no report, then the report is made from the tested crate's manifest
+                // (cargo-llvm-cov's own report of a dependency keeps only a registry crate's
+                // files, never a path dependency's). The tests' exit status is the command's.
+                Some(dep) => format!(
+                    "rm -f {summary_q} && cargo llvm-cov{sub} --no-report --dep-coverage \
+                     {package}{rest}; status=$?; cargo llvm-cov report --json \
+                     --skip-functions --output-path {summary_q} --manifest-path {manifest}; \
+                     exit $status",
+                    package = sh_quote(&dep.package),
+                    manifest = sh_quote(&dep.manifest),
+                ),
+            };
             // Fail instead of asking on a closed stdin to install llvm-tools.
             out.env.push(("CARGO_LLVM_COV_SETUP".into(), "no".into()));
             summary
@@ -514,7 +507,8 @@ mod tests {
             "cargo test --no-fail-fast -- -Z unstable-options --format json --report-time",
             Path::new("/work/p"),
         );
-        let (llvm, reader) = coverage_plan(&test, CoverageTool::LlvmCov, reports).expect("plan");
+        let (llvm, reader) =
+            coverage_plan(&test, CoverageTool::LlvmCov, reports, None).expect("plan");
         let summary = reader.summary_path().display().to_string();
         assert_eq!(
             summary,
@@ -538,7 +532,10 @@ mod tests {
             manifest: "/work/p/.ralph/s/chaos/Cargo.toml".into(),
         };
         assert_eq!(
-            dependency_command(&llvm.command, &dep, reader.summary_path()).expect("llvm-cov's"),
+            coverage_plan(&test, CoverageTool::LlvmCov, reports, Some(&dep))
+                .expect("plan")
+                .0
+                .command,
             format!(
                 "mkdir -p {dir} && rm -f {summary} && cargo llvm-cov --no-report --dep-coverage \
                  rs-median --no-fail-fast -- -Z unstable-options --format json --report-time; \
@@ -556,7 +553,8 @@ mod tests {
                 Path::new("/work/p"),
             )
         };
-        let (llvm, reader) = coverage_plan(&nextest, CoverageTool::LlvmCov, reports).expect("plan");
+        let (llvm, reader) =
+            coverage_plan(&nextest, CoverageTool::LlvmCov, reports, None).expect("plan");
         let summary = reader.summary_path().display().to_string();
         assert_eq!(
             llvm.command,
@@ -570,7 +568,7 @@ mod tests {
         assert_eq!(llvm.framework, Framework::Nextest);
 
         let (tarp, reader) =
-            coverage_plan(&nextest, CoverageTool::Tarpaulin, reports).expect("plan");
+            coverage_plan(&nextest, CoverageTool::Tarpaulin, reports, None).expect("plan");
         let summary = reader.summary_path();
         assert!(summary.ends_with("coverage-nextest/tarpaulin-report.json"));
         assert_eq!(
