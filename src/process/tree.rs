@@ -72,17 +72,38 @@ pub fn descendants(root: i32, table: &[Proc]) -> Vec<Proc> {
     out
 }
 
-/// What a tree has done so far: CPU time and bytes read or written (files, pipes, sockets).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What each live process of a tree has done so far: CPU time and bytes read or written
+/// (files, pipes, sockets), by pid.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Activity {
-    pub cpu_ticks: u64,
-    pub io_bytes: u64,
+    procs: Vec<Work>,
+}
+
+/// One process's share of an [`Activity`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Work {
+    pid: i32,
+    cpu_ticks: u64,
+    io_bytes: u64,
 }
 
 impl Activity {
-    /// Whether anything was done between `before` and this.
+    /// Whether anything was done between `before` and this: a process that was there before
+    /// used CPU time or did I/O, or a new one started. Compared process by process, not as
+    /// sums: a tree that runs many short commands (a shell loop, `git status` after `grep`)
+    /// loses the ended ones' counters from a sum, which can then shrink while it works.
     pub fn since(&self, before: &Activity) -> bool {
-        self.cpu_ticks > before.cpu_ticks || self.io_bytes > before.io_bytes
+        self.procs.iter().any(
+            |now| match before.procs.iter().find(|then| then.pid == now.pid) {
+                Some(then) => now.cpu_ticks > then.cpu_ticks || now.io_bytes > then.io_bytes,
+                None => true,
+            },
+        )
+    }
+
+    /// Whether the tree has done anything at all.
+    pub fn any(&self) -> bool {
+        self.procs.iter().any(|w| w.cpu_ticks > 0 || w.io_bytes > 0)
     }
 }
 
@@ -92,18 +113,22 @@ impl Activity {
 pub fn activity(root: i32, reaper: bool) -> Option<Activity> {
     let table = table()?;
     let own = table.iter().find(|p| p.pid == root)?;
-    let mut total = match reaper {
-        true => Activity::default(),
-        false => Activity {
+    let mut procs = Vec::new();
+    if !reaper {
+        procs.push(Work {
+            pid: root,
             cpu_ticks: own.cpu_ticks,
             io_bytes: io_bytes(root),
-        },
-    };
-    for p in descendants(root, &table).iter().filter(|p| p.live) {
-        total.cpu_ticks += p.cpu_ticks;
-        total.io_bytes += io_bytes(p.pid);
+        });
     }
-    Some(total)
+    for p in descendants(root, &table).iter().filter(|p| p.live) {
+        procs.push(Work {
+            pid: p.pid,
+            cpu_ticks: p.cpu_ticks,
+            io_bytes: io_bytes(p.pid),
+        });
+    }
+    Some(Activity { procs })
 }
 
 /// `rchar` + `wchar` of `/proc/<pid>/io`; 0 when it cannot be read.
@@ -183,6 +208,33 @@ mod tests {
         assert_eq!(pids, [11, 12, 13]);
     }
 
+    /// A shell loop running short commands: the command seen in the first look has ended by
+    /// the second, which sees the shell's counters barely moved and a new command. At work.
+    #[test]
+    fn a_tree_of_short_lived_commands_is_at_work_though_its_sums_shrink() {
+        let w = |pid, cpu_ticks, io_bytes| Work {
+            pid,
+            cpu_ticks,
+            io_bytes,
+        };
+        let before = Activity {
+            procs: vec![w(10, 5, 100), w(11, 1, 4000)],
+        };
+        let after = Activity {
+            procs: vec![w(10, 5, 111), w(12, 0, 800)],
+        };
+        assert!(after.since(&before));
+        let stalled = Activity {
+            procs: vec![w(10, 5, 100)],
+        };
+        assert!(!stalled.since(&before), "an ended command is not work");
+        assert!(!before.since(&before));
+        assert!(Activity {
+            procs: vec![w(10, 5, 100), w(13, 0, 0)]
+        }
+        .since(&before));
+    }
+
     /// A process of this test's own tree is found, and its CPU time counted.
     #[test]
     fn a_real_child_is_a_descendant() {
@@ -195,7 +247,7 @@ mod tests {
         assert!(descendants(me, &table)
             .iter()
             .any(|p| p.pid == child.id() as i32));
-        assert!(activity(me, false).is_some_and(|a| a.io_bytes > 0 || a.cpu_ticks > 0));
+        assert!(activity(me, false).is_some_and(|a| a.any()));
         assert_eq!(signal_descendants(child.id() as i32, Signal::SIGKILL), 0);
         child.kill().unwrap();
         child.wait().unwrap();
