@@ -7,34 +7,32 @@
 
 use std::fs::File;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::Path;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use actix::Actor;
 use nix::fcntl::{Flock, FlockArg};
 use ralph_actors::events::bus::EventBus;
+use ralph_actors::policy::budget::{Price, Prices};
 use ralph_actors::schema::regent::LoopReport;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::agents::cost::price_of;
 use crate::agents::registry::Registry;
-use crate::app::execute::{open_dashboard, DASHBOARD_GRACE};
+use crate::agents::AgentDef;
+use crate::app::launch::{Launch, Rule};
+use crate::app::stops::Stops;
+use crate::app::view::{Show, StopKey, View};
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
-use crate::config::{self, Config, Output};
+use crate::config::{self, Config};
 use crate::error::{Error, Result, UsageError};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::regent::actor::{Regent, StartLoop};
 use crate::regent::run::{LoopDeps, LoopSettings};
-use crate::remote;
 use crate::runner::detect;
-use crate::views::{self, Chosen};
-
-/// After SIGQUIT, how long the loop has to write its state before the process exits anyway.
-const QUIT_GRACE: Duration = Duration::from_secs(3);
+use crate::runner::plan::TestingOptions;
+use crate::views::tui::picker::Picker;
 
 pub fn run(args: LoopArgs) -> Result<i32> {
     let cwd =
@@ -49,56 +47,38 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         .into());
     }
     let root = detect::project_root(&cwd);
-    let registry = Registry::new(&config.agents);
-    let name = match args.agent.clone().or_else(|| config.regent.agent.clone()) {
-        Some(name) => name,
-        None => choose(&registry, &config)?,
-    };
-    let agent = registry.get(&name)?.clone();
-    let binary = crate::agents::registry::ready(&agent)?;
-    let output = args.output.unwrap_or(match config.output {
-        Output::Human => OutputFormat::Human,
-        Output::Json => OutputFormat::Json,
-        Output::Jsonl => OutputFormat::Jsonl,
-    });
+    let Picked {
+        agent,
+        binary,
+        model,
+        prices,
+        price,
+        note,
+    } = picked(&args, &config)?;
+    let output = args.output.unwrap_or(config.output.into());
     let ralph_dir = root.join(crate::session::RALPH_DIR);
-    std::fs::create_dir_all(&ralph_dir)
-        .map_err(|e| Error::io(format!("cannot create {}", ralph_dir.display()), e))?;
     let _lock = lock(&ralph_dir)?;
-    let model = args.model.clone().or_else(|| config.regent.model.clone());
-    let prices = crate::providers::prices::with_overrides(config.prices.clone());
-    let (price, priced_as, known) = price_of(&prices, model.as_deref());
-    let mut notes = Vec::new();
-    if !known && !agent.reports_cost {
-        notes.push(format!(
-            "{} reports no cost and its model's price is not known: costs are estimated at {priced_as}'s price",
-            if agent.title.is_empty() { &agent.name } else { &agent.title }
-        ));
-    }
-    let run_args = RunArgs {
-        test_command: args.test_command.clone(),
-        ..RunArgs::default()
-    };
-    let mut testing = crate::app::plan::testing_options(&config, &run_args, &cwd, &root)?;
-    // The loop has no Chaos to reach the default gate with: coverage only when the file asks.
-    let coverage = config.success_criteria.coverage_threshold;
-    testing.coverage = coverage.set && coverage.is_some();
+    let mut notes: Vec<String> = note.into_iter().collect();
+    let testing = testing(&config, &args, &cwd, &root)?;
     let settings = settings(&config, &args, &root);
     let loop_id = format!("loop-{}", uuid::Uuid::new_v4());
-    let event_log = open_event_log(&ralph_dir.join(&loop_id), &mut notes);
-    let groups = ProcessGroups::new();
-    let drain = CancellationToken::new();
-    let quit = CancellationToken::new();
-    let chosen = views::choose(args.ui.unwrap_or_default(), output == OutputFormat::Human);
-    if let Chosen::Lines { why_not_tui } = &chosen {
-        notes.extend(why_not_tui.clone());
-    }
-    let tui = chosen == Chosen::Tui;
-    let (pause_tx, pause_rx) = watch::channel(false);
+    let loop_dir = ralph_dir.join(&loop_id);
+    let event_log = open_event_log(&loop_dir, &mut notes);
+    let (view, why_not_tui) = View::choose(args.view.ui, output == OutputFormat::Human);
+    notes.extend(why_not_tui);
+    let tui = view.is_tui();
+    let launch = Launch::new(Rule::DrainAll, ProcessGroups::new()).announced_in(loop_dir.clone());
+    let stops = launch.stops().clone();
     let (switch_tx, switch_rx) = watch::channel(None);
-    let picked = (agent.clone(), model.clone(), prices.clone());
-    let deps = LoopDeps {
-        root: root.clone(),
+    let mut show = Show::new(&root, loop_dir, StopKey::Iteration, STOP_MEANS);
+    show.bind = args.view.ui_bind;
+    show.page = Some(loop_id.clone());
+    if tui {
+        show.picker = Some(picker(&agent, &model, prices, &stops, switch_tx));
+    }
+    let printer = view.feed().unwrap_or_else(|| printers::for_format(output));
+    let mut deps = LoopDeps {
+        root,
         agent,
         binary,
         model,
@@ -109,85 +89,117 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         testing,
         price,
         events: EventBus::new(&loop_id),
-        groups: groups.clone(),
+        groups: stops.groups.clone(),
         reaper: std::env::current_exe().ok(),
-        drain: drain.clone(),
-        quit: quit.clone(),
-        pause: Some(pause_rx),
+        drain: stops.drain.clone(),
+        quit: stops.quit.clone(),
+        pause: None,
         model_switch: Some(switch_rx),
         notes,
     };
-    let events = deps.events.clone();
     let report_dir = deps.testing.report_dir.clone();
-    let system = actix::System::new();
-    let loop_dir = ralph_dir.join(&loop_id);
-    let (root_dir, ui_bind) = (root.clone(), args.ui_bind);
-    let report: Option<LoopReport> = system.block_on(async move {
-        let stop_signal = Arc::new(AtomicI32::new(0));
-        // Another process (the dashboard, `kill -USR1`) may pause the loop: see crate::remote.
-        let _announced = remote::announce(&loop_dir);
-        let listening = tokio::spawn(remote::listen(pause_tx.clone()));
-        let dashboard = match chosen {
-            Chosen::Web => {
-                let dashboard = open_dashboard(&root_dir, ui_bind).await?;
-                eprintln!("dashboard: {}", dashboard.url_for(&loop_id));
-                Some(dashboard)
-            }
-            _ => None,
-        };
-        let (printer, view) = if tui {
-            let (feed, _asker, inbox) = views::tui::channels();
-            let (agent, model, prices) = picked;
-            let picker =
-                crate::app::pickers::agent(&agent, model.as_deref(), prices, &groups, switch_tx);
-            let handles = views::tui::Handles {
-                pause: Some(pause_tx),
-                cancel: drain.clone(),
-                stop_signal: stop_signal.clone(),
-                groups: groups.clone(),
-                stop_means:
-                    "the iteration under way finishes, its commit included; then the loop stops",
-                picker: Some(picker),
-                skip: None,
-            };
-            let place = views::tui::Place {
-                dir: loop_dir,
-                target: None,
-                original: None,
-                replayed: false,
-            };
-            let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
-            (Box::new(feed) as Box<dyn printers::Printer>, Some(view))
-        } else {
-            (printers::for_format(output), None)
-        };
-        let printer = tokio::spawn(printers::drive(printer, events.subscribe()));
-        let log = event_log.map(|log| tokio::spawn(printers::drive(log, events.subscribe())));
-        let signals = tokio::spawn(on_signals(drain, quit, groups, stop_signal));
-        let regent = Regent::new(deps).start();
-        let report = regent.send(StartLoop).await.ok().flatten();
-        signals.abort();
-        listening.abort();
-        let _ = printer.await;
-        if let Some(log) = log {
-            let _ = log.await;
-        }
-        if let Some(view) = view {
-            views::tui::ended(view).await;
-            if let Some(report) = &report {
-                let _ = printers::loop_lines::write_summary(report, &mut std::io::stderr());
-            }
-        }
-        if let Some(dashboard) = dashboard {
-            dashboard.close(DASHBOARD_GRACE).await;
-        }
-        Ok::<_, Error>(report)
-    })?;
+    let printers: Vec<_> = std::iter::once(printer).chain(event_log).collect();
+    let report = launch.shown(view, show).run(|pause| async move {
+        deps.pause = Some(pause);
+        Ok(drive(deps, printers).await)
+    });
     let _ = std::fs::remove_dir_all(&report_dir);
     let report =
-        report.ok_or_else(|| Error::Internal("the Regent stopped without a report".into()))?;
+        report?.ok_or_else(|| Error::Internal("the Regent stopped without a report".into()))?;
+    if tui {
+        let _ = printers::loop_lines::write_summary(&report, &mut std::io::stderr());
+    }
     Ok(report.exit_code)
 }
+
+/// The loop's coding agent and how it is priced.
+struct Picked {
+    agent: AgentDef,
+    binary: PathBuf,
+    model: Option<String>,
+    prices: Prices,
+    price: Price,
+    /// Said when its costs are estimated at another model's price.
+    note: Option<String>,
+}
+
+/// The agent `--agent` (or `regent.agent`) names, else the one a person picks; checked
+/// installed and signed in; its model and price.
+fn picked(args: &LoopArgs, config: &Config) -> Result<Picked> {
+    let registry = Registry::new(&config.agents);
+    let name = match args.agent.clone().or_else(|| config.regent.agent.clone()) {
+        Some(name) => name,
+        None => choose(&registry, config)?,
+    };
+    let agent = registry.get(&name)?.clone();
+    let binary = crate::agents::registry::ready(&agent)?;
+    let model = args.model.clone().or_else(|| config.regent.model.clone());
+    let prices = crate::providers::prices::with_overrides(config.prices.clone());
+    let (price, priced_as, known) = price_of(&prices, model.as_deref());
+    let note = (!known && !agent.reports_cost).then(|| {
+        format!(
+            "{} reports no cost and its model's price is not known: costs are estimated at {priced_as}'s price",
+            if agent.title.is_empty() { &agent.name } else { &agent.title }
+        )
+    });
+    Ok(Picked {
+        agent,
+        binary,
+        model,
+        prices,
+        price,
+        note,
+    })
+}
+
+/// How the loop runs the tests: as a fix run would, but with coverage only when the config
+/// asks for it (the loop has no Chaos to reach the default gate with).
+fn testing(config: &Config, args: &LoopArgs, cwd: &Path, root: &Path) -> Result<TestingOptions> {
+    let run_args = RunArgs {
+        test_command: args.test_command.clone(),
+        ..RunArgs::default()
+    };
+    let mut testing = crate::app::plan::testing_options(config, &run_args, cwd, root)?;
+    let coverage = config.success_criteria.coverage_threshold;
+    testing.coverage = coverage.set && coverage.is_some();
+    Ok(testing)
+}
+
+/// Runs the Regent's loop to its end, its events rendered by `printers`; its report.
+async fn drive(deps: LoopDeps, printers: Vec<Box<dyn printers::Printer>>) -> Option<LoopReport> {
+    let events = deps.events.clone();
+    let printers: Vec<_> = printers
+        .into_iter()
+        .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))
+        .collect();
+    let report = Regent::new(deps)
+        .start()
+        .send(StartLoop)
+        .await
+        .ok()
+        .flatten();
+    for printer in printers {
+        let _ = printer.await;
+    }
+    report
+}
+
+/// The TUI's model picker of the loop's agent (made inside the loop's actix system): a choice
+/// goes into `switch`, taken before the next iteration.
+fn picker(
+    agent: &AgentDef,
+    model: &Option<String>,
+    prices: Prices,
+    stops: &Stops,
+    switch: watch::Sender<Option<(String, Price)>>,
+) -> Box<dyn FnOnce() -> Picker> {
+    let (agent, model, groups) = (agent.clone(), model.clone(), stops.groups.clone());
+    Box::new(move || crate::app::pickers::agent(&agent, model.as_deref(), prices, &groups, switch))
+}
+
+/// What the view's stop key does to the loop.
+const STOP_MEANS: &str =
+    "the iteration under way finishes, its commit included; then the loop stops";
 
 /// The loop's event log, `.ralph/loop-<uuid>/events.jsonl` (as a session's): what the dashboard
 /// and `replay` read. A log that cannot be written is said, and the loop goes on without it.
@@ -212,9 +224,13 @@ fn settings(config: &Config, args: &LoopArgs, root: &Path) -> LoopSettings {
     let r = &config.regent;
     let secs = Duration::from_secs_f64;
     LoopSettings {
-        max_iterations: args.max_iterations.unwrap_or(config.budgets.max_iterations),
-        max_cost_usd: args.budget.unwrap_or(config.budgets.max_cost_usd),
+        max_iterations: args
+            .limits
+            .max_iterations
+            .unwrap_or(config.budgets.max_iterations),
+        max_cost_usd: args.limits.budget.unwrap_or(config.budgets.max_cost_usd),
         max_duration: args
+            .limits
             .max_duration
             .or(config.budgets.max_duration_minutes)
             .map(|m| secs(m * 60.0)),
@@ -289,9 +305,11 @@ fn choose(registry: &Registry, config: &Config) -> Result<String> {
     }
 }
 
-/// One loop per project at a time: an exclusive lock on `.ralph/loop.lock`, held while the
-/// returned value lives.
+/// One loop per project at a time: an exclusive lock on `.ralph/loop.lock` (the folder made
+/// if need be), held while the returned value lives.
 fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
+    std::fs::create_dir_all(ralph_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", ralph_dir.display()), e))?;
     let path = ralph_dir.join(crate::regent::state::LOCK);
     let file = File::options()
         .create(true)
@@ -309,38 +327,4 @@ fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
         )
         .into()
     })
-}
-
-/// SIGINT, SIGTERM or SIGHUP: finish the iteration, then stop; again: kill everything and exit.
-/// SIGQUIT: kill the agent now; the loop writes its state and stops (or the process exits after
-/// a short grace).
-async fn on_signals(
-    drain: CancellationToken,
-    quit: CancellationToken,
-    groups: ProcessGroups,
-    stop_signal: Arc<AtomicI32>,
-) {
-    let Some(mut signals) = crate::app::execute::Signals::listen() else {
-        eprintln!("warning: cannot listen for signals; Ctrl+C will stop the loop at once");
-        return;
-    };
-    let first = signals.next().await;
-    // Nobody is at a view a signal stopped: it closes by itself at the end.
-    stop_signal.store(first, Ordering::SeqCst);
-    if first == libc::SIGQUIT {
-        eprintln!("quit: killing the agent now");
-        quit.cancel();
-        tokio::time::sleep(QUIT_GRACE).await;
-        groups.kill_all();
-        views::tui::term::restore();
-        std::process::exit(128 + first);
-    }
-    eprintln!(
-        "stopping: finishing the iteration under way, its commit included (Ctrl+C again to quit at once)"
-    );
-    drain.cancel();
-    let second = signals.next().await;
-    groups.kill_all();
-    views::tui::term::restore();
-    std::process::exit(128 + second);
 }

@@ -204,20 +204,11 @@ pub(crate) fn prepare_resume(
     groups: &ProcessGroups,
 ) -> Result<Prepared> {
     let mut run_args = spec.args;
-    if args.budget.is_some() {
-        run_args.budget = args.budget;
-    }
-    if args.max_iterations.is_some() {
-        run_args.max_iterations = args.max_iterations;
-    }
-    if args.max_duration.is_some() {
-        run_args.max_duration = args.max_duration;
-    }
+    run_args.limits = args.limits.or(run_args.limits);
     if args.output.is_some() {
         run_args.output = args.output;
     }
-    run_args.ui = args.ui;
-    run_args.ui_bind = args.ui_bind;
+    run_args.view = args.view;
     let mut overrides = spec.overrides;
     overrides.keys = overrides
         .key_envs
@@ -261,7 +252,7 @@ fn check_limits(id: &str, st: &SessionState, args: &ResumeArgs) -> Result<()> {
         .into())
     };
     match st.status.as_str() {
-        "max_iterations" if args.max_iterations.is_none_or(|m| m <= st.iteration) => same(
+        "max_iterations" if args.limits.max_iterations.is_none_or(|m| m <= st.iteration) => same(
             format!("max_iterations after {} iterations", st.iteration),
             format!("pass -m N with N above {}", st.iteration),
         ),

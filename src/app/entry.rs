@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 
 use ralph_actors::policy::budget::Budget;
@@ -24,7 +23,8 @@ use crate::app::commands::{is_resumable, prepare_new_then, prepare_resume, Prepa
 use crate::app::execute::{execute_in, Control};
 use crate::app::plan::{assistant_for, Overrides};
 use crate::app::skips::Skips;
-use crate::cli::{ResumeArgs, RunArgs};
+use crate::app::stops::Stops;
+use crate::cli::{LimitArgs, ResumeArgs, RunArgs, ViewArgs};
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::hooks::tasks::TaskHooks;
@@ -44,14 +44,11 @@ pub(crate) fn agent_dir(root: &Path, id: &str) -> PathBuf {
 /// What every entry of one agent (or batch) shares: how it is stopped, the money, the test
 /// processes, and how its runs are shown.
 pub(crate) struct Shared {
-    /// Ends the step under way (SIGTERM, a second signal).
-    pub(crate) cancel: CancellationToken,
-    /// Ends the run under way between two iterations (the agent's Ctrl+C).
-    pub(crate) drain: CancellationToken,
-    pub(crate) stop_signal: Arc<AtomicI32>,
+    /// How the batch or agent is stopped: `cancel` ends the step under way (SIGTERM, a second
+    /// signal), `drain` the run under way between two iterations (the agent's Ctrl+C).
+    pub(crate) stops: Stops,
     /// The total every run draws on, when there is one (`--max-cost`).
     pub(crate) budget: Option<Arc<Budget>>,
-    pub(crate) groups: ProcessGroups,
     /// The printers of each run, given the name of its entry's folder (`q-a1b2`, `entry-3`).
     pub(crate) printers: Printers,
     /// Each entry's stop, by the name of its folder: a skip in the view stops that entry alone.
@@ -270,6 +267,17 @@ pub(crate) struct Entry<'a> {
 }
 
 impl Entry<'_> {
+    /// The flags every run of a batch or an agent takes under its spec's own: the config
+    /// file, human output (to the entry's printers), and `--quick`.
+    pub(crate) fn base_args(config: Option<PathBuf>, quick: bool) -> RunArgs {
+        RunArgs {
+            config,
+            output: Some(crate::cli::OutputFormat::Human),
+            quick,
+            ..RunArgs::default()
+        }
+    }
+
     /// The flags of `target`'s run: the spec's, the agent's for what the spec leaves unset.
     fn run_args(&self, target: &crate::spec::Target) -> RunArgs {
         let mut args = self.spec.run_args(target);
@@ -370,7 +378,7 @@ impl Entry<'_> {
             if shared.skips.skipped(&self.label()) {
                 return Ok(Ended::Skipped);
             }
-            if shared.cancel.is_cancelled() || shared.drain.is_cancelled() {
+            if shared.stops.cancel.is_cancelled() || shared.stops.drain.is_cancelled() {
                 return Ok(Ended::Interrupted);
             }
             let args = self.run_args(target);
@@ -401,8 +409,8 @@ impl Entry<'_> {
             } = prepared;
             let control = Control {
                 cancel: shared.skips.token(&self.label()),
-                drain: shared.drain.clone(),
-                stop_signal: shared.stop_signal.clone(),
+                drain: shared.stops.drain.clone(),
+                stop_signal: shared.stops.signal.clone(),
                 shared: shared.budget.clone(),
                 printers: (shared.printers)(&self.label()),
                 headless: true,
@@ -410,7 +418,8 @@ impl Entry<'_> {
                 pause: shared.pause.clone(),
                 models: Default::default(),
             };
-            let report = execute_in(plan, session, state, shared.groups.clone(), control).await;
+            let report =
+                execute_in(plan, session, state, shared.stops.groups.clone(), control).await;
             let _ = std::fs::remove_dir_all(&report_dir);
             let report = report?;
             let ended = match shared.skips.skipped(&self.label()) {
@@ -489,15 +498,12 @@ impl Entry<'_> {
                     spec.overrides.run = own.run;
                     let resume = ResumeArgs {
                         session: None,
-                        budget: None,
-                        max_iterations: None,
-                        max_duration: None,
+                        limits: LimitArgs::default(),
                         guidance: None,
                         output: self.base.output,
-                        ui: None,
-                        ui_bind: None,
+                        view: ViewArgs::default(),
                     };
-                    return prepare_resume(session, spec, state, &resume, &shared.groups);
+                    return prepare_resume(session, spec, state, &resume, &shared.stops.groups);
                 }
             }
         }
@@ -506,7 +512,7 @@ impl Entry<'_> {
             args,
             self.root.to_path_buf(),
             self.overrides(),
-            &shared.groups,
+            &shared.stops.groups,
             |session| {
                 progress.targets[i].session = Some(session.id.clone());
                 progress.targets[i].status = None;

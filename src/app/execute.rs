@@ -18,11 +18,13 @@ use ralph_actors::schema::report::{MemoryStatus, Report};
 use ralph_actors::schema::state::SessionState;
 use ralph_actors::supervisor::actor::{StartRun, Supervisor};
 use ralph_actors::supervisor::run::{MemoryDeps, RunDeps};
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::app::launch::{Launch, Rule};
 use crate::app::plan::Plan;
+use crate::app::stops::Stops;
+use crate::app::view::{Show, StopKey, View};
 use crate::chaos::FsChaosRunner;
 use crate::cli::OutputFormat;
 use crate::config::Config;
@@ -30,10 +32,9 @@ use crate::error::{Error, Result};
 use crate::printers::{self, Printer};
 use crate::process::groups::ProcessGroups;
 use crate::providers;
-use crate::remote;
 use crate::session::{SessionDir, WriteBehind};
 use crate::vault;
-use crate::views::{self, Chosen};
+use crate::views::tui::ui::STOP_STEP;
 
 /// How a run is stopped and watched, and what it shares with other runs: given by its caller
 /// (a single run, a batch entry, the agent).
@@ -59,12 +60,12 @@ pub(crate) struct Control {
 }
 
 impl Control {
-    /// A run on its own, rendered by `printers`.
-    pub(crate) fn alone(printers: Vec<Box<dyn Printer>>) -> Self {
+    /// A run on its own, stopped by `stops`, rendered by `printers`.
+    pub(crate) fn alone(stops: &Stops, printers: Vec<Box<dyn Printer>>) -> Self {
         Self {
-            cancel: CancellationToken::new(),
-            drain: CancellationToken::new(),
-            stop_signal: Arc::new(AtomicI32::new(0)),
+            cancel: stops.cancel.clone(),
+            drain: stops.drain.clone(),
+            stop_signal: stops.signal.clone(),
             shared: None,
             printers,
             headless: false,
@@ -75,8 +76,11 @@ impl Control {
     }
 }
 
-/// Runs the planned session to its end and returns its exit code. `groups` holds the tests'
-/// process groups, killed at once on a second Ctrl+C.
+/// Runs the planned session to its end and returns its exit code: printed as `--output` says,
+/// or drawn by the TUI (fed the session's events, asked the breaker's questions, pausing and
+/// stopping the run; when the user quits it, the run's summary is printed as the line view
+/// ends it, so the terminal keeps the result), or beside the web dashboard. `groups` holds the
+/// tests' process groups, killed at once on a second Ctrl+C.
 pub(crate) fn execute(
     plan: Plan,
     session: SessionDir,
@@ -84,134 +88,43 @@ pub(crate) fn execute(
     groups: ProcessGroups,
 ) -> Result<i32> {
     let report_dir = plan.report_dir.clone();
-    let chosen = views::choose(plan.ui, plan.output == OutputFormat::Human);
-    if let Chosen::Lines {
-        why_not_tui: Some(why),
-    } = &chosen
-    {
+    let (mut view, why_not_tui) = View::choose(plan.view.ui, plan.output == OutputFormat::Human);
+    if let Some(why) = why_not_tui {
         eprintln!("note: {why}");
     }
-    let system = actix::System::new();
-    let report = system.block_on(async move {
-        // Another process (the dashboard, `kill -USR1`) may pause this run: see crate::remote.
-        let (pause_tx, pause_rx) = watch::channel(false);
-        let _announced = remote::announce(&session.dir);
-        let listening = tokio::spawn(remote::listen(pause_tx.clone()));
-        let report = match chosen {
-            Chosen::Tui => execute_in_tui(plan, session, state, groups, (pause_tx, pause_rx)).await,
-            Chosen::Web => execute_in_web(plan, session, state, groups, pause_rx).await,
-            Chosen::Lines { .. } => execute_in_lines(plan, session, state, groups, pause_rx).await,
-        };
-        listening.abort();
-        report
-    });
-    let _ = std::fs::remove_dir_all(&report_dir);
-    Ok(report?.exit_code)
-}
-
-/// The run printed as `--output` says (lines, or JSON on stdout), Ctrl+C ending it.
-async fn execute_in_lines(
-    plan: Plan,
-    session: SessionDir,
-    state: SessionState,
-    groups: ProcessGroups,
-    pause: watch::Receiver<bool>,
-) -> Result<Report> {
-    let mut control = Control::alone(vec![printers::for_format(plan.output)]);
-    control.pause = Some(pause);
-    let signals = tokio::spawn(on_signals(
-        control.cancel.clone(),
-        None,
-        control.stop_signal.clone(),
-        groups.clone(),
-    ));
-    let report = execute_in(plan, session, state, groups, control).await;
-    signals.abort();
-    report
-}
-
-/// The run as [`execute_in_lines`], with the web dashboard beside it: its URL (naming the run)
-/// on stderr; it closes when the run ends, once the pages open have been sent the end.
-async fn execute_in_web(
-    plan: Plan,
-    session: SessionDir,
-    state: SessionState,
-    groups: ProcessGroups,
-    pause: watch::Receiver<bool>,
-) -> Result<Report> {
-    let dashboard = open_dashboard(&plan.root, plan.ui_bind).await?;
-    let id = session
+    let tui = view.is_tui();
+    let launch = Launch::new(Rule::EndStep, groups.clone()).announced_in(session.dir.clone());
+    let printer = view
+        .feed()
+        .unwrap_or_else(|| printers::for_format(plan.output));
+    let mut control = Control::alone(launch.stops(), vec![printer]);
+    control.asker = view.asker().map(|asker| Arc::new(asker) as Arc<dyn User>);
+    let mut show = Show::new(&plan.root, session.path(""), StopKey::Step, STOP_STEP);
+    show.bind = plan.view.ui_bind;
+    show.page = session
         .dir
         .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    eprintln!("dashboard: {}", dashboard.url_for(&id));
-    let report = execute_in_lines(plan, session, state, groups, pause).await;
-    dashboard.close(DASHBOARD_GRACE).await;
-    report
-}
-
-/// How long a closing dashboard waits for its pages to be sent the run's end.
-pub(crate) const DASHBOARD_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The dashboard of the project at `root`, listening on `bind` (default: this machine only).
-pub(crate) async fn open_dashboard(
-    root: &Path,
-    bind: Option<std::net::SocketAddr>,
-) -> Result<views::web::Dashboard> {
-    let bind = bind.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-    views::web::start(root, bind)
-        .await
-        .map_err(|e| Error::io(format!("cannot listen on {bind} for the dashboard"), e))
-}
-
-/// The run under the TUI: the view is fed the session's events and asked the breaker's
-/// questions; it pauses and stops the run. When the user quits it, the run's summary is
-/// printed as the line view ends it, so the terminal keeps the result.
-async fn execute_in_tui(
-    plan: Plan,
-    session: SessionDir,
-    state: SessionState,
-    groups: ProcessGroups,
-    (pause_tx, pause_rx): (watch::Sender<bool>, watch::Receiver<bool>),
-) -> Result<Report> {
-    let (feed, asker, inbox) = views::tui::channels();
-    let mut control = Control::alone(vec![Box::new(feed)]);
-    control.asker = Some(Arc::new(asker));
-    control.pause = Some(pause_rx);
-    let picker = crate::app::pickers::roles(&plan.settings, control.models.clone());
-    let signals = tokio::spawn(on_signals(
-        control.cancel.clone(),
-        None,
-        control.stop_signal.clone(),
-        groups.clone(),
-    ));
-    let handles = views::tui::Handles {
-        pause: Some(pause_tx),
-        cancel: control.cancel.clone(),
-        stop_signal: control.stop_signal.clone(),
-        groups: groups.clone(),
-        stop_means: views::tui::ui::STOP_STEP,
-        picker: Some(picker),
-        skip: None,
-    };
-    let original = Path::new(&plan.target)
-        .file_name()
-        .map(|name| session.path("original").join(name));
-    let place = views::tui::Place {
-        dir: session.path(""),
-        target: Some(plan.root.join(&plan.target)),
-        original,
-        replayed: false,
-    };
-    let view = actix_rt::spawn(views::tui::run(inbox, handles, place));
-    let report = execute_in(plan, session, state, groups, control).await;
-    signals.abort();
-    views::tui::ended(view).await;
-    if let Ok(report) = &report {
-        let _ = printers::human::write_summary(report, &mut std::io::stderr().lock());
+        .map(|n| n.to_string_lossy().to_string());
+    if tui {
+        let (settings, models) = (plan.settings.clone(), control.models.clone());
+        show.picker = Some(Box::new(move || {
+            crate::app::pickers::roles(&settings, models)
+        }));
+        show.target = Some(plan.root.join(&plan.target));
+        show.original = Path::new(&plan.target)
+            .file_name()
+            .map(|name| session.path("original").join(name));
     }
-    report
+    let report = launch.shown(view, show).run(|pause| async move {
+        control.pause = Some(pause);
+        execute_in(plan, session, state, groups, control).await
+    });
+    let _ = std::fs::remove_dir_all(&report_dir);
+    let report = report?;
+    if tui {
+        let _ = printers::human::write_summary(&report, &mut std::io::stderr().lock());
+    }
+    Ok(report.exit_code)
 }
 
 /// Runs the planned session to its end inside the current actix system and returns its report.
@@ -405,75 +318,6 @@ fn chaos_runner(
                 ),
             });
             None
-        }
-    }
-}
-
-/// Ctrl+C (SIGINT), SIGTERM or SIGHUP once: the run stops its step, saves its session and
-/// reports, and exits 130, 143 or 129; with `drain` (the agent), Ctrl+C lets the iteration under
-/// way finish instead. Any of them again: every test process group is killed and the process
-/// exits at once with that signal's code. SIGQUIT quits at once (131), killing the test groups
-/// first; the session keeps the state saved at its last step and resumes from there.
-pub(crate) async fn on_signals(
-    cancel: CancellationToken,
-    drain: Option<CancellationToken>,
-    stop_signal: Arc<AtomicI32>,
-    groups: ProcessGroups,
-) {
-    let Some(mut signals) = Signals::listen() else {
-        eprintln!("warning: cannot listen for signals; Ctrl+C will stop the run at once");
-        return;
-    };
-    let first = signals.next().await;
-    if first == libc::SIGQUIT {
-        views::tui::term::restore();
-        eprintln!("quit: killing the test processes and exiting now");
-        groups.kill_all();
-        std::process::exit(128 + first);
-    }
-    match drain {
-        Some(drain) if first == libc::SIGINT => {
-            eprintln!(
-                "interrupted: finishing the iteration under way, then stopping (Ctrl+C again to quit at once)"
-            );
-            drain.cancel();
-        }
-        _ => {
-            stop_signal.store(first, Ordering::SeqCst);
-            cancel.cancel();
-        }
-    }
-    let second = signals.next().await;
-    groups.kill_all();
-    views::tui::term::restore();
-    std::process::exit(128 + second);
-}
-
-/// The signals that stop a run.
-pub(crate) struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
-    quit: Signal,
-}
-
-impl Signals {
-    pub(crate) fn listen() -> Option<Self> {
-        Some(Self {
-            int: signal(SignalKind::interrupt()).ok()?,
-            term: signal(SignalKind::terminate()).ok()?,
-            hup: signal(SignalKind::hangup()).ok()?,
-            quit: signal(SignalKind::quit()).ok()?,
-        })
-    }
-
-    /// The number of the next signal to arrive.
-    pub(crate) async fn next(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => libc::SIGINT,
-            _ = self.term.recv() => libc::SIGTERM,
-            _ = self.hup.recv() => libc::SIGHUP,
-            _ = self.quit.recv() => libc::SIGQUIT,
         }
     }
 }

@@ -1,11 +1,18 @@
-//! The wiring of a run at the binary's edge: [`plan`] turns flags and config into a run,
-//! (`gates` looks for the coverage and mutation tools of its promise), [`execute`] runs it under an actor system with its printer, vault and Ctrl+C handling,
-//! [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
-//! `terminal` the person the circuit breaker asks before it stops a run, [`agent_loop`] and
-//! [`breaker`] the agent loop's `loop` and `breaker reset`, [`hooks`] `hooks validate | trust |
-//! import`, [`dashboard`] the web dashboard of the project's runs, [`replay`] a run played
-//! back or exported, `pickers` the terminal view's model pickers, `skips` the tasks skipped in
-//! it, `task_view` how a batch or agent shows itself.
+//! The wiring of a run at the binary's edge. Every command that runs work starts the same way:
+//! [`launch`] is the one launcher (the actor system, the process groups, one signal handler
+//! with one rule per command, the pause from the view or another process) and [`view`] the one
+//! view it shows (lines, the TUI, the dashboard); [`stops`] is how either stops the work.
+//!
+//! - A fix run: [`plan`] turns flags and config into a run (`gates` looks for the coverage and
+//!   mutation tools of its promise), [`execute`] runs it with its printer, vault and ledger;
+//!   [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
+//!   `terminal` the person the circuit breaker asks before it stops a run.
+//! - Many: [`batch`] and [`agent`] run specs through [`entry`] (one spec's targets, each a fix
+//!   run), [`queue`] is `inbox` and `query`, `skips` the tasks skipped in the view.
+//! - The Regent: [`agent_loop`] is `loop`, [`breaker`] `breaker reset`, [`agents`] `agents`.
+//! - Around them: [`hooks`] `hooks validate | trust | import`, [`dashboard`] the web dashboard
+//!   of the project's runs, [`replay`] a run played back or exported, `pickers` the terminal
+//!   view's model pickers, [`vault`] and [`guard`] their commands.
 
 pub mod agent;
 mod agent_artisan;
@@ -29,7 +36,9 @@ pub mod plan;
 pub mod queue;
 pub mod replay;
 mod skips;
-mod task_view;
+pub(crate) mod launch;
+pub(crate) mod stops;
+pub(crate) mod view;
 mod terminal;
 pub mod vault;
 

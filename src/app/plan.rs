@@ -69,10 +69,9 @@ pub(crate) struct Plan {
     pub(crate) settings: RunSettings,
     pub(crate) prices: Prices,
     pub(crate) output: OutputFormat,
-    /// `--ui`: the TUI or lines, when `output` is human.
-    pub(crate) ui: crate::views::Ui,
-    /// `--ui-bind`: where `--ui web`'s dashboard listens.
-    pub(crate) ui_bind: Option<std::net::SocketAddr>,
+    /// `--ui` (the TUI or lines, when `output` is human) and where `--ui web`'s dashboard
+    /// listens.
+    pub(crate) view: crate::cli::ViewArgs,
     pub(crate) llm: Arc<dyn LlmClient>,
     /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
     pub(crate) memory: Option<Config>,
@@ -216,11 +215,7 @@ pub(crate) fn plan(
             Some((*role, providers::prices::info(&spec.model)?.context_window))
         })
         .collect();
-    let output = args.output.unwrap_or(match config.output {
-        config::Output::Human => OutputFormat::Human,
-        config::Output::Json => OutputFormat::Json,
-        config::Output::Jsonl => OutputFormat::Jsonl,
-    });
+    let output = args.output.unwrap_or(config.output.into());
     Ok(Plan {
         root,
         workspace,
@@ -231,8 +226,7 @@ pub(crate) fn plan(
         prices,
         settings,
         output,
-        ui: args.ui.unwrap_or_default(),
-        ui_bind: args.ui_bind,
+        view: args.view,
         llm,
         memory: config.memory.enabled.then(|| config.clone()),
         guard,
@@ -333,7 +327,7 @@ fn llm_source(
     config: &Config,
     overrides: &Overrides,
 ) -> Result<LlmSource> {
-    let tape = match (&overrides.tape, &args.replay, &args.record) {
+    let tape = match (&overrides.tape, &args.tape.replay, &args.tape.record) {
         (Some(tape), _, _) => Some(tape.clone()),
         (None, Some(file), _) => Some(Tape::replay(&cwd.join(file))?),
         (None, None, Some(file)) => Some(Tape::record(&cwd.join(file))?),
@@ -433,7 +427,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
             }
         }
     }
-    if let Some(m) = args.max_iterations {
+    if let Some(m) = args.limits.max_iterations {
         if m == 0 {
             return Err(UsageError::flag(
                 "--max-iterations",
@@ -443,7 +437,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
         }
         config.budgets.max_iterations = m;
     }
-    if let Some(b) = args.budget {
+    if let Some(b) = args.limits.budget {
         if !(b.is_finite() && b > 0.0) {
             return Err(UsageError::flag(
                 "--budget",
@@ -453,7 +447,7 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
         }
         config.budgets.max_cost_usd = b;
     }
-    if let Some(d) = args.max_duration {
+    if let Some(d) = args.limits.max_duration {
         if !(d.is_finite() && d > 0.0) {
             return Err(UsageError::flag(
                 "--max-duration",

@@ -54,9 +54,9 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the replay's runtime", e))?;
-    let asked = args.ui.unwrap_or_default();
+    let asked = args.view.ui.unwrap_or_default();
     if asked == Ui::Web {
-        return runtime.block_on(web(&root, &id, args.speed, args.ui_bind));
+        return runtime.block_on(web(&root, &id, args.speed, args.view.ui_bind));
     }
     match views::choose(asked, true) {
         Chosen::Tui => runtime.block_on(tui(&dir, &events, args.speed)),
@@ -74,7 +74,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ));
             Ok(0)
         }
-        Chosen::Web => runtime.block_on(web(&root, &id, args.speed, args.ui_bind)),
+        Chosen::Web => runtime.block_on(web(&root, &id, args.speed, args.view.ui_bind)),
     }
 }
 
@@ -213,7 +213,7 @@ fn fix_files(dir: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
 
 /// The replay in the dashboard: its URL plays the run at `speed`; until Ctrl+C.
 async fn web(root: &Path, id: &str, speed: f64, bind: Option<std::net::SocketAddr>) -> Result<i32> {
-    let dashboard = crate::app::execute::open_dashboard(root, bind).await?;
+    let dashboard = crate::app::view::open_dashboard(root, bind).await?;
     println!(
         "replay of {id}: {}&speed={speed}\nCtrl+C stops it",
         dashboard.url_for(id)

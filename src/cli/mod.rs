@@ -8,10 +8,8 @@ mod ui;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-pub use queue::{
-    AgentArgs, BatchArgs, BatchOutput, InboxAction, InboxArgs, QueryArgs, QueryWhat, TapeArgs,
-};
-pub use ui::Ui;
+pub use queue::{AgentArgs, BatchArgs, BatchOutput, InboxAction, InboxArgs, QueryArgs, QueryWhat};
+pub use ui::{LimitArgs, TapeArgs, Ui, ViewArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -123,16 +121,8 @@ pub struct LoopArgs {
     /// A Markdown task list (`- [ ] ID: task`) the agent works through and checks off.
     #[arg(long, value_name = "FILE")]
     pub tasks: Option<PathBuf>,
-    /// Stop after this many iterations (default: the config's `budgets.max_iterations`).
-    #[arg(short = 'm', long = "max-iterations", value_name = "N")]
-    pub max_iterations: Option<u32>,
-    /// Cost cap in US dollars (default: `budgets.max_cost_usd`); checked between iterations,
-    /// and `regent.max_cost_per_iteration` within one.
-    #[arg(long, value_name = "USD")]
-    pub budget: Option<f64>,
-    /// Time cap in minutes, checked between iterations.
-    #[arg(long, value_name = "MINUTES")]
-    pub max_duration: Option<f64>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// The test command (default: `testing.command`, else detected from the manifest).
     #[arg(short = 't', long = "test-command")]
     pub test_command: Option<String>,
@@ -141,12 +131,8 @@ pub struct LoopArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// The live view: `tui`, `lines` or `auto` (as for a run).
-    #[arg(long, value_enum, value_name = "VIEW")]
-    pub ui: Option<Ui>,
-    /// The address of `--ui web`'s dashboard (as for a run).
-    #[arg(long, value_name = "ADDR")]
-    pub ui_bind: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub view: ViewArgs,
 }
 
 #[derive(Debug, Args)]
@@ -161,9 +147,8 @@ pub struct ReplayArgs {
     /// The run to play: its folder in `.ralph/` (`session-…`, `loop-…`) or the start of its id
     /// (default: the most recent).
     pub session: Option<String>,
-    /// The view: `tui`, `web`, `lines`, or `auto` (the TUI on a terminal, else lines).
-    #[arg(long, value_enum, value_name = "VIEW")]
-    pub ui: Option<Ui>,
+    #[command(flatten)]
+    pub view: ViewArgs,
     /// How fast: 2 plays twice as fast as it ran, 0 as fast as the view can take. A wait longer
     /// than 3 s plays as 3 s.
     #[arg(long, value_name = "N", default_value_t = 1.0)]
@@ -172,9 +157,6 @@ pub struct ReplayArgs {
     /// dashboard's view, no server); `.cast`, an asciicast v3 recording of the TUI.
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
-    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
-    #[arg(long, value_name = "ADDR")]
-    pub ui_bind: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]
@@ -292,19 +274,13 @@ pub struct RunArgs {
     /// A Markdown file of instructions (default: `<FILE>.prompt.md` when it exists).
     #[arg(short = 'p', long)]
     pub prompt: Option<PathBuf>,
-    /// Stop after this many iterations (default 30).
-    #[arg(short = 'm', long = "max-iterations", alias = "maxRuns")]
-    pub max_iterations: Option<u32>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub limits: LimitArgs,
     /// Models per role: `librarian=gpt-mini,artisan=openai/gpt-4.1,critic=gpt-mini`, or one
     /// model for every role.
     #[arg(long)]
     pub models: Option<String>,
-    /// Cost cap in US dollars (default 2.00); the run stops before a call could cross it.
-    #[arg(long, value_name = "USD")]
-    pub budget: Option<f64>,
-    /// Time cap in minutes.
-    #[arg(long, value_name = "MINUTES")]
-    pub max_duration: Option<f64>,
     /// Only this language's tests (typescript, javascript, python, rust); default: every language
     /// whose manifest is found, in turn.
     #[arg(long, value_name = "LANGUAGE")]
@@ -340,46 +316,27 @@ pub struct RunArgs {
     /// How to show progress and the result (default: human, or the config's `output`).
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// The live view of a human `--output`: `tui`, `lines`, or `auto` (the TUI on a terminal).
-    #[arg(long, value_enum, value_name = "VIEW")]
+    #[command(flatten)]
     #[serde(skip)]
-    pub ui: Option<Ui>,
-    /// The address `--ui web`'s dashboard listens on (default 127.0.0.1 and a free port).
-    #[arg(long, value_name = "ADDR")]
-    #[serde(skip)]
-    pub ui_bind: Option<std::net::SocketAddr>,
-    /// Record every model exchange of this run to FILE, for `--replay`.
-    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
-    pub record: Option<PathBuf>,
-    /// Answer every model call from a recording made with `--record`; no network, no key.
-    #[arg(long, value_name = "FILE")]
-    pub replay: Option<PathBuf>,
+    pub view: ViewArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tape: TapeArgs,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ResumeArgs {
     /// The session to continue (default: the last one that stopped short of success).
     pub session: Option<String>,
-    /// A new cost cap in US dollars for the whole session (what it spent still counts).
-    #[arg(long, value_name = "USD")]
-    pub budget: Option<f64>,
-    /// A new iteration limit for the whole session (the iterations done still count).
-    #[arg(short = 'm', long = "max-iterations", value_name = "N")]
-    pub max_iterations: Option<u32>,
-    /// A new time limit in minutes for the whole session (the time it ran still counts).
-    #[arg(long, value_name = "MINUTES")]
-    pub max_duration: Option<f64>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Words for the Artisan, shown as the user's from the next iteration on.
     #[arg(long, value_name = "TEXT")]
     pub guidance: Option<String>,
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
-    /// The live view: `tui`, `lines` or `auto` (as for a run).
-    #[arg(long, value_enum, value_name = "VIEW")]
-    pub ui: Option<Ui>,
-    /// The address of `--ui web`'s dashboard (as for a run).
-    #[arg(long, value_name = "ADDR")]
-    pub ui_bind: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub view: ViewArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::ui::Ui;
+use super::ui::{TapeArgs, ViewArgs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BatchOutput {
@@ -53,26 +53,10 @@ pub struct BatchArgs {
     pub config: Option<PathBuf>,
     #[arg(long, value_enum)]
     pub output: Option<BatchOutput>,
-    /// The live view of `--output human`: `tui` (the task list and each task's run, `s` to
-    /// skip one), `lines`, `web` (lines and the dashboard), or `auto` (the TUI on a terminal).
-    #[arg(long, value_enum, value_name = "VIEW")]
-    pub ui: Option<Ui>,
-    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
-    #[arg(long, value_name = "ADDR")]
-    pub ui_bind: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub view: ViewArgs,
     #[command(flatten)]
     pub tape: TapeArgs,
-}
-
-/// One recording for every run of a batch or an agent, each run's exchanges named by its spec.
-#[derive(Debug, Clone, Default, Args)]
-pub struct TapeArgs {
-    /// Record every model exchange of every run to FILE, for `--replay`.
-    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
-    pub record: Option<PathBuf>,
-    /// Answer every model call from a recording made with `--record`; no network, no key.
-    #[arg(long, value_name = "FILE")]
-    pub replay: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -148,13 +132,8 @@ pub struct AgentArgs {
     /// root); a spec's own `config` wins for its runs.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The live view: `tui` (the specs and each one's run, `s` to skip one), `lines`, `web`
-    /// (lines and the dashboard), or `auto` (the TUI on a terminal).
-    #[arg(long, value_enum, value_name = "VIEW")]
-    pub ui: Option<Ui>,
-    /// The address of `--ui web`'s dashboard (default 127.0.0.1 and a free port).
-    #[arg(long, value_name = "ADDR")]
-    pub ui_bind: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub view: ViewArgs,
     #[command(flatten)]
     pub tape: TapeArgs,
 }

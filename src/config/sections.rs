@@ -519,6 +519,16 @@ impl Output {
     }
 }
 
+impl From<Output> for crate::cli::OutputFormat {
+    fn from(output: Output) -> Self {
+        match output {
+            Output::Human => Self::Human,
+            Output::Json => Self::Json,
+            Output::Jsonl => Self::Jsonl,
+        }
+    }
+}
+
 impl std::str::FromStr for Output {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -66,7 +66,7 @@ pub(crate) fn run(base: RunArgs, overrides: Overrides) -> Result<i32> {
             set_up.spent
         ));
     }
-    run.budget = set_up.budget_left;
+    run.limits.budget = set_up.budget_left;
     asker.say("Agent running...")?;
     app::run(run, overrides)
 }

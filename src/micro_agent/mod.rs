@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::app::{self, Overrides};
-use crate::cli::RunArgs;
+use crate::cli::{LimitArgs, RunArgs, ViewArgs};
 use crate::error::{Error, Result, UsageError};
 
 mod ask;
@@ -105,11 +105,17 @@ pub fn main(argv: impl IntoIterator<Item = OsString>) -> Result<i32> {
             test_command: args.test,
             test_file: args.test_file,
             prompt: args.prompt,
-            max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
+            limits: LimitArgs {
+                max_iterations: Some(args.max_runs.unwrap_or(DEFAULT_MAX_RUNS)),
+                ..LimitArgs::default()
+            },
             // micro-agent stops at green tests: no Chaos round, whatever the config says.
             no_adversarial: true,
             // It prints its progress as lines, as BuilderIO's does.
-            ui: Some(crate::views::Ui::Lines),
+            view: ViewArgs {
+                ui: Some(crate::views::Ui::Lines),
+                ui_bind: None,
+            },
             ..RunArgs::default()
         },
     );
@@ -214,9 +220,9 @@ fn translate(values: &BTreeMap<String, String>, mut run: RunArgs) -> (RunArgs, O
     }
     if let Some(file) = values.get("MOCK_LLM_RECORD_FILE") {
         if values.get("USE_MOCK_LLM").is_some_and(|v| v == "true") {
-            run.replay = Some(PathBuf::from(file));
+            run.tape.replay = Some(PathBuf::from(file));
         } else {
-            run.record = Some(PathBuf::from(file));
+            run.tape.record = Some(PathBuf::from(file));
         }
         o.notes.push(format!(
             "MOCK_LLM_RECORD_FILE={file}: recorded in ralph-loop's format (see docs/providers.md), not micro-agent's"
@@ -278,9 +284,9 @@ mod tests {
         let mut values =
             BTreeMap::from([("MOCK_LLM_RECORD_FILE".to_string(), "r.jsonl".to_string())]);
         let (run, _) = translate(&values, RunArgs::default());
-        assert_eq!(run.record, Some(PathBuf::from("r.jsonl")));
+        assert_eq!(run.tape.record, Some(PathBuf::from("r.jsonl")));
         values.insert("USE_MOCK_LLM".into(), "true".into());
         let (run, _) = translate(&values, RunArgs::default());
-        assert_eq!(run.replay, Some(PathBuf::from("r.jsonl")));
+        assert_eq!(run.tape.replay, Some(PathBuf::from("r.jsonl")));
     }
 }

@@ -26,7 +26,7 @@ use ralph_actors::settings::Profile;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{OnFailureArg, RunArgs};
+use crate::cli::{LimitArgs, OnFailureArg, RunArgs, TapeArgs, ViewArgs};
 use crate::config::ConfigError;
 use crate::models::RoleModels;
 
@@ -135,10 +135,12 @@ impl Spec {
             test_file: target.test_file.clone(),
             // The spec itself: its body is the prompt, the front matter is left out when read.
             prompt: (!self.body.is_empty()).then(|| self.path.clone()),
-            max_iterations: f.max_iterations,
+            limits: LimitArgs {
+                max_iterations: f.max_iterations,
+                budget: f.budget,
+                max_duration: f.max_duration,
+            },
             models: f.models.as_ref().map(|m| m.0.clone()),
-            budget: f.budget,
-            max_duration: f.max_duration,
             language: f.language.clone(),
             allow_test_edits: f.allow_test_edits.unwrap_or(false),
             adversarial: f.adversarial == Some(true),
@@ -148,10 +150,8 @@ impl Spec {
             on_failure: f.on_failure,
             config: f.config.clone(),
             output: None,
-            ui: None,
-            ui_bind: None,
-            record: None,
-            replay: None,
+            view: ViewArgs::default(),
+            tape: TapeArgs::default(),
         }
     }
 }
@@ -302,7 +302,7 @@ mod tests {
             Some(Path::new("tests/test_stats.py"))
         );
         let args = spec.run_args(&spec.front.targets[0]);
-        assert_eq!(args.budget, Some(0.5));
+        assert_eq!(args.limits.budget, Some(0.5));
         assert_eq!(
             args.models.as_deref(),
             Some("librarian=gemini,artisan=claude")

@@ -4,10 +4,13 @@ use std::path::Path;
 
 use crate::agent::AgentError;
 use crate::app::entry::{agent_dir, Entry, Progress};
-use crate::app::plan::shared_tape;
+use crate::app::launch::{Launch, Rule};
+use crate::app::plan::{shared_tape, Overrides};
 use crate::cli::{AgentArgs, RunArgs};
 use crate::error::Result;
 use crate::inbox::{Inbox, Record, Status};
+use crate::process::groups::ProcessGroups;
+use crate::spec::planner::Plan;
 use crate::spec::Spec;
 
 /// `agent --dry-run`: each pending spec's plan, made (and kept for the real run) where it has
@@ -24,95 +27,96 @@ pub(super) fn dry_run(root: &Path, args: &AgentArgs) -> Result<i32> {
         .cloned()
         .collect();
     drop(inbox);
-    let base = RunArgs {
-        config: args.config.clone(),
-        ..RunArgs::default()
-    };
+    let base = Entry::base_args(args.config.clone(), args.quick);
     let overrides = shared_tape(&args.tape)?;
-    let system = actix::System::new();
-    let mut out = String::new();
+    let mut out = format!(
+        "Dry run: {} pending spec{}\n",
+        pending.len(),
+        if pending.len() == 1 { "" } else { "s" }
+    );
     let mut failures = 0;
-    system.block_on(async {
-        out.push_str(&format!(
-            "Dry run: {} pending spec{}\n",
-            pending.len(),
-            if pending.len() == 1 { "" } else { "s" }
-        ));
+    // Nothing it does needs stopping with care: the signals' default actions stand.
+    let launch = Launch::new(Rule::Default, ProcessGroups::new());
+    launch.run(|_| async {
         for record in &pending {
-            let dir = agent_dir(root, &record.id);
-            let planned = match Spec::load(&root.join(&record.spec)) {
-                Err(e) => Err(e.to_string()),
-                Ok(spec) => {
-                    let mut progress = Progress::load(&dir).unwrap_or_default();
-                    match progress.plan.clone() {
-                        Some(plan) => Ok((spec, plan)),
-                        None => {
-                            let entry = Entry {
-                                spec: &spec,
-                                root,
-                                dir: dir.clone(),
-                                base: &base,
-                                overrides: &overrides,
-                                name: &record.spec,
-                            };
-                            let plan = entry.plan(None).await;
-                            if let Ok(plan) = &plan {
-                                progress.plan = Some(plan.clone());
-                                let _ = progress.save(&dir);
-                            }
-                            plan.map(|p| (spec, p))
-                        }
-                    }
-                }
-            };
-            match planned {
-                Ok((spec, plan)) => {
-                    let how = if plan.source == "spec" {
-                        "from the spec".to_string()
-                    } else {
-                        format!(
-                            "planned by {} for ${:.4}",
-                            plan.model.as_deref().unwrap_or("the Librarian"),
-                            plan.cost_usd
-                        )
-                    };
-                    out.push_str(&format!(
-                        "{}  {}  ({} target{}, {how})\n",
-                        record.id,
-                        record.spec,
-                        plan.targets.len(),
-                        if plan.targets.len() == 1 { "" } else { "s" }
-                    ));
-                    for t in &plan.targets {
-                        match &t.test_file {
-                            Some(test) => out.push_str(&format!(
-                                "    {}  (tests: {})\n",
-                                t.file.display(),
-                                test.display()
-                            )),
-                            None => out.push_str(&format!("    {}\n", t.file.display())),
-                        }
-                    }
-                    if !plan.reason.is_empty() {
-                        out.push_str(&format!("    why: {}\n", plan.reason));
-                    }
-                    let settings = describe(&spec);
-                    if !settings.is_empty() {
-                        out.push_str(&format!("    settings: {settings}\n"));
-                    }
-                }
-                Err(why) => {
-                    failures += 1;
-                    out.push_str(&format!(
-                        "{}  {}  cannot be planned: {why}\n",
-                        record.id, record.spec
-                    ));
-                }
-            }
+            let planned = planned(root, record, &base, &overrides).await;
+            failures += usize::from(planned.is_err());
+            out.push_str(&shown(record, planned));
         }
-    });
+        Ok(())
+    })?;
     print!("{out}");
     Ok(if failures > 0 { 1 } else { 0 })
+}
+
+/// The spec of `record` and its plan: the one kept from an earlier dry run or agent, else made
+/// now (and kept).
+async fn planned(
+    root: &Path,
+    record: &Record,
+    base: &RunArgs,
+    overrides: &Overrides,
+) -> Result<(Spec, Plan), String> {
+    let dir = agent_dir(root, &record.id);
+    let spec = Spec::load(&root.join(&record.spec)).map_err(|e| e.to_string())?;
+    let mut progress = Progress::load(&dir).unwrap_or_default();
+    if let Some(plan) = progress.plan.clone() {
+        return Ok((spec, plan));
+    }
+    let entry = Entry {
+        spec: &spec,
+        root,
+        dir: dir.clone(),
+        base,
+        overrides,
+        name: &record.spec,
+    };
+    let plan = entry.plan(None).await?;
+    progress.plan = Some(plan.clone());
+    let _ = progress.save(&dir);
+    Ok((spec, plan))
+}
+
+/// How the dry run shows `record`'s plan, or why it has none.
+fn shown(record: &Record, planned: Result<(Spec, Plan), String>) -> String {
+    let (spec, plan) = match planned {
+        Ok(planned) => planned,
+        Err(why) => return format!("{}  {}  cannot be planned: {why}\n", record.id, record.spec),
+    };
+    let how = if plan.source == "spec" {
+        "from the spec".to_string()
+    } else {
+        format!(
+            "planned by {} for ${:.4}",
+            plan.model.as_deref().unwrap_or("the Librarian"),
+            plan.cost_usd
+        )
+    };
+    let mut out = format!(
+        "{}  {}  ({} target{}, {how})\n",
+        record.id,
+        record.spec,
+        plan.targets.len(),
+        if plan.targets.len() == 1 { "" } else { "s" }
+    );
+    for t in &plan.targets {
+        match &t.test_file {
+            Some(test) => out.push_str(&format!(
+                "    {}  (tests: {})\n",
+                t.file.display(),
+                test.display()
+            )),
+            None => out.push_str(&format!("    {}\n", t.file.display())),
+        }
+    }
+    if !plan.reason.is_empty() {
+        out.push_str(&format!("    why: {}\n", plan.reason));
+    }
+    let settings = describe(&spec);
+    if !settings.is_empty() {
+        out.push_str(&format!("    settings: {settings}\n"));
+    }
+    out
 }
 
 /// A spec's own settings, as `key=value`.

@@ -24,19 +24,17 @@ mod work;
 mod worktree;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicI32;
-use std::sync::Arc;
 
 use ralph_actors::policy::budget::Budget;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::log::AgentLog;
 use crate::agent::session::{AgentLock, AgentSession};
 use crate::agent::{elapsed_since, human_duration, AgentError};
-use crate::app::entry::{agent_dir, Progress, Shared};
+use crate::app::entry::{agent_dir, Entry, Progress, Shared};
+use crate::app::launch::{Launch, Rule};
 use crate::app::plan::{shared_tape, Overrides};
 use crate::app::skips::Skips;
-use crate::app::task_view::{Reach, TaskView};
+use crate::app::view::{Show, StopKey, View};
 use crate::cli::{AgentArgs, OutputFormat, RunArgs};
 use crate::config::FailedWork;
 use crate::error::{Error, Result};
@@ -75,21 +73,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         return dry_run::dry_run(&root, &args);
     }
     let _lock = AgentLock::acquire(&root).map_err(AgentError::from)?;
-    let repo = repo.with_pid_file(Some(root.join(crate::session::RALPH_DIR).join("agent.git")));
-    // A killed agent's git may still be committing or stashing: it finishes before we look.
-    repo.wait_for_orphan();
-    if !repo.has_commit() {
-        return Err(AgentError::NoCommit(root).into());
-    }
-    let resumed = AgentSession::load(&root)?;
-    let mut session = resumed.clone().unwrap_or_default();
-    if !args.allow_dirty {
-        let ours = match (&session.in_flight, &session.current_spec_id) {
-            (all, _) if !all.is_empty() => all.clone(),
-            (_, current) => current.iter().cloned().collect(),
-        };
-        check_clean(&repo, &root, &ours)?;
-    }
+    let (repo, resumed) = ready(repo, &root, args.allow_dirty)?;
     let worktrees = worktree::home(config.agent.worktrees.as_deref(), &root);
     let links = config.agent.worktree_links.clone();
     if let Ok(inbox) = Inbox::at(&root).lock() {
@@ -97,35 +81,23 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     }
     // Opened before anything is written: a bad recording path changes nothing.
     let overrides = shared_tape(&args.tape)?;
-    let (view, why_not_tui) = TaskView::choose(args.ui, true);
+    let (mut view, why_not_tui) = View::choose(args.view.ui, true);
     let log = AgentLog::create(&root, true)?;
-    if let Some(note) = why_not_tui {
-        log.line(&note);
-    }
-    session.pid = Some(std::process::id());
-    session.log = Some(relative(&log.path, &root));
-    session.save(&root)?;
-    match &resumed {
-        Some(s) => log.line(&format!(
-            "Agent resumed (session of {}: {} specs done, {} failed, ${:.2})",
-            s.started_at, s.specs_completed, s.specs_failed, s.total_cost
-        )),
-        None => log.line("Agent started"),
-    }
-    let parallel = args.parallel;
-    let groups = ProcessGroups::new();
-    let cancel = CancellationToken::new();
+    let session = begin(&root, &log, resumed, why_not_tui)?;
+    let launch = Launch::new(Rule::DrainOnInterrupt, ProcessGroups::new());
+    let stops = launch.stops().clone();
     let (tasks, note) = crate::app::entry::task_hooks(
         &config,
         config_path.as_deref(),
         &root,
-        &groups,
-        &cancel,
+        &stops.groups,
+        &stops.cancel,
         "agent",
     )?;
     if let Some(note) = &note {
         log.line(note);
     }
+    let printers = printers_of(&log, view.tagged(), args.parallel);
     let mut agent = Agent {
         inbox: Inbox::at(&root),
         root,
@@ -134,83 +106,117 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         session,
         on_failure: config.agent.on_failure,
         max_failures: args.max_failures.unwrap_or(config.agent.max_failures),
-        base: RunArgs {
-            // A worktree may lack an untracked config: every run reads the one found here.
-            config: args.config.clone().or(config_path),
-            output: Some(OutputFormat::Human),
-            quick: args.quick,
-            ..RunArgs::default()
-        },
+        // A worktree may lack an untracked config: every run reads the one found here.
+        base: Entry::base_args(args.config.clone().or(config_path), args.quick),
         overrides,
         worktrees,
         links,
         args,
         failed_here: 0,
         tasks,
-        board: view.tasks(),
+        board: view.board(),
     };
     if let (Some(board), Some(cap)) = (&agent.board, agent.args.max_cost) {
         board.cap(cap);
     }
     agent.list_pending();
-    let feed = view.printer();
     let shared = Shared {
-        skips: Skips::under(&cancel),
-        pause: Some(view.pause()),
-        cancel,
-        drain: CancellationToken::new(),
-        stop_signal: Arc::new(AtomicI32::new(0)),
+        skips: Skips::under(&stops.cancel),
+        pause: None,
+        stops,
         budget: agent
             .args
             .max_cost
             .map(|cap| Budget::new(cap, agent.session.total_cost)),
-        groups,
-        printers: Box::new({
-            let log = agent.log.clone();
-            move |label: &str| {
-                if let Some(feed) = &feed {
-                    vec![feed(label), log.run_printer(Some(label))]
-                } else if parallel == 1 {
-                    vec![
-                        printers::for_format(OutputFormat::Human),
-                        log.run_printer(None),
-                    ]
-                } else {
-                    // Runs side by side share the terminal: each says its lines, named.
-                    vec![log.run_printer(Some(label))]
-                }
-            }
-        }),
+        printers,
     };
-    let system = actix::System::new();
-    let reach = Reach {
-        dir: agent.root.join(crate::session::RALPH_DIR).join("agent"),
-        root: agent.root.clone(),
-        bind: agent.args.ui_bind,
-        cancel: shared.drain.clone(),
-        stop_signal: shared.stop_signal.clone(),
-        groups: shared.groups.clone(),
-        skips: shared.skips.clone(),
-        stop_means:
-            "the iteration under way finishes, its spec goes back to pending; then the agent stops",
-    };
-    let stop = system.block_on(async {
-        let shown = view.start(reach).await?;
-        let signals = tokio::spawn(crate::app::execute::on_signals(
-            shared.cancel.clone(),
-            Some(shared.drain.clone()),
-            shared.stop_signal.clone(),
-            shared.groups.clone(),
-        ));
+    let dir = agent.root.join(crate::session::RALPH_DIR).join("agent");
+    let mut show = Show::new(&agent.root, dir, StopKey::Iteration, STOP_MEANS);
+    show.bind = agent.args.view.ui_bind;
+    show.skips = Some(shared.skips.clone());
+    let stop = launch.shown(view, show).run(|pause| async {
+        let mut shared = shared;
+        shared.pause = Some(pause);
         let stop = agent.work(&shared).await;
-        signals.abort();
         // The view's feeds go with the runs' printers and the list: then it shows the end.
-        drop(shared);
         agent.board = None;
-        shown.finish().await;
         stop
     })?;
     agent.end(stop)
+}
+
+/// The repository ready for the agent (its git's pid file in `.ralph/`, a killed agent's git
+/// finished, a first commit made, the tree clean but for the specs under way unless
+/// `allow_dirty`), and the session an interrupted agent left, if any.
+fn ready(repo: Repo, root: &Path, allow_dirty: bool) -> Result<(Repo, Option<AgentSession>)> {
+    let repo = repo.with_pid_file(Some(root.join(crate::session::RALPH_DIR).join("agent.git")));
+    // A killed agent's git may still be committing or stashing: it finishes before we look.
+    repo.wait_for_orphan();
+    if !repo.has_commit() {
+        return Err(AgentError::NoCommit(root.to_path_buf()).into());
+    }
+    let resumed = AgentSession::load(root)?;
+    if !allow_dirty {
+        let session = resumed.clone().unwrap_or_default();
+        let ours = match (&session.in_flight, &session.current_spec_id) {
+            (all, _) if !all.is_empty() => all.clone(),
+            (_, current) => current.iter().cloned().collect(),
+        };
+        check_clean(&repo, root, &ours)?;
+    }
+    Ok((repo, resumed))
+}
+
+/// The agent's session, begun or `resumed`, saved with this process's pid and log; the log
+/// says which, after `note` (why the TUI is not shown) if any.
+fn begin(
+    root: &Path,
+    log: &AgentLog,
+    resumed: Option<AgentSession>,
+    note: Option<String>,
+) -> Result<AgentSession> {
+    if let Some(note) = note {
+        log.line(&note);
+    }
+    let mut session = resumed.clone().unwrap_or_default();
+    session.pid = Some(std::process::id());
+    session.log = Some(relative(&log.path, root));
+    session.save(root)?;
+    match &resumed {
+        Some(s) => log.line(&format!(
+            "Agent resumed (session of {}: {} specs done, {} failed, ${:.2})",
+            s.started_at, s.specs_completed, s.specs_failed, s.total_cost
+        )),
+        None => log.line("Agent started"),
+    }
+    Ok(session)
+}
+
+/// What the view's stop key does to the agent.
+const STOP_MEANS: &str =
+    "the iteration under way finishes, its spec goes back to pending; then the agent stops";
+
+/// The printers of each spec's runs, given its record's id: the TUI's feed (`tagged`) and the
+/// log; else the lines and the log with one spec at a time; else the log alone, each line
+/// named, as runs side by side share the terminal.
+fn printers_of(
+    log: &AgentLog,
+    tagged: Option<impl Fn(&str) -> Box<dyn printers::Printer> + 'static>,
+    parallel: usize,
+) -> crate::app::entry::Printers {
+    let log = log.clone();
+    Box::new(move |label: &str| {
+        if let Some(feed) = &tagged {
+            vec![feed(label), log.run_printer(Some(label))]
+        } else if parallel == 1 {
+            vec![
+                printers::for_format(OutputFormat::Human),
+                log.run_printer(None),
+            ]
+        } else {
+            vec![log.run_printer(Some(label))]
+        }
+    })
 }
 
 fn check_flags(args: &AgentArgs) -> Result<(), AgentError> {

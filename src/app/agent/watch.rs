@@ -53,8 +53,8 @@ impl Watch {
     pub(super) async fn changed(&mut self, shared: &Shared) -> bool {
         tokio::select! {
             change = self.changes.recv() => change.is_some(),
-            _ = shared.drain.cancelled() => false,
-            _ = shared.cancel.cancelled() => false,
+            _ = shared.stops.drain.cancelled() => false,
+            _ = shared.stops.cancel.cancelled() => false,
         }
     }
 }

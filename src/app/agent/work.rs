@@ -70,7 +70,7 @@ impl Agent {
             }
             let mut limit = None;
             while stopped.is_none() && jobs.len() < parallel {
-                if shared.cancel.is_cancelled() || shared.drain.is_cancelled() {
+                if shared.stops.cancel.is_cancelled() || shared.stops.drain.is_cancelled() {
                     stopped = Some(Stop::Interrupted);
                     break;
                 }

@@ -12,20 +12,18 @@ pub mod report;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicI32;
-use std::sync::Arc;
 use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use ralph_actors::policy::budget::Budget;
-use tokio_util::sync::CancellationToken;
 
 use crate::app::entry::{Ended, Entry, Progress, Shared};
+use crate::app::launch::{Launch, Rule};
 use crate::app::plan::{self, Overrides};
 use crate::app::skips::Skips;
-use crate::app::task_view::{Reach, TaskView};
+use crate::app::view::{Show, StopKey, View};
 use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
-use crate::config::BatchEntry;
+use crate::config::{BatchEntry, Config};
 use crate::error::{Error, Result, UsageError};
 use crate::hooks::protocol::{Budget as HookBudget, Task};
 use crate::hooks::tasks::{Before, TaskHooks};
@@ -47,6 +45,90 @@ struct Item {
 
 /// `ralph-loop batch [SPEC|FILE]...`
 pub fn run(args: BatchArgs) -> Result<i32> {
+    check_flags(&args)?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let root = detect::project_root(&cwd);
+    let (config, config_path) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let launch = Launch::new(Rule::EndStep, ProcessGroups::new());
+    let stops = launch.stops().clone();
+    let (tasks, note) = crate::app::entry::task_hooks(
+        &config,
+        config_path.as_deref(),
+        &root,
+        &stops.groups,
+        &stops.cancel,
+        &id,
+    )?;
+    let items = items(&args, &config, &cwd, &root)?;
+    let overrides = plan::shared_tape(&args.tape)?;
+    let dir = root.join(RALPH_DIR).join(format!("batch-{id}"));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let output = args.output.unwrap_or(BatchOutput::Human);
+    let (mut view, why_not_tui) = View::choose(args.view.ui, output == BatchOutput::Human);
+    // Under the TUI the task list says what the lines would.
+    let human = output == BatchOutput::Human && !view.is_tui();
+    // The note on the TUI goes to stderr even beside JSON: it answers the flag given.
+    let human_notes = note.iter().filter(|_| output == BatchOutput::Human);
+    for note in human_notes.chain(&why_not_tui) {
+        eprintln!("batch: {note}");
+    }
+    let board = view.board();
+    if let (Some(board), Some(cap)) = (&board, args.total_budget) {
+        board.cap(cap);
+    }
+    let skips = Skips::under(&stops.cancel);
+    let mut show = Show::new(&root, dir.clone(), StopKey::Step, STOP_MEANS);
+    show.bind = args.view.ui_bind;
+    show.skips = Some(skips.clone());
+    let shared = Shared {
+        stops,
+        skips,
+        pause: None,
+        budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
+        printers: printers_of(view.tagged(), human && args.parallel == 1),
+    };
+    let started = (Instant::now(), crate::inbox::now());
+    let batch = Batch {
+        items,
+        root,
+        dir: dir.clone(),
+        base: Entry::base_args(args.config.clone(), args.quick),
+        overrides,
+        shared,
+        parallel: args.parallel,
+        human,
+        tasks,
+        total_budget: args.total_budget,
+        board,
+    };
+    let ran = launch.shown(view, show).run(|pause| async {
+        let mut batch = batch;
+        batch.shared.pause = Some(pause);
+        batch.run().await
+    })?;
+    BatchReport::closed(id, &args, ran, started).publish(&dir, &cwd, output)
+}
+
+/// The printers of each entry's runs, given its key: the TUI's feed (`tagged`); else the lines
+/// when `live` (one entry at a time, shown to a person); else none.
+fn printers_of(
+    tagged: Option<impl Fn(&str) -> Box<dyn printers::Printer> + 'static>,
+    live: bool,
+) -> crate::app::entry::Printers {
+    Box::new(move |key| match &tagged {
+        Some(feed) => vec![feed(key)],
+        None if live => vec![printers::for_format(OutputFormat::Human)],
+        None => Vec::new(),
+    })
+}
+
+/// What the view's stop key does to a batch.
+const STOP_MEANS: &str = "every entry under way ends its step, its session saved; no other starts";
+
+fn check_flags(args: &BatchArgs) -> Result<()> {
     if args.parallel == 0 {
         return Err(UsageError::flag("--parallel", "--parallel must be at least 1").into());
     }
@@ -57,152 +139,30 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         )
         .into());
     }
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let root = detect::project_root(&cwd);
-    let (config, config_path) = crate::config::load_discovered(args.config.as_deref(), &cwd)?;
-    let id = uuid::Uuid::new_v4().to_string();
-    let groups = ProcessGroups::new();
-    let cancel = CancellationToken::new();
-    let (tasks, note) = crate::app::entry::task_hooks(
-        &config,
-        config_path.as_deref(),
-        &root,
-        &groups,
-        &cancel,
-        &id,
-    )?;
-    let items = if args.entries.is_empty() {
-        if config.batch.is_empty() {
-            return Err(UsageError::flag(
-                "batch",
-                "nothing to run: name specs or files, or list them under `batch:` in ralph.config.yaml",
-            )
-            .into());
-        }
-        config
-            .batch
+    Ok(())
+}
+
+/// The entries named on the command line, else the config's `batch:` section.
+fn items(args: &BatchArgs, config: &Config, cwd: &Path, root: &Path) -> Result<Vec<Item>> {
+    if !args.entries.is_empty() {
+        return args
+            .entries
             .iter()
-            .map(|e| from_config(e, &root, &args))
-            .collect::<Result<Vec<_>>>()?
-    } else {
-        args.entries
-            .iter()
-            .map(|p| from_path(p, &cwd, &root, &args))
-            .collect::<Result<Vec<_>>>()?
-    };
-    let overrides = plan::shared_tape(&args.tape)?;
-    let dir = root.join(RALPH_DIR).join(format!("batch-{id}"));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let output = args.output.unwrap_or(BatchOutput::Human);
-    let (view, why_not_tui) = TaskView::choose(args.ui, output == BatchOutput::Human);
-    // Under the TUI the task list says what the lines would.
-    let human = output == BatchOutput::Human && !view.is_tui();
-    let live = human && args.parallel == 1;
-    let feed = view.printer();
-    let shared = Shared {
-        skips: Skips::under(&cancel),
-        pause: Some(view.pause()),
-        cancel,
-        drain: CancellationToken::new(),
-        stop_signal: Arc::new(AtomicI32::new(0)),
-        budget: args.total_budget.map(|cap| Budget::new(cap, 0.0)),
-        groups,
-        printers: Box::new(move |key| match &feed {
-            Some(feed) => vec![feed(key)],
-            None if live => vec![printers::for_format(OutputFormat::Human)],
-            None => Vec::new(),
-        }),
-    };
-    // The note on the TUI goes to stderr even beside JSON: it answers the flag given.
-    let human_notes = note.iter().filter(|_| output == BatchOutput::Human);
-    for note in human_notes.chain(&why_not_tui) {
-        eprintln!("batch: {note}");
+            .map(|p| from_path(p, cwd, root, args))
+            .collect();
     }
-    let board = view.tasks();
-    if let (Some(board), Some(cap)) = (&board, args.total_budget) {
-        board.cap(cap);
+    if config.batch.is_empty() {
+        return Err(UsageError::flag(
+            "batch",
+            "nothing to run: name specs or files, or list them under `batch:` in ralph.config.yaml",
+        )
+        .into());
     }
-    let base = RunArgs {
-        config: args.config.clone(),
-        output: Some(OutputFormat::Human),
-        quick: args.quick,
-        ..RunArgs::default()
-    };
-    let started = Instant::now();
-    let started_at = crate::inbox::now();
-    let system = actix::System::new();
-    let reach = Reach {
-        root: root.clone(),
-        dir: dir.clone(),
-        bind: args.ui_bind,
-        cancel: shared.cancel.clone(),
-        stop_signal: shared.stop_signal.clone(),
-        groups: shared.groups.clone(),
-        skips: shared.skips.clone(),
-        stop_means: "every entry under way ends its step, its session saved; no other starts",
-    };
-    let entries = system.block_on(async {
-        let shown = view.start(reach).await?;
-        let signals = tokio::spawn(crate::app::execute::on_signals(
-            shared.cancel.clone(),
-            None,
-            shared.stop_signal.clone(),
-            shared.groups.clone(),
-        ));
-        let batch = Batch {
-            items: &items,
-            root: &root,
-            dir: &dir,
-            base: &base,
-            overrides: &overrides,
-            shared: &shared,
-            parallel: args.parallel,
-            human,
-            tasks: &tasks,
-            total_budget: args.total_budget,
-            board,
-        };
-        let entries = batch.run().await;
-        signals.abort();
-        // The view's feeds go with the runs' printers and the list: then it shows the end.
-        drop(batch);
-        drop(shared);
-        shown.finish().await;
-        entries
-    })?;
-    let (entries, stopped_by_hook) = entries;
-    let mut report = BatchReport {
-        batch_id: id,
-        status: String::new(),
-        exit_code: 0,
-        parallel: args.parallel,
-        total_budget_usd: args.total_budget,
-        entries,
-        stopped_by_hook,
-        totals: Default::default(),
-        started_at,
-        finished_at: crate::inbox::now(),
-    };
-    report.close(started.elapsed());
-    let path = dir.join("batch-report.json");
-    let json = serde_json::to_vec_pretty(&report)
-        .map_err(|e| Error::Internal(format!("cannot encode the batch report: {e}")))?;
-    crate::fsutil::write_atomic(&path, &json)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-    let shown = path.strip_prefix(&cwd).unwrap_or(&path);
-    match output {
-        BatchOutput::Human => {
-            let _ = report.write_summary(shown, &mut std::io::stderr().lock());
-        }
-        BatchOutput::Json => {
-            use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(&json);
-            println!();
-        }
-    }
-    Ok(report.exit_code)
+    config
+        .batch
+        .iter()
+        .map(|e| from_config(e, root, args))
+        .collect()
 }
 
 /// A spec or a file named on the command line (relative to `cwd`), with the flags as defaults.
@@ -306,17 +266,18 @@ fn relative(path: &Path, root: &Path) -> String {
 }
 
 /// A batch under way.
-struct Batch<'a> {
-    items: &'a [Item],
-    root: &'a Path,
-    dir: &'a Path,
-    base: &'a RunArgs,
-    overrides: &'a Overrides,
-    shared: &'a Shared,
+struct Batch {
+    items: Vec<Item>,
+    root: PathBuf,
+    dir: PathBuf,
+    /// The flags every entry's runs take under the entry's own settings.
+    base: RunArgs,
+    overrides: Overrides,
+    shared: Shared,
     parallel: usize,
     human: bool,
     /// The `pre_task` and `post_task` hooks.
-    tasks: &'a TaskHooks,
+    tasks: TaskHooks,
     total_budget: Option<f64>,
     /// The TUI's task list, when it shows one.
     board: Option<Tasks>,
@@ -330,14 +291,14 @@ struct Hooked {
     warnings: Vec<String>,
 }
 
-impl Batch<'_> {
+impl Batch {
     fn entry(&self, i: usize) -> Entry<'_> {
         Entry {
             spec: &self.items[i].spec,
-            root: self.root,
+            root: &self.root,
             dir: self.dir.join(Self::key(i)),
-            base: self.base,
-            overrides: self.overrides,
+            base: &self.base,
+            overrides: &self.overrides,
             name: &self.items[i].name,
         }
     }
@@ -451,7 +412,7 @@ impl Batch<'_> {
                 let mut mine = std::mem::take(&mut progress[i]);
                 let entry = self.entry(i);
                 running.push(async move {
-                    let outcome = entry.run(&mut mine, self.shared).await;
+                    let outcome = entry.run(&mut mine, &self.shared).await;
                     (i, mine, outcome)
                 });
             }
@@ -514,7 +475,7 @@ impl Batch<'_> {
 
     /// The user stopped the batch.
     fn stopped(&self) -> bool {
-        self.shared.cancel.is_cancelled() || self.shared.drain.is_cancelled()
+        self.shared.stops.cancel.is_cancelled() || self.shared.stops.drain.is_cancelled()
     }
 
     /// The total budget is spent.

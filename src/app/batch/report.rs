@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::human_duration;
 use crate::app::entry::SKIPPED_BY_USER;
+use crate::cli::{BatchArgs, BatchOutput};
 
 /// One entry, as the batch report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +88,31 @@ pub fn rank(status: &str) -> (u8, i32) {
 }
 
 impl BatchReport {
+    /// The report of batch `id` run with `args`: its entries and why a task hook stopped it
+    /// (`ran`), closed as [`BatchReport::close`] does; `started` when (as an instant and as
+    /// RFC 3339).
+    pub(crate) fn closed(
+        id: String,
+        args: &BatchArgs,
+        (entries, stopped_by_hook): (Vec<EntryReport>, Option<String>),
+        (started, started_at): (std::time::Instant, String),
+    ) -> Self {
+        let mut report = BatchReport {
+            batch_id: id,
+            status: String::new(),
+            exit_code: 0,
+            parallel: args.parallel,
+            total_budget_usd: args.total_budget,
+            entries,
+            stopped_by_hook,
+            totals: Default::default(),
+            started_at,
+            finished_at: crate::inbox::now(),
+        };
+        report.close(started.elapsed());
+        report
+    }
+
     /// Fills the status, exit code and totals from the entries.
     pub fn close(&mut self, wall: Duration) {
         let worst = self
@@ -133,6 +159,33 @@ impl BatchReport {
             run_ms: e.iter().map(|e| e.duration_ms).sum(),
             wall_ms: wall.as_millis() as u64,
         };
+    }
+
+    /// Writes the report to `dir/batch-report.json` and shows it as `output` says: the summary
+    /// on stderr (naming the file relative to `cwd`), or the report on stdout. The exit code.
+    pub(crate) fn publish(
+        &self,
+        dir: &Path,
+        cwd: &Path,
+        output: BatchOutput,
+    ) -> crate::error::Result<i32> {
+        use crate::error::Error;
+        let path = dir.join("batch-report.json");
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::Internal(format!("cannot encode the batch report: {e}")))?;
+        crate::fsutil::write_atomic(&path, &json)
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+        let shown = path.strip_prefix(cwd).unwrap_or(&path);
+        match output {
+            BatchOutput::Human => {
+                let _ = self.write_summary(shown, &mut std::io::stderr().lock());
+            }
+            BatchOutput::Json => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(&json).and_then(|()| writeln!(out));
+            }
+        }
+        Ok(self.exit_code)
     }
 
     /// The summary a person reads at the end.
