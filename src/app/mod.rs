@@ -1,13 +1,13 @@
 //! The wiring of a run at the binary's edge. Every command that runs work starts the same way:
-//! [`launch`] is the one launcher (the actor system, the process groups, one signal handler
-//! with one rule per command, the pause from the view or another process) and [`view`] the one
-//! view it shows (lines, the TUI, the dashboard); [`stops`] is how either stops the work.
+//! `launch` is the one launcher (the actor system, the process groups, one signal handler
+//! with one rule per command, the pause from the view or another process) and `view` the one
+//! view it shows (lines, the TUI, the dashboard); `stops` is how either stops the work.
 //!
 //! - A fix run: [`plan`] turns flags and config into a run (`gates` looks for the coverage and
 //!   mutation tools of its promise), [`execute`] runs it with its printer, vault and ledger;
 //!   [`commands`] are `run`, `resume` and `status`, [`edge`] the exit code and diagnostics,
 //!   `terminal` the person the circuit breaker asks before it stops a run.
-//! - Many: [`batch`] and [`agent`] run specs through [`entry`] (one spec's targets, each a fix
+//! - Many: [`batch`] and [`agent`] run specs through `entry` (one spec's targets, each a fix
 //!   run), [`queue`] is `inbox` and `query`, `skips` the tasks skipped in the view.
 //! - The Regent: [`agent_loop`] is `loop`, [`breaker`] `breaker reset`, [`agents`] `agents`.
 //! - Around them: [`hooks`] `hooks validate | trust | import`, [`dashboard`] the web dashboard
