@@ -62,7 +62,7 @@ class Budget:
 
 @dataclass
 class Task:
-    """A task of a batch (at pre_task and post_task)."""
+    """A task of a batch, of the agent's inbox or of a loop's list (at pre_task and post_task)."""
 
     id: str
     name: str
@@ -72,6 +72,7 @@ class Task:
     cost_usd: float
     status: Optional[str] = None
     reason: Optional[str] = None
+    description: str = ""
 
 
 @dataclass

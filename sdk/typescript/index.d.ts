@@ -35,17 +35,19 @@ export interface Budget {
   max_cost_usd: number;
 }
 
-/** A task of a batch (at pre_task and post_task). */
+/** A task of a batch, of the agent's inbox or of a loop's list (at pre_task and post_task). */
 export interface Task {
-  /** Its number in the batch, from 1. */
+  /** Its number in the batch, from 1; the spec's inbox id; the loop task's id, else its text. */
   id: string;
-  /** The spec's path, or the file's, relative to the project. */
+  /** The spec's path, or the file's, relative to the project; the loop task's text. */
   name: string;
-  /** spec or file. */
+  /** spec, file or task (a loop's). */
   kind: string;
+  /** What it asks: a spec's first line, a loop task's text and the lines under it. */
+  description?: string;
   /** The files it fixes, relative to the project. */
   targets: string[];
-  /** At post_task: how it ended (success, max_iterations, error, ...). */
+  /** At post_task: how it ended (success, max_iterations, error, ...; a loop task: completed). */
   status?: string | null;
   /** At post_task: why it did not succeed, when it did not. */
   reason?: string | null;

@@ -37,7 +37,7 @@ use crate::views::tui::picker::Picker;
 pub fn run(args: LoopArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let (config, _) = config::load_discovered(args.config.as_deref(), &cwd)?;
+    let (config, config_path) = config::load_discovered(args.config.as_deref(), &cwd)?;
     let prompt_file = cwd.join(&args.prompt);
     if !prompt_file.is_file() {
         return Err(UsageError::FileNotFound {
@@ -69,6 +69,16 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let tui = view.is_tui();
     let launch = Launch::new(Rule::DrainAll, ProcessGroups::new()).announced_in(loop_dir.clone());
     let stops = launch.stops().clone();
+    let (task_hooks, note) = crate::app::entry::task_hooks(
+        &config,
+        config_path.as_deref(),
+        &root,
+        &stops.groups,
+        &stops.cancel,
+        &loop_id,
+        "the loop",
+    )?;
+    notes.extend(note);
     let (switch_tx, switch_rx) = watch::channel(None);
     let mut show = Show::new(&root, loop_dir, StopKey::Iteration, STOP_MEANS);
     show.bind = args.view.ui_bind;
@@ -96,6 +106,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         pause: None,
         model_switch: Some(switch_rx),
         notes,
+        task_hooks,
     };
     let report_dir = deps.testing.report_dir.clone();
     let printers: Vec<_> = std::iter::once(printer).chain(event_log).collect();

@@ -177,7 +177,8 @@ fn record(t: &mut TargetProgress, report: &Report, paused: bool) {
 
 /// The `pre_task` and `post_task` hooks of the project at `root`, checked and trusted (every
 /// hook is: one new or changed stops the batch or agent before anything runs), for the batch
-/// or agent session `id`; and the isolation's note to say once, if any.
+/// or agent session `id` (`whole` says which, as a hook that stops it names it); and the
+/// isolation's note to say once, if any.
 pub(crate) fn task_hooks(
     config: &crate::config::Config,
     config_path: Option<&Path>,
@@ -185,6 +186,7 @@ pub(crate) fn task_hooks(
     groups: &ProcessGroups,
     cancel: &CancellationToken,
     id: &str,
+    whole: &'static str,
 ) -> Result<(TaskHooks, Option<String>)> {
     let declared = crate::hooks::load(config, config_path, root)?;
     crate::hooks::trust::enforce(&declared, root).map_err(crate::hooks::HooksError::from)?;
@@ -198,7 +200,7 @@ pub(crate) fn task_hooks(
         cancel: cancel.clone(),
         sandbox: isolation.sandbox,
     };
-    let tasks = crate::hooks::task_hooks(declared, place, id.to_string())?;
+    let tasks = crate::hooks::task_hooks(declared, place, id.to_string())?.of(whole);
     Ok((tasks, isolation.note))
 }
 

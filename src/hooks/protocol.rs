@@ -39,18 +39,25 @@ pub struct Request {
     pub task: Option<Task>,
 }
 
-/// A task of a batch: one entry (a spec, or a file as a spec of one target).
+/// A task: an entry of a batch (a spec, or a file as a spec of one target), a spec of the
+/// agent's inbox, or a checkbox of a `loop`'s task list.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Task {
-    /// Its number in the batch, from 1.
+    /// Its number in the batch, from 1; the spec's inbox id (`q-…`); the loop task's id
+    /// (`API-002`), else its text.
     pub id: String,
-    /// The spec's path, or the file's, relative to the project.
+    /// The spec's path, or the file's, relative to the project; the loop task's text.
     pub name: String,
-    /// `spec` or `file`.
+    /// `spec`, `file` or `task` (a loop's).
     pub kind: String,
+    /// What it asks: a spec's first line, a loop task's text and the lines under it; empty for
+    /// a file.
+    #[serde(default)]
+    pub description: String,
     /// The files it fixes, relative to the project.
     pub targets: Vec<String>,
-    /// At `post_task`: how it ended (`success`, `max_iterations`, `error`, …).
+    /// At `post_task`: how it ended (`success`, `max_iterations`, `error`, …; a loop task
+    /// checked off: `completed`, else the loop's status when it stopped on the task).
     pub status: Option<String>,
     /// At `post_task`: why it did not succeed, when it did not.
     pub reason: Option<String>,

@@ -203,6 +203,21 @@ impl DeclaredHook {
                     .as_ref()
                     .map_or_else(|| request.target.clone(), |t| t.name.clone()),
             ),
+            (
+                "TASK_DESCRIPTION".to_string(),
+                request
+                    .task
+                    .as_ref()
+                    .map(|t| t.description.clone())
+                    .unwrap_or_default(),
+            ),
+            (
+                "TASK_STATUS".to_string(),
+                request.task.as_ref().map_or_else(
+                    || "running".to_string(),
+                    |t| t.status.clone().unwrap_or_else(|| "pending".into()),
+                ),
+            ),
             ("RALPH_TARGET".to_string(), request.target.clone()),
             (
                 "RALPH_SPENT_USD".to_string(),

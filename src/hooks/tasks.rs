@@ -29,15 +29,27 @@ pub struct After {
     pub warnings: Vec<String>,
 }
 
-/// The task hooks of a batch.
+/// The task hooks of a batch, the agent or a loop.
 pub struct TaskHooks {
     hooks: Vec<DeclaredHook>,
     session_id: String,
+    /// What `abort_loop` stops, as its reason says it: `the batch`, `the agent`, `the loop`.
+    whole: &'static str,
 }
 
 impl TaskHooks {
     pub(super) fn new(hooks: Vec<DeclaredHook>, session_id: String) -> Self {
-        Self { hooks, session_id }
+        Self {
+            hooks,
+            session_id,
+            whole: "the batch",
+        }
+    }
+
+    /// The hooks of `whole` (`the agent`, `the loop`) rather than a batch's.
+    pub fn of(mut self, whole: &'static str) -> Self {
+        self.whole = whole;
+        self
     }
 
     pub(super) fn build(
@@ -101,7 +113,7 @@ impl TaskHooks {
                         }
                         OnFailure::AbortLoop => {
                             return (
-                                Before::Stop(format!("the batch stopped: {message}")),
+                                Before::Stop(format!("{} stopped: {message}", self.whole)),
                                 warnings,
                             )
                         }
@@ -133,7 +145,7 @@ impl TaskHooks {
                     if hook.declared().on_failure == OnFailure::AbortLoop {
                         after
                             .stop
-                            .get_or_insert(format!("the batch stopped: {message}"));
+                            .get_or_insert(format!("{} stopped: {message}", self.whole));
                     }
                     after.warnings.push(message);
                 }

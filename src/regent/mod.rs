@@ -11,9 +11,11 @@
 //!   agent's turn within an iteration (restarts), [`outcome`] what it left, [`judge`] what
 //!   follows it (progress, commit, rollback, breaker, exit gate), [`verify`] the tests
 //!   (found, run, judged by `testing.mode`);
+//! - [`around`]: the `pre_task` and `post_task` hooks around the list's tasks;
 //! - [`actor`]: the Regent actor, the loop behind a mailbox.
 
 pub mod actor;
+pub mod around;
 pub mod baseline;
 pub mod bootstrap;
 pub mod judge;

@@ -21,6 +21,7 @@ use ralph_actors::tracker::gate::GateSettings;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::around::AroundTasks;
 use super::baseline::Baseline;
 use super::outcome::TurnEnd;
 use super::prompt::{build, PromptParts};
@@ -32,6 +33,7 @@ use crate::agents::AgentDef;
 use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};
 use crate::git::Repo;
 use crate::git::{Look, Snapshot};
+use crate::hooks::tasks::TaskHooks;
 use crate::process::groups::ProcessGroups;
 use crate::runner::plan::TestingOptions;
 
@@ -88,6 +90,8 @@ pub struct LoopDeps {
     pub model_switch: Option<watch::Receiver<Option<(String, Price)>>>,
     /// Said at the start (a note on the price used for estimates, a state file replaced).
     pub notes: Vec<String>,
+    /// The `pre_task` and `post_task` hooks around the list's tasks ([`super::around`]).
+    pub task_hooks: TaskHooks,
 }
 
 /// A loop under way.
@@ -123,6 +127,8 @@ pub struct LoopRun {
     /// `tdd`: the baseline, and whether it was captured from the iteration being judged.
     pub(super) baseline: Option<Baseline>,
     pub(super) baseline_fresh: bool,
+    /// The tasks the task hooks have seen.
+    pub(super) around: AroundTasks,
     started: Instant,
 }
 
@@ -173,6 +179,7 @@ impl LoopRun {
             tests_missing: None,
             baseline: None,
             baseline_fresh: false,
+            around: AroundTasks::default(),
             started: Instant::now(),
         }
     }
@@ -263,6 +270,7 @@ impl LoopRun {
                 );
             }
         };
+        self.end_task(status, &reason).await;
         self.finish(status, reason)
     }
 
@@ -421,6 +429,9 @@ impl LoopRun {
 
     /// One iteration: `Some` stops the loop.
     async fn iterate(&mut self) -> Option<(LoopStatus, String)> {
+        if let Some(stop) = self.before_task().await {
+            return Some(stop);
+        }
         let iteration = self.state.iteration + 1;
         self.state.iteration = iteration;
         self.spent_this_iteration = 0.0;
@@ -481,7 +492,8 @@ impl LoopRun {
             .await;
         self.history.push(record);
         self.save_state();
-        stop
+        let hooked = self.after_tasks(&tasks_before).await;
+        stop.or(hooked)
     }
 
     /// The task list's text and tasks, when the loop has one.

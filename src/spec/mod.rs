@@ -127,6 +127,17 @@ impl Spec {
     }
 
     /// The flags of the run of `target`, paths relative to the project root.
+    /// What the spec asks, in a line: the first line of its body (a heading's text without its
+    /// `#`s); empty for a spec without a body.
+    pub fn description(&self) -> String {
+        self.body
+            .lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn run_args(&self, target: &Target) -> RunArgs {
         let f = &self.front;
         RunArgs {

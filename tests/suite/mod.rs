@@ -28,6 +28,7 @@ mod hooks_cli;
 mod hooks_tasks;
 mod lifecycle;
 mod long_session;
+mod loop_hooks;
 mod loop_runs;
 mod memory;
 mod micro_agent;

@@ -143,7 +143,7 @@ impl Project {
         read_json(&self.root.join(".ralph/regent-state.json"))
     }
 
-    fn prompt(&self, n: u32) -> String {
+    pub(super) fn prompt(&self, n: u32) -> String {
         std::fs::read_to_string(self.state.join(format!("prompt-{n}.txt"))).unwrap()
     }
 
@@ -200,7 +200,7 @@ const TWO_TASKS: &str = r#"case $n in
 *) echo ok > done.txt; sed -i 's/- \[ \] T-2/- [x] T-2/' TASKS.md; SAY2; STATUS2; RESULT2;;
 esac"#;
 
-fn two_tasks() -> String {
+pub(super) fn two_tasks() -> String {
     TWO_TASKS
         .replace("SAY1", &say("Writing work.txt."))
         .replace("STATUS1", &status("IN_PROGRESS", false))

@@ -93,6 +93,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         &stops.groups,
         &stops.cancel,
         "agent",
+        "the agent",
     )?;
     if let Some(note) = &note {
         log.line(note);

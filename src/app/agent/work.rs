@@ -303,6 +303,7 @@ impl Agent {
             id: job.record.id.clone(),
             name: job.record.spec.clone(),
             kind: "spec".into(),
+            description: job.spec.description(),
             targets: job.files.iter().map(|f| f.display().to_string()).collect(),
             status: ended.map(|e| e.status(&progress)),
             reason: ended.map(Ended::reason).filter(|r| !r.is_empty()),

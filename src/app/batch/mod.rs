@@ -60,6 +60,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         &stops.groups,
         &stops.cancel,
         &id,
+        "the batch",
     )?;
     let items = items(&args, &config, &cwd, &root)?;
     let overrides = plan::shared_tape(&args.tape)?;
@@ -309,6 +310,7 @@ impl Batch {
             id: (i + 1).to_string(),
             name: self.items[i].name.clone(),
             kind: self.items[i].kind.to_string(),
+            description: self.items[i].spec.description(),
             targets: targets(p).iter().map(|t| t.display().to_string()).collect(),
             status: ended.map(|e| e.status(p)),
             reason: ended.map(Ended::reason).filter(|r| !r.is_empty()),
