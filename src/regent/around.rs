@@ -12,8 +12,6 @@
 //! A task the agent checks off without having been next (two in one iteration) gets its
 //! `post_task` and no `pre_task`: the loop did not see it start.
 
-use std::collections::BTreeSet;
-
 use ralph_actors::events::event::Event;
 use ralph_actors::schema::regent::LoopStatus;
 
@@ -21,16 +19,6 @@ use super::run::LoopRun;
 use super::tasks::{Task, TaskList};
 use crate::hooks::protocol::{Budget, Task as HookTask};
 use crate::hooks::tasks::Before;
-
-/// The tasks the hooks have seen.
-#[derive(Debug, Default)]
-pub struct AroundTasks {
-    /// The task whose `pre_task` ran and which has not ended, with the iteration and the total
-    /// cost when it began.
-    current: Option<(Task, u32, f64)>,
-    /// Tasks a `pre_task` hook skipped, by key.
-    skipped: BTreeSet<String>,
-}
 
 impl LoopRun {
     /// Before the iteration: `pre_task` for the next task of the list, if it is new to the

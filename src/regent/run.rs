@@ -21,12 +21,11 @@ use ralph_actors::tracker::gate::GateSettings;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::around::AroundTasks;
 use super::baseline::Baseline;
 use super::outcome::TurnEnd;
 use super::prompt::{build, PromptParts};
 use super::state::{self, Loaded, StateFile};
-use super::tasks::TaskList;
+use super::tasks::{AroundTasks, TaskList};
 use crate::agents::backoff::Backoff;
 use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;

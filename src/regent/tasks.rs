@@ -12,6 +12,7 @@
 //! A task's id is the word before its first colon (`API-002`); a task without one is known by
 //! its text.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// One checkbox of the list.
@@ -48,6 +49,16 @@ impl Task {
             None => self.name.clone(),
         }
     }
+}
+
+/// The tasks the task hooks have seen ([`super::around`]).
+#[derive(Debug, Default)]
+pub struct AroundTasks {
+    /// The task whose `pre_task` ran and which has not ended, with the iteration and the total
+    /// cost when it began.
+    pub(super) current: Option<(Task, u32, f64)>,
+    /// Tasks a `pre_task` hook skipped, by key.
+    pub(super) skipped: BTreeSet<String>,
 }
 
 /// The tasks of a list, in order.

@@ -22,7 +22,7 @@ use syn::visit::Visit;
 
 const MAX_LINES: usize = 600;
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -243,7 +243,7 @@ fn the_crate_docs_name_every_top_level_module() {
 }
 
 /// A `#[cfg(test)] mod tests;` file: declared test-only by its parent.
-fn is_test_file(file: &Path) -> bool {
+pub(super) fn is_test_file(file: &Path) -> bool {
     let Some(stem) = file.file_stem().and_then(|s| s.to_str()) else {
         return false;
     };
@@ -264,7 +264,7 @@ fn is_test_file(file: &Path) -> bool {
         || text.contains(&format!("#[cfg(test)]\npub(crate) mod {stem};"))
 }
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -19,6 +19,7 @@ mod cli;
 mod context;
 mod criteria;
 mod docs;
+mod fn_length;
 mod footprint;
 mod gates;
 mod guard;
