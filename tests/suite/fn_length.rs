@@ -8,7 +8,6 @@
 //! modules dropped, and each `fn` measured from its line to the line of its closing brace.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use super::architecture::{is_test_file, root, rust_files};
 
@@ -229,7 +228,6 @@ fn without_test_modules(code: &str) -> String {
     while let Some(at) = out.find("#[cfg(test)]") {
         let after = &out[at..];
         let is_mod = after["#[cfg(test)]".len()..]
-            .trim_start()
             .split_whitespace()
             .take(2)
             .any(|w| w == "mod");
