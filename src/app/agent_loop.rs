@@ -38,27 +38,13 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let (config, config_path) = config::load_discovered(args.config.as_deref(), &cwd)?;
-    let prompt_file = cwd.join(&args.prompt);
-    if !prompt_file.is_file() {
-        return Err(UsageError::FileNotFound {
-            what: "prompt file",
-            path: args.prompt.clone(),
-        }
-        .into());
-    }
+    let prompt_file = prompt_file(&cwd, &args.prompt)?;
     let root = detect::project_root(&cwd);
-    let Picked {
-        agent,
-        binary,
-        model,
-        prices,
-        price,
-        note,
-    } = picked(&args, &config)?;
+    let picked = picked(&args, &config)?;
     let output = args.output.unwrap_or(config.output.into());
     let ralph_dir = root.join(crate::session::RALPH_DIR);
     let _lock = lock(&ralph_dir)?;
-    let mut notes: Vec<String> = note.into_iter().collect();
+    let mut notes: Vec<String> = picked.note.into_iter().collect();
     let testing = testing(&config, &args, &cwd, &root)?;
     let settings = settings(&config, &args, &root);
     let loop_id = format!("loop-{}", uuid::Uuid::new_v4());
@@ -73,8 +59,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         &config,
         config_path.as_deref(),
         &root,
-        &stops.groups,
-        &stops.cancel,
+        &stops,
         &loop_id,
         "the loop",
     )?;
@@ -84,20 +69,26 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     show.bind = args.view.ui_bind;
     show.page = Some(loop_id.clone());
     if tui {
-        show.picker = Some(picker(&agent, &model, prices, &stops, switch_tx));
+        show.picker = Some(picker(
+            &picked.agent,
+            &picked.model,
+            picked.prices,
+            &stops,
+            switch_tx,
+        ));
     }
     let printer = view.feed().unwrap_or_else(|| printers::for_format(output));
     let mut deps = LoopDeps {
         root,
-        agent,
-        binary,
-        model,
+        agent: picked.agent,
+        binary: picked.binary,
+        model: picked.model,
         env: std::env::vars_os().collect(),
         prompt_file,
         tasks_file: args.tasks.as_ref().map(|t| cwd.join(t)),
         settings,
         testing,
-        price,
+        price: picked.price,
         events: EventBus::new(&loop_id),
         groups: stops.groups.clone(),
         reaper: std::env::current_exe().ok(),
@@ -121,6 +112,19 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         let _ = printers::loop_lines::write_summary(&report, &mut std::io::stderr());
     }
     Ok(report.exit_code)
+}
+
+/// The prompt file, `prompt` from `cwd`, which must exist.
+fn prompt_file(cwd: &Path, prompt: &Path) -> Result<PathBuf> {
+    let file = cwd.join(prompt);
+    if !file.is_file() {
+        return Err(UsageError::FileNotFound {
+            what: "prompt file",
+            path: prompt.to_path_buf(),
+        }
+        .into());
+    }
+    Ok(file)
 }
 
 /// The loop's coding agent and how it is priced.

@@ -17,7 +17,6 @@ use ralph_actors::schema::report::{Report, Status};
 use ralph_actors::schema::state::SessionState;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 use crate::app::commands::{is_resumable, prepare_new_then, prepare_resume, Prepared, RunSpec};
 use crate::app::execute::{execute_in, Control};
@@ -29,7 +28,6 @@ use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::hooks::tasks::TaskHooks;
 use crate::printers::Printer;
-use crate::process::groups::ProcessGroups;
 use crate::session::{SessionDir, SessionError};
 use crate::spec::planner::{self, Plan};
 use crate::spec::Spec;
@@ -183,8 +181,7 @@ pub(crate) fn task_hooks(
     config: &crate::config::Config,
     config_path: Option<&Path>,
     root: &Path,
-    groups: &ProcessGroups,
-    cancel: &CancellationToken,
+    stops: &Stops,
     id: &str,
     whole: &'static str,
 ) -> Result<(TaskHooks, Option<String>)> {
@@ -196,8 +193,8 @@ pub(crate) fn task_hooks(
     let isolation = crate::hooks::isolation(config.sandbox.hooks, any)?;
     let place = crate::hooks::Place {
         root: root.to_path_buf(),
-        groups: groups.clone(),
-        cancel: cancel.clone(),
+        groups: stops.groups.clone(),
+        cancel: stops.cancel.clone(),
         sandbox: isolation.sandbox,
     };
     let tasks = crate::hooks::task_hooks(declared, place, id.to_string())?.of(whole);

@@ -74,11 +74,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     }
     let _lock = AgentLock::acquire(&root).map_err(AgentError::from)?;
     let (repo, resumed) = ready(repo, &root, args.allow_dirty)?;
-    let worktrees = worktree::home(config.agent.worktrees.as_deref(), &root);
-    let links = config.agent.worktree_links.clone();
-    if let Ok(inbox) = Inbox::at(&root).lock() {
-        worktree::sweep(&repo, &worktrees, &inbox.records, &links);
-    }
+    let (worktrees, links) = worktree::swept(&repo, &root, &config);
     // Opened before anything is written: a bad recording path changes nothing.
     let overrides = shared_tape(&args.tape)?;
     let (mut view, why_not_tui) = View::choose(args.view.ui, true);
@@ -90,8 +86,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
         &config,
         config_path.as_deref(),
         &root,
-        &stops.groups,
-        &stops.cancel,
+        &stops,
         "agent",
         "the agent",
     )?;

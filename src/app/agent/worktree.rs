@@ -142,6 +142,21 @@ pub(super) fn remove(main: &Repo, tree: &Worktree, links: &[String]) -> Result<(
     Ok(main.worktree_remove(&tree.path).map_err(AgentError::from)?)
 }
 
+/// Where the agent's worktrees go and what they link (the config's `agent.worktrees` and
+/// `agent.worktree_links`), the worktrees of specs no longer under way removed first.
+pub(super) fn swept(
+    repo: &Repo,
+    root: &Path,
+    config: &crate::config::Config,
+) -> (PathBuf, Vec<String>) {
+    let worktrees = home(config.agent.worktrees.as_deref(), root);
+    let links = config.agent.worktree_links.clone();
+    if let Ok(inbox) = crate::inbox::Inbox::at(root).lock() {
+        sweep(repo, &worktrees, &inbox.records, &links);
+    }
+    (worktrees, links)
+}
+
 /// Removes the worktrees of records that ended (an agent stopped after marking its record and
 /// before removing its worktree) or are no longer in the inbox.
 pub(super) fn sweep(main: &Repo, home: &Path, records: &[Record], links: &[String]) {

@@ -57,8 +57,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         &config,
         config_path.as_deref(),
         &root,
-        &stops.groups,
-        &stops.cancel,
+        &stops,
         &id,
         "the batch",
     )?;
