@@ -183,6 +183,10 @@ fn testing(config: &Config, args: &LoopArgs, cwd: &Path, root: &Path) -> Result<
 /// Runs the Regent's loop to its end, its events rendered by `printers`; its report.
 async fn drive(deps: LoopDeps, printers: Vec<Box<dyn printers::Printer>>) -> Option<LoopReport> {
     let events = deps.events.clone();
+    let warnings = events.clone();
+    let _warnings = crate::app::edge::observe_warnings(move |message| {
+        warnings.emit(ralph_actors::events::event::Event::Warning { message });
+    });
     let printers: Vec<_> = printers
         .into_iter()
         .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))

@@ -182,6 +182,11 @@ pub(crate) async fn execute_in(
     let _retries = crate::http::retry::observe_retries(move |message| {
         retry_events.emit(Event::Warning { message });
     });
+    // As do the warnings of every part below the run (a reply cut short, a cache not saved).
+    let warning_events = events.clone();
+    let _warnings = crate::app::edge::observe_warnings(move |message| {
+        warning_events.emit(Event::Warning { message });
+    });
     let said = tokio::spawn(say_stops(
         events.clone(),
         control.cancel.clone(),

@@ -120,7 +120,9 @@ where
     })
     .notify(|failure: &E, wait| {
         let attempt = attempts.load(Ordering::Relaxed);
+        // Said to the run through its own observer (`observe_retries`).
         tracing::warn!(
+            on_bus = true,
             service,
             attempt,
             wait_ms = wait.as_millis() as u64,

@@ -343,3 +343,46 @@ async fn a_timed_out_call_is_retried_and_retries_are_shown() {
     assert!(warnings.contains("retrying in"), "{warnings}");
     assert!(warnings.contains("once more"), "{warnings}");
 }
+
+/// A reply the provider cut short at `max_tokens` is said to the user: a warning on the run's
+/// events, so in the report, though the part that notices it (the HTTP reply's reader) knows
+/// nothing of the run.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_cut_short_is_a_warning_in_the_report() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4.1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    let body = chunk(
+        serde_json::json!({"role": "assistant", "content": code("python", FIXED_PY)}),
+        serde_json::Value::Null,
+    ) + &chunk(serde_json::json!({}), serde_json::json!("length"))
+        + "data: [DONE]\n\n";
+    llm.helpful().script(
+        "artisan",
+        [Answer::Status {
+            status: 200,
+            body,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+        }],
+    );
+    ralph(dir.path(), &llm).arg("median.py").assert().code(0);
+    let report = report(dir.path());
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.contains("reached max_tokens") && w.contains("cut short"))
+            .count(),
+        1,
+        "{warnings:?}"
+    );
+}

@@ -238,6 +238,7 @@ impl Caller {
                         reason: e.to_string(),
                     };
                     tracing::warn!(
+                        on_bus = true,
                         "{role}: {} failed ({}); falling back to {}",
                         record.from,
                         record.reason,

@@ -323,7 +323,7 @@ impl Run {
     /// Tells the user something went wrong or was degraded: on the event stream, and so in
     /// the report's warnings.
     pub(super) fn warn(&self, message: String) {
-        tracing::warn!("{message}");
+        tracing::warn!(on_bus = true, "{message}");
         self.events.emit(Event::Warning { message });
     }
 
