@@ -79,6 +79,30 @@ pub fn agent_misplaced(role: Role, model: &str) -> Option<String> {
     })
 }
 
+/// Why a model's name, or the `--models` flag's value, names no model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("empty model name")]
+    Empty,
+    #[error("`{0}` names no agent (as in agent:claude or agent:codex/gpt-5.5)")]
+    NoAgent(String),
+    #[error("unknown provider `{provider}` in `{name}` (providers: {})", PROVIDERS.join(", "))]
+    UnknownProvider { provider: String, name: String },
+    #[error("`{0}` names no model after the provider")]
+    NoModel(String),
+    #[error("`{name}` is neither `provider/model` nor an alias ({aliases})")]
+    Unknown { name: String, aliases: String },
+    #[error("`{0}` is not role=model")]
+    NotAPair(String),
+    #[error("{0}")]
+    Role(String),
+    #[error("the {0} is given a model twice")]
+    Twice(Role),
+    /// An agent CLI named for a role other than the Artisan.
+    #[error("{0}")]
+    AgentMisplaced(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelName {
     pub provider: String,
@@ -94,10 +118,10 @@ impl fmt::Display for ModelName {
 impl ModelName {
     /// Resolves an alias, a `provider/model` name, or a bare name of a known family
     /// (`gpt-4o`, `o3-mini`, `claude-...`, `gemini-...`), as micro-agent's `MODEL` holds.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, ModelError> {
         let name = name.trim();
         if name.is_empty() {
-            return Err("empty model name".into());
+            return Err(ModelError::Empty);
         }
         // An agent CLI in the Artisan's place: `agent:claude`, `agent:codex/gpt-5.5` (the model
         // as the agent names it).
@@ -106,9 +130,7 @@ impl ModelName {
             .or_else(|| name.strip_prefix("agent/"))
         {
             if rest.split('/').next().unwrap_or("").is_empty() {
-                return Err(format!(
-                    "`{name}` names no agent (as in agent:claude or agent:codex/gpt-5.5)"
-                ));
+                return Err(ModelError::NoAgent(name.into()));
             }
             return Ok(Self {
                 provider: AGENT_PROVIDER.into(),
@@ -120,13 +142,13 @@ impl ModelName {
         }
         if let Some((provider, model)) = name.split_once('/') {
             if !PROVIDERS.contains(&provider) {
-                return Err(format!(
-                    "unknown provider `{provider}` in `{name}` (providers: {})",
-                    PROVIDERS.join(", ")
-                ));
+                return Err(ModelError::UnknownProvider {
+                    provider: provider.into(),
+                    name: name.into(),
+                });
             }
             if model.is_empty() {
-                return Err(format!("`{name}` names no model after the provider"));
+                return Err(ModelError::NoModel(name.into()));
             }
             return Ok(Self {
                 provider: provider.into(),
@@ -142,10 +164,10 @@ impl ModelName {
             "gemini"
         } else {
             let aliases: Vec<&str> = ALIASES.iter().map(|(a, _)| *a).collect();
-            return Err(format!(
-                "`{name}` is neither `provider/model` nor an alias ({})",
-                aliases.join(", ")
-            ));
+            return Err(ModelError::Unknown {
+                name: name.into(),
+                aliases: aliases.join(", "),
+            });
         };
         Ok(Self {
             provider: provider.into(),
@@ -160,12 +182,12 @@ impl ModelName {
 
 /// `librarian=gpt-mini,artisan=openai/gpt-4.1`, or one model for every role: each role with its
 /// canonical `provider/model`.
-pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, String> {
+pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, ModelError> {
     let canonical = |name: &str| ModelName::parse(name).map(|m| m.to_string());
     if !flag.contains('=') {
         let model = canonical(flag)?;
         if let Some(why) = agent_misplaced(Role::Librarian, &model) {
-            return Err(why);
+            return Err(ModelError::AgentMisplaced(why));
         }
         return Ok(Role::with_models().map(|r| (r, model.clone())).collect());
     }
@@ -173,17 +195,17 @@ pub fn parse_role_models(flag: &str) -> Result<Vec<(Role, String)>, String> {
     for pair in flag.split(',').filter(|p| !p.trim().is_empty()) {
         let (role, name) = pair
             .split_once('=')
-            .ok_or_else(|| format!("`{pair}` is not role=model"))?;
+            .ok_or_else(|| ModelError::NotAPair(pair.into()))?;
         let role: Role = role
             .trim()
             .parse()
-            .map_err(|e: <Role as std::str::FromStr>::Err| e.to_string())?;
+            .map_err(|e: <Role as std::str::FromStr>::Err| ModelError::Role(e.to_string()))?;
         if pairs.iter().any(|(r, _)| *r == role) {
-            return Err(format!("the {role} is given a model twice"));
+            return Err(ModelError::Twice(role));
         }
         let model = canonical(name)?;
         if let Some(why) = agent_misplaced(role, &model) {
-            return Err(why);
+            return Err(ModelError::AgentMisplaced(why));
         }
         pairs.push((role, model));
     }
@@ -260,7 +282,8 @@ mod tests {
             Ok("agent/claude".into())
         );
         let misplaced = parse_role_models("critic=agent:claude").unwrap_err();
-        assert!(misplaced.contains("only the Artisan"), "{misplaced}");
+        assert!(matches!(misplaced, ModelError::AgentMisplaced(_)), "{misplaced}");
+        assert!(misplaced.to_string().contains("only the Artisan"), "{misplaced}");
         assert!(parse_role_models("agent:claude").is_err());
     }
 }

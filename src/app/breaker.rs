@@ -13,7 +13,11 @@ pub fn run(args: BreakerArgs) -> Result<i32> {
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
     let ralph_dir = root.join(crate::session::RALPH_DIR);
-    let done = reset_breaker(&ralph_dir).map_err(Error::Internal)?;
+    // The state file is the loop's: one that cannot be read or written is an I/O failure.
+    let done = reset_breaker(&ralph_dir).map_err(|e| Error::Io {
+        context: "cannot reset the agent loop's breaker".into(),
+        source: std::io::Error::other(e),
+    })?;
     println!("{done}");
     Ok(0)
 }

@@ -177,16 +177,7 @@ pub(crate) async fn execute_in(
     if let Some(shared) = control.shared {
         ledger = ledger.within(shared);
     }
-    // Every provider's retries reach the live view and the report's warnings.
-    let retry_events = events.clone();
-    let _retries = crate::http::retry::observe_retries(move |message| {
-        retry_events.emit(Event::Warning { message });
-    });
-    // As do the warnings of every part below the run (a reply cut short, a cache not saved).
-    let warning_events = events.clone();
-    let _warnings = crate::app::edge::observe_warnings(move |message| {
-        warning_events.emit(Event::Warning { message });
-    });
+    let _heard = heard_on(&events);
     let said = tokio::spawn(say_stops(
         events.clone(),
         control.cancel.clone(),
@@ -270,6 +261,26 @@ pub(crate) async fn execute_in(
         }
     }
     Ok(report)
+}
+
+/// Every provider's retries, and the warnings of every part below the run (a reply cut short,
+/// a cache not saved), said on `events`: so in the live view and the report's warnings, until
+/// the returned guards are dropped.
+fn heard_on(
+    events: &EventBus,
+) -> (
+    crate::http::retry::RetryObserver,
+    crate::app::edge::Warnings,
+) {
+    let (retries, warnings) = (events.clone(), events.clone());
+    (
+        crate::http::retry::observe_retries(move |message| {
+            retries.emit(Event::Warning { message });
+        }),
+        crate::app::edge::observe_warnings(move |message| {
+            warnings.emit(Event::Warning { message });
+        }),
+    )
 }
 
 /// Says on the run's events (and so in its report) that it was asked to stop, and how.

@@ -20,7 +20,9 @@ use serde::Deserialize;
 use crate::models::ModelName;
 
 fn canonical_model(name: &str) -> Result<String, String> {
-    ModelName::parse(name).map(|m| m.to_string())
+    ModelName::parse(name)
+        .map(|m| m.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// A string passed through `check`.

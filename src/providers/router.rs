@@ -81,9 +81,9 @@ impl Router {
     }
 
     fn resolve(&self, model: &str) -> Result<(ModelName, &Arc<dyn Provider>), LlmError> {
-        let name = ModelName::parse(model).map_err(|message| LlmError::Config {
+        let name = ModelName::parse(model).map_err(|why| LlmError::Config {
             model: model.into(),
-            message,
+            message: why.to_string(),
         })?;
         match self.providers.get(&name.provider) {
             Some(p) => Ok((name, p)),

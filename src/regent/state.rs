@@ -31,6 +31,9 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Read, but not a state this version knows.
+    #[error("{} cannot be read ({why}); the next `ralph-loop loop` replaces it", path.display())]
+    Unreadable { path: PathBuf, why: String },
 }
 
 /// The state file of the project whose `.ralph/` is `dir`.
@@ -215,20 +218,20 @@ impl std::fmt::Display for BreakerReset {
 /// Closes the agent loop's breaker of the project whose `.ralph/` is `ralph_dir` and clears its
 /// counters (`ralph-loop breaker reset`, the dashboard's button); a loop running now is asked
 /// to, as it owns the file. `Err`: the state file cannot be read or written.
-pub fn reset_breaker(ralph_dir: &Path) -> Result<BreakerReset, String> {
+pub fn reset_breaker(ralph_dir: &Path) -> Result<BreakerReset, StateError> {
     let file = StateFile::new(ralph_dir);
-    let state = match file.peek().map_err(|e| e.to_string())? {
+    let state = match file.peek()? {
         None => return Ok(BreakerReset::NoLoop),
         Some(Err(why)) => {
-            return Err(format!(
-                "{} cannot be read ({why}); the next `ralph-loop loop` replaces it",
-                file.path().display()
-            ))
+            return Err(StateError::Unreadable {
+                path: file.path(),
+                why,
+            })
         }
         Some(Ok(state)) => state,
     };
     if is_running(&state, ralph_dir) {
-        file.request_reset().map_err(|e| e.to_string())?;
+        file.request_reset()?;
         return Ok(BreakerReset::Requested {
             pid: state.ralph_pid,
             now: state.breaker.state.as_str(),
@@ -239,7 +242,7 @@ pub fn reset_breaker(ralph_dir: &Path) -> Result<BreakerReset, String> {
     let why = state.breaker.reason.as_str();
     state.breaker.reset(Utc::now().timestamp_millis());
     state.updated_at = Utc::now();
-    file.save(&state).map_err(|e| e.to_string())?;
+    file.save(&state)?;
     Ok(BreakerReset::Done { was, why })
 }
 

@@ -218,7 +218,7 @@ fn check(front: &FrontMatter, yaml: &str, path: &Path) -> Result<(), ConfigError
         return Err(at("max_iterations", "must be at least 1".into()));
     }
     if let Some(models) = &front.models {
-        crate::models::parse_role_models(&models.0).map_err(|e| at("models", e))?;
+        crate::models::parse_role_models(&models.0).map_err(|e| at("models", e.to_string()))?;
     }
     if let Some(language) = &front.language {
         language

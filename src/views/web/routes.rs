@@ -177,7 +177,7 @@ async fn reset(State(s): State<Shared>, UrlPath(id): UrlPath<String>) -> Respons
             };
             Json(json!({ "message": done.to_string(), "breaker": breaker })).into_response()
         }
-        Ok(Err(why)) => said(StatusCode::CONFLICT, why),
+        Ok(Err(why)) => said(StatusCode::CONFLICT, why.to_string()),
         Err(e) => said(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
