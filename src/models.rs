@@ -282,8 +282,14 @@ mod tests {
             Ok("agent/claude".into())
         );
         let misplaced = parse_role_models("critic=agent:claude").unwrap_err();
-        assert!(matches!(misplaced, ModelError::AgentMisplaced(_)), "{misplaced}");
-        assert!(misplaced.to_string().contains("only the Artisan"), "{misplaced}");
+        assert!(
+            matches!(misplaced, ModelError::AgentMisplaced(_)),
+            "{misplaced}"
+        );
+        assert!(
+            misplaced.to_string().contains("only the Artisan"),
+            "{misplaced}"
+        );
         assert!(parse_role_models("agent:claude").is_err());
     }
 }
