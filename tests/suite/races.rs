@@ -2,9 +2,10 @@
 //! unit tests, is found by a Chaos file that runs the calls under 100 seeded interleavings,
 //! kept by the Critic, and fixed by the Artisan; the fix passes every interleaving. Python runs
 //! them with ralph-loop's asyncio harness (`ralph_interleave`, saved beside the file), and the
-//! fix passes the default gates too; JavaScript with fast-check's scheduler (installed aside).
-//! The models are scripted; pytest, asyncio, coverage.py, mutmut, node's runner and fast-check
-//! run for real.
+//! fix passes the default gates too; JavaScript with fast-check's scheduler (installed aside);
+//! Rust with threads started together behind a barrier, in the session's harness crate. The
+//! models are scripted; pytest, asyncio, coverage.py, mutmut, node's runner, fast-check and
+//! cargo run for real.
 
 use serde_json::Value;
 
@@ -195,4 +196,86 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
     );
     let first = user_prompt(&llm.requests_of("chaos").await[0]);
     assert!(first.contains("fc.scheduler()"), "{first}");
+}
+
+/// Reads, yields, then writes: threads adding at once lose updates. This version subtracts,
+/// so its unit tests fail.
+const THREADED_COUNTER_RS: &str = "//! A counter shared between threads.\n\nuse std::sync::atomic::{AtomicU64, Ordering};\n\n/// Counts what concurrent threads add.\n#[derive(Default)]\npub struct Counter {\n    value: AtomicU64,\n}\n\nimpl Counter {\n    pub fn new() -> Self {\n        Self::default()\n    }\n\n    pub fn value(&self) -> u64 {\n        self.value.load(Ordering::SeqCst)\n    }\n\n    pub fn add(&self, n: u64) {\n        let current = self.value.load(Ordering::SeqCst);\n        std::thread::yield_now();\n        self.value.store(current.wrapping_sub(n), Ordering::SeqCst);\n    }\n}\n";
+
+const COUNTER_TEST_RS: &str = "use rs_counter::Counter;\n\n#[test]\nfn adds() {\n    let c = Counter::new();\n    c.add(2);\n    assert_eq!(c.value(), 2);\n}\n\n#[test]\nfn adds_in_turn() {\n    let c = Counter::new();\n    c.add(2);\n    c.add(3);\n    assert_eq!(c.value(), 5);\n}\n";
+
+/// Chaos's file: four threads behind a barrier, the whole check a hundred times.
+const BARRIER_RS: &str = "use std::sync::{Arc, Barrier};\nuse std::thread;\n\nuse rs_counter::Counter;\n\n#[test]\nfn concurrent_adds_are_not_lost() {\n    for run in 0..100 {\n        let counter = Arc::new(Counter::new());\n        let start = Arc::new(Barrier::new(4));\n        let threads: Vec<_> = (0..4)\n            .map(|_| {\n                let (counter, start) = (Arc::clone(&counter), Arc::clone(&start));\n                thread::spawn(move || {\n                    start.wait();\n                    for _ in 0..50 {\n                        counter.add(1);\n                    }\n                })\n            })\n            .collect();\n        for t in threads {\n            t.join().unwrap();\n        }\n        assert_eq!(counter.value(), 200, \"an update was lost in run {run}\");\n    }\n}\n";
+
+const CALM_RS: &str = "use rs_counter::Counter;\n\n#[test]\nfn starts_at_zero() {\n    assert_eq!(Counter::new().value(), 0);\n}\n";
+
+/// The same race in Rust, found by what Chaos's prompt asks for there: threads started together
+/// behind a `std::sync::Barrier`, the check repeated; the file runs in the session's harness crate
+/// against the user's crate, for real, and fails on the racy fix and passes on `fetch_add`.
+#[tokio::test(flavor = "multi_thread")]
+async fn threads_behind_a_barrier_find_a_lost_update_in_rust() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+    write(
+        dir.path(),
+        "Cargo.toml",
+        "[package]\nname = \"rs-counter\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\n",
+    );
+    write(dir.path(), "src/lib.rs", THREADED_COUNTER_RS);
+    write(dir.path(), "tests/counter.rs", COUNTER_TEST_RS);
+    // Chaos's attacks are under test, not the gates (`gates.rs` measures those on Rust).
+    without_gates(dir.path());
+    let racy = THREADED_COUNTER_RS.replace("current.wrapping_sub(n)", "current + n");
+    let fixed = THREADED_COUNTER_RS.replace(
+        "let current = self.value.load(Ordering::SeqCst);\n        std::thread::yield_now();\n        self.value.store(current.wrapping_sub(n), Ordering::SeqCst);",
+        "self.value.fetch_add(n, Ordering::SeqCst);",
+    );
+    assert_ne!(fixed, THREADED_COUNTER_RS);
+    let rs = |body: &str| {
+        text(format!(
+            "Threads adding at once may lose an update.\n\n```rust\n{body}```\n"
+        ))
+    };
+    let llm = MockLlm::start().await;
+    llm.helpful()
+        .script(
+            "artisan",
+            [text(code("rust", &racy)), text(code("rust", &fixed))],
+        )
+        .script("chaos", [rs(BARRIER_RS), rs(CALM_RS)])
+        .always(
+            "judge",
+            text("KEEP: concurrent_adds_are_not_lost\nEvery addition must count."),
+        );
+    let out = ralph_with_chaos(dir.path(), &llm)
+        .timeout(std::time::Duration::from_secs(300))
+        .args(["src/lib.rs", "--output", "json"])
+        .output()
+        .unwrap();
+    let report: Value = report(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let findings = report["adversarial"]["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    let finding = &findings[0];
+    assert!(finding["test"]
+        .as_str()
+        .unwrap()
+        .ends_with("concurrent_adds_are_not_lost"));
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("an update was lost in run"),
+        "{finding}"
+    );
+    assert_eq!(finding["status"], "fixed");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        fixed
+    );
+    let first = user_prompt(&llm.requests_of("chaos").await[0]);
+    assert!(first.contains("std::sync::Barrier"), "{first}");
+    // The file ran in the harness crate, the project's manifest untouched.
+    assert!(session_dir(dir.path()).join("chaos/Cargo.toml").is_file());
 }
