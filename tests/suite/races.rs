@@ -107,6 +107,14 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
     let coverage = &a["coverage"];
     assert_eq!(coverage["pct"], 100.0, "{coverage:#}");
     assert!(a["mutation"]["tool"] == "mutmut", "{a:#}");
+    // Met: mutmut's copy of the project ran the interleaving file, so the harness went with it.
+    let mutation = report["promise"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "mutation")
+        .unwrap();
+    assert_eq!(mutation["status"], "met", "{mutation}");
 }
 
 /// Reads and writes its store across an `await` each: adds at once lose updates. The first
