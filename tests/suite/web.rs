@@ -1,5 +1,6 @@
 //! The web dashboard through the binary, over real sockets: its guard (token and Host), its
-//! server-sent events (order, ids, resume after a reconnect, many clients, a live tail), a fix
+//! server-sent events (order, ids, resume after a reconnect, many clients, a live tail), the
+//! view the server folds from them (one per batch, and no more than twenty a second live), a fix
 //! run under `--ui web` paused and resumed from it, and the page itself in a real headless
 //! Chromium driven over the DevTools protocol, watching an agent loop's breaker open and
 //! closing it with the page's button.
@@ -115,7 +116,12 @@ impl Served {
 
     /// Follows a run's events, from after `last_id`.
     fn follow(&self, id: &str, last_id: Option<u64>) -> Events {
-        Events::open(self.port, id, &self.cookie(), last_id)
+        Events::open(self.port, &format!("{id}/events"), &self.cookie(), last_id)
+    }
+
+    /// Follows a run's view, from after `last_id`.
+    fn view(&self, id: &str, last_id: Option<u64>) -> Events {
+        Events::open(self.port, &format!("{id}/view"), &self.cookie(), last_id)
     }
 
     /// Waits for the process to exit; its code.
@@ -176,15 +182,17 @@ struct Events {
     reader: BufReader<TcpStream>,
 }
 
-/// One event: its id and its JSON.
+/// One event: its id, its type (`ralph` for an event, `view` for a view) and its JSON.
 #[derive(Debug)]
 struct Sse {
     id: u64,
+    kind: String,
     data: Value,
 }
 
 impl Events {
-    fn open(port: u16, id: &str, cookie: &str, last_id: Option<u64>) -> Self {
+    /// `GET /api/sessions/{what}` (`ID/events` or `ID/view`).
+    fn open(port: u16, what: &str, cookie: &str, last_id: Option<u64>) -> Self {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
@@ -192,7 +200,7 @@ impl Events {
         let last = last_id.map_or(String::new(), |n| format!("Last-Event-ID: {n}\r\n"));
         write!(
             stream,
-            "GET /api/sessions/{id}/events HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n{last}\r\n"
+            "GET /api/sessions/{what} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n{last}\r\n"
         )
         .unwrap();
         let mut reader = BufReader::new(stream);
@@ -219,8 +227,8 @@ impl Events {
             let line = line.trim_end_matches(['\r', '\n']);
             if line.is_empty() {
                 if let (Some(id), Some(data)) = (id, data.take()) {
-                    assert_eq!(kind.as_deref(), Some("ralph"));
-                    return Sse { id, data };
+                    let kind = kind.take().unwrap_or_default();
+                    return Sse { id, kind, data };
                 }
                 continue;
             }
@@ -239,6 +247,7 @@ impl Events {
         let mut seen = Vec::new();
         loop {
             let event = self.next();
+            assert_eq!(event.kind, "ralph");
             let done = event.data["type"] == kind;
             seen.push(event);
             if done {
@@ -383,6 +392,74 @@ fn events_stream_in_order_resume_after_the_last_id_and_reach_ten_clients_live() 
     assert_eq!(after.next().id, last + 3);
 }
 
+/// The page's stream: the server folds the log (`views::state::ViewState`) and sends the view,
+/// the whole of it, once per batch of events read, its id the last event folded in.
+#[test]
+fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_twenty_times_a_second_live() {
+    let (dir, log) = recorded_project();
+    let served = Served::start(dir.path(), &["dashboard", "--ui-bind", "127.0.0.1:0"], &[]);
+    let last = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+    // The recorded run, caught up in one view: 44 events, one view.
+    let mut views = served.view(RECORDED_ID, None);
+    let first = views.next();
+    assert_eq!((first.kind.as_str(), first.id), ("view", last));
+    let v = &first.data;
+    assert_eq!(v["seq"], last);
+    assert_eq!(v["title"], "src/median.js");
+    assert_eq!(v["models"][1], json!(["artisan", "openai/gpt-4.1"]));
+    let rows: Vec<u64> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, [0, 1, 2], "the baseline and two iterations");
+    assert_eq!(v["timeline"][0]["phases"][0][0], "baseline");
+    assert_eq!(v["finished"]["status"], "success");
+    assert!(v["cost_by_model"]["openai/gpt-4.1"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["chaos"].as_array().unwrap().len(), 1);
+    assert_eq!(v["chaos"][0]["open"], false, "kept, then fixed");
+    assert!(v["paragraphs"].as_array().unwrap().len() >= 2);
+    assert!(v.get("log").is_none(), "the terminal's lines are not sent");
+    // A reconnect that has seen the last event gets nothing until the log grows.
+    let mut again = served.view(RECORDED_ID, Some(last));
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let warn = |file: &mut std::fs::File, seq: u64| {
+        let line = json!({"session": "c58ff7ef", "seq": seq, "time": "2026-11-27T23:20:00Z",
+            "type": "warning", "message": format!("w{seq}")});
+        writeln!(file, "{line}").unwrap();
+    };
+    warn(&mut file, last + 1);
+    let next = again.next();
+    assert_eq!(next.id, last + 1);
+    assert_eq!(next.data["warnings"], json!([format!("w{}", last + 1)]));
+    // Forty events over about half a second, live: a view at most every 50 ms, the last one
+    // holding them all.
+    let started = Instant::now();
+    for seq in last + 2..=last + 41 {
+        warn(&mut file, seq);
+        std::thread::sleep(Duration::from_millis(12));
+    }
+    let mut seen = 0;
+    let end = loop {
+        let view = again.next();
+        seen += 1;
+        if view.id == last + 41 {
+            break view;
+        }
+    };
+    let took = started.elapsed();
+    assert_eq!(end.data["warnings"].as_array().unwrap().len(), 41);
+    let most = took.as_millis() as usize / 50 + 2;
+    assert!(
+        seen <= most && seen < 40,
+        "{seen} views in {took:?}: at most one per 50 ms"
+    );
+    // The events stream beside it is unchanged: every event, one by one.
+    let mut events = served.follow(RECORDED_ID, Some(last));
+    assert_eq!(events.next().id, last + 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fix_under_ui_web_is_paused_and_resumed_from_the_dashboard_and_streamed_to_its_end() {
     let dir = fixture("py-median");
@@ -423,7 +500,7 @@ async fn a_fix_under_ui_web_is_paused_and_resumed_from_the_dashboard_and_streame
     let cookie = served.cookie();
     let follow_id = id.clone();
     let mut events = tokio::task::spawn_blocking(move || {
-        let mut events = Events::open(port, &follow_id, &cookie, None);
+        let mut events = Events::open(port, &format!("{follow_id}/events"), &cookie, None);
         events.until("phase_changed");
         events
     })

@@ -1,11 +1,11 @@
 //! The event bus: one per session, any number of subscribers.
 //!
 //! Every event is stamped once, under one lock, with the session's id, a sequence number and
-//! the time, folded into the bus's [`Snapshot`], and handed to every subscriber in the same
-//! order. Each subscriber has its own unbounded queue: a slow printer never slows the run nor
-//! loses an event, and one that went away is dropped at the next event. A subscriber that
-//! joins late (a view opened mid-run) starts from the snapshot and continues with the events
-//! after it, without a gap or a repeat.
+//! the time, and handed to every subscriber in the same order. Each subscriber has its own
+//! unbounded queue: a slow printer never slows the run nor loses an event, and one that went
+//! away is dropped at the next event. The bus keeps only what the report needs from the stream
+//! ([`Said`]: its warnings and notes); what a view shows is folded by the view, once
+//! (`views::state::ViewState` in the binary's crate), from the session's log or a subscription.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,7 +13,6 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use crate::events::event::{Envelope, Event};
-use crate::events::snapshot::Snapshot;
 
 /// Where the run's parts emit events. Cheap to clone; every clone is the same bus.
 #[derive(Debug, Clone)]
@@ -26,7 +25,14 @@ struct Inner {
     session: String,
     seq: u64,
     subscribers: Vec<mpsc::UnboundedSender<Arc<Envelope>>>,
-    snapshot: Snapshot,
+    said: Said,
+}
+
+/// The warnings and notes the run's parts emitted, in order: the report lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Said {
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 impl EventBus {
@@ -35,7 +41,7 @@ impl EventBus {
         let session = session.into();
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                snapshot: Snapshot::new(&session),
+                said: Said::default(),
                 session,
                 seq: 0,
                 subscribers: Vec::new(),
@@ -57,11 +63,11 @@ impl EventBus {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A subscriber list and a fold of plain values: still usable after a panic elsewhere.
+        // A subscriber list and plain values: still usable after a panic elsewhere.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stamps `event`, folds it into the snapshot and hands it to every subscriber.
+    /// Stamps `event`, keeps it when it is a warning or a note, and hands it to every subscriber.
     pub fn emit(&self, event: Event) {
         let mut inner = self.lock();
         inner.seq += 1;
@@ -71,7 +77,11 @@ impl EventBus {
             time: Utc::now(),
             event,
         });
-        inner.snapshot.apply(&envelope);
+        match &envelope.event {
+            Event::Warning { message } => inner.said.warnings.push(message.clone()),
+            Event::Note { message } => inner.said.notes.push(message.clone()),
+            _ => {}
+        }
         inner
             .subscribers
             .retain(|tx| tx.send(envelope.clone()).is_ok());
@@ -82,22 +92,20 @@ impl EventBus {
         self.attach(&mut self.lock())
     }
 
-    /// The state so far and every event after it: what a view opened mid-run starts from.
-    pub fn subscribe_with_snapshot(&self) -> (Snapshot, Subscription) {
-        let mut inner = self.lock();
-        let subscription = self.attach(&mut inner);
-        (inner.snapshot.clone(), subscription)
-    }
-
     fn attach(&self, inner: &mut Inner) -> Subscription {
         let (tx, rx) = mpsc::unbounded_channel();
         inner.subscribers.push(tx);
         Subscription { rx }
     }
 
-    /// The state of the session as the events so far tell it.
-    pub fn snapshot(&self) -> Snapshot {
-        self.lock().snapshot.clone()
+    /// The warnings and notes emitted so far.
+    pub fn said(&self) -> Said {
+        self.lock().said.clone()
+    }
+
+    /// The number of the last event emitted (0: none yet).
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
     }
 
     /// The session's id, as every envelope carries it.
@@ -154,29 +162,18 @@ mod tests {
     }
 
     #[test]
-    fn a_late_subscriber_starts_from_the_snapshot_without_gap_or_repeat() {
+    fn the_warnings_and_notes_are_kept_for_the_report_in_order() {
         let bus = EventBus::new("s-2");
-        let mut early = bus.subscribe();
         bus.emit(warning(1));
+        bus.emit(Event::Note {
+            message: "n1".into(),
+        });
+        bus.emit(Event::Paused { iteration: 1 });
         bus.emit(warning(2));
-        let (snapshot, mut late) = bus.subscribe_with_snapshot();
-        bus.emit(warning(3));
-        assert_eq!(snapshot.seq, 2);
-        assert_eq!(snapshot.warnings, ["w1", "w2"]);
-        let after: Vec<u64> = std::iter::from_fn(|| late.try_recv())
-            .map(|e| e.seq)
-            .collect();
-        assert_eq!(after, [3]);
-        // The snapshot and what followed fold to what the early subscriber saw.
-        let mut folded = snapshot;
-        let mut all = Snapshot::new("s-2");
-        while let Some(e) = early.try_recv() {
-            all.apply(&e);
-            if e.seq > folded.seq {
-                folded.apply(&e);
-            }
-        }
-        assert_eq!(folded, all);
+        let said = bus.said();
+        assert_eq!(said.warnings, ["w1", "w2"]);
+        assert_eq!(said.notes, ["n1"]);
+        assert_eq!(bus.seq(), 4);
     }
 
     #[test]
@@ -185,7 +182,7 @@ mod tests {
         drop(bus.subscribe());
         bus.emit(warning(1));
         assert_eq!(bus.lock().subscribers.len(), 0);
-        assert_eq!(bus.snapshot().seq, 1);
+        assert_eq!(bus.seq(), 1);
     }
 
     #[test]

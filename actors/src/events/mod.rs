@@ -1,7 +1,7 @@
 //! The one stream of typed events a run emits, and the bus that carries it to every printer
 //! and view: [`event`] (what happens), [`bus`] (stamped, ordered, to any number of
-//! subscribers), [`snapshot`] (the fold a late subscriber starts from).
+//! subscribers). What a view shows is folded once, by the view (`views::state` in the binary's
+//! crate).
 
 pub mod bus;
 pub mod event;
-pub mod snapshot;

@@ -343,7 +343,7 @@ impl Run {
         self.state.fallbacks = self.caller.fallbacks();
         self.state.context_use = self.caller.context_peaks();
         self.state.guard_counters = self.guard.counters();
-        let seen = self.events.snapshot();
+        let seen = self.events.said();
         self.state.warnings = self.earlier_warnings.clone();
         self.state.warnings.extend(seen.warnings);
         self.state.notes = self.earlier_notes.clone();

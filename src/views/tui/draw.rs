@@ -254,14 +254,16 @@ fn draw_signs(f: &mut Frame, area: Rect, view: &ViewState) {
         ));
         signs.push(Span::raw(format!(" ({reason})  ")));
     }
-    if let Some((attempts, worked, best)) = view.recall {
+    if let Some(recall) = view.recalls.last() {
         signs.push(Span::raw(format!(
-            "memory: {attempts} recalled, {worked} worked, best {best:.2}  "
+            "memory: {} recalled, {} worked, best {:.2}  ",
+            recall.attempts, recall.worked, recall.best_similarity
         )));
     }
-    if !view.chaos_open.is_empty() {
+    let open = view.chaos_open().count();
+    if open > 0 {
         signs.push(Span::styled(
-            format!("chaos: {} open  ", view.chaos_open.len()),
+            format!("chaos: {open} open  "),
             Style::new().fg(Color::Magenta),
         ));
     }
@@ -270,9 +272,9 @@ fn draw_signs(f: &mut Frame, area: Rect, view: &ViewState) {
             "mutation {score:.0}% ({surviving} surviving)  "
         )));
     }
-    if view.warnings > 0 {
+    if !view.warnings.is_empty() {
         signs.push(Span::styled(
-            format!("{} warnings (l)", view.warnings),
+            format!("{} warnings (l)", view.warnings.len()),
             Style::new().fg(Color::Yellow),
         ));
     }
@@ -280,7 +282,7 @@ fn draw_signs(f: &mut Frame, area: Rect, view: &ViewState) {
     if let Some(promise) = view.finished.as_ref().and_then(|d| d.promise.as_deref()) {
         lines.push(Line::raw(promise.to_string()));
     }
-    if let Some(first) = view.chaos_open.first() {
+    if let Some(first) = view.chaos_open().next() {
         lines.push(Line::raw(format!("chaos finding: {first}")));
     }
     f.render_widget(

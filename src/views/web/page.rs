@@ -1,21 +1,28 @@
 //! The dashboard's page (`assets/`: HTML, one script, one style sheet, compiled in), and the
 //! page exported as one self-contained file: the same page with its script, its style, and a
-//! session's events and diffs inlined, to open anywhere without ralph-loop.
+//! session's view (its events folded, as the server sends it) and diffs inlined, to open
+//! anywhere without ralph-loop.
 
 use std::collections::BTreeMap;
 
 use ralph_actors::events::event::Envelope;
 
+use crate::views::state::ViewState;
+
 pub const INDEX: &str = include_str!("assets/index.html");
 pub const APP_JS: &str = include_str!("assets/app.js");
 pub const STYLE: &str = include_str!("assets/style.css");
 
-/// The page of run `id` (its events, and the diff of each iteration that has one), standing
-/// alone: no server, no network.
+/// The page of run `id` (its events folded into its view, and the diff of each iteration that
+/// has one), standing alone: no server, no network.
 pub fn export(id: &str, events: &[Envelope], diffs: &BTreeMap<u32, String>) -> String {
+    let mut view = ViewState::new();
+    for event in events {
+        view.apply(event);
+    }
     let data = serde_json::json!({
         "id": id,
-        "events": events,
+        "view": view,
         "diffs": diffs,
         "exported": chrono::Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
     });
@@ -61,7 +68,7 @@ mod tests {
         };
         let page = export("session-s", &[event], &BTreeMap::new());
         assert!(!page.contains("href=\"style.css\"") && !page.contains("src=\"app.js\""));
-        assert!(page.contains("--bg:") && page.contains("function apply("));
+        assert!(page.contains("--bg:") && page.contains("function draw("));
         assert_eq!(page.matches("</script>").count(), 2, "only the page's own");
         let json = page
             .split("type=\"application/json\">")
@@ -72,7 +79,7 @@ mod tests {
             .unwrap();
         let back: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(
-            back["events"][0]["message"],
+            back["view"]["warnings"][0],
             "</script><script>alert(1)</script>"
         );
     }

@@ -4,6 +4,9 @@
 //! - `GET /api/sessions`: the project's runs ([`super::sessions::list`]);
 //! - `GET /api/sessions/{id}/events`: its events as server-sent events ([`super::tail`]),
 //!   from after the `Last-Event-ID` a reconnecting browser sends; `?speed=N` paces a replay;
+//! - `GET /api/sessions/{id}/view`: its view (`views::state::ViewState`, the events folded)
+//!   as server-sent events, one after each batch of events: what the page renders; the same
+//!   `Last-Event-ID` and `?speed=N`;
 //! - `GET /api/sessions/{id}/diff/{n}`: iteration n's change;
 //! - `POST /api/sessions/{id}/pause|resume|abort`: asked of the run ([`crate::remote`]);
 //! - `POST /api/sessions/{id}/breaker/reset`: the agent loop's breaker closed.
@@ -50,6 +53,7 @@ pub fn router(shared: Shared) -> Router {
         )
         .route("/api/sessions", get(list))
         .route("/api/sessions/{id}/events", get(events))
+        .route("/api/sessions/{id}/view", get(view))
         .route("/api/sessions/{id}/diff/{n}", get(diff))
         .route("/api/sessions/{id}/breaker/reset", post(reset))
         .route("/api/sessions/{id}/{action}", post(control))
@@ -99,7 +103,21 @@ async fn events(
     Query(pace): Query<Pace>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(dir) = sessions::folder(&s.root, &id) else {
+    stream(s, &id, tail::Shape::Events, pace, &headers)
+}
+
+async fn view(
+    State(s): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Query(pace): Query<Pace>,
+    headers: HeaderMap,
+) -> Response {
+    stream(s, &id, tail::Shape::View, pace, &headers)
+}
+
+/// Run `id`'s log as server-sent events of `shape`, from after the `Last-Event-ID` sent.
+fn stream(s: Shared, id: &str, shape: tail::Shape, pace: Pace, headers: &HeaderMap) -> Response {
+    let Some(dir) = sessions::folder(&s.root, id) else {
         return said(StatusCode::NOT_FOUND, format!("no run {id} here"));
     };
     let after: u64 = headers
@@ -109,6 +127,7 @@ async fn events(
         .unwrap_or(0);
     let rx = s.hub.follow(
         dir.join(crate::printers::event_log::FILE),
+        shape,
         after,
         pace.speed,
         s.stop.clone(),

@@ -1,6 +1,8 @@
-//! A run's `events.jsonl` as server-sent events: each line, in order, with its `seq` as the
-//! event id, from just after the id a reconnecting browser last saw (no gap, no repeat), then
-//! each new line as the run appends it.
+//! A run's `events.jsonl` as server-sent events, in one of two [`Shape`]s: each line, in order,
+//! with its `seq` as the event id, from just after the id a reconnecting client last saw (no
+//! gap, no repeat), then each new line as the run appends it; or the run's view
+//! ([`ViewState`], the one fold of the events) as JSON after each batch of lines, its id the
+//! last `seq` folded in: what the dashboard's page renders.
 //!
 //! One [`Hub`] watches the folders of the logs being followed (inotify, one thread for all of
 //! them) and wakes their readers; a reader also looks once a second, in case a change was not
@@ -19,10 +21,26 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::views::state::ViewState;
+
 /// What a reader sends: one server-sent event.
 pub type Item = Result<SseEvent, Infallible>;
 
 type Bells = Arc<Mutex<HashMap<PathBuf, watch::Sender<u64>>>>;
+
+/// What a stream sends of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Each line as it is (`event: ralph`).
+    Events,
+    /// The view folded from every line so far (`event: view`), sent at most every
+    /// [`VIEW_EVERY`] while the run is live.
+    View,
+}
+
+/// The shortest time between two views sent while a run is live: a model streaming its reply
+/// writes many events a second, and each view sent is the whole state.
+pub const VIEW_EVERY: Duration = Duration::from_millis(50);
 
 /// The watcher of the followed logs' folders, and the count of streams that have not yet sent
 /// their run's end.
@@ -96,10 +114,12 @@ impl Hub {
 
     /// Follows the log at `path` from after `after`, until `stop` or the client goes; with a
     /// `speed` (a replay), each event waits its recorded time after the one before
-    /// ([`crate::views::pace`]).
+    /// ([`crate::views::pace`]). A [`Shape::View`] stream folds the log from its start and sends
+    /// the view once it holds an event past `after`.
     pub fn follow(
         self: &Arc<Self>,
         path: PathBuf,
+        shape: Shape,
         after: u64,
         speed: Option<f64>,
         stop: CancellationToken,
@@ -110,56 +130,163 @@ impl Hub {
             .map(|dir| self.bell(dir))
             .unwrap_or_else(|| watch::Sender::new(0).subscribe());
         let hub = self.clone();
-        tokio::spawn(async move {
-            hub.unfinished.send_modify(|n| *n += 1);
-            let mut counted = true;
-            let mut reader = Reader {
+        let out = match shape {
+            Shape::Events => Out::Events,
+            Shape::View => Out::View {
+                view: Box::new(ViewState::new()),
+                unsent: false,
+            },
+        };
+        let follower = Follower {
+            reader: Reader {
                 path,
-                after,
+                after: if shape == Shape::View { 0 } else { after },
                 offset: 0,
                 partial: Vec::new(),
-            };
-            let mut bell = bell;
-            let mut before = None;
-            'reading: loop {
-                let (lines, ended) = reader.read_new();
-                for (seq, time, line) in lines {
-                    if let Some(speed) = speed {
-                        let wait = crate::views::pace::gap(before, time, speed);
-                        before = time;
-                        // A timer rounds up to the next millisecond: none for no wait.
-                        if !wait.is_zero() {
-                            tokio::select! {
-                                _ = tokio::time::sleep(wait) => {}
-                                _ = tx.closed() => break 'reading,
-                                _ = stop.cancelled() => break 'reading,
-                            }
-                        }
-                    }
-                    let event = SseEvent::default()
-                        .id(seq.to_string())
-                        .event("ralph")
-                        .data(line);
-                    if tx.send(Ok(event)).await.is_err() {
-                        break 'reading;
-                    }
-                }
-                if ended && counted {
-                    hub.unfinished.send_modify(|n| *n = n.saturating_sub(1));
-                    counted = false;
-                }
-                tokio::select! {
-                    _ = bell.changed() => {}
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = tx.closed() => break 'reading,
-                    _ = stop.cancelled() => break 'reading,
-                }
-            }
-            if counted {
-                hub.unfinished.send_modify(|n| *n = n.saturating_sub(1));
-            }
+            },
+            seen: after,
+            speed,
+            out,
+            tx,
+            stop,
+        };
+        tokio::spawn(async move {
+            hub.unfinished.send_modify(|n| *n += 1);
+            follower.run(bell, &hub.unfinished).await;
         });
         rx
+    }
+}
+
+/// What a stream turns the lines into.
+enum Out {
+    Events,
+    View {
+        view: Box<ViewState>,
+        /// Lines past what the client saw are folded in but not sent yet.
+        unsent: bool,
+    },
+}
+
+impl Out {
+    /// The line `seq` taken in: what to send for it now, if anything.
+    fn take(&mut self, seq: u64, line: String, seen: u64) -> Option<SseEvent> {
+        match self {
+            Out::Events => Some(
+                SseEvent::default()
+                    .id(seq.to_string())
+                    .event("ralph")
+                    .data(line),
+            ),
+            Out::View { view, unsent } => {
+                // A line that is not an event (a newer binary's type) is left out of the view.
+                if let Ok(envelope) = serde_json::from_str(&line) {
+                    view.apply(&envelope);
+                    *unsent |= seq > seen;
+                }
+                None
+            }
+        }
+    }
+
+    /// The view not sent yet, if there is one.
+    fn flush(&mut self) -> Option<SseEvent> {
+        let Out::View { view, unsent } = self else {
+            return None;
+        };
+        if !std::mem::take(unsent) {
+            return None;
+        }
+        let json = serde_json::to_string(view).ok()?;
+        Some(
+            SseEvent::default()
+                .id(view.seq.to_string())
+                .event("view")
+                .data(json),
+        )
+    }
+}
+
+/// One stream's reading of its log.
+struct Follower {
+    reader: Reader,
+    /// The last `seq` the client has seen (from `Last-Event-ID`).
+    seen: u64,
+    speed: Option<f64>,
+    out: Out,
+    tx: mpsc::Sender<Item>,
+    stop: CancellationToken,
+}
+
+impl Follower {
+    /// Reads and sends until the client goes or the dashboard stops; counts the stream out of
+    /// `unfinished` once it has sent its run's end.
+    async fn run(mut self, mut bell: watch::Receiver<u64>, unfinished: &watch::Sender<usize>) {
+        let mut counted = true;
+        let mut before = None;
+        loop {
+            let (lines, ended) = self.reader.read_new();
+            let mut sent = false;
+            for (seq, time, line) in lines {
+                if let Some(speed) = self.speed.filter(|_| seq > self.seen) {
+                    let wait = crate::views::pace::gap(before, time, speed);
+                    before = time;
+                    // A timer rounds up to the next millisecond: none for no wait.
+                    if !wait.is_zero() {
+                        let flushed = self.out.flush();
+                        if !self.send(flushed).await || !self.pause(wait).await {
+                            return self.uncount(counted, unfinished);
+                        }
+                    }
+                }
+                let event = self.out.take(seq, line, self.seen);
+                if !self.send(event).await {
+                    return self.uncount(counted, unfinished);
+                }
+            }
+            let flushed = self.out.flush();
+            sent |= flushed.is_some();
+            if !self.send(flushed).await {
+                return self.uncount(counted, unfinished);
+            }
+            if ended && counted {
+                unfinished.send_modify(|n| *n = n.saturating_sub(1));
+                counted = false;
+            }
+            // A live view waits a little before the next, however often the log grows.
+            if sent && self.speed.is_none() && !self.pause(VIEW_EVERY).await {
+                return self.uncount(counted, unfinished);
+            }
+            tokio::select! {
+                _ = bell.changed() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = self.tx.closed() => return self.uncount(counted, unfinished),
+                _ = self.stop.cancelled() => return self.uncount(counted, unfinished),
+            }
+        }
+    }
+
+    /// Sends `event` if there is one; false once the client has gone.
+    async fn send(&self, event: Option<SseEvent>) -> bool {
+        match event {
+            Some(event) => self.tx.send(Ok(event)).await.is_ok(),
+            None => true,
+        }
+    }
+
+    /// Waits `wait`; false when the client went or the dashboard stopped meanwhile.
+    async fn pause(&self, wait: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => true,
+            _ = self.tx.closed() => false,
+            _ = self.stop.cancelled() => false,
+        }
+    }
+
+    fn uncount(&self, counted: bool, unfinished: &watch::Sender<usize>) {
+        if counted {
+            unfinished.send_modify(|n| *n = n.saturating_sub(1));
+        }
     }
 }
 

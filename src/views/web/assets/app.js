@@ -1,6 +1,6 @@
-// The dashboard: the sessions of the project, and one session's events folded into its views.
-// Events come over server-sent events with their `seq` as the id, so a reconnect resumes after
-// the last one seen (the browser sends Last-Event-ID) without a gap or a repeat.
+// The dashboard: the sessions of the project, and one session's view drawn. The view comes over
+// server-sent events with the `seq` of the last event folded into it as the id, so a reconnect
+// gets a view only once it holds something new (the browser sends Last-Event-ID).
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
@@ -17,81 +17,8 @@ const el = (tag, attrs = {}, ...children) => {
 };
 const money = (usd) => "$" + (usd || 0).toFixed(4);
 
-// The fold of one session's events: what every panel draws from.
-function fresh() {
-  return {
-    seq: 0, kind: "fix", title: "", models: [], maxCost: 0, cost: 0, maxIterations: 0,
-    iteration: 0, phase: null, paused: false, finished: null,
-    iterations: new Map(), // n -> {phases: [[phase, start ms]], tests, cost, verdict, ended}
-    costByRole: {}, costByModel: {}, thoughts: [], thoughtFrom: null, thoughtCount: 0,
-    recalls: [], chaos: [], breaker: { state: "CLOSED", reason: "normal_operation" },
-    warnings: [],
-  };
-}
-
-function iter(s, n) {
-  if (!s.iterations.has(n)) s.iterations.set(n, { n, phases: [], tests: null, cost: 0 });
-  return s.iterations.get(n);
-}
-
-// Shows `who` on the model that answered last (a fallback, or one chosen in the TUI's picker).
-function setModel(s, who, model) {
-  const shown = s.models.find(x => x[0] === who);
-  if (shown) shown[1] = model; else s.models.push([who, model]);
-}
-
-function apply(s, e) {
-  s.seq = e.seq;
-  const t = Date.parse(e.time);
-  switch (e.type) {
-    case "session_started":
-      s.title = e.target; s.models = e.models; s.maxCost = e.max_cost_usd;
-      s.maxIterations = e.max_iterations; s.cost = e.spent_usd || 0; break;
-    case "loop_started":
-      s.kind = "loop"; s.title = e.prompt_file; s.models = [["agent", e.agent]];
-      if (e.model) s.models.push(["model", e.model]);
-      s.maxCost = e.max_cost_usd; s.maxIterations = e.max_iterations; break;
-    case "iteration_started": s.iteration = e.iteration; iter(s, e.iteration); break;
-    case "phase_changed":
-      s.phase = e.phase; iter(s, e.iteration).phases.push([e.phase, t]); break;
-    case "llm_call_finished":
-      s.cost = e.total_cost_usd; iter(s, e.iteration).cost += e.cost_usd;
-      s.costByRole[e.role] = (s.costByRole[e.role] || 0) + e.cost_usd;
-      s.costByModel[e.model] = (s.costByModel[e.model] || 0) + e.cost_usd;
-      setModel(s, e.role, e.model); break;
-    case "agent_started":
-      iter(s, e.iteration).phases.push(["agent", t]);
-      // The model picker may have changed the agent's model since the loop started.
-      if (e.model) setModel(s, "model", e.model);
-      break;
-    case "agent_ended": {
-      s.cost = e.total_cost_usd; iter(s, e.iteration).cost += e.cost_usd;
-      s.costByRole.agent = (s.costByRole.agent || 0) + e.cost_usd;
-      const model = s.models.length > 1 ? s.models[1][1] : e.agent || s.models[0][1];
-      s.costByModel[model] = (s.costByModel[model] || 0) + e.cost_usd;
-      iter(s, e.iteration).phases.push(["tests", t]); break;
-    }
-    case "tests_finished": iter(s, e.iteration).tests = e.tests; break;
-    case "critic_verdict": iter(s, e.iteration).verdict = e; break;
-    case "thought": think(s, e.role, e.text); break;
-    case "agent_output":
-      if (e.event.kind === "text" || e.event.type === "text") think(s, "agent", e.event.text + "\n");
-      break;
-    case "memory_recalled": s.recalls.push(e); break;
-    case "chaos_judged": s.chaos.push(...e.kept.map((k) => ({ test: k, open: true }))); break;
-    case "chaos_recheck":
-      for (const c of s.chaos) c.open = e.open.includes(c.test); break;
-    case "breaker_changed": s.breaker = { state: e.to, reason: e.reason }; break;
-    case "paused": s.paused = true; break;
-    case "resumed": s.paused = false; break;
-    case "warning": s.warnings.push(e.message); break;
-    case "session_finished":
-      s.cost = e.report.cost_usd; s.finished = e.report; s.phase = null; ended(e.report.status); break;
-    case "loop_finished":
-      s.cost = e.report.total_cost_usd; s.finished = e.report; s.phase = null; ended(e.report.status); break;
-  }
-  if (!s.finished) iter(s, s.iteration).last = t;
-}
+// The run's view: the server folds its events (the one fold, `views::state::ViewState` in
+// Rust) and sends the whole view after each batch of them; this script only draws it.
 
 // The list says how a run ended as soon as the page knows (not at the next poll), also when
 // the dashboard closed with the run (`--ui web`) and cannot be asked again.
@@ -102,40 +29,39 @@ function ended(status) {
   setTimeout(sessions, 0);
 }
 
-function think(s, from, text) {
-  if (s.thoughtFrom !== from) {
-    s.thoughts.push({ id: ++s.thoughtCount, from, text: "" });
-    s.thoughtFrom = from;
-  }
-  s.thoughts[s.thoughts.length - 1].text += text;
-  if (s.thoughts.length > 200) s.thoughts.shift();
-}
-
 // --- drawing -------------------------------------------------------------------------------
+
+// The breaker as the view has it, or as the reset button's answer left it until the view's
+// breaker changes (a loop that has ended tells no event of its reset).
+function breakerOf(s) {
+  const [state, reason] = s.breaker || ["CLOSED", "normal_operation"];
+  if (reset && reset.was === JSON.stringify(s.breaker)) return reset;
+  reset = null;
+  return { state, reason };
+}
 
 function draw(s) {
   $("#title").textContent = s.title || "(starting)";
   $("#models").textContent = s.models.map(([r, m]) => `${r} ${m}`).join(" · ");
-  const share = s.maxCost > 0 ? Math.min(1, s.cost / s.maxCost) : 0;
-  $("#cost").textContent = `${money(s.cost)} of $${s.maxCost.toFixed(2)}`;
+  const share = s.max_cost_usd > 0 ? Math.min(1, s.cost_usd / s.max_cost_usd) : 0;
+  $("#cost").textContent = `${money(s.cost_usd)} of $${s.max_cost_usd.toFixed(2)}`;
   $("#budget-bar").style.width = (share * 100).toFixed(1) + "%";
   $("#budget-bar").className = share >= 0.8 ? "bar near" : "bar";
   const status = s.finished ? `finished: ${s.finished.status} · ${s.finished.reason}`
-    : `iteration ${s.iteration} of ${s.maxIterations}` + (s.phase ? ` · ${s.phase}` : "")
+    : `iteration ${s.iteration} of ${s.max_iterations}` + (s.phase ? ` · ${s.phase}` : "")
       + (s.paused ? " · PAUSED" : "");
   $("#status").textContent = status;
   // The promise the run kept (a fix run's report; an agent loop's has none).
-  const promise = s.finished && s.finished.promise;
-  const checks = promise && promise.checks ? promise.checks : [];
-  $("#promise").hidden = checks.length === 0;
-  $("#promise").textContent = checks.length === 0 ? "" : `promise (${promise.profile}): `
-    + checks.map(c => `${c.name} ${c.status}` + (c.detail ? ` (${c.detail})` : "")).join(" · ");
+  const promise = s.finished && s.finished.promise_detail;
+  $("#promise").hidden = !promise;
+  $("#promise").textContent = promise || "";
+  const breaker = breakerOf(s);
   const badge = $("#breaker");
-  badge.textContent = s.breaker.state;
-  badge.dataset.state = s.breaker.state;
-  badge.title = s.breaker.reason;
-  $("#breaker").hidden = s.kind !== "loop";
-  $("#reset").hidden = s.kind !== "loop" || !!exported;
+  badge.textContent = breaker.state;
+  badge.dataset.state = breaker.state;
+  badge.title = breaker.reason;
+  $("#breaker").hidden = !s.is_loop;
+  $("#reset").hidden = !s.is_loop || !!exported;
   $("#pause").textContent = s.paused ? "Resume" : "Pause";
   for (const b of ["#pause", "#abort"]) {
     $(b).hidden = !controls;
@@ -153,10 +79,10 @@ const drawnRows = new Map(); // n -> [key, element]
 
 function drawTimeline(s) {
   const box = $("#timeline");
-  for (const it of s.iterations.values()) {
+  for (const it of s.timeline) {
     if (it.n === 0 && !it.tests) continue;
     const live = !it.last && !s.finished;
-    const key = JSON.stringify([it.phases.length, it.tests, it.cost, it.last, live ? Date.now() : 0]);
+    const key = JSON.stringify([it.phases.length, it.tests, it.cost_usd, it.last, live ? Date.now() : 0]);
     const drawn = drawnRows.get(it.n);
     if (drawn && drawn[0] === key) continue;
     const row = drawRow(it);
@@ -167,9 +93,10 @@ function drawTimeline(s) {
 
 function drawRow(it) {
   const bar = el("div", { class: "phases" });
-  const end = it.last || Date.now();
-  it.phases.forEach(([phase, start], i) => {
-    const stop = it.phases[i + 1] ? it.phases[i + 1][1] : end;
+  const end = it.last ? Date.parse(it.last) : Date.now();
+  const phases = it.phases.map(([phase, start]) => [phase, Date.parse(start)]);
+  phases.forEach(([phase, start], i) => {
+    const stop = phases[i + 1] ? phases[i + 1][1] : end;
     bar.append(el("span", {
       class: "phase " + phase, grow: String(Math.max(1, stop - start)),
       title: `${phase}: ${((stop - start) / 1000).toFixed(2)} s`,
@@ -183,7 +110,7 @@ function drawRow(it) {
     : el("span", { class: "dim" }, "…");
   const row = el("div", { class: "iteration", "data-n": it.n },
     el("span", { class: "n" }, it.n === 0 ? "base" : `#${it.n}`), bar, tests,
-    el("span", { class: "money" }, money(it.cost)),
+    el("span", { class: "money" }, money(it.cost_usd)),
     el("button", { class: "diff", onclick: () => showDiff(it.n) }, "diff"));
   if (it.tests && it.tests.first_failure) row.title = it.tests.first_failure;
   return row;
@@ -192,8 +119,8 @@ function drawRow(it) {
 function drawCosts(s) {
   const table = (obj) => Object.entries(obj).sort((a, b) => b[1] - a[1])
     .map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", { class: "money" }, money(v))));
-  $("#by-role").replaceChildren(...table(s.costByRole));
-  $("#by-model").replaceChildren(...table(s.costByModel));
+  $("#by-role").replaceChildren(...table(s.cost_by_role));
+  $("#by-model").replaceChildren(...table(s.cost_by_model));
 }
 
 // Thoughts drawn: each once, the last one's text brought up to date.
@@ -202,11 +129,11 @@ const drawnThoughts = new Map(); // id -> [length, element]
 function drawThoughts(s) {
   const box = $("#thoughts");
   const follow = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
-  const kept = new Set(s.thoughts.map((t) => t.id));
+  const kept = new Set(s.paragraphs.map((t) => t.id));
   for (const [id, [, e]] of drawnThoughts) {
     if (!kept.has(id)) { e.remove(); drawnThoughts.delete(id); }
   }
-  for (const t of s.thoughts) {
+  for (const t of s.paragraphs) {
     const drawn = drawnThoughts.get(t.id);
     if (drawn && drawn[0] === t.text.length) continue;
     const e = el("div", { class: "thought" }, el("div", { class: "from" }, t.from), el("pre", {}, t.text));
@@ -226,7 +153,8 @@ function drawSigns(s) {
 
 // --- the wire ------------------------------------------------------------------------------
 
-let state = fresh();
+let state = null; // the view drawn: null until the first arrives
+let reset = null; // the reset button's answer, shown until the view's breaker changes
 let source = null;
 let session = null;
 let pending = false;
@@ -237,27 +165,29 @@ function schedule() {
   // Many events at once make one frame.
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => { pending = false; draw(state); });
+  requestAnimationFrame(() => { pending = false; if (state) draw(state); });
 }
 
 function open(id) {
   if (source) source.close();
   session = id;
-  state = fresh();
+  state = null;
+  reset = null;
   controls = false;
   drawnRows.clear(); drawnThoughts.clear();
   $("#timeline").replaceChildren(); $("#thoughts").replaceChildren();
   $("#session").hidden = false;
-  source = new EventSource(`api/sessions/${encodeURIComponent(id)}/events`
+  source = new EventSource(`api/sessions/${encodeURIComponent(id)}/view`
     + (speed ? `?speed=${encodeURIComponent(speed)}` : ""));
-  source.addEventListener("ralph", (m) => {
-    const e = JSON.parse(m.data);
-    if (e.seq <= state.seq) return; // never twice
-    apply(state, e);
+  source.addEventListener("view", (m) => {
+    const view = JSON.parse(m.data);
+    if (state && view.seq <= state.seq) return; // never an older one
+    if (view.finished && !(state && state.finished)) ended(view.finished.status);
+    state = view;
     schedule();
   });
   source.onerror = () => {
-    $("#conn").textContent = state.finished ? "ended" : "reconnecting…";
+    $("#conn").textContent = state && state.finished ? "ended" : "reconnecting…";
   };
   source.onopen = () => { $("#conn").textContent = speed ? `replay ×${speed}` : "live"; };
   history.replaceState(null, "", `?session=${encodeURIComponent(id)}`
@@ -269,7 +199,10 @@ async function post(path) {
   const body = await r.json().catch(() => ({}));
   $("#said").textContent = body.message || (r.ok ? "done" : `failed (${r.status})`);
   // A loop that has ended is reset in its state file: no event will say so.
-  if (body.breaker) { state.breaker = { state: body.breaker, reason: "manual_reset" }; schedule(); }
+  if (body.breaker && state) {
+    reset = { state: body.breaker, reason: "manual_reset", was: JSON.stringify(state.breaker) };
+    schedule();
+  }
 }
 
 async function showDiff(n) {
@@ -306,7 +239,7 @@ const params = new URLSearchParams(location.search);
 const wanted = params.get("session");
 const speed = params.get("speed");
 
-$("#pause").addEventListener("click", () => post(state.paused ? "resume" : "pause"));
+$("#pause").addEventListener("click", () => post(state && state.paused ? "resume" : "pause"));
 $("#abort").addEventListener("click", () => { if (confirm("Abort the run? It is saved and can be resumed.")) post("abort"); });
 $("#reset").addEventListener("click", () => post("breaker/reset"));
 $("#diff-close").addEventListener("click", () => { $("#diff-box").hidden = true; });
@@ -315,7 +248,7 @@ if (embedded) {
   // An exported page (`ralph-loop replay --export page.html`): the session is in it, no server.
   exported = JSON.parse(embedded.textContent);
   session = exported.id;
-  for (const e of exported.events) apply(state, e);
+  state = exported.view;
   document.querySelector("nav").hidden = true;
   $("#session").hidden = false;
   $("#conn").textContent = `exported ${exported.exported}`;
@@ -325,4 +258,4 @@ if (embedded) {
   sessions();
   setInterval(sessions, 2000);
 }
-setInterval(() => { if (!state.finished) schedule(); }, 1000);
+setInterval(() => { if (state && !state.finished) schedule(); }, 1000);
