@@ -55,15 +55,9 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let tui = view.is_tui();
     let launch = Launch::new(Rule::DrainAll, ProcessGroups::new()).announced_in(loop_dir.clone());
     let stops = launch.stops().clone();
-    let (task_hooks, note) = crate::app::entry::task_hooks(
-        &config,
-        config_path.as_deref(),
-        &root,
-        &stops,
-        &loop_id,
-        "the loop",
-    )?;
-    notes.extend(note);
+    let hooks =
+        crate::app::entry::loop_hooks(&config, config_path.as_deref(), &root, &stops, &loop_id)?;
+    notes.extend(hooks.note);
     let (switch_tx, switch_rx) = watch::channel(None);
     let mut show = Show::new(&root, loop_dir, StopKey::Iteration, STOP_MEANS);
     show.bind = args.view.ui_bind;
@@ -97,7 +91,8 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         pause: None,
         model_switch: Some(switch_rx),
         notes,
-        task_hooks,
+        task_hooks: hooks.tasks,
+        hooks: hooks.stages,
     };
     let report_dir = deps.testing.report_dir.clone();
     let printers: Vec<_> = std::iter::once(printer).chain(event_log).collect();

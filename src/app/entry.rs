@@ -185,20 +185,62 @@ pub(crate) fn task_hooks(
     id: &str,
     whole: &'static str,
 ) -> Result<(TaskHooks, Option<String>)> {
+    let hooks = project_hooks(config, config_path, root, stops, (id, whole), false)?;
+    Ok((hooks.tasks, hooks.note))
+}
+
+/// The hooks of `ralph-loop loop` (session `id`): those around the list's tasks and those of
+/// the loop's stages, checked and trusted as [`task_hooks`] are.
+pub(crate) fn loop_hooks(
+    config: &crate::config::Config,
+    config_path: Option<&Path>,
+    root: &Path,
+    stops: &Stops,
+    id: &str,
+) -> Result<ProjectHooks> {
+    project_hooks(config, config_path, root, stops, (id, "the loop"), true)
+}
+
+/// A project's hooks, ready to run.
+pub(crate) struct ProjectHooks {
+    pub tasks: TaskHooks,
+    /// Of the loop's stages (`stages` asked for them): told no target, as the agent of a loop
+    /// changes the files itself.
+    pub stages: Vec<std::sync::Arc<dyn ralph_actors::machine::hooks::Hook>>,
+    /// The isolation's note to say once, if any.
+    pub note: Option<String>,
+}
+
+fn project_hooks(
+    config: &crate::config::Config,
+    config_path: Option<&Path>,
+    root: &Path,
+    stops: &Stops,
+    (id, whole): (&str, &'static str),
+    stages: bool,
+) -> Result<ProjectHooks> {
     let declared = crate::hooks::load(config, config_path, root)?;
     crate::hooks::trust::enforce(&declared, root).map_err(crate::hooks::HooksError::from)?;
     let any = declared
         .iter()
-        .any(|d| d.stages.iter().any(|s| s.of_task()));
+        .any(|d| stages || d.stages.iter().any(|s| s.of_task()));
     let isolation = crate::hooks::isolation(config.sandbox.hooks, any)?;
-    let place = crate::hooks::Place {
+    let place = || crate::hooks::Place {
         root: root.to_path_buf(),
         groups: stops.groups.clone(),
         cancel: stops.cancel.clone(),
-        sandbox: isolation.sandbox,
+        sandbox: isolation.sandbox.clone(),
     };
-    let tasks = crate::hooks::task_hooks(declared, place, id.to_string())?.of(whole);
-    Ok((tasks, isolation.note))
+    let stage_hooks = match stages {
+        true => crate::hooks::into_hooks(declared.clone(), place(), String::new())?,
+        false => Vec::new(),
+    };
+    let tasks = crate::hooks::task_hooks(declared, place(), id.to_string())?.of(whole);
+    Ok(ProjectHooks {
+        tasks,
+        stages: stage_hooks,
+        note: isolation.note,
+    })
 }
 
 /// How a spec's run ended.

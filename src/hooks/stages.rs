@@ -485,11 +485,12 @@ fn tests(run: &TestRun) -> protocol::Tests {
     }
 }
 
-/// The stage a transition is, if any.
+/// The stage a transition is, if any: of a fix run's states, or of an agent loop's (the agent's
+/// turn is its generation, `Verify` its tests).
 fn stage_of(at: &Transition<'_>) -> Option<Stage> {
     match (at.from, at.to, at.ended) {
-        (_, StateKind::Generate, _) => Some(Stage::OnBeforeGen),
-        (StateKind::Test, StateKind::Decide, _)
+        (_, StateKind::Generate | StateKind::Turn, _) => Some(Stage::OnBeforeGen),
+        (StateKind::Test, StateKind::Decide, _) | (StateKind::Verify, StateKind::Judge, _)
             if at.last_run.is_some_and(|r| !r.criteria_met()) =>
         {
             Some(Stage::OnTestFail)

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use chrono::Utc;
 use ralph_actors::events::event::Event;
+use ralph_actors::machine::hooks::Gate;
+use ralph_actors::machine::state::Next;
 use ralph_actors::policy::entropy::fingerprint;
 use ralph_actors::schema::regent::{IterationRecord, LoopStatus, RegentAction, TaskCounts};
 use ralph_actors::schema::report::TestsSnapshot;
@@ -17,22 +19,13 @@ use ralph_actors::tracker::circuit::Observed;
 use ralph_actors::tracker::gate::{GateVerdict, Said};
 use ralph_actors::tracker::status::Found;
 
-use super::outcome::{Turn, TurnEnd};
+use super::machine::{Checkpoint, LoopState, Step, Work};
+use super::outcome::TurnEnd;
 use super::run::LoopRun;
-use super::tasks::TaskList;
-use crate::git::{Look, Snapshot};
+use crate::git::Look;
 
 /// The ref the checkpoint before each iteration is kept under.
 pub const CHECKPOINT_REF: &str = "refs/ralph/checkpoint";
-
-/// The tree before an iteration.
-pub(super) struct Checkpoint {
-    /// `HEAD` then (`None` in a repository with no commit yet).
-    head: Option<String>,
-    snapshot: Snapshot,
-    /// The paths of `snapshot` git did not track then.
-    untracked: BTreeSet<PathBuf>,
-}
 
 impl LoopRun {
     /// Notes the tree before an iteration, and keeps it (changes included) under
@@ -82,16 +75,11 @@ impl LoopRun {
         })
     }
 
-    /// Judges iteration `iteration` after the agent's turn: its record, and `Some` when the
-    /// loop stops.
-    pub(super) async fn judge(
-        &mut self,
-        iteration: u32,
-        turn: &Turn,
-        checkpoint: Option<Checkpoint>,
-        tasks_before: &TaskList,
-    ) -> (IterationRecord, Option<(LoopStatus, String)>) {
-        let tests = self.run_tests(iteration).await;
+    /// Judges what the turn did: the tasks checked off, the files and commits it made and the
+    /// tests newly passing (progress); the status block; the tests' verdict by `testing.mode`;
+    /// the iteration's record. A SIGQUIT while the tests ran closes the iteration and stops.
+    pub(super) async fn judge(&mut self, mut work: Box<Work>) -> Step {
+        let iteration = work.n;
         let quit = self.deps.quit.is_cancelled().then(|| {
             (
                 LoopStatus::Quit,
@@ -103,7 +91,7 @@ impl LoopRun {
             .as_ref()
             .map(|after| {
                 after
-                    .checked_since(tasks_before)
+                    .checked_since(&work.tasks_before)
                     .into_iter()
                     .map(|t| t.label())
                     .collect()
@@ -115,8 +103,8 @@ impl LoopRun {
                 total: after.total(),
             });
         }
-        let (changed, agent_commits) = self.changes(checkpoint.as_ref());
-        let newly_passing = newly_passing(self.last_tests.as_ref(), tests.as_ref());
+        let (changed, agent_commits) = self.changes(work.checkpoint.as_ref());
+        let newly_passing = newly_passing(self.last_tests.as_ref(), work.tests.as_ref());
         let progress = !changed.is_empty()
             || !agent_commits.is_empty()
             || !checked.is_empty()
@@ -128,7 +116,7 @@ impl LoopRun {
             newly_passing,
             progress,
         });
-        let said = Said::from_found(&turn.found);
+        let turn = &work.turn;
         let block = turn.found.iter().rev().find_map(|f| match f {
             Found::Block(b) => Some(b.clone()),
             _ => None,
@@ -141,15 +129,15 @@ impl LoopRun {
                 _ => None,
             })
             .collect();
+        let said = Said::from_found(&turn.found);
         self.emit(Event::StatusRead {
             iteration,
             block: block.clone(),
             indicators: said.indicators,
             malformed,
         });
-        let tests_ok = self.tests_verdict(iteration, tests.as_ref(), tasks_before.next());
-
-        let mut record = IterationRecord {
+        let tests_ok = self.tests_verdict(iteration, work.tests.as_ref(), work.tasks_before.next());
+        work.record = Some(IterationRecord {
             iteration,
             runs: turn.runs,
             ending: turn.ending.clone(),
@@ -161,31 +149,44 @@ impl LoopRun {
             tokens_estimated: turn.tokens_estimated,
             files_changed: changed.len() as u32,
             tasks_checked: checked.clone(),
-            tests: tests.as_ref().map(TestsSnapshot::from),
+            tests: work.tests.as_ref().map(TestsSnapshot::from),
             newly_passing,
             progress,
             status_block: block,
             commit: None,
             reverted: None,
-        };
-
+        });
         self.notes.extend(turn.notes.iter().cloned());
-        if quit.is_some() {
-            return (record, quit);
+        work.changed = changed;
+        work.checked = checked;
+        work.progress = progress;
+        work.tests_ok = tests_ok;
+        work.said = said;
+        match quit {
+            Some(quit) => self.close(work, Some(quit)).await,
+            None => Next::Continue(LoopState::Commit(work)),
         }
-        if tests_ok && !checked.is_empty() {
-            self.after_task(iteration, tests.as_ref());
+    }
+
+    /// A task checked off with the tests passing moves `tdd`'s baseline on; the iteration's
+    /// changes are committed when the agent finished its turn (`git.auto_commit`).
+    pub(super) fn commit_step(&mut self, mut work: Box<Work>) -> Step {
+        let iteration = work.n;
+        if work.tests_ok && !work.checked.is_empty() {
+            self.after_task(iteration, work.tests.as_ref());
         }
-        let finished = matches!(turn.end, TurnEnd::Finished);
-        if finished && self.deps.settings.git.auto_commit && !changed.is_empty() {
+        let finished = matches!(work.turn.end, TurnEnd::Finished);
+        if finished && self.deps.settings.git.auto_commit && !work.changed.is_empty() {
             // The look `changes` took says which paths are new to git; the commit moves HEAD,
             // so the next checkpoint looks again.
             let look = self.last_look.take();
             // A file git never tracked that the iteration deleted is nothing git can commit.
-            let committable: Vec<PathBuf> = changed
+            let committable: Vec<PathBuf> = work
+                .changed
                 .iter()
                 .filter(|p| {
-                    let untracked_then = checkpoint
+                    let untracked_then = work
+                        .checkpoint
                         .as_ref()
                         .is_some_and(|c| c.untracked.contains(*p));
                     let gone = look.as_ref().is_some_and(|l| !l.snapshot.contains_key(*p));
@@ -195,22 +196,53 @@ impl LoopRun {
                 .collect();
             let new = look.map(|look| look.untracked);
             if !committable.is_empty() {
-                record.commit = self.commit(iteration, &committable, new, &checked, tests.as_ref());
+                let commit = self.commit(
+                    iteration,
+                    &committable,
+                    new,
+                    &work.checked,
+                    work.tests.as_ref(),
+                );
+                if let Some(record) = work.record.as_mut() {
+                    record.commit = commit;
+                }
             }
         }
-        if self.deps.settings.rollback_on_test_failure && !tests_ok {
-            self.last_look = None;
-            if let Some(stop) =
-                self.rollback(iteration, checkpoint.as_ref(), tests.as_ref(), &mut record)
-            {
-                return (record, Some(stop));
-            }
-        }
+        Next::Continue(LoopState::Revert(work))
+    }
 
-        let error = tests.as_ref().filter(|t| !t.passed()).map(fingerprint);
+    /// The iteration's commits reverted when its tests fail (`rollback_on_test_failure`); a
+    /// revert that fails closes the iteration and stops the loop.
+    pub(super) async fn revert_step(&mut self, mut work: Box<Work>) -> Step {
+        if self.deps.settings.rollback_on_test_failure && !work.tests_ok {
+            self.last_look = None;
+            let Work {
+                n,
+                checkpoint,
+                tests,
+                record,
+                ..
+            } = &mut *work;
+            let stop = record
+                .as_mut()
+                .and_then(|record| self.rollback(*n, checkpoint.as_ref(), tests.as_ref(), record));
+            if let Some(stop) = stop {
+                return self.close(work, Some(stop)).await;
+            }
+        }
+        Next::Continue(LoopState::Gate(work))
+    }
+
+    /// The breaker told what the iteration did, and the exit gate: the agent's status, its
+    /// completion indicators and the tests must agree for the loop to end complete (and the
+    /// hooks' `before_success` let it).
+    pub(super) async fn gate_step(&mut self, mut work: Box<Work>) -> Step {
+        let iteration = work.n;
+        let tests_ok = work.tests_ok;
+        let error = work.tests.as_ref().filter(|t| !t.passed()).map(fingerprint);
         let observed = Observed {
             iteration,
-            progress,
+            progress: work.progress,
             error,
             tests_failing: !tests_ok,
         };
@@ -220,21 +252,28 @@ impl LoopRun {
             .breaker
             .record(&observed, &self.deps.settings.thresholds, now);
         self.breaker_moved(iteration, moved);
-        if !progress {
+        if !work.progress {
             self.notes.push(
                 "The last iteration changed no file, checked off no task and made no test pass. Try another way.".into(),
             );
         }
-
         let verdict = self
             .state
             .gate
-            .judge(said, tests_ok, &self.deps.settings.gate);
-        if let Some(tests) = tests {
+            .judge(work.said, tests_ok, &self.deps.settings.gate);
+        let vetoed = match (&verdict, work.tests.as_ref()) {
+            (GateVerdict::Exit, Some(tests)) => {
+                let tests = tests.clone();
+                matches!(self.hooks_gate(iteration, &tests).await, Gate::Veto { .. })
+            }
+            _ => false,
+        };
+        if let Some(tests) = work.tests.take() {
             self.last_tests = Some(tests);
         }
         let stop = match verdict {
             GateVerdict::Continue => None,
+            GateVerdict::Exit if vetoed => None,
             GateVerdict::Exit => Some((
                 LoopStatus::Complete,
                 format!(
@@ -260,7 +299,7 @@ impl LoopRun {
                 ),
             )),
         };
-        (record, stop)
+        self.close(work, stop).await
     }
 
     /// The paths the iteration changed (uncommitted, `.ralph/` left out) and the commits made

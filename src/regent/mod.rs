@@ -7,10 +7,11 @@
 //! - [`state`]: `.ralph/regent-state.json`, written atomically after every change;
 //! - [`baseline`]: `tdd` mode's baseline and regressions; [`bootstrap`]: whether a project is
 //!   too new to be tested;
-//! - [`run`]: the loop as a value (limits, breaker admission, iterations); [`turn`] is the
-//!   agent's turn within an iteration (restarts), [`outcome`] what it left, [`judge`] what
-//!   follows it (progress, commit, rollback, breaker, exit gate), [`verify`] the tests
-//!   (found, run, judged by `testing.mode`);
+//! - [`run`]: the loop as a value (limits, breaker admission); [`machine`] its states on the
+//!   fix loop's driver, the hooks told of each move; [`turn`] is the agent's turn within an
+//!   iteration (restarts), [`outcome`] what it left, [`judge`] what follows it (progress,
+//!   commit, rollback, breaker, exit gate), [`verify`] the tests (found, run, judged by
+//!   `testing.mode`);
 //! - [`around`]: the `pre_task` and `post_task` hooks around the list's tasks;
 //! - [`actor`]: the Regent actor, the loop behind a mailbox.
 
@@ -19,6 +20,7 @@ pub mod around;
 pub mod baseline;
 pub mod bootstrap;
 pub mod judge;
+pub mod machine;
 pub mod outcome;
 pub mod prompt;
 pub mod run;

@@ -1,15 +1,18 @@
-//! One agent loop as a value, stepped to its end: before each iteration the limits (budget,
-//! iterations, time), a breaker reset asked for, and the breaker's admission; then a checkpoint,
-//! the prompt built afresh from disk, the agent's turn ([`super::turn`]), and the judgement of
-//! what it did ([`super::judge`]). The state file is written after every change.
+//! One agent loop as a value, stepped to its end on the machine's driver ([`super::machine`]):
+//! before each iteration the limits (budget, iterations, time), a breaker reset asked for, and
+//! the breaker's admission; then a checkpoint, the prompt built afresh from disk, the agent's
+//! turn ([`super::turn`]), and the judgement of what it did ([`super::judge`]). The state file
+//! is written after every change.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::events::event::Event;
+use ralph_actors::machine::hooks::Hook;
 use ralph_actors::policy::budget::Price;
 use ralph_actors::schema::agent::AgentTokens;
 use ralph_actors::schema::regent::{
@@ -22,8 +25,6 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::baseline::Baseline;
-use super::outcome::TurnEnd;
-use super::prompt::{build, PromptParts};
 use super::state::{self, Loaded, StateFile};
 use super::tasks::{AroundTasks, TaskList};
 use crate::agents::backoff::Backoff;
@@ -91,6 +92,9 @@ pub struct LoopDeps {
     pub notes: Vec<String>,
     /// The `pre_task` and `post_task` hooks around the list's tasks ([`super::around`]).
     pub task_hooks: TaskHooks,
+    /// The project's hooks of the loop's stages (`on_before_gen`, `on_test_fail`,
+    /// `on_success`, a plugin's `before_success`): [`super::machine`].
+    pub hooks: Vec<Arc<dyn Hook>>,
 }
 
 /// A loop under way.
@@ -128,11 +132,15 @@ pub struct LoopRun {
     pub(super) baseline_fresh: bool,
     /// The tasks the task hooks have seen.
     pub(super) around: AroundTasks,
+    /// The hooks of the loop's stages (from the deps).
+    pub(super) hooks: Vec<Arc<dyn Hook>>,
+    /// A hook's failure that stops the loop, until the iteration under way is closed.
+    pub(super) hook_stop: Option<String>,
     started: Instant,
 }
 
 impl LoopRun {
-    pub fn new(deps: LoopDeps) -> Self {
+    pub fn new(mut deps: LoopDeps) -> Self {
         let ralph_dir = deps.root.join(crate::session::RALPH_DIR);
         let state_file = StateFile::new(&ralph_dir);
         let mut warnings = Vec::new();
@@ -156,6 +164,7 @@ impl LoopRun {
         state.prompt_file = shown(&deps.root, &deps.prompt_file);
         state.tasks_file = deps.tasks_file.as_ref().map(|t| shown(&deps.root, t));
         let backoff = Backoff::new(deps.settings.backoff_first, deps.settings.backoff_cap);
+        let hooks = std::mem::take(&mut deps.hooks);
         Self {
             repo: Repo::at(&deps.root),
             checkpointed: None,
@@ -179,6 +188,8 @@ impl LoopRun {
             baseline: None,
             baseline_fresh: false,
             around: AroundTasks::default(),
+            hooks,
+            hook_stop: None,
             started: Instant::now(),
         }
     }
@@ -225,83 +236,9 @@ impl LoopRun {
         }
     }
 
-    /// Runs the loop to its end; its report.
-    pub async fn execute(mut self) -> LoopReport {
-        let s = &self.deps.settings;
-        self.emit(Event::LoopStarted {
-            agent: self.deps.agent.name.clone(),
-            model: self.deps.model.clone(),
-            prompt_file: self.state.prompt_file.clone(),
-            tasks_file: self.state.tasks_file.clone(),
-            max_iterations: s.max_iterations,
-            max_cost_usd: s.max_cost_usd,
-        });
-        for note in std::mem::take(&mut self.deps.notes) {
-            self.emit(Event::Note { message: note });
-        }
-        for warning in self.warnings.clone() {
-            self.emit(Event::Warning { message: warning });
-        }
-        if self.repo.is_none() {
-            self.warn(format!(
-                "{} is not in a git repository: no checkpoints, commits or rollbacks, and progress is measured by tasks and tests alone",
-                self.deps.root.display()
-            ));
-        }
-        self.save_state();
-        self.load_baseline();
-        self.last_tests = self.run_tests(0).await;
-        let (status, reason) = loop {
-            if let Some(stop) = self.hold().await {
-                break stop;
-            }
-            self.take_model_switch();
-            if let Some(stop) = self.before_iteration().await {
-                break stop;
-            }
-            if let Some(stop) = self.iterate().await {
-                break stop;
-            }
-            if self.deps.drain.is_cancelled() {
-                break (
-                    LoopStatus::Interrupted,
-                    format!("stopped after iteration {}", self.state.iteration),
-                );
-            }
-        };
-        self.end_task(status, &reason).await;
-        self.finish(status, reason)
-    }
-
-    /// Waits while the live view holds the loop paused; `Some` when a quit ends it meanwhile
-    /// (a stop between iterations lets the loop go on to its end as it would).
-    async fn hold(&mut self) -> Option<(LoopStatus, String)> {
-        let mut pause = self.deps.pause.clone()?;
-        if !*pause.borrow_and_update() {
-            return None;
-        }
-        let iteration = self.state.iteration;
-        self.emit(Event::Paused { iteration });
-        loop {
-            tokio::select! {
-                changed = pause.changed() => {
-                    if changed.is_err() || !*pause.borrow_and_update() {
-                        break;
-                    }
-                }
-                _ = self.deps.drain.cancelled() => break,
-                _ = self.deps.quit.cancelled() => {
-                    return Some((LoopStatus::Quit, "quit while paused".into()));
-                }
-            }
-        }
-        self.emit(Event::Resumed { iteration });
-        None
-    }
-
     /// The model chosen in the live view, if it changed: the agent runs on it from the next
     /// iteration, and its costs are estimated at its price.
-    fn take_model_switch(&mut self) {
+    pub(super) fn take_model_switch(&mut self) {
         let Some(switch) = self.deps.model_switch.as_mut() else {
             return;
         };
@@ -327,7 +264,7 @@ impl LoopRun {
     }
 
     /// The limits and the breaker, before an iteration: `Some` stops the loop.
-    async fn before_iteration(&mut self) -> Option<(LoopStatus, String)> {
+    pub(super) async fn before_iteration(&mut self) -> Option<(LoopStatus, String)> {
         let thresholds = self.deps.settings.thresholds.clone();
         loop {
             if let Some(stop) = self.limit_reached() {
@@ -426,75 +363,6 @@ impl LoopRun {
         })
     }
 
-    /// One iteration: `Some` stops the loop.
-    async fn iterate(&mut self) -> Option<(LoopStatus, String)> {
-        if let Some(stop) = self.before_task().await {
-            return Some(stop);
-        }
-        let iteration = self.state.iteration + 1;
-        self.state.iteration = iteration;
-        self.spent_this_iteration = 0.0;
-        self.save_state();
-        self.emit(Event::IterationStarted {
-            iteration,
-            max_iterations: self.deps.settings.max_iterations,
-        });
-        let checkpoint = self.checkpoint(iteration);
-        let tasks_before = self.read_tasks();
-        let prompt_text = match std::fs::read_to_string(&self.deps.prompt_file) {
-            Ok(text) => text,
-            Err(e) => {
-                return Some((
-                    LoopStatus::Error,
-                    format!("cannot read {}: {e}", self.deps.prompt_file.display()),
-                ))
-            }
-        };
-        let notes = std::mem::take(&mut self.notes);
-        let tasks_shown = self.state.tasks_file.clone();
-        let prompt = build(&PromptParts {
-            iteration,
-            prompt: &prompt_text,
-            tasks: match (&tasks_shown, &tasks_before) {
-                (Some(path), Some((text, list))) => Some((path.as_str(), text.as_str(), list)),
-                _ => None,
-            },
-            tests: self.last_tests.as_ref(),
-            tests_skipped: None,
-            notes: &notes,
-        });
-        let turn = self.agent_turn(iteration, &prompt).await;
-        self.tokens.add(turn.tokens);
-        self.tokens_estimated |= turn.tokens_estimated;
-        match &turn.end {
-            TurnEnd::Finished | TurnEnd::OverCost => {}
-            TurnEnd::Quit => {
-                return Some((
-                    LoopStatus::Quit,
-                    format!(
-                        "SIGQUIT: {} was killed in iteration {iteration}",
-                        self.deps.agent.name
-                    ),
-                ))
-            }
-            TurnEnd::Interrupted => {
-                return Some((
-                    LoopStatus::Interrupted,
-                    format!("stopped while waiting to restart {}", self.deps.agent.name),
-                ))
-            }
-            TurnEnd::Failed(why) => return Some((LoopStatus::AgentFailed, why.clone())),
-        }
-        let tasks_before = tasks_before.map(|(_, list)| list).unwrap_or_default();
-        let (record, stop) = self
-            .judge(iteration, &turn, checkpoint, &tasks_before)
-            .await;
-        self.history.push(record);
-        self.save_state();
-        let hooked = self.after_tasks(&tasks_before).await;
-        stop.or(hooked)
-    }
-
     /// The task list's text and tasks, when the loop has one.
     pub(super) fn read_tasks(&mut self) -> Option<(String, TaskList)> {
         let path = self.deps.tasks_file.clone()?;
@@ -513,7 +381,7 @@ impl LoopRun {
         }
     }
 
-    fn finish(mut self, status: LoopStatus, reason: String) -> LoopReport {
+    pub(super) fn finish(mut self, status: LoopStatus, reason: String) -> LoopReport {
         let iteration = self.state.iteration;
         // The loop's commits and reverts ran with git's automatic maintenance off; it runs
         // once now, in the foreground (not after SIGQUIT, which means now).

@@ -27,7 +27,6 @@ const ALLOWED: &[(&str, &str, usize)] = &[
     ("src/printers/human.rs", "write_summary", 141),
     ("src/views/tui/mod.rs", "run", 209),
     ("src/agents/acp.rs", "invoke_acp", 189),
-    ("src/regent/judge.rs", "judge", 178),
     ("src/runner/command.rs", "run_once", 169),
     ("src/app/vault.rs", "run", 168),
     ("src/runner/coverage/gather.rs", "coverage_plan", 160),

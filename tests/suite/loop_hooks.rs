@@ -1,7 +1,8 @@
 //! `pre_task` and `post_task` hooks around the tasks of `ralph-loop loop --tasks`: each task's
 //! `pre_task` once, before the first iteration it is next, and its `post_task` once it is
 //! checked off (or the loop stops on it), with the task in the environment; a skip tells the
-//! agent, `abort_loop` stops the loop.
+//! agent, `abort_loop` stops the loop. The hooks of the loop's stages too: `on_before_gen` before
+//! each turn, `on_test_fail`, `on_success`, and a veto at the exit gate (`on_before_success`).
 
 use super::agent::git;
 use super::regent::{of_type, project, two_tasks, Project};
@@ -122,4 +123,73 @@ fn abort_loop_at_a_task_stops_the_loop_with_an_error() {
         logged(&p),
         ["post_task|T-1|Write work.txt|completed|T-1: Write work.txt"]
     );
+}
+
+/// Each stage hook appends `stage|ITERATION|TASK_STATUS` to `.ralph/hooks.log`.
+const STAGE_LOG: &str =
+    r#"printf '%s|%s|%s\n' "$RALPH_STAGE" "$ITERATION" "$TASK_STATUS" >> .ralph/hooks.log"#;
+
+#[test]
+fn the_loop_s_stages_reach_the_hooks_as_a_fix_run_s_do() {
+    // Iteration 1 writes work.txt (the tests, `test -f done.txt`, fail); iteration 2 writes
+    // done.txt and signals completion.
+    let p = with_hooks(
+        &(hook("on_before_gen", "before", STAGE_LOG, "warn_continue")
+            + &hook("on_test_fail", "failed", STAGE_LOG, "warn_continue")
+            + &hook("on_success", "done", STAGE_LOG, "warn_continue")),
+    );
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(
+        logged(&p),
+        [
+            "on_before_gen|1|running",
+            "on_test_fail|1|running",
+            "on_before_gen|2|running",
+            "on_success|2|running"
+        ]
+    );
+}
+
+#[test]
+fn a_veto_at_the_exit_gate_keeps_the_loop_going_and_tells_the_agent_why() {
+    // The first time the loop would end complete, the hook blocks it (exit 2) with a reason.
+    let veto = r#"if [ ! -e .ralph/vetoed ]; then touch .ralph/vetoed; echo "the changelog is missing" >&2; exit 2; fi"#;
+    let p = with_hooks(&hook("on_before_success", "release", veto, "warn_continue"));
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["status"], "complete");
+    assert_eq!(report["iterations"], 3, "one more iteration after the veto");
+    let vetoed = of_type(&events, "success_vetoed");
+    assert_eq!(vetoed.len(), 1, "{events:#?}");
+    assert_eq!(vetoed[0]["iteration"], 2);
+    assert_eq!(vetoed[0]["hook"], "release");
+    let third = p.prompt(3);
+    assert!(
+        third.contains("Not done yet, says the hook release")
+            && third.contains("the changelog is missing"),
+        "{third}"
+    );
+}
+
+#[test]
+fn a_stage_hook_that_aborts_the_loop_stops_it_once_its_iteration_is_closed() {
+    // The tests fail after iteration 1; the hook's failure (exit 1) under abort_loop stops the
+    // loop, after that iteration is judged and committed.
+    let p = with_hooks(&hook("on_test_fail", "pager", "exit 1", "abort_loop"));
+    let (code, events) = p.run();
+    assert_eq!(code, 1, "{events:#?}");
+    let report = &of_type(&events, "loop_finished")[0]["report"];
+    assert_eq!(report["status"], "error");
+    assert_eq!(report["iterations"], 1);
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped by a hook: hook pager"),
+        "{report:#}"
+    );
+    assert_eq!(report["history"].as_array().unwrap().len(), 1);
+    assert_eq!(of_type(&events, "agent_started").len(), 1);
 }

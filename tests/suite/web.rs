@@ -1,6 +1,6 @@
 //! The web dashboard through the binary, over real sockets: its guard (token and Host), its
 //! server-sent events (order, ids, resume after a reconnect, many clients, a live tail), the
-//! view the server folds from them (one per batch, and no more than twenty a second live), a fix
+//! view the server folds from them (one per batch, and no more than fifty a second live), a fix
 //! run under `--ui web` paused and resumed from it, and the page itself in a real headless
 //! Chromium driven over the DevTools protocol, watching an agent loop's breaker open and
 //! closing it with the page's button.
@@ -395,7 +395,7 @@ fn events_stream_in_order_resume_after_the_last_id_and_reach_ten_clients_live() 
 /// The page's stream: the server folds the log (`views::state::ViewState`) and sends the view,
 /// the whole of it, once per batch of events read, its id the last event folded in.
 #[test]
-fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_twenty_times_a_second_live() {
+fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_fifty_times_a_second_live() {
     let (dir, log) = recorded_project();
     let served = Served::start(dir.path(), &["dashboard", "--ui-bind", "127.0.0.1:0"], &[]);
     let last = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
@@ -433,7 +433,7 @@ fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_twenty_times_a_se
     let next = again.next();
     assert_eq!(next.id, last + 1);
     assert_eq!(next.data["warnings"], json!([format!("w{}", last + 1)]));
-    // Forty events over about half a second, live: a view at most every 50 ms, the last one
+    // Forty events over about half a second, live: a view at most every 20 ms, the last one
     // holding them all.
     let started = Instant::now();
     for seq in last + 2..=last + 41 {
@@ -450,10 +450,10 @@ fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_twenty_times_a_se
     };
     let took = started.elapsed();
     assert_eq!(end.data["warnings"].as_array().unwrap().len(), 41);
-    let most = took.as_millis() as usize / 50 + 2;
+    let most = took.as_millis() as usize / 20 + 2;
     assert!(
         seen <= most && seen < 40,
-        "{seen} views in {took:?}: at most one per 50 ms"
+        "{seen} views in {took:?}: at most one per 20 ms"
     );
     // The events stream beside it is unchanged: every event, one by one.
     let mut events = served.follow(RECORDED_ID, Some(last));

@@ -143,3 +143,52 @@ pub trait Hook: Send + Sync {
         Vec::new()
     }
 }
+
+/// Tells every hook of the transition `at`, in order; the failures, for the caller to report.
+pub async fn tell(hooks: &[std::sync::Arc<dyn Hook>], at: &Transition<'_>) -> Vec<HookError> {
+    let mut failures = Vec::new();
+    for hook in hooks {
+        if let Err(e) = hook.on_transition(at).await {
+            failures.push(e);
+        }
+    }
+    failures
+}
+
+/// What the hooks' gate before a success came to.
+#[derive(Debug)]
+pub struct Gated {
+    pub gate: Gate,
+    /// The hook whose veto decided, if one did.
+    pub by: Option<String>,
+    pub failures: Vec<HookError>,
+}
+
+/// Asks every hook whether a run whose tests pass (`run`) may end with success. The first veto
+/// decides. A failure that stops the run is a veto too: what the hook guards never goes through.
+pub async fn gate(hooks: &[std::sync::Arc<dyn Hook>], at: &Transition<'_>, run: &TestRun) -> Gated {
+    let mut gated = Gated {
+        gate: Gate::Pass,
+        by: None,
+        failures: Vec::new(),
+    };
+    for hook in hooks {
+        match hook.before_success(at, run).await {
+            Ok(Gate::Pass) => {}
+            Ok(veto @ Gate::Veto { .. }) => {
+                gated.gate = veto;
+                gated.by = Some(hook.name().to_string());
+                break;
+            }
+            Err(e) if e.stop => {
+                gated.gate = Gate::Veto {
+                    reasons: vec![e.to_string()],
+                };
+                gated.failures.push(e);
+                break;
+            }
+            Err(e) => gated.failures.push(e),
+        }
+    }
+    gated
+}

@@ -65,13 +65,14 @@ impl Outcome {
     }
 }
 
-/// What a step decides.
+/// What a step decides: of the fix loop's states by default, or of another machine's
+/// ([`crate::machine::driver::Machine`]).
 #[derive(Debug)]
-pub enum Next {
+pub enum Next<S = State, O = Outcome> {
     /// Go on in this state.
-    Continue(State),
+    Continue(S),
     /// The run ends.
-    Stop(Outcome),
+    Stop(O),
 }
 
 /// The work of one iteration so far, carried from state to state.
@@ -151,7 +152,8 @@ pub enum State {
     Attack(Box<Iteration>),
 }
 
-/// A state's name without its data, for observers.
+/// A state's name without its data, for observers: the fix loop's states, then the agent
+/// loop's (the Regent's, in the binary's crate), which share `Baseline`, `Begin` and `Done`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StateKind {
@@ -167,6 +169,20 @@ pub enum StateKind {
     Test,
     Decide,
     Attack,
+    /// The agent loop's next task, before its `pre_task` hooks.
+    Task,
+    /// The agent's turn: it reads the prompt and changes the project itself.
+    Turn,
+    /// The tests after the agent's turn.
+    Verify,
+    /// What the turn did, measured: progress, the status block, the tests' verdict.
+    Judge,
+    /// The iteration's changes committed.
+    Commit,
+    /// The iteration's commits reverted, the tests failing after them.
+    Revert,
+    /// The breaker told, and the exit gate asked.
+    Gate,
     /// The run has ended.
     Done,
 }
@@ -221,6 +237,13 @@ impl StateKind {
             | StateKind::Recall
             | StateKind::Check
             | StateKind::Write
+            | StateKind::Task
+            | StateKind::Turn
+            | StateKind::Verify
+            | StateKind::Judge
+            | StateKind::Commit
+            | StateKind::Revert
+            | StateKind::Gate
             | StateKind::Done => None,
         }
     }

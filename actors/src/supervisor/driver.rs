@@ -1,13 +1,15 @@
-//! The machine's driver: one loop that enters a state, steps it, tells the hooks of the
-//! transition, and goes on until a step ends the run.
+//! The fix loop on the machine's driver ([`crate::machine::driver`]): the run started and
+//! ended around it, and [`Run`] as a [`Machine`] (entering a state, the pause, the one step
+//! function, the hooks told of each move).
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
-use tokio::sync::watch;
 
 use crate::events::event::Event;
+use crate::machine::driver::{self, Machine};
+use crate::machine::hold;
 use crate::machine::state::{Next, Outcome, State, StateKind};
 use crate::roles::caller::{panic_message, watched};
 use crate::schema::report::{Report, Status};
@@ -53,7 +55,7 @@ impl Run {
 
     async fn drive(&mut self) -> Outcome {
         self.announce();
-        let mut state = if self.state.tests_before.is_none() {
+        let first = if self.state.tests_before.is_none() {
             State::Baseline
         } else {
             // A resumed session: the last run comes from disk, once.
@@ -62,38 +64,7 @@ impl Run {
             }
             State::Begin
         };
-        self.enter(&state);
-        loop {
-            let from = state.kind();
-            if let Err(outcome) = self.hold().await {
-                return outcome;
-            }
-            let next = self.step(state).await;
-            let (to, it) = match &next {
-                Next::Continue(s) => (s.kind(), s.iteration()),
-                Next::Stop(_) => (StateKind::Done, None),
-            };
-            let n = it.map_or(self.state.iteration, |it| it.n);
-            let ended = match &next {
-                Next::Stop(outcome) => Some(outcome.status),
-                Next::Continue(_) => None,
-            };
-            self.observe(from, to, n, it, ended).await;
-            match next {
-                // A hook's failure that stops the run ends it before the next step (the
-                // iteration is still judged and recorded); a run already ending keeps its
-                // status.
-                Next::Continue(s) if self.hook_stop.is_some() && s.kind() != StateKind::Decide => {
-                    let why = self.hook_stop.take().unwrap_or_default();
-                    return Outcome::new(Status::Error, format!("stopped by a hook: {why}"));
-                }
-                Next::Continue(s) => {
-                    state = s;
-                    self.enter(&state);
-                }
-                Next::Stop(outcome) => return outcome,
-            }
-        }
+        driver::drive(self, first).await
     }
 
     /// The end of a run its caller asked to stop between iterations, once the last one ended.
@@ -108,74 +79,6 @@ impl Run {
                 ),
             )
         })
-    }
-
-    /// Waits while the live view holds the run paused; a stop meanwhile ends the run.
-    async fn hold(&mut self) -> Result<(), Outcome> {
-        let Some(mut pause) = self.pause.take() else {
-            return Ok(());
-        };
-        let held = self.held(&mut pause).await;
-        self.pause = Some(pause);
-        held
-    }
-
-    async fn held(&mut self, pause: &mut watch::Receiver<bool>) -> Result<(), Outcome> {
-        if !*pause.borrow_and_update() {
-            return Ok(());
-        }
-        let iteration = self.state.iteration;
-        self.events.emit(Event::Paused { iteration });
-        loop {
-            tokio::select! {
-                changed = pause.changed() => {
-                    // A view that went away cannot resume the run: it goes on.
-                    if changed.is_err() || !*pause.borrow_and_update() {
-                        break;
-                    }
-                }
-                _ = self.steps.cancelled() => return Err(self.cancelled()),
-                // A stop between iterations lets the iteration under way end as it would.
-                _ = self.drain.cancelled() => break,
-            }
-        }
-        self.events.emit(Event::Resumed { iteration });
-        Ok(())
-    }
-
-    /// The one step function: every state's step passes through here.
-    async fn step(&mut self, state: State) -> Next {
-        let stepped = match state {
-            State::Baseline => Ok(Next::Continue(State::TestBaseline)),
-            State::TestBaseline => self.test_baseline().await,
-            State::Begin => self.begin(),
-            State::Context(it) => self.context(it).await,
-            State::Recall(it) => self.recall(it).await,
-            State::Generate(it) => self.generate(it).await,
-            State::Check(it, proposal) => self.check(it, proposal).await,
-            State::Review(it, code) => self.review(it, code).await,
-            State::Write(it, code) => self.write(it, code).await,
-            State::Test(it) => self.run_tests(it).await,
-            State::Decide(it, run) => self.decide(it, run).await,
-            State::Attack(it) => self.attack(it).await,
-        };
-        stepped.unwrap_or_else(Next::Stop)
-    }
-
-    /// Entering a state: a role about to be called starts afresh if its last prompt was over
-    /// the context limit, and the live view is told the phase.
-    fn enter(&mut self, state: &State) {
-        let kind = state.kind();
-        let n = state.iteration().map_or(self.state.iteration, |it| it.n);
-        if matches!(kind, StateKind::Generate | StateKind::Review) {
-            self.reset_over_limit(n);
-        }
-        if let Some(phase) = kind.phase() {
-            self.events.emit(Event::PhaseChanged {
-                iteration: n,
-                phase,
-            });
-        }
     }
 
     /// The session's first events: what runs, on which models, within what; then what the
@@ -215,5 +118,94 @@ impl Run {
         let last = watched(&self.steps, read).await.map_err(|e| self.fail(e))?;
         self.last_run = last.map(std::sync::Arc::new);
         self.resume_checkpoints().await
+    }
+}
+
+/// The fix loop on the one driver: its states, its pause, its hook points.
+impl Machine for Run {
+    type State = State;
+    type Outcome = Outcome;
+
+    fn kind(state: &State) -> StateKind {
+        state.kind()
+    }
+
+    /// Entering a state: a role about to be called starts afresh if its last prompt was over
+    /// the context limit, and the live view is told the phase.
+    fn enter(&mut self, state: &State) {
+        let kind = state.kind();
+        let n = state.iteration().map_or(self.state.iteration, |it| it.n);
+        if matches!(kind, StateKind::Generate | StateKind::Review) {
+            self.reset_over_limit(n);
+        }
+        if let Some(phase) = kind.phase() {
+            self.events.emit(Event::PhaseChanged {
+                iteration: n,
+                phase,
+            });
+        }
+    }
+
+    /// Waits while the live view holds the run paused; a stop meanwhile ends the run, a stop
+    /// between iterations lets the iteration under way end as it would.
+    async fn hold(&mut self) -> Result<(), Outcome> {
+        let Some(mut pause) = self.pause.take() else {
+            return Ok(());
+        };
+        let iteration = self.state.iteration;
+        let held = hold::hold(
+            &mut pause,
+            &self.events,
+            iteration,
+            &self.steps,
+            &self.drain,
+        )
+        .await;
+        self.pause = Some(pause);
+        held.map_err(|hold::Stopped| self.cancelled())
+    }
+
+    async fn step(&mut self, state: State) -> Next {
+        let stepped = match state {
+            State::Baseline => Ok(Next::Continue(State::TestBaseline)),
+            State::TestBaseline => self.test_baseline().await,
+            State::Begin => self.begin(),
+            State::Context(it) => self.context(it).await,
+            State::Recall(it) => self.recall(it).await,
+            State::Generate(it) => self.generate(it).await,
+            State::Check(it, proposal) => self.check(it, proposal).await,
+            State::Review(it, code) => self.review(it, code).await,
+            State::Write(it, code) => self.write(it, code).await,
+            State::Test(it) => self.run_tests(it).await,
+            State::Decide(it, run) => self.decide(it, run).await,
+            State::Attack(it) => self.attack(it).await,
+        };
+        stepped.unwrap_or_else(Next::Stop)
+    }
+
+    /// The hooks are told of the move. A hook's failure that stops the run ends it before the
+    /// next step (the iteration is still judged and recorded); a run already ending keeps its
+    /// status.
+    async fn moved(&mut self, from: StateKind, next: &Next) -> Option<Outcome> {
+        let (to, it) = match next {
+            Next::Continue(s) => (s.kind(), s.iteration()),
+            Next::Stop(_) => (StateKind::Done, None),
+        };
+        let n = it.map_or(self.state.iteration, |it| it.n);
+        let ended = match next {
+            Next::Stop(outcome) => Some(outcome.status),
+            Next::Continue(_) => None,
+        };
+        self.observe(from, to, n, it, ended).await;
+        match next {
+            Next::Continue(s) if self.hook_stop.is_some() && s.kind() != StateKind::Decide => {
+                let why = self.hook_stop.take().unwrap_or_default();
+                Some(Outcome::new(
+                    Status::Error,
+                    format!("stopped by a hook: {why}"),
+                ))
+            }
+            _ => None,
+        }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::events::event::Event;
-use crate::machine::hooks::{Asker, Gate, HookError, Transition};
+use crate::machine::hooks::{self, Asker, Gate, HookError, Transition};
 use crate::machine::state::{Iteration, StateKind};
 use crate::prompt::reply::Proposal;
 use crate::schema::report::Status;
@@ -61,15 +61,10 @@ impl Run {
             return;
         }
         let session = self.state.session_id.clone();
-        let mut failures = Vec::new();
-        {
+        let failures = {
             let at = self.transition(&session, iteration, from, to, it, ended);
-            for hook in &self.hooks {
-                if let Err(e) = hook.on_transition(&at).await {
-                    failures.push(e);
-                }
-            }
-        }
+            hooks::tell(&self.hooks, &at).await
+        };
         for e in failures {
             self.failed(&e, "ignored");
         }
@@ -125,9 +120,7 @@ impl Run {
             return Gate::Pass;
         }
         let session = self.state.session_id.clone();
-        let mut failures = Vec::new();
-        let mut gate = Gate::Pass;
-        {
+        let gated = {
             let at = self.transition(
                 &session,
                 it.n,
@@ -136,32 +129,18 @@ impl Run {
                 Some(it),
                 None,
             );
-            for hook in &self.hooks {
-                match hook.before_success(&at, run).await {
-                    Ok(Gate::Pass) => {}
-                    Ok(Gate::Veto { reasons }) => {
-                        self.events.emit(Event::SuccessVetoed {
-                            iteration: it.n,
-                            hook: hook.name().to_string(),
-                            reasons: reasons.clone(),
-                        });
-                        gate = Gate::Veto { reasons };
-                        break;
-                    }
-                    Err(e) if e.stop => {
-                        gate = Gate::Veto {
-                            reasons: vec![e.to_string()],
-                        };
-                        failures.push(e);
-                        break;
-                    }
-                    Err(e) => failures.push(e),
-                }
-            }
+            hooks::gate(&self.hooks, &at, run).await
+        };
+        if let (Some(hook), Gate::Veto { reasons }) = (&gated.by, &gated.gate) {
+            self.events.emit(Event::SuccessVetoed {
+                iteration: it.n,
+                hook: hook.clone(),
+                reasons: reasons.clone(),
+            });
         }
-        for e in failures {
+        for e in gated.failures {
             self.failed(&e, "its gate counts as passed");
         }
-        gate
+        gated.gate
     }
 }

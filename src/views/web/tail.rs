@@ -39,8 +39,9 @@ pub enum Shape {
 }
 
 /// The shortest time between two views sent while a run is live: a model streaming its reply
-/// writes many events a second, and each view sent is the whole state.
-pub const VIEW_EVERY: Duration = Duration::from_millis(50);
+/// writes many events a second, and each view sent is the whole state; about the page's own
+/// frame rate, so a view that comes on its own (no other in the last 20 ms) waits for nothing.
+pub const VIEW_EVERY: Duration = Duration::from_millis(20);
 
 /// The watcher of the followed logs' folders, and the count of streams that have not yet sent
 /// their run's end.
