@@ -28,16 +28,23 @@
 //!   config, and `guard scan`).
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
+//!
+//! Only what the two binaries, the integration tests and the benchmarks reach is `pub`; every
+//! other module is `pub(crate)`, so the compiler finds what nothing uses.
 
-pub mod fsutil;
-pub mod http;
+// These docs map the whole layout, private modules included: read them with
+// `cargo doc --document-private-items`, where every link resolves.
+#![allow(rustdoc::private_intra_doc_links)]
+
+pub(crate) mod fsutil;
+pub(crate) mod http;
 pub mod process;
-pub mod models;
+pub(crate) mod models;
 pub mod cli;
-pub mod git;
-pub mod session;
-pub mod lock;
-pub mod inbox;
+pub(crate) mod git;
+pub(crate) mod session;
+pub(crate) mod lock;
+pub(crate) mod inbox;
 pub mod context;
 pub mod runner;
 pub mod chaos;
@@ -45,15 +52,15 @@ pub mod providers;
 pub mod printers;
 pub mod agents;
 pub mod config;
-pub mod spec;
-pub mod workspace;
+pub(crate) mod spec;
+pub(crate) mod workspace;
 pub mod guard;
 pub mod vault;
 pub mod hooks;
-pub mod agent;
-pub mod error;
-pub mod regent;
-pub mod remote;
+pub(crate) mod agent;
+pub(crate) mod error;
+pub(crate) mod regent;
+pub(crate) mod remote;
 pub mod views;
 pub mod app;
 pub mod micro_agent;

@@ -174,10 +174,6 @@ impl ModelName {
             model: name.into(),
         })
     }
-
-    pub fn is_available(&self) -> bool {
-        AVAILABLE.contains(&self.provider.as_str())
-    }
 }
 
 /// `librarian=gpt-mini,artisan=openai/gpt-4.1`, or one model for every role: each role with its

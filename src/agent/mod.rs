@@ -8,7 +8,7 @@ pub mod session;
 
 use std::time::Duration;
 
-pub use error::{AgentError, AgentLockError};
+pub use error::AgentError;
 
 /// How long ago an RFC 3339 time was.
 pub fn elapsed_since(at: &str) -> Duration {

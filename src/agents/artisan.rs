@@ -30,7 +30,7 @@ pub const PROVIDER: &str = "agent";
 
 /// The agent named by an `agent/NAME[/MODEL]` model, and the model it is asked to use.
 pub fn split_model(model: &str) -> Option<(&str, Option<&str>)> {
-    let rest = model.strip_prefix("agent/")?;
+    let rest = model.strip_prefix(PROVIDER)?.strip_prefix('/')?;
     Some(match rest.split_once('/') {
         Some((name, model)) => (name, Some(model)),
         None => (rest, None),

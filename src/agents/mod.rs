@@ -14,16 +14,16 @@
 //!   [`launch`]: one run of any agent, by its format;
 //! - [`artisan`]: an agent as the fix loop's Artisan (`--models artisan=agent:claude`).
 
-pub mod acp;
-pub mod artisan;
-pub mod backoff;
-pub mod builtin;
-pub mod cost;
+pub(crate) mod acp;
+pub(crate) mod artisan;
+pub(crate) mod backoff;
+pub(crate) mod builtin;
+pub(crate) mod cost;
 pub mod definition;
 pub mod invoke;
-pub mod launch;
+pub(crate) mod launch;
 pub mod output;
-pub mod registry;
+pub(crate) mod registry;
 
 pub use definition::AgentDef;
 pub use registry::Registry;

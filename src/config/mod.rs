@@ -17,7 +17,7 @@ mod checks;
 mod error;
 mod gate;
 mod guard;
-pub mod hooks;
+pub(crate) mod hooks;
 mod load;
 mod providers;
 mod regent;

@@ -12,10 +12,10 @@
 //! `docs/context.md` describes the rules and the limits.
 
 pub mod cache;
-pub mod graph;
-pub mod imports;
-pub mod pack;
-pub mod resolve;
+pub(crate) mod graph;
+pub(crate) mod imports;
+pub(crate) mod pack;
+pub(crate) mod resolve;
 
 pub use graph::{BuildOptions, Distance, GraphError, GraphMemory, ImportGraph, Relation};
 pub use imports::{exported_signatures, Language};

@@ -16,15 +16,15 @@
 //!   declaration and the files its command names), and the refusal of new or changed hooks.
 //! - [`import`]: Claude Code's and Codex's hooks, read and written as a `hooks:` section.
 
-pub mod exec;
-pub mod import;
+pub(crate) mod exec;
+pub(crate) mod import;
 pub mod log;
-pub mod prompt;
+pub(crate) mod prompt;
 pub mod protocol;
 pub mod sdk;
 pub mod stages;
-pub mod tasks;
-pub mod trust;
+pub(crate) mod tasks;
+pub(crate) mod trust;
 
 use std::path::Path;
 use std::sync::Arc;

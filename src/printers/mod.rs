@@ -7,12 +7,12 @@
 //! Adding a printer is one type that implements [`Printer`] (in a module of its own) and one
 //! arm in [`for_format`].
 
-pub mod event_log;
-pub mod human;
-pub mod json;
-pub mod jsonl;
-pub mod loop_lines;
-pub mod printer;
+pub(crate) mod event_log;
+pub(crate) mod human;
+pub(crate) mod json;
+pub(crate) mod jsonl;
+pub(crate) mod loop_lines;
+pub(crate) mod printer;
 
 pub use printer::{drive, Printer};
 

@@ -12,12 +12,12 @@
 //! installed, `cargo metadata`) go through [`probe`]: their own group, stdin closed, a time
 //! limit.
 
-pub mod capture;
+pub(crate) mod capture;
 pub mod groups;
-pub mod memory;
-pub mod probe;
+pub(crate) mod memory;
+pub(crate) mod probe;
 pub mod reaper;
 pub mod sandbox;
-pub mod seccomp;
-pub mod supervise;
-pub mod tree;
+pub(crate) mod seccomp;
+pub(crate) mod supervise;
+pub(crate) mod tree;

@@ -102,6 +102,7 @@ impl Activity {
     }
 
     /// Whether the tree has done anything at all.
+    #[cfg(test)]
     pub fn any(&self) -> bool {
         self.procs.iter().any(|w| w.cpu_ticks > 0 || w.io_bytes > 0)
     }

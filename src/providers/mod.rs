@@ -15,18 +15,18 @@
 //!
 //! [`LlmClient`]: ralph_actors::ports::llm::LlmClient
 
-pub mod anthropic;
-pub mod azure;
-pub mod gemini;
+pub(crate) mod anthropic;
+pub(crate) mod azure;
+pub(crate) mod gemini;
 pub(crate) mod http;
-pub mod limits;
-pub mod ollama;
-pub mod openai;
-pub mod options;
-pub mod prices;
+pub(crate) mod limits;
+pub(crate) mod ollama;
+pub(crate) mod openai;
+pub(crate) mod options;
+pub(crate) mod prices;
 mod provider;
-pub mod replay;
-pub mod retry;
+pub(crate) mod replay;
+pub(crate) mod retry;
 mod router;
 mod source;
 pub mod tokens;

@@ -13,7 +13,6 @@
 //! its text.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// One checkbox of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,15 +67,6 @@ pub struct TaskList {
 }
 
 impl TaskList {
-    /// Reads `path`; a missing file is an empty list (the agent may create it).
-    pub fn read(path: &Path) -> std::io::Result<TaskList> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(TaskList::parse(&text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TaskList::default()),
-            Err(e) => Err(e),
-        }
-    }
-
     pub fn parse(text: &str) -> TaskList {
         let mut tasks: Vec<Task> = Vec::new();
         for line in text.lines() {

@@ -6,19 +6,19 @@
 //! failures categorised ([`classify`]), coverage and lint added ([`coverage`], [`lint`]), every
 //! language of a project merged ([`project`]).
 
-pub mod classify;
-pub mod command;
-pub mod coverage;
+pub(crate) mod classify;
+pub(crate) mod command;
+pub(crate) mod coverage;
 pub mod detect;
-pub mod env;
+pub(crate) mod env;
 pub mod language;
-pub mod lint;
-pub mod parse;
+pub(crate) mod lint;
+pub(crate) mod parse;
 pub mod plan;
 pub mod project;
 mod reading;
 pub mod report;
-pub mod sandbox;
+pub(crate) mod sandbox;
 #[cfg(test)]
 mod testkit;
 mod tools;

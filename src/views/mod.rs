@@ -6,11 +6,11 @@
 //! [`choose`] resolves `--ui auto` ([`Ui`]): the TUI on an interactive
 //! terminal that can hold it, the line printer otherwise, with the reason in a note.
 
-pub mod board;
-pub mod pace;
-pub mod state;
+pub(crate) mod board;
+pub(crate) mod pace;
+pub(crate) mod state;
 pub mod tui;
-pub mod web;
+pub(crate) mod web;
 
 pub use crate::cli::Ui;
 

@@ -3,11 +3,11 @@
 //! their schemas ([`codex`]), Aider's text with its cost lines ([`aider`]), and plain text for
 //! every other agent without a structured mode ([`plain`]); [`Format`] names them and makes their readers ([`Reader`]).
 
-pub mod aider;
-pub mod claude;
-pub mod codex;
+pub(crate) mod aider;
+pub(crate) mod claude;
+pub(crate) mod codex;
 mod format;
-pub mod plain;
+pub(crate) mod plain;
 mod reader;
 
 pub use format::Format;

@@ -8,7 +8,7 @@
 //! entry's targets are sessions of the normal loop with their own reports; the batch writes
 //! `.ralph/batch-<id>/batch-report.json` ([`report`]) and exits with its worst entry's code.
 
-pub mod report;
+pub(crate) mod report;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

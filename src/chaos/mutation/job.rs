@@ -39,7 +39,7 @@ impl<'a> Called<'a> {
     }
 }
 
-/// One mutation run, as [`super::FsChaosRunner`] asks for it.
+/// One mutation run, as [`crate::chaos::FsChaosRunner`] asks for it.
 pub struct Job<'a> {
     pub language: Language,
     /// The project root and the unit tests' directory, in the user's tree.

@@ -14,6 +14,6 @@ mod memory;
 mod tests;
 mod walk;
 
-pub use build::{BuildOptions, GraphError, LONG_FILE_LINES};
+pub use build::{BuildOptions, GraphError};
 pub use import_graph::{Distance, ImportGraph, Relation};
 pub use memory::GraphMemory;

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::build::LONG_FILE_LINES;
 use super::*;
 
 fn fixture(name: &str) -> ImportGraph {

@@ -13,6 +13,7 @@ use crate::providers::options::ClientOptions;
 use crate::providers::Provider;
 
 pub const PROVIDER: &str = "openai";
+#[cfg(test)]
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
 const OFFICIAL_HOST: &str = "api.openai.com";

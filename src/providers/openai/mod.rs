@@ -20,6 +20,8 @@ mod errors;
 mod request;
 mod wire;
 
-pub use client::{accepts_temperature, OpenAiClient, BASE_URL_ENV, DEFAULT_API_KEY_ENV, PROVIDER};
+#[cfg(test)]
+pub use client::DEFAULT_API_KEY_ENV;
+pub use client::{accepts_temperature, OpenAiClient, PROVIDER};
 pub(crate) use request::{chat_body, ChatBody};
 pub(crate) use wire::Wire;

@@ -211,8 +211,8 @@ mod tests {
     use ralph_actors::schema::test_run::{Coverage, RunStatus, TestRun};
     use tokio_util::sync::CancellationToken;
 
+    use super::super::tool::check_coverage_tool;
     use super::*;
-    use crate::runner::coverage::check_coverage_tool;
     use crate::runner::coverage::testkit::plan;
     use crate::runner::testkit::{node_project, project};
     use crate::runner::ProcessRunner;

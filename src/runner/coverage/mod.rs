@@ -10,8 +10,8 @@
 //! | pytest, unittest | coverage.py (`python -m coverage`)    | `coverage json`               |
 //! | cargo, nextest   | `cargo llvm-cov`, else `cargo tarpaulin` | llvm-cov export / tarpaulin JSON |
 //!
-//! [`check_coverage_tool`] answers before any model is called whether the tool is there;
-//! [`with_coverage`] returns the changed plan and a [`CoverageReader`] for after the run.
+//! [`with_coverage`] answers first whether the tool is there (at the run's start, before any
+//! model is called), then returns the changed plan and a [`CoverageReader`] for after the run.
 //!
 //! Which tool, whether it is installed and how gathering fails: `tool`; the changed command:
 //! `gather`; the summary read after the run: `summary`; the target's own lines, for the
@@ -26,5 +26,5 @@ mod testkit;
 mod tool;
 
 pub use gather::with_coverage;
-pub use summary::{parse_summary, CoverageReader};
-pub use tool::{check_coverage_tool, CoverageError, CoverageTool};
+pub use summary::CoverageReader;
+pub use tool::{CoverageError, CoverageTool};

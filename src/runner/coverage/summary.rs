@@ -29,6 +29,7 @@ impl CoverageReader {
 
     /// The summary file the run writes (the plan's command deletes it first, so a stale one from
     /// an earlier iteration is never read).
+    #[cfg(test)]
     pub fn summary_path(&self) -> &Path {
         &self.summary
     }

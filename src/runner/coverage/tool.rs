@@ -89,8 +89,9 @@ pub enum CoverageError {
     },
 }
 
-/// Fails when the coverage tool `plan`'s framework needs is not installed, so startup can stop
-/// before any model is called. Runs the project's Python (or `rustc`) briefly for some checks.
+/// Fails when the coverage tool `plan`'s framework needs is not installed (what
+/// [`super::with_coverage`] does first, at the run's start, before any model is called).
+#[cfg(test)]
 pub fn check_coverage_tool(plan: &TestPlan) -> Result<(), CoverageError> {
     pick_tool(plan, &ToolEnv::current()).map(|_| ())
 }

@@ -1,7 +1,7 @@
 //! Finding a target's project root, manifest, tests and test file from the files around it, for
 //! runs without `-t` / `-f` (see `docs/test-runners.md`).
 //!
-//! [`detect_plans`] turns the nearest manifests into [`TestPlan`]s: one per language found, each
+//! [`detect_plans`] turns the nearest manifests into [`TestPlan`](crate::runner::plan::TestPlan)s: one per language found, each
 //! asking its tool for a machine-readable report.
 //!
 //! The detection itself and its errors: `plans`; the directories searched, the project root and

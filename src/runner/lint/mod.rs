@@ -17,6 +17,5 @@ mod run;
 #[cfg(test)]
 mod testkit;
 
-pub use findings::MAX_FINDINGS;
-pub use plan::{check_lint_tool, lint_plan, LintError, LintFormat, LintPlan};
+pub use plan::{lint_plan, LintError, LintPlan};
 pub use run::run_lint;

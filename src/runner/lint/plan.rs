@@ -75,8 +75,9 @@ pub fn lint_plan(
     plan_with(language, target, cwd, command, &Tools::current())
 }
 
-/// Fails when the linter [`lint_plan`] would pick is not there, so startup can stop before any
-/// model is called.
+/// Fails when the linter [`lint_plan`] would pick is not there (what [`lint_plan`] does first, at
+/// the run's start, before any model is called).
+#[cfg(test)]
 pub fn check_lint_tool(
     language: Language,
     target: &Path,

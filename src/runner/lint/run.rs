@@ -132,8 +132,9 @@ mod tests {
 
     use super::*;
     use crate::runner::language::Language;
+    use crate::runner::lint::lint_plan;
+    use crate::runner::lint::plan::check_lint_tool;
     use crate::runner::lint::testkit::{crate_project, ESLINT_CONFIG};
-    use crate::runner::lint::{check_lint_tool, lint_plan};
     use crate::runner::plan::SandboxKind;
     use crate::runner::testkit::{node_project, project};
 

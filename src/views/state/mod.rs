@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::printers::human::Human;
 use crate::printers::Printer;
 
-pub use text::{clean, clean_keep_lines, KEEP_LINES};
+pub use text::{clean, clean_keep_lines};
 use text::{ended, push};
 
 /// The most paragraphs of the thought stream the dashboard is sent.

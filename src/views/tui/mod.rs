@@ -11,11 +11,11 @@
 //! The view draws when something changed (an event, a key, a resize) and once a second for the
 //! clock; nothing else wakes it, so an idle view costs nothing measurable.
 
-pub mod cast;
-pub mod draw;
-pub mod lists;
-pub mod picker;
-pub mod term;
+pub(crate) mod cast;
+pub(crate) mod draw;
+pub(crate) mod lists;
+pub(crate) mod picker;
+pub(crate) mod term;
 pub mod ui;
 
 use std::path::{Path, PathBuf};

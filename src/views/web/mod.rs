@@ -10,11 +10,11 @@
 //! The dashboard reads only what runs write to disk, so it shows a run of this process and one
 //! of another alike; it asks a run to pause, resume or stop through [`crate::remote`].
 
-pub mod guard;
-pub mod page;
-pub mod routes;
-pub mod sessions;
-pub mod tail;
+pub(crate) mod guard;
+pub(crate) mod page;
+pub(crate) mod routes;
+pub(crate) mod sessions;
+pub(crate) mod tail;
 
 use std::net::SocketAddr;
 use std::path::Path;
