@@ -199,7 +199,7 @@ fn main() {
             cancel: CancellationToken::new(),
             stop_signal: Arc::new(std::sync::atomic::AtomicI32::new(0)),
             groups: ProcessGroups::new(),
-            stop_means: tui::ui::STOP_STEP,
+            stop_means: ralph_loop::views::tui::ui::STOP_STEP,
             picker: None,
             skip: None,
         };

@@ -3,8 +3,8 @@
 //! works through the inbox is [`crate::app::agent`].
 
 mod error;
-pub mod log;
-pub mod session;
+pub(crate) mod log;
+pub(crate) mod session;
 
 use std::time::Duration;
 

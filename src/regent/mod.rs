@@ -15,16 +15,16 @@
 //! - [`around`]: the `pre_task` and `post_task` hooks around the list's tasks;
 //! - [`actor`]: the Regent actor, the loop behind a mailbox.
 
-pub mod actor;
-pub mod around;
-pub mod baseline;
-pub mod bootstrap;
-pub mod judge;
-pub mod machine;
-pub mod outcome;
-pub mod prompt;
-pub mod run;
-pub mod state;
-pub mod tasks;
-pub mod turn;
-pub mod verify;
+pub(crate) mod actor;
+pub(crate) mod around;
+pub(crate) mod baseline;
+pub(crate) mod bootstrap;
+pub(crate) mod judge;
+pub(crate) mod machine;
+pub(crate) mod outcome;
+pub(crate) mod prompt;
+pub(crate) mod run;
+pub(crate) mod state;
+pub(crate) mod tasks;
+pub(crate) mod turn;
+pub(crate) mod verify;

@@ -18,7 +18,7 @@
 //! `targets` is *planned*: [`planner`] asks the Librarian's model which files to fix. Bad front
 //! matter is refused naming the file, line and key, as the config is.
 
-pub mod planner;
+pub(crate) mod planner;
 
 use std::path::{Path, PathBuf};
 

@@ -45,4 +45,5 @@ mod replay;
 mod runners;
 mod tape;
 mod tui;
+mod visibility;
 mod web;
