@@ -455,16 +455,15 @@ impl LlmClient for AnthropicClient {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::providers::http::test_server;
+    use crate::providers::conformance::Wire;
+
     use crate::providers::testkit::{
-        garbage, last_body, options_at, request, sealed, serving, times_out, waits_for_retry_after,
-        with_fast_retries,
+        last_body, options_at, request, sealed, serving, with_fast_retries,
     };
     use serde_json::{json, Value};
-    use std::sync::atomic::Ordering;
-    use std::time::Duration;
+
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -478,6 +477,25 @@ mod tests {
             AnthropicClient::new,
             AnthropicClient::with_retry_policy,
         )
+    }
+
+    /// Anthropic's answers, for the providers' conformance table.
+    pub(crate) fn wire() -> Wire {
+        Wire {
+            name: "anthropic",
+            model: MODEL,
+            client: |base, tweak| Box::new(client_at(base, tweak)),
+            stream: sse_reply,
+            first: || (sse_body(&stream_events(&[])[..1]), "text/event-stream"),
+            error: |status, message| {
+                let kind = if status == 429 {
+                    "rate_limit_error"
+                } else {
+                    "api_error"
+                };
+                error_reply(status, kind, message)
+            },
+        }
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
@@ -680,22 +698,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn waits_for_retry_after_then_succeeds() {
-        waits_for_retry_after(
-            error_reply(
-                429,
-                "rate_limit_error",
-                "Number of request tokens has exceeded your per-minute rate limit",
-            )
-            .insert_header("retry-after", "1"),
-            sse_reply(&["ok"]),
-            |s| client(s, |_| {}),
-            MODEL,
-        )
-        .await;
-    }
-
-    #[tokio::test]
     async fn rate_limited_after_the_retries_keeps_the_delay() {
         let server = serving(
             error_reply(429, "rate_limit_error", "slow down").insert_header("retry-after-ms", "20"),
@@ -715,19 +717,6 @@ mod tests {
                     ..
                 }
             ),
-            "{err:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = serving(error_reply(500, "api_error", "Internal server error"), 4).await;
-        let err = client(&server, |o| o.max_retries = 3)
-            .complete(request(MODEL))
-            .await
-            .expect_err("500s");
-        assert!(
-            matches!(&err, LlmError::Server { status: 500, attempts: 4, message, .. } if message.contains("Internal server error")),
             "{err:?}"
         );
     }
@@ -849,22 +838,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn garbage_is_an_invalid_reply() {
-        let server = serving(garbage(), ..).await;
-        let err = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect_err("garbage");
-        assert!(
-            matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
-            "{err:?}"
-        );
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("garbage");
-        assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
-        // Events that are not JSON.
+    async fn an_event_that_is_not_json_is_an_invalid_reply() {
         let server = serving(
             ResponseTemplate::new(200).set_body_raw("data: {oops\n\n", "text/event-stream"),
             ..,
@@ -894,41 +868,6 @@ mod tests {
             .await
             .expect_err("cut");
         assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
-    }
-
-    #[tokio::test]
-    async fn a_stalled_stream_is_retried_then_reported() {
-        let first = sse_body(&stream_events(&[])[..1]);
-        let (url, served) = test_server::stalling("text/event-stream", &first).await;
-        let err = client_at(&url, |o| {
-            o.idle_timeout = Duration::from_millis(200);
-            o.max_retries = 2;
-        })
-        .complete(request(MODEL))
-        .await
-        .expect_err("stalled");
-        assert!(
-            matches!(
-                err,
-                LlmError::Stalled {
-                    attempts: 3,
-                    seconds: 1,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
-        assert_eq!(served.load(Ordering::SeqCst), 3);
-    }
-
-    #[tokio::test]
-    async fn a_silent_server_times_out() {
-        times_out(
-            sse_reply(&["late"]),
-            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
-            MODEL,
-        )
-        .await;
     }
 
     #[tokio::test]

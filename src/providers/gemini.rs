@@ -433,15 +433,15 @@ impl LlmClient for GeminiClient {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::providers::http::test_server;
+    use crate::providers::conformance::Wire;
+
     use crate::providers::testkit::{
-        garbage, last_body, options_at, request, sealed, serving, times_out, waits_for_retry_after,
-        with_fast_retries,
+        last_body, options_at, request, sealed, serving, with_fast_retries,
     };
     use serde_json::json;
-    use std::sync::atomic::Ordering;
+
     use wiremock::matchers::{header, method, path, query_param};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -452,6 +452,28 @@ mod tests {
     fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> GeminiClient {
         let opts = options_at(base, DEFAULT_API_KEY_ENV, tweak);
         with_fast_retries(opts, GeminiClient::new, GeminiClient::with_retry_policy)
+    }
+
+    /// Gemini's answers, for the providers' conformance table.
+    pub(crate) fn wire() -> Wire {
+        Wire {
+            name: "gemini",
+            model: MODEL,
+            client: |base, tweak| Box::new(client_at(base, tweak)),
+            stream: sse_reply,
+            first: || {
+                let first = format!("data: {}\n\n", chunk("Hel", None, None));
+                (first, "text/event-stream")
+            },
+            error: |code, message| {
+                let status = if code == 429 {
+                    "RESOURCE_EXHAUSTED"
+                } else {
+                    "INTERNAL"
+                };
+                error_reply(code, status, message)
+            },
+        }
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> GeminiClient {
@@ -621,18 +643,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn waits_for_retry_after_then_succeeds() {
-        waits_for_retry_after(
-            error_reply(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted")
-                .insert_header("retry-after", "1"),
-            sse_reply(&["ok"]),
-            |s| client(s, |_| {}),
-            MODEL,
-        )
-        .await;
-    }
-
-    #[tokio::test]
     async fn honours_the_retry_info_in_the_body() {
         let server = serving(ResponseTemplate::new(429).set_body_json(json!({"error": {
                 "code": 429, "message": "You exceeded your current quota", "status": "RESOURCE_EXHAUSTED",
@@ -659,41 +669,6 @@ mod tests {
             ),
             "{err:?}"
         );
-    }
-
-    #[tokio::test]
-    async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = serving(
-            error_reply(500, "INTERNAL", "An internal error has occurred"),
-            3,
-        )
-        .await;
-        let err = client(&server, |o| o.max_retries = 2)
-            .complete(request(MODEL))
-            .await
-            .expect_err("500s");
-        assert!(
-            matches!(&err, LlmError::Server { status: 500, attempts: 3, message, .. } if message.contains("internal error")),
-            "{err:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn garbage_is_an_invalid_reply() {
-        let server = serving(garbage(), ..).await;
-        let err = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect_err("garbage");
-        assert!(
-            matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
-            "{err:?}"
-        );
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("garbage");
-        assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
     }
 
     #[tokio::test]
@@ -770,34 +745,6 @@ mod tests {
             matches!(&err, LlmError::Server { status: 503, attempts: 1, message, .. } if message.contains("overloaded")),
             "{err:?}"
         );
-    }
-
-    #[tokio::test]
-    async fn a_stalled_stream_is_retried_then_reported() {
-        let first = format!("data: {}\n\n", chunk("Hel", None, None));
-        let (url, served) = test_server::stalling("text/event-stream", &first).await;
-        let err = client_at(&url, |o| {
-            o.idle_timeout = Duration::from_millis(200);
-            o.max_retries = 1;
-        })
-        .complete(request(MODEL))
-        .await
-        .expect_err("stalled");
-        assert!(
-            matches!(err, LlmError::Stalled { attempts: 2, .. }),
-            "{err:?}"
-        );
-        assert_eq!(served.load(Ordering::SeqCst), 2);
-    }
-
-    #[tokio::test]
-    async fn a_silent_server_times_out() {
-        times_out(
-            sse_reply(&["late"]),
-            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
-            MODEL,
-        )
-        .await;
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub mod tokens;
 
 #[cfg(test)]
 pub(crate) mod testkit;
+#[cfg(test)]
+mod conformance;
 
 pub use crate::http::retry::RetryPolicy;
 pub use anthropic::AnthropicClient;

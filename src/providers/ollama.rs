@@ -296,15 +296,15 @@ impl LlmClient for OllamaClient {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::providers::http::test_server;
+    use crate::providers::conformance::Wire;
+
     use crate::providers::testkit::{
-        closed_port, garbage, last_body, options_at, request, serving, times_out,
-        waits_for_retry_after, with_fast_retries,
+        closed_port, last_body, options_at, request, serving, with_fast_retries,
     };
     use serde_json::{json, Value};
-    use std::sync::atomic::Ordering;
+
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -317,6 +317,18 @@ mod tests {
             tweak(o)
         });
         with_fast_retries(opts, OllamaClient::new, OllamaClient::with_retry_policy)
+    }
+
+    /// Ollama's answers, for the providers' conformance table.
+    pub(crate) fn wire() -> Wire {
+        Wire {
+            name: "ollama",
+            model: MODEL,
+            client: |base, tweak| Box::new(client_at(base, tweak)),
+            stream: ndjson_reply,
+            first: || (format!("{}\n", line("Hel")), "application/x-ndjson"),
+            error: error_reply,
+        }
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> OllamaClient {
@@ -443,45 +455,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn waits_for_retry_after_then_succeeds() {
-        waits_for_retry_after(
-            error_reply(429, "busy").insert_header("retry-after", "1"),
-            ndjson_reply(&["ok"]),
-            |s| client(s, |_| {}),
-            MODEL,
-        )
-        .await;
-    }
-
-    #[tokio::test]
-    async fn gives_up_on_a_failing_server_after_the_retries() {
-        let server = serving(error_reply(500, "llama runner process has terminated"), 4).await;
-        let err = client(&server, |o| o.max_retries = 3)
-            .complete(request(MODEL))
-            .await
-            .expect_err("500s");
-        assert!(
-            matches!(&err, LlmError::Server { status: 500, attempts: 4, message, .. } if message.contains("terminated")),
-            "{err:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn garbage_is_an_invalid_reply() {
-        let server = serving(garbage(), ..).await;
-        for stream in [false, true] {
-            let err = client(&server, |o| o.stream = stream)
-                .complete(request(MODEL))
-                .await
-                .expect_err("garbage");
-            assert!(
-                matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
-                "{err:?}"
-            );
-        }
-    }
-
-    #[tokio::test]
     async fn an_error_line_is_reported() {
         let server = MockServer::start().await;
         let body = format!(
@@ -523,34 +496,6 @@ mod tests {
             .await
             .expect_err("400");
         assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
-    }
-
-    #[tokio::test]
-    async fn a_stalled_stream_is_retried_then_reported() {
-        let first = format!("{}\n", line("Hel"));
-        let (url, served) = test_server::stalling("application/x-ndjson", &first).await;
-        let err = client_at(&url, |o| {
-            o.idle_timeout = Duration::from_millis(200);
-            o.max_retries = 1;
-        })
-        .complete(request(MODEL))
-        .await
-        .expect_err("stalled");
-        assert!(
-            matches!(err, LlmError::Stalled { attempts: 2, .. }),
-            "{err:?}"
-        );
-        assert_eq!(served.load(Ordering::SeqCst), 2);
-    }
-
-    #[tokio::test]
-    async fn a_silent_server_times_out() {
-        times_out(
-            ndjson_reply(&["late"]),
-            |s| client(s, |o| o.timeout = Duration::from_millis(300)),
-            MODEL,
-        )
-        .await;
     }
 
     #[tokio::test]

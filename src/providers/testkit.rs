@@ -2,9 +2,9 @@
 //! `wiremock`, and OpenAI clients pointed at it.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ralph_actors::ports::llm::{ChatMessage, ChatRequest, GuardedRequest, LlmClient, LlmError};
+use ralph_actors::ports::llm::{ChatMessage, ChatRequest, GuardedRequest, LlmError};
 use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
 use ralph_guard::Guard;
@@ -77,56 +77,6 @@ pub async fn serving(reply: ResponseTemplate, times: impl Into<Times>) -> MockSe
         .mount(&server)
         .await;
     server
-}
-
-/// A call of `model` through `client` that first meets `busy` (which asks for a wait of a
-/// second) waits it out, then gets `ok`'s text, "ok".
-pub async fn waits_for_retry_after<C: LlmClient>(
-    busy: ResponseTemplate,
-    ok: ResponseTemplate,
-    client: impl FnOnce(&MockServer) -> C,
-    model: &str,
-) {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(busy)
-        .up_to_n_times(1)
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(ok)
-        .expect(1)
-        .mount(&server)
-        .await;
-    let started = Instant::now();
-    let reply = client(&server)
-        .complete(request(model))
-        .await
-        .expect("reply after a retry");
-    assert_eq!(reply.text, "ok");
-    assert!(
-        started.elapsed() >= Duration::from_millis(950),
-        "waited only {:?}",
-        started.elapsed()
-    );
-}
-
-/// A call of `model` through `client` (whose timeout is under a second) to a server that sends
-/// `late` after 5 s ends as a timeout, without waiting for the server.
-pub async fn times_out<C: LlmClient>(
-    late: ResponseTemplate,
-    client: impl FnOnce(&MockServer) -> C,
-    model: &str,
-) {
-    let server = serving(late.set_delay(Duration::from_secs(5)), ..).await;
-    let started = Instant::now();
-    let err = client(&server).complete(request(model)).await;
-    assert!(
-        matches!(err, Err(LlmError::Timeout { seconds: 1, .. })),
-        "{err:?}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
 
 /// A 200 whose body is no provider's JSON.
@@ -223,6 +173,26 @@ pub fn error_reply(status: u16, message: &str, code: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_json(json!({
         "error": { "message": message, "type": "error", "param": null, "code": code }
     }))
+}
+
+/// OpenAI's answers (and every OpenAI-compatible server's), for the providers' conformance
+/// table.
+pub fn openai_wire() -> super::conformance::Wire {
+    super::conformance::Wire {
+        name: "openai",
+        model: "openai/gpt-4o",
+        client: |base, tweak| Box::new(client_at(&format!("{base}/v1"), tweak)),
+        stream: |deltas| sse_reply(deltas, Some(usage_json(10, 1, 0))),
+        first: || (FIRST_CHUNK.to_string(), "text/event-stream"),
+        error: |status, message| {
+            let code = if status == 429 {
+                "rate_limit_exceeded"
+            } else {
+                "server_error"
+            };
+            error_reply(status, message, code)
+        },
+    }
 }
 
 /// A stream's first chunk, `Hel`, for a server that then stalls.
