@@ -339,7 +339,7 @@ pub fn status(args: StatusArgs) -> Result<i32> {
     };
     match report {
         Some(report) => {
-            let _ = printers::human::write_summary(&report, &mut out);
+            let _ = printers::summary::write_summary(&report, &mut out);
         }
         None => {
             let state: Option<SessionState> = session.read_json("state.json")?;

@@ -122,7 +122,7 @@ pub(crate) fn execute(
     let _ = std::fs::remove_dir_all(&report_dir);
     let report = report?;
     if tui {
-        let _ = printers::human::write_summary(&report, &mut std::io::stderr().lock());
+        let _ = printers::summary::write_summary(&report, &mut std::io::stderr().lock());
     }
     Ok(report.exit_code)
 }

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use ralph_actors::events::event::Envelope;
 use ralph_actors::events::event::{Event, Phase};
 use ralph_actors::schema::context::ContextChoice;
-use ralph_actors::schema::report::{FileLeft, MemoryStatus, OnFailure, Report};
 
 use crate::printers::printer::Printer;
+use crate::printers::summary::{counts, one_line, write_summary};
 
 /// The live view: one line per step, each with the time since the session's first event, the
 /// iteration, and the spend.
@@ -75,10 +75,8 @@ impl<W: Write> Human<W> {
         )
     }
 
-    fn render(&mut self, event: &Event) -> std::io::Result<()> {
-        // Each event's lines are built whole, then written at once.
-        let mut text = Vec::new();
-        let out = &mut text;
+    /// The session's first lines: what runs, on which models, within what.
+    fn session_lines(&mut self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
         match event {
             Event::SessionStarted {
                 session_id,
@@ -107,20 +105,14 @@ impl<W: Write> Human<W> {
                     models.join(", ")
                 )?;
             }
-            Event::IterationStarted {
-                iteration,
-                max_iterations,
-            } => {
-                self.iteration = *iteration;
-                self.max_iterations = *max_iterations;
-            }
-            Event::PhaseChanged {
-                phase: Phase::Baseline,
-                ..
-            } => writeln!(out, "{} · running the tests as they are", self.prefix())?,
-            Event::PhaseChanged { phase, .. } => {
-                writeln!(out, "{} · {}", self.prefix(), phase.as_str())?
-            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A model call's line: who, on what, its tokens, money and time.
+    fn call_line(&mut self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match event {
             Event::LlmCallFinished {
                 role,
                 model,
@@ -144,13 +136,14 @@ impl<W: Write> Human<W> {
                     *duration_ms as f64 / 1000.0
                 )?;
             }
-            Event::ContextHigh {
-                role, model, used, ..
-            } => writeln!(
-                out,
-                "warning: the {role}'s prompt used {:.0}% of {model}'s context window (limit 40%); its history is dropped",
-                used * 100.0
-            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The Critic's verdict and its first reason.
+    fn verdict_line(&self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match event {
             Event::CriticVerdict {
                 approved, reasons, ..
             } => {
@@ -171,65 +164,15 @@ impl<W: Write> Human<W> {
                     }
                 )?;
             }
-            Event::TestsFinished { tests, .. } => {
-                writeln!(out, "{} ·   tests {}", self.prefix(), tests.summary)?
-            }
-            Event::TestIntegrity { violations, .. } => writeln!(
-                out,
-                "{} ·   proposal sent back: it {}",
-                self.prefix(),
-                violations.join(", ")
-            )?,
-            Event::ContextReset { .. } => writeln!(out, "{} ·   context reset", self.prefix())?,
-            Event::Fallback(r) => writeln!(
-                out,
-                "{} ·   {} {} failed ({}); falling back to {}",
-                self.prefix(),
-                r.role,
-                r.from,
-                one_line(&r.reason),
-                r.to
-            )?,
-            Event::ContextGathered {
-                included,
-                excluded,
-                tokens,
-                budget,
-                ..
-            } => writeln!(
-                out,
-                "{} ·   context: {} ({tokens} of {budget} tokens{})",
-                self.prefix(),
-                context_files(included),
-                if *excluded > 0 {
-                    format!(", {excluded} nearby left out")
-                } else {
-                    String::new()
-                }
-            )?,
-            Event::Warning { message } => writeln!(out, "warning: {}", one_line(message))?,
-            Event::MemoryRecalled {
-                attempts,
-                worked,
-                best_similarity,
-                ..
-            } => writeln!(
-                out,
-                "{} ·   memory: {attempts} earlier attempt{} at a similar failure ({worked} worked; best similarity {best_similarity:.2})",
-                self.prefix(),
-                if *attempts == 1 { "" } else { "s" }
-            )?,
-            Event::MemoryRecorded { .. } => {}
-            Event::Note { message } => writeln!(out, "note: {}", one_line(message))?,
-            Event::ProposalAmended { hook, .. } => {
-                writeln!(out, "{} ·   proposal amended by {hook}", self.prefix())?
-            }
-            Event::SuccessVetoed { hook, reasons, .. } => writeln!(
-                out,
-                "{} ·   success vetoed by {hook}: {}",
-                self.prefix(),
-                reasons.first().map(String::as_str).unwrap_or("no reason given")
-            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Chaos's rounds, the Critic's judgement of them, the findings rechecked, the mutation
+    /// score.
+    fn chaos_lines(&self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match event {
             Event::ChaosSuite {
                 round,
                 tests,
@@ -313,6 +256,53 @@ impl<W: Write> Human<W> {
                     n => format!(", {n} equivalent"),
                 },
             )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// What the run does beside its steps: a model given up for its fallback, the context the
+    /// Librarian packed, what the MemoryVault recalled, what LocalGuard masked (told when a call
+    /// carries more than any before it).
+    fn aside_lines(&mut self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
+        match event {
+            Event::Fallback(r) => writeln!(
+                out,
+                "{} ·   {} {} failed ({}); falling back to {}",
+                self.prefix(),
+                r.role,
+                r.from,
+                one_line(&r.reason),
+                r.to
+            )?,
+            Event::ContextGathered {
+                included,
+                excluded,
+                tokens,
+                budget,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   context: {} ({tokens} of {budget} tokens{})",
+                self.prefix(),
+                context_files(included),
+                if *excluded > 0 {
+                    format!(", {excluded} nearby left out")
+                } else {
+                    String::new()
+                }
+            )?,
+            Event::MemoryRecalled {
+                attempts,
+                worked,
+                best_similarity,
+                ..
+            } => writeln!(
+                out,
+                "{} ·   memory: {attempts} earlier attempt{} at a similar failure ({worked} worked; best similarity {best_similarity:.2})",
+                self.prefix(),
+                if *attempts == 1 { "" } else { "s" }
+            )?,
             Event::Masked { kinds, role, .. } => {
                 let total: usize = kinds.values().sum();
                 if total > self.masked {
@@ -326,6 +316,70 @@ impl<W: Write> Human<W> {
                     )?;
                 }
             }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn render(&mut self, event: &Event) -> std::io::Result<()> {
+        // Each event's lines are built whole, then written at once.
+        let mut text = Vec::new();
+        let out = &mut text;
+        match event {
+            Event::SessionStarted { .. } => self.session_lines(event, out)?,
+            Event::IterationStarted {
+                iteration,
+                max_iterations,
+            } => {
+                self.iteration = *iteration;
+                self.max_iterations = *max_iterations;
+            }
+            Event::PhaseChanged {
+                phase: Phase::Baseline,
+                ..
+            } => writeln!(out, "{} · running the tests as they are", self.prefix())?,
+            Event::PhaseChanged { phase, .. } => {
+                writeln!(out, "{} · {}", self.prefix(), phase.as_str())?
+            }
+            Event::LlmCallFinished { .. } => self.call_line(event, out)?,
+            Event::ContextHigh {
+                role, model, used, ..
+            } => writeln!(
+                out,
+                "warning: the {role}'s prompt used {:.0}% of {model}'s context window (limit 40%); its history is dropped",
+                used * 100.0
+            )?,
+            Event::CriticVerdict { .. } => self.verdict_line(event, out)?,
+            Event::TestsFinished { tests, .. } => {
+                writeln!(out, "{} ·   tests {}", self.prefix(), tests.summary)?
+            }
+            Event::TestIntegrity { violations, .. } => writeln!(
+                out,
+                "{} ·   proposal sent back: it {}",
+                self.prefix(),
+                violations.join(", ")
+            )?,
+            Event::ContextReset { .. } => writeln!(out, "{} ·   context reset", self.prefix())?,
+            Event::Fallback(_)
+            | Event::ContextGathered { .. }
+            | Event::MemoryRecalled { .. }
+            | Event::Masked { .. } => self.aside_lines(event, out)?,
+            Event::Warning { message } => writeln!(out, "warning: {}", one_line(message))?,
+            Event::MemoryRecorded { .. } => {}
+            Event::Note { message } => writeln!(out, "note: {}", one_line(message))?,
+            Event::ProposalAmended { hook, .. } => {
+                writeln!(out, "{} ·   proposal amended by {hook}", self.prefix())?
+            }
+            Event::SuccessVetoed { hook, reasons, .. } => writeln!(
+                out,
+                "{} ·   success vetoed by {hook}: {}",
+                self.prefix(),
+                reasons.first().map(String::as_str).unwrap_or("no reason given")
+            )?,
+            Event::ChaosSuite { .. }
+            | Event::ChaosJudged { .. }
+            | Event::ChaosRecheck { .. }
+            | Event::ChaosMutation { .. } => self.chaos_lines(event, out)?,
             Event::SessionFinished { report } => write_summary(report, out)?,
             // The lines are for a log; the thought stream is for the live views.
             Event::Thought { .. } => {}
@@ -356,205 +410,6 @@ impl<W: Write> Human<W> {
         self.out.write_all(&text)?;
         self.out.flush()
     }
-}
-
-/// `SECRET_AWS_ACCESS_KEY_ID 1, PII_EMAIL 2`.
-fn counts(kinds: &std::collections::BTreeMap<String, usize>) -> String {
-    kinds
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The summary of a finished session: its outcome, cost, tests, memory and report path (the
-/// live view's last lines, and `ralph-loop status`).
-pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
-    let mark = if report.exit_code == 0 { "✔" } else { "✘" };
-    writeln!(out, "{mark} {}: {}", report.status, report.reason)?;
-    let roles: Vec<String> = report
-        .cost_by_role
-        .iter()
-        .map(|(r, c)| format!("{r} ${c:.4}"))
-        .collect();
-    writeln!(
-        out,
-        "  {} iteration{} · {:.1}s · ${:.4} ({}) · {} in / {} out tokens",
-        report.iterations,
-        if report.iterations == 1 { "" } else { "s" },
-        report.duration_ms as f64 / 1000.0,
-        report.cost_usd,
-        if roles.is_empty() {
-            "no model calls".to_string()
-        } else {
-            roles.join(", ")
-        },
-        report.tokens.input_tokens,
-        report.tokens.output_tokens
-    )?;
-    if let (Some(b), Some(a)) = (&report.tests_before, &report.tests_after) {
-        writeln!(out, "  tests before: {} · after: {}", b.summary, a.summary)?;
-    }
-    if !report.context_use.is_empty() {
-        let uses: Vec<String> = report
-            .context_use
-            .iter()
-            .map(|(r, u)| format!("{r} {:.1}%", u * 100.0))
-            .collect();
-        writeln!(
-            out,
-            "  peak context use: {} · context resets: {}",
-            uses.join(", "),
-            report.context_resets
-        )?;
-    }
-    let m = &report.memory;
-    match m.status {
-        MemoryStatus::On | MemoryStatus::Failed => writeln!(
-            out,
-            "  memory: {} recalled in {} iteration{}, {} recorded{}",
-            m.recalled,
-            m.recalls,
-            if m.recalls == 1 { "" } else { "s" },
-            m.recorded,
-            m.reason
-                .as_ref()
-                .map(|r| format!(" (stopped: {r})"))
-                .unwrap_or_default()
-        )?,
-        MemoryStatus::Unavailable => writeln!(
-            out,
-            "  memory: unavailable ({})",
-            m.reason.as_deref().unwrap_or("unknown")
-        )?,
-        MemoryStatus::Off => {}
-    }
-    if let Some(a) = &report.adversarial {
-        let open = a.open().count();
-        writeln!(
-            out,
-            "  chaos: {} round{}, {} adversarial test{} written, {} finding{} ({} fixed, {open} open), {} dropped by the critic",
-            a.rounds,
-            if a.rounds == 1 { "" } else { "s" },
-            a.tests_generated,
-            if a.tests_generated == 1 { "" } else { "s" },
-            a.failures_found,
-            if a.failures_found == 1 { "" } else { "s" },
-            a.failures_fixed,
-            a.tests_rejected
-        )?;
-        if let Some(m) = &a.mutation {
-            writeln!(
-                out,
-                "  mutation: {}% ({}% strict) by {}, {} surviving mutant{}{}",
-                m.scores.operational,
-                m.scores.strict,
-                m.tool,
-                a.surviving_mutants.len(),
-                if a.surviving_mutants.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                m.report_path
-                    .as_ref()
-                    .map(|p| format!(" · {p}"))
-                    .unwrap_or_default()
-            )?;
-        }
-    }
-    if let Some(c) = report
-        .adversarial
-        .as_ref()
-        .and_then(|a| a.coverage.as_ref())
-    {
-        writeln!(
-            out,
-            "  coverage: {}% of {} changed line{} by {} (at least {}% asked){}",
-            c.pct,
-            c.coverable,
-            if c.coverable == 1 { "" } else { "s" },
-            c.tool,
-            c.min,
-            match c.uncovered.len() {
-                0 => String::new(),
-                n => format!(", {n} no test runs"),
-            }
-        )?;
-    }
-    if !report.promise.checks.is_empty() {
-        writeln!(out, "  {}", report.promise.summary())?;
-    }
-    let g = &report.local_guard;
-    if !g.masked.is_empty() {
-        let total: usize = g.masked.values().sum();
-        writeln!(
-            out,
-            "  local guard: {total} value{} masked ({}), {} put back in files",
-            if total == 1 { "" } else { "s" },
-            counts(&g.masked),
-            g.restored
-        )?;
-    }
-    if let Some(left) = &report.file_left {
-        write_file_left(report, left, out)?;
-    }
-    for (i, step) in report.next_steps.iter().enumerate() {
-        let label = if i == 0 { "next:" } else { "     " };
-        writeln!(out, "  {label} {}", one_line(step))?;
-    }
-    writeln!(
-        out,
-        "  report: .ralph/session-{}/report.json",
-        report.session_id
-    )?;
-    out.flush()
-}
-
-/// For a run that did not succeed: what the target holds now, and where the original is.
-fn write_file_left(report: &Report, left: &FileLeft, out: &mut impl Write) -> std::io::Result<()> {
-    let state = match (left.policy, left.iteration) {
-        (_, Some(0)) => "the original".to_string(),
-        (OnFailure::Best, Some(n)) => format!("the best state reached, iteration {n}'s version"),
-        (_, Some(n)) => format!("iteration {n}'s version"),
-        (_, None) => "the last proposal, untested".to_string(),
-    };
-    let tests = left
-        .tests
-        .as_ref()
-        .map(|t| format!(" ({})", t.summary))
-        .unwrap_or_default();
-    let undone = match report.reverts {
-        0 => String::new(),
-        1 => " · 1 worse proposal undone".to_string(),
-        n => format!(" · {n} worse proposals undone"),
-    };
-    let name = std::path::Path::new(&report.target)
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    writeln!(
-        out,
-        "  file: {} holds {state}{tests}{undone} (on_failure: {}); the original is in .ralph/session-{}/original/{name}",
-        report.target,
-        left.policy.as_str(),
-        report.session_id
-    )
-}
-
-/// A message that may hold line breaks (a server's multi-line error) on one line of the live
-/// view: its lines joined, runs of blanks squeezed.
-fn one_line(message: &str) -> std::borrow::Cow<'_, str> {
-    if !message.contains(['\n', '\r']) {
-        return message.into();
-    }
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ⏎ ")
-        .into()
 }
 
 /// The files a context adds beside the target, for one line: the first few by name.

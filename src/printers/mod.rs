@@ -1,13 +1,14 @@
 //! Renderings of the one event stream, each a [`Printer`]: a live [`human`] view on stderr,
 //! [`jsonl`] (every event, one JSON line each, on stdout) and [`json`] (the final report alone);
-//! [`loop_lines`] are the human view's lines for the agent loop; [`event_log`] is the session's
-//! `events.jsonl`, written beside the others.
+//! [`loop_lines`] are the human view's lines for the agent loop; [`summary`] the human summary of
+//! a finished session; [`event_log`] is the session's `events.jsonl`, written beside the others.
 //! A printer is a subscriber of the session's event bus; any number can watch one run.
 //!
 //! Adding a printer is one type that implements [`Printer`] (in a module of its own) and one
 //! arm in [`for_format`].
 
 pub(crate) mod event_log;
+pub(crate) mod summary;
 pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod jsonl;
