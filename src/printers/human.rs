@@ -77,95 +77,92 @@ impl<W: Write> Human<W> {
 
     /// The session's first lines: what runs, on which models, within what.
     fn session_lines(&mut self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
-        match event {
-            Event::SessionStarted {
-                session_id,
-                target,
-                test_command,
-                models,
-                max_cost_usd,
-                max_iterations,
-                resumed_from_iteration,
-                spent_usd,
-            } => {
-                self.max_iterations = *max_iterations;
-                self.iteration = *resumed_from_iteration;
-                self.cost = *spent_usd;
-                let resumed = if *resumed_from_iteration > 0 {
-                    format!(" (resumed after iteration {resumed_from_iteration})")
-                } else {
-                    String::new()
-                };
-                writeln!(out, "ralph-loop · session {session_id}{resumed}")?;
-                writeln!(out, "  target {target} · tests `{test_command}`")?;
-                let models: Vec<String> = models.iter().map(|(r, m)| format!("{r} {m}")).collect();
-                writeln!(
-                    out,
-                    "  models {} · budget ${max_cost_usd:.2}, {max_iterations} iterations",
-                    models.join(", ")
-                )?;
-            }
-            _ => {}
-        }
+        let Event::SessionStarted {
+            session_id,
+            target,
+            test_command,
+            models,
+            max_cost_usd,
+            max_iterations,
+            resumed_from_iteration,
+            spent_usd,
+        } = event
+        else {
+            return Ok(());
+        };
+        self.max_iterations = *max_iterations;
+        self.iteration = *resumed_from_iteration;
+        self.cost = *spent_usd;
+        let resumed = if *resumed_from_iteration > 0 {
+            format!(" (resumed after iteration {resumed_from_iteration})")
+        } else {
+            String::new()
+        };
+        writeln!(out, "ralph-loop · session {session_id}{resumed}")?;
+        writeln!(out, "  target {target} · tests `{test_command}`")?;
+        let models: Vec<String> = models.iter().map(|(r, m)| format!("{r} {m}")).collect();
+        writeln!(
+            out,
+            "  models {} · budget ${max_cost_usd:.2}, {max_iterations} iterations",
+            models.join(", ")
+        )?;
         Ok(())
     }
 
     /// A model call's line: who, on what, its tokens, money and time.
     fn call_line(&mut self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
-        match event {
-            Event::LlmCallFinished {
-                role,
-                model,
-                usage,
-                cost_usd,
-                total_cost_usd,
-                duration_ms,
-                context_used,
-                ..
-            } => {
-                self.cost = *total_cost_usd;
-                let context = context_used
-                    .map(|u| format!(", context {:.0}%", u * 100.0))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "{} ·   {role} {model}: {} in / {} out tokens{context}, ${cost_usd:.4}, {:.1}s",
-                    self.prefix(),
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    *duration_ms as f64 / 1000.0
-                )?;
-            }
-            _ => {}
-        }
+        let Event::LlmCallFinished {
+            role,
+            model,
+            usage,
+            cost_usd,
+            total_cost_usd,
+            duration_ms,
+            context_used,
+            ..
+        } = event
+        else {
+            return Ok(());
+        };
+        self.cost = *total_cost_usd;
+        let context = context_used
+            .map(|u| format!(", context {:.0}%", u * 100.0))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{} ·   {role} {model}: {} in / {} out tokens{context}, ${cost_usd:.4}, {:.1}s",
+            self.prefix(),
+            usage.input_tokens,
+            usage.output_tokens,
+            *duration_ms as f64 / 1000.0
+        )?;
         Ok(())
     }
 
     /// The Critic's verdict and its first reason.
     fn verdict_line(&self, event: &Event, out: &mut Vec<u8>) -> std::io::Result<()> {
-        match event {
-            Event::CriticVerdict {
-                approved, reasons, ..
-            } => {
-                let verdict = if *approved { "approved" } else { "rejected" };
-                let first = reasons
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim();
-                writeln!(
-                    out,
-                    "{} ·   critic {verdict}{}",
-                    self.prefix(),
-                    if first.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {first}")
-                    }
-                )?;
+        let Event::CriticVerdict {
+            approved, reasons, ..
+        } = event
+        else {
+            return Ok(());
+        };
+        let verdict = if *approved { "approved" } else { "rejected" };
+        let first = reasons
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        writeln!(
+            out,
+            "{} ·   critic {verdict}{}",
+            self.prefix(),
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
             }
-            _ => {}
-        }
+        )?;
         Ok(())
     }
 
