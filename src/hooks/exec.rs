@@ -29,7 +29,7 @@ pub enum Ran {
 }
 
 /// Why a hook's run is a failure.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum Failed {
     #[error("cannot start: {0}")]
     Spawn(String),
@@ -44,7 +44,7 @@ pub enum Failed {
     #[error("answered garbage: {0}")]
     Garbage(String),
     #[error("its model did not answer: {0}")]
-    Model(String),
+    Model(#[from] ralph_actors::machine::hooks::AskError),
 }
 
 /// `: the last line of stderr`, or nothing.

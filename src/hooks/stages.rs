@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ralph_actors::machine::hooks::{Asker, Gate, Hook, HookError, Transition};
+use ralph_actors::machine::hooks::{AskError, Asker, Gate, Hook, HookError, Transition};
 use ralph_actors::machine::state::StateKind;
 use ralph_actors::prompt::reply::Proposal;
 use ralph_actors::schema::report::Status;
@@ -292,9 +292,9 @@ impl DeclaredHook {
     /// for the Artisan.
     async fn ask(&self, request: &Request, ask: Option<Asker<'_>>) -> Result<Answer, Failed> {
         let Some(Asker(ask)) = ask else {
-            return Err(Failed::Model(
-                "there is no model to ask at this stage".into(),
-            ));
+            return Err(Failed::Model(AskError::NoModel(
+                "there is no model to ask at this stage",
+            )));
         };
         let prompt = super::prompt::fill(self.hook.prompt.as_deref().unwrap_or_default(), request);
         let seconds = self.hook.timeout_seconds;
@@ -357,7 +357,7 @@ impl DeclaredHook {
         let message = format!("failed at {}: {failed}", stage.as_str());
         // A run being stopped (Ctrl+C) is not the hook's failure: not logged, and not for its
         // `on_failure` to turn into an error or a note.
-        if *failed == Failed::Cancelled {
+        if matches!(failed, Failed::Cancelled) {
             return HookError::new(
                 &self.hook.name,
                 format!("stopped at {}: the run was interrupted", stage.as_str()),

@@ -51,7 +51,19 @@ pub trait Ask: Send + Sync {
         model: Option<&str>,
         system: &str,
         prompt: &str,
-    ) -> Result<String, String>;
+    ) -> Result<String, AskError>;
+}
+
+/// Why a hook's question got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// No model here to ask: the hook named none and the run has no Critic (or the machine, an
+    /// agent loop, has no models at all).
+    #[error("{0}")]
+    NoModel(&'static str),
+    /// The call failed as a role's would (the provider, the budget, a stop).
+    #[error(transparent)]
+    Call(#[from] crate::error::Error),
 }
 
 /// The run's [`Ask`], as a transition carries it.

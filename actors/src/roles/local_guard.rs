@@ -11,7 +11,7 @@ use ralph_guard::{Guard, GuardError};
 
 use crate::events::bus::EventBus;
 use crate::events::event::Event;
-use crate::guard::{seal_strings, NOTE};
+use crate::guard::{seal_strings, DocumentError, NOTE};
 use crate::ports::llm::{ChatRequest, GuardedRequest};
 use crate::ports::memory::GuardedTexts;
 use crate::schema::attempt::FixAttempt;
@@ -31,7 +31,7 @@ pub struct SealTexts(pub Vec<String>);
 
 /// MemoryVault → LocalGuard: seal an attempt before it is shared.
 #[derive(Message)]
-#[rtype(result = "Result<FixAttempt, String>")]
+#[rtype(result = "Result<FixAttempt, DocumentError>")]
 pub struct SealRecord(pub FixAttempt);
 
 /// Supervisor → LocalGuard: can every placeholder in this model's text be put back?
@@ -80,7 +80,7 @@ impl Handler<SealTexts> for LocalGuard {
 }
 
 impl Handler<SealRecord> for LocalGuard {
-    type Result = Result<FixAttempt, String>;
+    type Result = Result<FixAttempt, DocumentError>;
 
     fn handle(&mut self, msg: SealRecord, _: &mut Context<Self>) -> Self::Result {
         seal_strings(&self.guard, msg.0)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::machine::hooks::Ask;
+use crate::machine::hooks::{Ask, AskError};
 use crate::ports::llm::ChatMessage;
 use crate::role::Role;
 use crate::roles::caller::Caller;
@@ -28,7 +28,7 @@ impl Ask for RunAsk {
         model: Option<&str>,
         system: &str,
         prompt: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, AskError> {
         let spec = match (model, &self.critic) {
             (Some(model), critic) => ModelSpec {
                 model: model.to_string(),
@@ -40,7 +40,9 @@ impl Ask for RunAsk {
             },
             (None, Some(critic)) => critic.clone(),
             (None, None) => {
-                return Err("the run has no Critic's model to ask: name one with `model:`".into())
+                return Err(AskError::NoModel(
+                    "the run has no Critic's model to ask: name one with `model:`",
+                ))
             }
         };
         let messages = vec![ChatMessage::system(system), ChatMessage::user(prompt)];
@@ -48,6 +50,6 @@ impl Ask for RunAsk {
             .call(iteration, Role::Critic, &spec, messages, &self.cancel)
             .await
             .map(|reply| reply.text)
-            .map_err(|e| e.to_string())
+            .map_err(AskError::from)
     }
 }
