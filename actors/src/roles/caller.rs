@@ -1,6 +1,6 @@
 //! What the model-calling roles share: [`Caller`], which meters every call against the
 //! ledger, falls back to a role's next model, and measures each prompt against its model's
-//! context window; and [`guarded`], which turns a panic in a role's work into a typed error.
+//! context window; and `guarded`, which turns a panic in a role's work into a typed error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

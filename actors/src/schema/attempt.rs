@@ -11,7 +11,7 @@ pub struct FixAttempt {
     pub id: String,
     /// Which project it came from (a hash of the project root; `shared` for imported patterns).
     pub project_id: String,
-    /// The normalised failure it tried to fix (see [`signature`]).
+    /// The normalised failure it tried to fix (see [`crate::memory::signature`]).
     pub signature: String,
     /// The failure's category (`LOGIC`, `SYNTAX`, ...), when the run had one.
     pub category: Option<Category>,

@@ -1,5 +1,6 @@
 //! The coverage tool each test framework gets ([`CoverageTool`]), checked to be installed before
-//! the run ([`check_coverage_tool`]), and the ways gathering coverage fails ([`CoverageError`]).
+//! the run (`pick_tool`, which `with_coverage` calls first), and the ways gathering coverage
+//! fails ([`CoverageError`]).
 //! The test command's shape (`<python> -m pytest`, `cargo nextest run`) decides both whether a
 //! tool fits and how `gather` wraps the command, so it is read here for both.
 
