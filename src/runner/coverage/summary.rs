@@ -69,10 +69,10 @@ impl CoverageReader {
                 })
             }
         };
-        parse_summary(self.tool, &data).map_err(|reason| CoverageError::Unreadable {
+        parse_summary(self.tool, &data).map_err(|e| CoverageError::Unreadable {
             tool: self.tool.as_str(),
             path: self.summary.clone(),
-            reason,
+            reason: e.to_string(),
         })
     }
 }
@@ -81,8 +81,8 @@ impl CoverageReader {
 /// (more precise than the tools' rounded ones) and rounded to two decimals. A metric with nothing
 /// to count (no branches) is `None`; lines with nothing to count are 0%, since then the tests
 /// loaded no code at all.
-pub fn parse_summary(tool: CoverageTool, data: &str) -> Result<Coverage, String> {
-    let value: Value = serde_json::from_str(data).map_err(|e| format!("not JSON: {e}"))?;
+pub fn parse_summary(tool: CoverageTool, data: &str) -> Result<Coverage, SummaryError> {
+    let value: Value = serde_json::from_str(data)?;
     let (lines, branches, functions) = match tool {
         CoverageTool::Jest | CoverageTool::Vitest | CoverageTool::C8 => istanbul(&value)?,
         CoverageTool::CoveragePy => coverage_py(&value)?,
@@ -100,6 +100,20 @@ pub fn parse_summary(tool: CoverageTool, data: &str) -> Result<Coverage, String>
 
 type Metrics = (Option<f64>, Option<f64>, Option<f64>);
 
+/// Why a summary file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    /// What the tool writes is not there: which entry or counts.
+    #[error("no {0}")]
+    Missing(String),
+}
+
+fn missing(what: impl Into<String>) -> SummaryError {
+    SummaryError::Missing(what.into())
+}
+
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
@@ -113,12 +127,12 @@ fn number(v: &Value, key: &str) -> Option<f64> {
 }
 
 /// istanbul's `coverage-summary.json`: `total.{lines,branches,functions}.{total,covered,pct}`.
-fn istanbul(v: &Value) -> Result<Metrics, String> {
-    let total = v.get("total").ok_or("no `total` entry")?;
-    let metric = |name: &str| -> Result<Option<f64>, String> {
+fn istanbul(v: &Value) -> Result<Metrics, SummaryError> {
+    let total = v.get("total").ok_or(missing("`total` entry"))?;
+    let metric = |name: &str| -> Result<Option<f64>, SummaryError> {
         let m = total
             .get(name)
-            .ok_or_else(|| format!("no `total.{name}` entry"))?;
+            .ok_or_else(|| missing(format!("`total.{name}` entry")))?;
         match (number(m, "covered"), number(m, "total")) {
             (Some(covered), Some(all)) => Ok(percent(covered, all)),
             // `pct` is "Unknown" when there was nothing to count.
@@ -131,8 +145,8 @@ fn istanbul(v: &Value) -> Result<Metrics, String> {
 /// `coverage json`: `totals.{covered_lines,num_statements,covered_branches,num_branches}`.
 /// `percent_covered` is not the lines figure when branches were measured (it counts both), so
 /// it is only a fallback.
-fn coverage_py(v: &Value) -> Result<Metrics, String> {
-    let totals = v.get("totals").ok_or("no `totals` entry")?;
+fn coverage_py(v: &Value) -> Result<Metrics, SummaryError> {
+    let totals = v.get("totals").ok_or(missing("`totals` entry"))?;
     let lines = match (
         number(totals, "covered_lines"),
         number(totals, "num_statements"),
@@ -141,7 +155,7 @@ fn coverage_py(v: &Value) -> Result<Metrics, String> {
         _ => Some(
             number(totals, "percent_statements_covered")
                 .or_else(|| number(totals, "percent_covered"))
-                .ok_or("no line counts in `totals`")?,
+                .ok_or(missing("line counts in `totals`"))?,
         ),
     };
     let branches = match (
@@ -176,22 +190,22 @@ fn coverage_py_functions(v: &Value) -> Option<f64> {
 
 /// `llvm-cov export -format=text` (cargo llvm-cov --json):
 /// `data[].totals.{lines,branches,functions}.{count,covered,percent}`.
-fn llvm_cov(v: &Value) -> Result<Metrics, String> {
+fn llvm_cov(v: &Value) -> Result<Metrics, SummaryError> {
     let data = v
         .get("data")
         .and_then(Value::as_array)
         .filter(|d| !d.is_empty())
-        .ok_or("no `data` entries")?;
-    let sum = |name: &str| -> Result<(f64, f64), String> {
+        .ok_or(missing("`data` entries"))?;
+    let sum = |name: &str| -> Result<(f64, f64), SummaryError> {
         data.iter()
             .try_fold((0.0, 0.0), |(covered, count), export| {
                 let m = export
                     .get("totals")
                     .and_then(|t| t.get(name))
-                    .ok_or_else(|| format!("no `totals.{name}` entry"))?;
+                    .ok_or_else(|| missing(format!("`totals.{name}` entry")))?;
                 match (number(m, "covered"), number(m, "count")) {
                     (Some(c), Some(n)) => Ok((covered + c, count + n)),
-                    _ => Err(format!("no counts in `totals.{name}`")),
+                    _ => Err(missing(format!("counts in `totals.{name}`"))),
                 }
             })
     };
@@ -208,7 +222,7 @@ fn llvm_cov(v: &Value) -> Result<Metrics, String> {
 
 /// tarpaulin's `tarpaulin-report.json`: `covered` and `coverable` lines (tarpaulin 0.29 and
 /// later), else summed over `files`, else its `coverage` percent.
-fn tarpaulin(v: &Value) -> Result<Option<f64>, String> {
+fn tarpaulin(v: &Value) -> Result<Option<f64>, SummaryError> {
     if let (Some(covered), Some(all)) = (number(v, "covered"), number(v, "coverable")) {
         return Ok(percent(covered, all));
     }
@@ -223,7 +237,7 @@ fn tarpaulin(v: &Value) -> Result<Option<f64>, String> {
     }
     number(v, "coverage")
         .map(|pct| Some(round2(pct)))
-        .ok_or_else(|| "no `covered`/`coverable` counts, `files` or `coverage`".to_string())
+        .ok_or_else(|| missing("`covered`/`coverable` counts, `files` or `coverage`"))
 }
 
 #[cfg(test)]
