@@ -79,16 +79,39 @@ struct Dependency {
     path: Option<PathBuf>,
 }
 
+/// Why a Rust target's crate cannot be attacked.
+#[derive(Debug, thiserror::Error)]
+pub enum CrateError {
+    #[error("no Cargo.toml holds {}", .0.display())]
+    NoManifest(PathBuf),
+    #[error("cannot run cargo metadata: {0}")]
+    Spawn(#[from] std::io::Error),
+    #[error("cargo metadata failed for {}: {last_line}", manifest.display())]
+    Metadata {
+        manifest: PathBuf,
+        last_line: String,
+    },
+    #[error("cargo metadata's output cannot be read: {0}")]
+    Unreadable(#[from] serde_json::Error),
+    #[error("no package of the workspace holds {}", .0.display())]
+    NoPackage(PathBuf),
+    #[error(
+        "the package `{0}` has no library target: Chaos tests a Rust crate through its library's \
+         public interface"
+    )]
+    NoLibrary(String),
+}
+
 impl RustCrate {
     /// The crate whose package holds `target`, read with `cargo metadata --no-deps` (no network,
     /// no build). `Err` says why Chaos cannot test it: no manifest, or no library to import.
-    pub fn of(target: &Path) -> Result<Self, String> {
+    pub fn of(target: &Path) -> Result<Self, CrateError> {
         let manifest = target
             .ancestors()
             .skip(1)
             .map(|d| d.join("Cargo.toml"))
             .find(|m| m.is_file())
-            .ok_or_else(|| format!("no Cargo.toml holds {}", target.display()))?;
+            .ok_or_else(|| CrateError::NoManifest(target.to_path_buf()))?;
         let mut metadata = Command::new("cargo");
         metadata
             .args([
@@ -99,22 +122,19 @@ impl RustCrate {
                 "--manifest-path",
             ])
             .arg(&manifest);
-        let output = crate::process::probe::output(metadata, crate::process::probe::LIMIT)
-            .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+        let output = crate::process::probe::output(metadata, crate::process::probe::LIMIT)?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
-            return Err(format!(
-                "cargo metadata failed for {}: {}",
-                manifest.display(),
-                stderr.lines().last().unwrap_or("no output")
-            ));
+            return Err(CrateError::Metadata {
+                manifest,
+                last_line: stderr.lines().last().unwrap_or("no output").to_string(),
+            });
         }
-        let metadata: Metadata = serde_json::from_slice(&output.stdout)
-            .map_err(|e| format!("cargo metadata's output cannot be read: {e}"))?;
+        let metadata: Metadata = serde_json::from_slice(&output.stdout)?;
         Self::from_metadata(metadata, target)
     }
 
-    fn from_metadata(metadata: Metadata, target: &Path) -> Result<Self, String> {
+    fn from_metadata(metadata: Metadata, target: &Path) -> Result<Self, CrateError> {
         // The package whose directory is the nearest above the target.
         let package = metadata
             .packages
@@ -125,7 +145,7 @@ impl RustCrate {
                     .is_some_and(|d| target.starts_with(d))
             })
             .max_by_key(|p| p.manifest_path.components().count())
-            .ok_or_else(|| format!("no package of the workspace holds {}", target.display()))?;
+            .ok_or_else(|| CrateError::NoPackage(target.to_path_buf()))?;
         let lib = package
             .targets
             .iter()
@@ -135,12 +155,7 @@ impl RustCrate {
                     .any(|k| matches!(k.as_str(), "lib" | "rlib" | "proc-macro"))
             })
             .map(|t| t.name.replace('-', "_"))
-            .ok_or_else(|| {
-                format!(
-                    "the package `{}` has no library target: Chaos tests a Rust crate through its library's public interface",
-                    package.name
-                )
-            })?;
+            .ok_or_else(|| CrateError::NoLibrary(package.name.clone()))?;
         let proptest = package
             .dependencies
             .iter()
@@ -310,9 +325,12 @@ mod tests {
         assert_eq!(krate.target_dir, Path::new("/w/target"));
         assert_eq!(krate.proptest_requirement(), "^1.4");
         let binary = RustCrate::from_metadata(metadata("lib"), Path::new("/w/src/main.rs"));
-        assert!(binary
-            .expect_err("no library")
-            .contains("`app` has no library target"));
+        let err = binary.expect_err("no library");
+        assert!(
+            matches!(&err, CrateError::NoLibrary(name) if name == "app"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("`app` has no library target"));
     }
 
     #[test]

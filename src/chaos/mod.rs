@@ -36,6 +36,15 @@ use crate::runner::project::ProjectRunner;
 use cargo::RustCrate;
 pub use layout::{framework_for, Placement};
 
+/// Why Chaos cannot attack a target: the run then ends when the unit tests pass, and says why.
+#[derive(Debug, thiserror::Error)]
+pub enum Unattackable {
+    #[error("only Python, JavaScript, TypeScript and Rust targets are attacked")]
+    Language,
+    #[error(transparent)]
+    Crate(#[from] cargo::CrateError),
+}
+
 /// Runs Chaos's files for one session.
 pub struct FsChaosRunner {
     placement: Placement,
@@ -66,12 +75,10 @@ impl FsChaosRunner {
         test_file: Option<&Path>,
         options: &TestingOptions,
         groups: ProcessGroups,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Unattackable> {
         let unit_tests = test_file.and_then(|f| std::fs::read_to_string(f).ok());
         let (framework, language, cwd) =
-            framework_for(plans, target, options).ok_or_else(|| {
-                "only Python, JavaScript, TypeScript and Rust targets are attacked".to_string()
-            })?;
+            framework_for(plans, target, options).ok_or(Unattackable::Language)?;
         let krate = match language {
             Language::Rust => Some(RustCrate::of(target)?),
             _ => None,
