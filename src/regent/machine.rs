@@ -312,14 +312,9 @@ impl LoopRun {
                 Some(tests),
                 None,
             );
-            hooks::gate(&self.hooks, &at, tests).await
+            hooks::gate(&self.hooks, &at, tests, &self.deps.events).await
         };
         if let (Some(hook), Gate::Veto { reasons }) = (&gated.by, &gated.gate) {
-            self.emit(Event::SuccessVetoed {
-                iteration: n,
-                hook: hook.clone(),
-                reasons: reasons.clone(),
-            });
             for reason in reasons {
                 self.notes
                     .push(format!("Not done yet, says the hook {hook}: {reason}"));

@@ -177,8 +177,14 @@ pub struct Gated {
 }
 
 /// Asks every hook whether a run whose tests pass (`run`) may end with success. The first veto
-/// decides. A failure that stops the run is a veto too: what the hook guards never goes through.
-pub async fn gate(hooks: &[std::sync::Arc<dyn Hook>], at: &Transition<'_>, run: &TestRun) -> Gated {
+/// decides, and is told on `events` (`success_vetoed`). A failure that stops the run is a veto
+/// too: what the hook guards never goes through.
+pub async fn gate(
+    hooks: &[std::sync::Arc<dyn Hook>],
+    at: &Transition<'_>,
+    run: &TestRun,
+    events: &crate::events::bus::EventBus,
+) -> Gated {
     let mut gated = Gated {
         gate: Gate::Pass,
         by: None,
@@ -187,8 +193,13 @@ pub async fn gate(hooks: &[std::sync::Arc<dyn Hook>], at: &Transition<'_>, run: 
     for hook in hooks {
         match hook.before_success(at, run).await {
             Ok(Gate::Pass) => {}
-            Ok(veto @ Gate::Veto { .. }) => {
-                gated.gate = veto;
+            Ok(Gate::Veto { reasons }) => {
+                events.emit(crate::events::event::Event::SuccessVetoed {
+                    iteration: at.iteration,
+                    hook: hook.name().to_string(),
+                    reasons: reasons.clone(),
+                });
+                gated.gate = Gate::Veto { reasons };
                 gated.by = Some(hook.name().to_string());
                 break;
             }

@@ -129,15 +129,8 @@ impl Run {
                 Some(it),
                 None,
             );
-            hooks::gate(&self.hooks, &at, run).await
+            hooks::gate(&self.hooks, &at, run, &self.events).await
         };
-        if let (Some(hook), Gate::Veto { reasons }) = (&gated.by, &gated.gate) {
-            self.events.emit(Event::SuccessVetoed {
-                iteration: it.n,
-                hook: hook.clone(),
-                reasons: reasons.clone(),
-            });
-        }
         for e in gated.failures {
             self.failed(&e, "its gate counts as passed");
         }

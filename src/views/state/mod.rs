@@ -208,7 +208,7 @@ impl ViewState {
 
     /// Iteration `n`'s row of the timeline, added when it has none.
     fn row(&mut self, n: u32) -> &mut Row {
-        let at = match self.timeline.iter().position(|r| r.n == n) {
+        let at = match self.timeline.iter().rposition(|r| r.n == n) {
             Some(at) => at,
             None => {
                 self.timeline.push(Row {
