@@ -15,13 +15,13 @@ const MUL: [[u8; 10]; 10] = [
     [9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
 ];
 
-/// The position permutations.
+/// The position permutations: row `i` is the permutation of row 1 applied `i` times.
 const PERM: [[u8; 10]; 8] = [
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
     [1, 5, 7, 6, 2, 8, 3, 0, 9, 4],
     [5, 8, 0, 3, 7, 9, 6, 1, 4, 2],
     [8, 9, 1, 6, 0, 4, 3, 5, 2, 7],
-    [9, 4, 5, 3, 1, 2, 7, 8, 6, 0],
+    [9, 4, 5, 3, 1, 2, 6, 8, 7, 0],
     [4, 2, 8, 6, 5, 7, 3, 9, 0, 1],
     [2, 7, 9, 3, 8, 0, 6, 4, 1, 5],
     [7, 0, 4, 6, 9, 1, 3, 2, 5, 8],
@@ -60,5 +60,29 @@ mod tests {
         assert_eq!(check_digit(&[2, 3, 6]), 3);
         assert!(valid(&[2, 3, 6, 3]));
         assert!(!valid(&[2, 3, 7, 3]));
+    }
+
+    #[test]
+    fn each_position_permutation_is_the_first_applied_once_more() {
+        for i in 1..PERM.len() - 1 {
+            let next: Vec<u8> = PERM[i].iter().map(|&d| PERM[1][usize::from(d)]).collect();
+            assert_eq!(next, PERM[i + 1], "row {}", i + 1);
+        }
+    }
+
+    #[test]
+    fn a_twelve_digit_number_reaching_every_row_completes_and_checks() {
+        // Twelve digits use the permutations of every position, the fifth row's included:
+        // each completed number passes, and so does none with its last digit changed.
+        let base = [8, 8, 1, 2, 4, 1, 5, 8, 6, 8, 3];
+        let mut full = base.to_vec();
+        full.push(check_digit(&base));
+        assert_eq!(full[11], 0, "881241586830 is a valid Aadhaar number");
+        assert!(valid(&full));
+        let right = full[11];
+        for wrong in (0..10).filter(|&d| d != right) {
+            full[11] = wrong;
+            assert!(!valid(&full), "last digit {wrong}");
+        }
     }
 }
