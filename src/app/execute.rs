@@ -130,31 +130,14 @@ pub(crate) fn execute(
 /// Runs the planned session to its end inside the current actix system and returns its report.
 /// Any number may run at once in one system, each with its own [`Control`].
 pub(crate) async fn execute_in(
-    plan: Plan,
+    mut plan: Plan,
     session: SessionDir,
-    state: SessionState,
+    mut state: SessionState,
     groups: ProcessGroups,
-    control: Control,
+    mut control: Control,
 ) -> Result<Report> {
-    // Built lazily: the ledger needs exact counts only near the end of the budget.
-    let counter: Arc<dyn TokenCounter> = Arc::new(providers::tokens::TiktokenCounter::new());
     let log_path = session.path(printers::event_log::FILE);
     let events = EventBus::continuing(&session.id, printers::event_log::last_seq(&log_path));
-    let mut all_printers = control.printers;
-    let mut log_failed = None;
-    match printers::event_log::EventLog::append(&log_path) {
-        Ok(log) => all_printers.push(Box::new(log)),
-        Err(e) => {
-            log_failed = Some(format!(
-            "cannot write the event log {} ({e}): replay and the dashboard will not have this run",
-            log_path.display()
-        ))
-        }
-    }
-    let printers: Vec<_> = all_printers
-        .into_iter()
-        .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))
-        .collect();
     let mut preamble: Vec<Event> = plan
         .notes
         .iter()
@@ -162,12 +145,84 @@ pub(crate) async fn execute_in(
             message: message.clone(),
         })
         .collect();
-    preamble.extend(log_failed.map(|message| Event::Warning { message }));
-    let mut state = state;
-    let (memory, vault_store) =
-        open_memory(&plan.root, plan.memory.as_ref(), &mut preamble, &mut state);
+    let printing = start_printers(
+        std::mem::take(&mut control.printers),
+        &events,
+        &log_path,
+        &mut preamble,
+    );
+    let memory_config = plan.memory.take();
+    let (memory, vault_store) = open_memory(
+        &plan.root,
+        memory_config.as_ref(),
+        &mut preamble,
+        &mut state,
+    );
     warm_up(&plan, vault_store.clone());
     let chaos = chaos_runner(&plan, &session, &groups, &mut preamble);
+    let _heard = heard_on(&events);
+    let said = tokio::spawn(say_stops(
+        events.clone(),
+        control.cancel.clone(),
+        control.drain.clone(),
+        control.stop_signal.clone(),
+    ));
+    let session_dir = session.clone();
+    let deps = run_deps(plan, session, state, groups, control, &events)?;
+    let supervisor = Supervisor::new(RunDeps {
+        chaos,
+        memory,
+        preamble,
+        ..deps
+    })
+    .start();
+    let mut report = supervisor
+        .send(StartRun)
+        .await
+        .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
+    said.abort();
+    for printer in printing {
+        let _ = printer.await;
+    }
+    if let (Some(opening), Some(config)) = (vault_store, memory_config.as_ref()) {
+        housekeep(opening, config, &mut report, &session_dir).await;
+    }
+    Ok(report)
+}
+
+/// Drives each of `printers`, and the session's event log, on the run's events. A log that
+/// cannot be written is a warning at the start of the run.
+fn start_printers(
+    printers: Vec<Box<dyn Printer>>,
+    events: &EventBus,
+    log_path: &Path,
+    preamble: &mut Vec<Event>,
+) -> Vec<tokio::task::JoinHandle<Option<Report>>> {
+    let mut all = printers;
+    match printers::event_log::EventLog::append(log_path) {
+        Ok(log) => all.push(Box::new(log)),
+        Err(e) => preamble.push(Event::Warning {
+            message: format!(
+                "cannot write the event log {} ({e}): replay and the dashboard will not have this run",
+                log_path.display()
+            ),
+        }),
+    }
+    all.into_iter()
+        .map(|printer| tokio::spawn(printers::drive(printer, events.subscribe())))
+        .collect()
+}
+
+/// What the Supervisor runs on, but for Chaos, the memory and the preamble, which the caller
+/// gathers first.
+fn run_deps(
+    plan: Plan,
+    session: SessionDir,
+    state: SessionState,
+    groups: ProcessGroups,
+    control: Control,
+    events: &EventBus,
+) -> Result<RunDeps> {
     let mut ledger = Ledger::resume(
         plan.settings.max_cost_usd,
         plan.prices,
@@ -177,25 +232,23 @@ pub(crate) async fn execute_in(
     if let Some(shared) = control.shared {
         ledger = ledger.within(shared);
     }
-    let _heard = heard_on(&events);
-    let said = tokio::spawn(say_stops(
-        events.clone(),
-        control.cancel.clone(),
-        control.drain.clone(),
-        control.stop_signal.clone(),
-    ));
-    let session_dir = session.clone();
     let hooks = crate::hooks::into_hooks(
         plan.hooks,
         crate::hooks::Place {
             root: plan.root.clone(),
-            groups: groups.clone(),
+            groups,
             cancel: control.cancel.clone(),
             sandbox: plan.hook_sandbox,
         },
         plan.target,
     )?;
-    let supervisor = Supervisor::new(RunDeps {
+    let user = match control.headless {
+        true => None,
+        false => control
+            .asker
+            .or_else(|| crate::app::terminal::user(plan.output)),
+    };
+    Ok(RunDeps {
         settings: Arc::new(plan.settings),
         workspace: Arc::new(plan.workspace),
         store: Arc::new(
@@ -203,9 +256,10 @@ pub(crate) async fn execute_in(
                 .map_err(|e| Error::Internal(format!("cannot start the session's writer: {e}")))?,
         ),
         runner: Arc::new(plan.runner),
-        chaos,
+        chaos: None,
         llm: plan.llm,
-        counter,
+        // Built lazily: the ledger needs exact counts only near the end of the budget.
+        counter: Arc::new(providers::tokens::TiktokenCounter::new()) as Arc<dyn TokenCounter>,
         ledger: Arc::new(ledger),
         events: events.clone(),
         cancel: control.cancel,
@@ -213,54 +267,44 @@ pub(crate) async fn execute_in(
         drain: control.drain,
         guard: plan.guard,
         state,
-        memory,
+        memory: None,
         hooks,
-        user: if control.headless {
-            None
-        } else {
-            control
-                .asker
-                .or_else(|| crate::app::terminal::user(plan.output))
-        },
+        user,
         pause: control.pause,
         models: control.models,
-        preamble,
+        preamble: Vec::new(),
     })
-    .start();
-    let mut report = supervisor
-        .send(StartRun)
-        .await
-        .map_err(|e| Error::Internal(format!("the supervisor stopped: {e}")))?;
-    said.abort();
-    for printer in printers {
-        let _ = printer.await;
-    }
-    if let (Some(opening), Some(config)) = (vault_store, plan.memory.as_ref()) {
-        // Best effort: a vault that cannot be pruned now is pruned after the next run. The
-        // printers have finished, so the warning is said on stderr and added to the report
-        // already written: nothing is said that the report lacks.
-        let warning = match opening.store().await {
-            Ok(store) => vault::housekeep(&store, config.memory.max_patterns)
-                .await
-                .err()
-                .map(|e| format!("memory vault housekeeping failed: {e}")),
-            // A vault the run never used (its tests passed at once) and that did not open.
-            Err(e) if report.memory.status == MemoryStatus::On => {
-                report.memory.status = MemoryStatus::Unavailable;
-                report.memory.reason = Some(e.clone());
-                Some(format!("{e}; the run went on without memory"))
-            }
-            Err(_) => None,
-        };
-        if let Some(warning) = warning {
-            eprintln!("warning: {warning}");
-            report.warnings.push(warning);
-            if let Err(e) = session_dir.write_json("report.json", &report) {
-                eprintln!("ralph-loop: cannot add that to report.json: {e}");
-            }
+}
+
+/// Prunes the vault after the run. Best effort: a vault that cannot be pruned now is pruned
+/// after the next run. The printers have finished, so the warning is said on stderr and added
+/// to the report already written: nothing is said that the report lacks.
+async fn housekeep(
+    opening: vault::Opening,
+    config: &Config,
+    report: &mut Report,
+    session: &SessionDir,
+) {
+    let warning = match opening.store().await {
+        Ok(store) => vault::housekeep(&store, config.memory.max_patterns)
+            .await
+            .err()
+            .map(|e| format!("memory vault housekeeping failed: {e}")),
+        // A vault the run never used (its tests passed at once) and that did not open.
+        Err(e) if report.memory.status == MemoryStatus::On => {
+            report.memory.status = MemoryStatus::Unavailable;
+            report.memory.reason = Some(e.clone());
+            Some(format!("{e}; the run went on without memory"))
+        }
+        Err(_) => None,
+    };
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+        report.warnings.push(warning);
+        if let Err(e) = session.write_json("report.json", report) {
+            eprintln!("ralph-loop: cannot add that to report.json: {e}");
         }
     }
-    Ok(report)
 }
 
 /// Every provider's retries, and the warnings of every part below the run (a reply cut short,

@@ -97,22 +97,7 @@ pub(crate) fn plan(
     groups: &ProcessGroups,
 ) -> Result<Plan> {
     let file = args.file.as_ref().ok_or(UsageError::NoTarget)?;
-    let target = cwd.join(file);
-    if !target.is_file() {
-        return Err(UsageError::TargetNotFound(file.clone()).into());
-    }
-    let target = target
-        .canonicalize()
-        .map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
-    // Sessions live at the target's git root; outside git, where the user ran the command (which
-    // is where `status` and `resume` look).
-    let root = detect::project_root(target.parent().unwrap_or(cwd));
-    let root = if root.join(".git").exists() {
-        root
-    } else {
-        detect::project_root(cwd)
-    };
-
+    let (target, root) = locate(file, cwd)?;
     let shown_target = target
         .strip_prefix(&root)
         .unwrap_or(&target)
@@ -142,6 +127,69 @@ pub(crate) fn plan(
         .with_groups(groups.clone());
     let test_command = runner.command();
     let report_dir = options.report_dir.clone();
+    let workspace = workspace_of(args, cwd, &config, target, &root)?;
+
+    let source = llm_source(args, cwd, &config, overrides)?;
+    let (llm, prices, notes) = models_of(
+        &source,
+        &config,
+        overrides,
+        groups,
+        &workspace,
+        &mut settings,
+        isolation.note,
+    )?;
+    let output = args.output.unwrap_or(config.output.into());
+    Ok(Plan {
+        root,
+        workspace,
+        test_command,
+        runner,
+        testing: options,
+        report_dir,
+        prices,
+        settings,
+        output,
+        view: args.view,
+        llm,
+        memory: config.memory.enabled.then(|| config.clone()),
+        guard,
+        notes,
+        hooks,
+        hook_sandbox: isolation.sandbox,
+        target: shown_target,
+    })
+}
+
+/// The target file named on the command line, found from `cwd`, and the project's root.
+/// Sessions live at the target's git root; outside git, where the user ran the command (which
+/// is where `status` and `resume` look).
+fn locate(file: &Path, cwd: &Path) -> Result<(PathBuf, PathBuf)> {
+    let target = cwd.join(file);
+    if !target.is_file() {
+        return Err(UsageError::TargetNotFound(file.to_path_buf()).into());
+    }
+    let target = target
+        .canonicalize()
+        .map_err(|e| Error::io(format!("cannot resolve {}", file.display()), e))?;
+    let root = detect::project_root(target.parent().unwrap_or(cwd));
+    let root = if root.join(".git").exists() {
+        root
+    } else {
+        detect::project_root(cwd)
+    };
+    Ok((target, root))
+}
+
+/// The project's files the run reads: the target, its test file and its prompt file, each as
+/// named by the flags, else the config, else found beside the target.
+fn workspace_of(
+    args: &RunArgs,
+    cwd: &Path,
+    config: &Config,
+    target: PathBuf,
+    root: &Path,
+) -> Result<FsWorkspace> {
     let existing = |path: PathBuf, what: &'static str| -> Result<PathBuf> {
         if path.is_file() {
             Ok(path)
@@ -171,32 +219,43 @@ pub(crate) fn plan(
             Some(PathBuf::from(conventional)).filter(|p| p.is_file())
         }
     };
-    let workspace = FsWorkspace {
+    Ok(FsWorkspace {
         manifest: detect::find_manifest(&target),
-        root: root.clone(),
+        root: root.to_path_buf(),
         target,
         test_file,
         prompt_file,
         graph: Default::default(),
-    };
+    })
+}
 
-    let source = llm_source(args, cwd, &config, overrides)?;
+/// The client every role's model is called through (a coding agent as the Artisan attached),
+/// the prices it is billed at, and the notes on the choices made: each role runs on the first
+/// of its models that can be called now (provider present, key set); a recording answers for
+/// any.
+fn models_of(
+    source: &LlmSource,
+    config: &Config,
+    overrides: &Overrides,
+    groups: &ProcessGroups,
+    workspace: &FsWorkspace,
+    settings: &mut RunSettings,
+    isolation: Option<String>,
+) -> Result<(Arc<dyn LlmClient>, Prices, Vec<String>)> {
     let mut prices = providers::prices::with_overrides(config.prices.clone());
     let agent = agent_artisan::take(
         &mut settings.models,
-        &config,
-        &source,
-        (&root, &workspace.target),
+        config,
+        source,
+        (&workspace.root, &workspace.target),
         groups,
         &prices,
     )?;
-    // Each role runs on the first of its models that can be called now (provider present, key
-    // set); a recording answers for any.
     let (mut llm, mut notes) =
-        providers::build(&source, overrides.run.as_deref(), &mut settings.models)?;
+        providers::build(source, overrides.run.as_deref(), &mut settings.models)?;
     notes.splice(0..0, overrides.notes.iter().cloned());
-    notes.extend(isolation.note);
-    notes.extend(super::gates::notes(&settings));
+    notes.extend(isolation);
+    notes.extend(super::gates::notes(settings));
     if let Some(agent) = agent {
         llm = agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
     }
@@ -215,26 +274,7 @@ pub(crate) fn plan(
             Some((*role, providers::prices::info(&spec.model)?.context_window))
         })
         .collect();
-    let output = args.output.unwrap_or(config.output.into());
-    Ok(Plan {
-        root,
-        workspace,
-        test_command,
-        runner,
-        testing: options,
-        report_dir,
-        prices,
-        settings,
-        output,
-        view: args.view,
-        llm,
-        memory: config.memory.enabled.then(|| config.clone()),
-        guard,
-        notes,
-        hooks,
-        hook_sandbox: isolation.sandbox,
-        target: shown_target,
-    })
+    Ok((llm, prices, notes))
 }
 
 /// A model to talk to before a run exists (micro-agent's interactive set-up): the Artisan's

@@ -27,16 +27,11 @@ const ALLOWED: &[(&str, &str, usize)] = &[
     ("src/views/tui/mod.rs", "run", 209),
     ("src/agents/acp.rs", "invoke_acp", 189),
     ("src/runner/command.rs", "run_once", 169),
-    ("src/app/vault.rs", "run", 168),
     ("src/runner/coverage/gather.rs", "coverage_plan", 160),
     ("actors/src/supervisor/chaos.rs", "new_round", 156),
     ("src/context/pack.rs", "pack", 152),
-    ("src/app/plan.rs", "plan", 150),
     ("actors/src/supervisor/promise.rs", "promise", 149),
-    ("src/app/agent/work.rs", "work", 143),
-    ("src/app/execute.rs", "execute_in", 137),
     ("src/runner/parse/node.rs", "node_tap", 135),
-    ("src/app/batch/mod.rs", "run", 127),
 ];
 
 #[test]

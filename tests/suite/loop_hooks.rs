@@ -193,3 +193,27 @@ fn a_stage_hook_that_aborts_the_loop_stops_it_once_its_iteration_is_closed() {
     assert_eq!(report["history"].as_array().unwrap().len(), 1);
     assert_eq!(of_type(&events, "agent_started").len(), 1);
 }
+
+#[test]
+fn a_hook_in_the_loop_is_told_no_target_and_an_agent_hook_fails_as_its_on_failure_says() {
+    // The loop's agent works on the whole project: no target. An `agent` hook has no model to
+    // ask there, so it fails, and `warn_continue` lets the loop go on with a warning.
+    let target = r#"printf 'target=[%s]\n' "$RALPH_TARGET" >> .ralph/hooks.log"#;
+    let agent = "  on_test_fail:\n    - type: agent\n      name: explain\n      prompt: \"Why?\"\n      on_failure: warn_continue\n";
+    let p = with_hooks(&(hook("on_before_gen", "where", target, "warn_continue") + agent));
+    let (code, events) = p.run();
+    assert_eq!(code, 0, "{events:#?}");
+    assert_eq!(logged(&p), ["target=[]", "target=[]"], "one a turn");
+    let warnings: Vec<String> = of_type(&events, "warning")
+        .iter()
+        .map(|e| e["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("explain") && w.contains("no model to ask")),
+        "{warnings:?}"
+    );
+    let errors = std::fs::read_to_string(p.root.join(".ralph/plugin-errors.log")).unwrap();
+    assert!(errors.contains("explain"), "{errors}");
+}

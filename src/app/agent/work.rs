@@ -6,6 +6,7 @@
 //! whose files another spec under way holds waits for it to land, then starts on what it left.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -14,6 +15,8 @@ use super::changes::hex;
 use super::{worktree, Agent, Stop};
 use crate::agent::AgentError;
 use crate::app::entry::{agent_dir, Ended, Entry, Progress, Shared};
+use crate::app::plan::Overrides;
+use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::git::Repo;
 use crate::hooks::protocol::{Budget as HookBudget, Task};
@@ -35,145 +38,114 @@ pub(super) struct Job {
     pub(super) ended: Option<Ended>,
 }
 
+/// The specs the agent holds between their fetch and their landing.
+#[derive(Default)]
+struct Queue {
+    /// Under way or ended, in queue order: each lands when those before it have.
+    jobs: VecDeque<Job>,
+    /// Planned, and waiting for a file a spec under way holds.
+    held: Option<Job>,
+    stopped: Option<Stop>,
+    /// Specs stopped from outside and pending again: a restart resumes them first.
+    paused: Vec<String>,
+    /// The inbox was said to be watched since the last spec began.
+    idle: bool,
+}
+
+/// What the agent does next with the queue's free place.
+enum Next {
+    Run(Job),
+    /// The spec fetched was skipped or failed: fetch another.
+    Again,
+    /// Nothing can start now.
+    Wait,
+}
+
+/// The run of a job's spec, from `root`, to its end: the job's id, progress and how it ended.
+fn run_job<'a>(
+    job: &Job,
+    root: PathBuf,
+    mut progress: Progress,
+    base: &'a RunArgs,
+    overrides: &'a Overrides,
+    shared: &'a Shared,
+) -> impl Future<Output = (String, Progress, Result<Ended>)> + 'a {
+    let (id, spec, dir, name) = (
+        job.record.id.clone(),
+        job.spec.clone(),
+        job.dir.clone(),
+        job.record.spec.clone(),
+    );
+    async move {
+        let entry = Entry {
+            spec: &spec,
+            root: &root,
+            dir,
+            base,
+            overrides,
+            name: &name,
+        };
+        let ended = entry.run(&mut progress, shared).await;
+        (id, progress, ended)
+    }
+}
+
 impl Agent {
     /// Works through the inbox until it is empty (and, with `--watch`, the user stops it), a
     /// limit is reached or the user stops it.
     pub(super) async fn work(&mut self, shared: &Shared) -> Result<Stop> {
-        let base = self.base.clone();
-        let overrides = self.overrides.clone();
+        let (base, overrides) = (self.base.clone(), self.overrides.clone());
         let parallel = self.args.parallel.max(1);
         let mut watch = match self.args.watch {
             true => Some(super::watch::Watch::inbox(&self.root)?),
             false => None,
         };
-        let mut jobs: VecDeque<Job> = VecDeque::new();
-        // Planned, and waiting for a file a spec under way holds.
-        let mut held: Option<Job> = None;
+        let mut q = Queue::default();
         let mut running = FuturesUnordered::new();
-        let mut stopped: Option<Stop> = None;
-        // Specs stopped from outside and pending again: a restart resumes them first.
-        let mut paused: Vec<String> = Vec::new();
-        // The inbox was said to be watched since the last spec began.
-        let mut idle = false;
         loop {
-            while jobs.front().is_some_and(|j| j.ended.is_some()) {
-                let Some(job) = jobs.pop_front() else { break };
-                if self.after_task(&job, shared).await {
-                    stopped.get_or_insert(Stop::Hook);
-                }
-                let id = job.record.id.clone();
-                if let Some(stop) = self.land(job)? {
-                    paused.push(id);
-                    stopped.get_or_insert(stop);
-                }
-                self.under_way(&paused, &jobs, held.as_ref())?;
-            }
+            self.land_ended(&mut q, shared).await?;
             let mut limit = None;
-            while stopped.is_none() && jobs.len() < parallel {
+            while q.stopped.is_none() && q.jobs.len() < parallel {
                 if shared.stops.cancel.is_cancelled() || shared.stops.drain.is_cancelled() {
-                    stopped = Some(Stop::Interrupted);
+                    q.stopped = Some(Stop::Interrupted);
                     break;
                 }
-                limit = self.limit(shared, jobs.len() + usize::from(held.is_some()));
+                limit = self.limit(shared, q.jobs.len() + usize::from(q.held.is_some()));
                 if limit.is_some() {
                     break;
                 }
-                let job = match held.take() {
-                    Some(job) => job,
-                    None => {
-                        let busy: Vec<&str> = jobs.iter().map(|j| j.record.id.as_str()).collect();
-                        let Some(record) = self.fetch(&busy)? else {
-                            break;
-                        };
-                        if shared.skips.skipped(&record.id) {
-                            let progress = Progress::load(&agent_dir(&self.root, &record.id))?;
-                            self.skipped(&record, &progress)?;
-                            continue;
-                        }
-                        match self.prepare(record, shared).await? {
-                            Some(job) => job,
-                            None => continue,
-                        }
-                    }
+                let mut job = match self.next(&mut q, shared).await? {
+                    Next::Run(job) => job,
+                    Next::Again => continue,
+                    Next::Wait => break,
                 };
-                if jobs
-                    .iter()
-                    .any(|j| j.files.iter().any(|f| job.files.contains(f)))
-                {
-                    held = Some(job);
-                    self.under_way(&paused, &jobs, held.as_ref())?;
-                    break;
-                }
-                match self.before_task(&job, shared).await {
-                    Before::Run => {}
-                    Before::Skip(why) => {
-                        let progress = job.progress.clone().unwrap_or_default();
-                        self.failed(&job.record, &progress, why)?;
-                        continue;
-                    }
-                    Before::Stop(why) => {
-                        self.log.line(&format!(
-                            "HOOK: {} {}: {why}",
-                            job.record.id, job.record.spec
-                        ));
-                        self.back_to_pending(&job.record)?;
-                        stopped = Some(Stop::Hook);
-                        break;
-                    }
-                }
-                let mut job = job;
                 let mut progress = job.progress.take().unwrap_or_default();
                 let root = self.start(&job, &mut progress)?;
                 self.tell(&job.record, Mark::Running, "", progress.cost_usd());
-                let id = job.record.id.clone();
-                let spec = job.spec.clone();
-                let dir = job.dir.clone();
-                let name = job.record.spec.clone();
-                let (base, overrides) = (&base, &overrides);
-                running.push(async move {
-                    let entry = Entry {
-                        spec: &spec,
-                        root: &root,
-                        dir,
-                        base,
-                        overrides,
-                        name: &name,
-                    };
-                    let ended = entry.run(&mut progress, shared).await;
-                    (id, progress, ended)
-                });
-                jobs.push_back(job);
-                idle = false;
-                self.under_way(&paused, &jobs, held.as_ref())?;
+                running.push(run_job(&job, root, progress, &base, &overrides, shared));
+                q.jobs.push_back(job);
+                q.idle = false;
+                self.under_way(&q)?;
             }
-            if jobs.is_empty() {
-                if let Some(job) = held.take() {
-                    self.back_to_pending(&job.record)?;
-                    paused.push(job.record.id);
-                    self.under_way(&paused, &jobs, None)?;
+            if q.jobs.is_empty() {
+                match self
+                    .nothing_under_way(&mut q, limit, watch.as_mut(), shared)
+                    .await?
+                {
+                    Some(stop) => return Ok(stop),
+                    None => continue,
                 }
-                let stop = stopped.or(limit).unwrap_or(Stop::Empty);
-                if let (Stop::Empty, Some(watch)) = (stop, watch.as_mut()) {
-                    if !idle {
-                        self.log.line("Inbox empty: watching it for new specs (`ralph-loop inbox add`; Ctrl+C stops)");
-                        idle = true;
-                    }
-                    if watch.changed(shared).await {
-                        continue;
-                    }
-                    return Ok(Stop::Unwatched);
-                }
-                return Ok(stop);
             }
             let Some((id, progress, ended)) = running.next().await else {
                 return Err(Error::Internal("a spec under way has no run".into()));
             };
             let ended = ended?;
-            if let Some(job) = jobs.iter_mut().find(|j| j.record.id == id) {
+            if let Some(job) = q.jobs.iter_mut().find(|j| j.record.id == id) {
                 job.progress = Some(progress);
                 job.ended = Some(ended);
             }
-            let finished: f64 = jobs
+            let finished: f64 = q
+                .jobs
                 .iter()
                 .filter_map(|j| j.progress.as_ref())
                 .map(Progress::cost_usd)
@@ -182,18 +154,106 @@ impl Agent {
         }
     }
 
+    /// Lands the specs at the head of the queue whose runs have ended, in queue order, each
+    /// after its `post_task` hooks.
+    async fn land_ended(&mut self, q: &mut Queue, shared: &Shared) -> Result<()> {
+        while q.jobs.front().is_some_and(|j| j.ended.is_some()) {
+            let Some(job) = q.jobs.pop_front() else { break };
+            if self.after_task(&job, shared).await {
+                q.stopped.get_or_insert(Stop::Hook);
+            }
+            let id = job.record.id.clone();
+            if let Some(stop) = self.land(job)? {
+                q.paused.push(id);
+                q.stopped.get_or_insert(stop);
+            }
+            self.under_way(q)?;
+        }
+        Ok(())
+    }
+
+    /// The spec to start next: the one held for a file, else the next in the inbox, planned,
+    /// its `pre_task` hooks asked.
+    async fn next(&mut self, q: &mut Queue, shared: &Shared) -> Result<Next> {
+        let job = match q.held.take() {
+            Some(job) => job,
+            None => {
+                let busy: Vec<&str> = q.jobs.iter().map(|j| j.record.id.as_str()).collect();
+                let Some(record) = self.fetch(&busy)? else {
+                    return Ok(Next::Wait);
+                };
+                if shared.skips.skipped(&record.id) {
+                    let progress = Progress::load(&agent_dir(&self.root, &record.id))?;
+                    self.skipped(&record, &progress)?;
+                    return Ok(Next::Again);
+                }
+                match self.prepare(record, shared).await? {
+                    Some(job) => job,
+                    None => return Ok(Next::Again),
+                }
+            }
+        };
+        if q.jobs
+            .iter()
+            .any(|j| j.files.iter().any(|f| job.files.contains(f)))
+        {
+            q.held = Some(job);
+            self.under_way(q)?;
+            return Ok(Next::Wait);
+        }
+        match self.before_task(&job, shared).await {
+            Before::Run => Ok(Next::Run(job)),
+            Before::Skip(why) => {
+                let progress = job.progress.clone().unwrap_or_default();
+                self.failed(&job.record, &progress, why)?;
+                Ok(Next::Again)
+            }
+            Before::Stop(why) => {
+                self.log.line(&format!(
+                    "HOOK: {} {}: {why}",
+                    job.record.id, job.record.spec
+                ));
+                self.back_to_pending(&job.record)?;
+                q.stopped = Some(Stop::Hook);
+                Ok(Next::Wait)
+            }
+        }
+    }
+
+    /// No spec is under way: why the agent stops, or `None` when `--watch` saw a new spec come.
+    async fn nothing_under_way(
+        &mut self,
+        q: &mut Queue,
+        limit: Option<Stop>,
+        watch: Option<&mut super::watch::Watch>,
+        shared: &Shared,
+    ) -> Result<Option<Stop>> {
+        if let Some(job) = q.held.take() {
+            self.back_to_pending(&job.record)?;
+            q.paused.push(job.record.id);
+            self.under_way(q)?;
+        }
+        let stop = q.stopped.or(limit).unwrap_or(Stop::Empty);
+        let (Stop::Empty, Some(watch)) = (stop, watch) else {
+            return Ok(Some(stop));
+        };
+        if !q.idle {
+            self.log.line(
+                "Inbox empty: watching it for new specs (`ralph-loop inbox add`; Ctrl+C stops)",
+            );
+            q.idle = true;
+        }
+        Ok((!watch.changed(shared).await).then_some(Stop::Unwatched))
+    }
+
     /// The session names the specs under way or paused, in queue order (the first is its
     /// `current_spec_id`).
-    fn under_way(
-        &mut self,
-        paused: &[String],
-        jobs: &VecDeque<Job>,
-        held: Option<&Job>,
-    ) -> Result<()> {
-        let ids: Vec<String> = paused
+    fn under_way(&mut self, q: &Queue) -> Result<()> {
+        let ids: Vec<String> = q
+            .paused
             .iter()
             .cloned()
-            .chain(jobs.iter().chain(held).map(|j| j.record.id.clone()))
+            .chain(q.jobs.iter().chain(&q.held).map(|j| j.record.id.clone()))
             .collect();
         self.session.current_spec_id = ids.first().cloned();
         self.session.in_flight = ids;

@@ -283,6 +283,27 @@ struct Batch {
     board: Option<Tasks>,
 }
 
+/// Where each entry stands while the batch runs, by its index.
+struct Standing {
+    progress: Vec<Progress>,
+    ended: Vec<Option<Ended>>,
+    /// Planned, not started yet, in order.
+    waiting: Vec<usize>,
+    /// The files of the entries running now.
+    busy: BTreeSet<PathBuf>,
+    /// Not started: the total budget was spent, or the batch was stopped.
+    skipped: Vec<bool>,
+    hooked: Vec<Hooked>,
+    /// A task hook stopped the batch, and why: no other entry starts.
+    halted: Option<String>,
+}
+
+impl Standing {
+    fn n(&self) -> usize {
+        self.progress.len()
+    }
+}
+
 /// What an entry's task hooks said, for its report.
 #[derive(Default, Clone)]
 struct Hooked {
@@ -347,70 +368,22 @@ impl Batch {
     /// Plans every entry, then runs them, up to `parallel` at once, never two on one file; their
     /// reports, and why a task hook stopped the batch.
     async fn run(&self) -> Result<(Vec<EntryReport>, Option<String>)> {
-        let n = self.items.len();
-        let mut progress: Vec<Progress> = vec![Progress::default(); n];
-        let mut ended: Vec<Option<Ended>> = vec![None; n];
-        for i in 0..n {
-            match self.entry(i).plan(self.shared.budget.clone()).await {
-                Ok(plan) => {
-                    progress[i].plan = Some(plan);
-                    self.tell(i, Mark::Pending, "", progress[i].cost_usd());
-                }
-                Err(why) => {
-                    self.tell(i, Mark::Failed, "planning failed", progress[i].cost_usd());
-                    ended[i] = Some(Ended::Failed(format!("planning failed: {why}")));
-                }
-            }
-        }
-        let mut waiting: Vec<usize> = (0..n).filter(|&i| ended[i].is_none()).collect();
-        let mut busy: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut at = self.plan_all().await;
         let mut running = FuturesUnordered::new();
-        let mut skipped = vec![false; n];
-        let mut hooked: Vec<Hooked> = vec![Hooked::default(); n];
-        // A task hook stopped the batch, and why: no other entry starts.
-        let mut halted: Option<String> = None;
         loop {
-            while running.len() < self.parallel && !self.stopped() && halted.is_none() {
-                let free = waiting
-                    .iter()
-                    .position(|&i| targets(&progress[i]).iter().all(|t| !busy.contains(t)));
-                let Some(at) = free else { break };
-                let i = waiting.remove(at);
-                if self.shared.skips.skipped(&Self::key(i)) {
-                    self.tell(i, Mark::Skipped, "skipped", 0.0);
-                    ended[i] = Some(Ended::Skipped);
-                    continue;
-                }
-                if self.spent() {
-                    self.tell(i, Mark::Skipped, "the total budget was spent", 0.0);
-                    skipped[i] = true;
-                    continue;
-                }
-                if !self.tasks.is_empty() {
-                    let task = self.task(i, &progress[i], None);
-                    let (before, warnings) = self.tasks.before(&task, &self.budget()).await;
-                    hooked[i].warnings.extend(warnings);
-                    match before {
-                        Before::Run => {}
-                        Before::Skip(why) => {
-                            self.tell(i, Mark::Skipped, &why, 0.0);
-                            self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
-                            hooked[i].skipped = Some(why);
-                            continue;
-                        }
-                        Before::Stop(why) => {
-                            self.tell(i, Mark::Skipped, &why, 0.0);
-                            self.say(format!("[{}/{n}] {}: {why}", i + 1, self.items[i].name));
-                            hooked[i].skipped = Some(why.clone());
-                            halted = Some(why);
-                            continue;
-                        }
-                    }
-                }
-                busy.extend(targets(&progress[i]));
-                self.tell(i, Mark::Running, "", progress[i].cost_usd());
-                self.say(format!("[{}/{n}] {}: started", i + 1, self.items[i].name));
-                let mut mine = std::mem::take(&mut progress[i]);
+            while running.len() < self.parallel && !self.stopped() && at.halted.is_none() {
+                let Some(i) = self.next_to_start(&mut at).await else {
+                    break;
+                };
+                at.busy.extend(targets(&at.progress[i]));
+                self.tell(i, Mark::Running, "", at.progress[i].cost_usd());
+                self.say(format!(
+                    "[{}/{}] {}: started",
+                    i + 1,
+                    at.n(),
+                    self.items[i].name
+                ));
+                let mut mine = std::mem::take(&mut at.progress[i]);
                 let entry = self.entry(i);
                 running.push(async move {
                     let outcome = entry.run(&mut mine, &self.shared).await;
@@ -421,48 +394,139 @@ impl Batch {
                 break;
             };
             for t in targets(&mine) {
-                busy.remove(&t);
+                at.busy.remove(&t);
             }
-            progress[i] = mine;
-            let outcome = outcome?;
-            let mark = match &outcome {
-                Ended::Done => Mark::Done,
-                Ended::Skipped => Mark::Skipped,
-                Ended::Interrupted | Ended::OutOfMoney(_) => Mark::Paused,
-                Ended::Failed(_) => Mark::Failed,
+            at.progress[i] = mine;
+            self.ended(&mut at, i, outcome?).await;
+        }
+        Ok(self.close(at))
+    }
+
+    /// Every entry planned, in order: those that cannot be are failed now.
+    async fn plan_all(&self) -> Standing {
+        let n = self.items.len();
+        let mut at = Standing {
+            progress: vec![Progress::default(); n],
+            ended: vec![None; n],
+            waiting: Vec::new(),
+            busy: BTreeSet::new(),
+            skipped: vec![false; n],
+            hooked: vec![Hooked::default(); n],
+            halted: None,
+        };
+        for i in 0..n {
+            match self.entry(i).plan(self.shared.budget.clone()).await {
+                Ok(plan) => {
+                    at.progress[i].plan = Some(plan);
+                    self.tell(i, Mark::Pending, "", at.progress[i].cost_usd());
+                    at.waiting.push(i);
+                }
+                Err(why) => {
+                    self.tell(i, Mark::Failed, "planning failed", 0.0);
+                    at.ended[i] = Some(Ended::Failed(format!("planning failed: {why}")));
+                }
+            }
+        }
+        at
+    }
+
+    /// The first waiting entry whose files no running entry touches and that is to run: those
+    /// skipped on the way (by the view, the total budget or a `pre_task` hook) are marked so.
+    /// `None` when no entry can start now.
+    async fn next_to_start(&self, at: &mut Standing) -> Option<usize> {
+        while !self.stopped() {
+            let free = at.waiting.iter().position(|&i| {
+                targets(&at.progress[i])
+                    .iter()
+                    .all(|t| !at.busy.contains(t))
+            })?;
+            let i = at.waiting.remove(free);
+            if self.shared.skips.skipped(&Self::key(i)) {
+                self.tell(i, Mark::Skipped, "skipped", 0.0);
+                at.ended[i] = Some(Ended::Skipped);
+                continue;
+            }
+            if self.spent() {
+                self.tell(i, Mark::Skipped, "the total budget was spent", 0.0);
+                at.skipped[i] = true;
+                continue;
+            }
+            if self.tasks.is_empty() {
+                return Some(i);
+            }
+            let task = self.task(i, &at.progress[i], None);
+            let (before, warnings) = self.tasks.before(&task, &self.budget()).await;
+            at.hooked[i].warnings.extend(warnings);
+            let (why, stop) = match before {
+                Before::Run => return Some(i),
+                Before::Skip(why) => (why, false),
+                Before::Stop(why) => (why, true),
             };
-            let status = outcome.status(&progress[i]);
-            self.tell(i, mark, &status.replace('_', " "), progress[i].cost_usd());
+            self.tell(i, Mark::Skipped, &why, 0.0);
             self.say(format!(
-                "[{}/{n}] {}: {}",
+                "[{}/{}] {}: {why}",
                 i + 1,
-                self.items[i].name,
-                outcome.status(&progress[i])
+                at.n(),
+                self.items[i].name
             ));
-            if !self.tasks.is_empty() {
-                let task = self.task(i, &progress[i], Some(&outcome));
-                let after = self.tasks.after(&task, &self.budget()).await;
-                hooked[i].warnings.extend(after.warnings);
-                if let Some(why) = after.stop {
-                    self.say(why.clone());
-                    halted.get_or_insert(why);
-                }
+            at.hooked[i].skipped = Some(why.clone());
+            if stop {
+                at.halted = Some(why);
+                return None;
             }
-            ended[i] = Some(outcome);
         }
-        for i in waiting {
+        None
+    }
+
+    /// Entry `i` ended as `outcome`: shown, and told to the `post_task` hooks.
+    async fn ended(&self, at: &mut Standing, i: usize, outcome: Ended) {
+        let mark = match &outcome {
+            Ended::Done => Mark::Done,
+            Ended::Skipped => Mark::Skipped,
+            Ended::Interrupted | Ended::OutOfMoney(_) => Mark::Paused,
+            Ended::Failed(_) => Mark::Failed,
+        };
+        let status = outcome.status(&at.progress[i]);
+        self.tell(
+            i,
+            mark,
+            &status.replace('_', " "),
+            at.progress[i].cost_usd(),
+        );
+        self.say(format!(
+            "[{}/{}] {}: {status}",
+            i + 1,
+            at.n(),
+            self.items[i].name
+        ));
+        if !self.tasks.is_empty() {
+            let task = self.task(i, &at.progress[i], Some(&outcome));
+            let after = self.tasks.after(&task, &self.budget()).await;
+            at.hooked[i].warnings.extend(after.warnings);
+            if let Some(why) = after.stop {
+                self.say(why.clone());
+                at.halted.get_or_insert(why);
+            }
+        }
+        at.ended[i] = Some(outcome);
+    }
+
+    /// Every entry's report, those never started marked so; and why a hook stopped the batch.
+    fn close(&self, mut at: Standing) -> (Vec<EntryReport>, Option<String>) {
+        for &i in &at.waiting {
             self.tell(i, Mark::Skipped, "not started", 0.0);
-            match &halted {
-                Some(why) if hooked[i].skipped.is_none() => {
-                    hooked[i].skipped = Some(format!("not started: {why}"))
+            match &at.halted {
+                Some(why) if at.hooked[i].skipped.is_none() => {
+                    at.hooked[i].skipped = Some(format!("not started: {why}"))
                 }
-                _ => skipped[i] = true,
+                _ => at.skipped[i] = true,
             }
         }
-        let reports = (0..n)
+        let reports = (0..at.n())
             .map(|i| {
-                let mut report = self.report(i, &progress[i], ended[i].as_ref(), skipped[i]);
-                let Hooked { skipped, warnings } = std::mem::take(&mut hooked[i]);
+                let mut report =
+                    self.report(i, &at.progress[i], at.ended[i].as_ref(), at.skipped[i]);
+                let Hooked { skipped, warnings } = std::mem::take(&mut at.hooked[i]);
                 if let Some(why) = skipped {
                     report.status = report::SKIPPED_BY_HOOK.to_string();
                     report.reason = why;
@@ -471,7 +535,7 @@ impl Batch {
                 report
             })
             .collect();
-        Ok((reports, halted))
+        (reports, at.halted)
     }
 
     /// The user stopped the batch.
