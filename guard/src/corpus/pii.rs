@@ -21,6 +21,7 @@ use national::{
 
 use super::{chars, Planted, DIGITS, UPPER};
 use crate::kind::Kind;
+use crate::pii::luhn;
 
 /// The labels of the kinds planted here (`PII_<LABEL>`), one per detector output.
 const LABELS: &[&str] = &[
@@ -163,25 +164,6 @@ fn date<R: Rng + ?Sized>(rng: &mut R, from: u32, to: u32) -> (u32, u32, u32) {
         rng.random_range(1..=12),
         rng.random_range(1..=28),
     )
-}
-
-/// The Luhn check digit that completes `d`.
-fn luhn_digit(d: &[u8]) -> u8 {
-    let sum: u32 = d
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, &x)| {
-            let x = u32::from(x);
-            if i % 2 == 0 {
-                let y = 2 * x;
-                y / 10 + y % 10
-            } else {
-                x
-            }
-        })
-        .sum();
-    ((10 - sum % 10) % 10) as u8
 }
 
 // ---- Contact data --------------------------------------------------------------------------
@@ -351,7 +333,7 @@ fn card<R: Rng + ?Sized>(rng: &mut R) -> String {
     };
     let mut d: Vec<u8> = prefix.bytes().map(|c| c - b'0').collect();
     d.extend(digit_vec(rng, len - 1 - d.len()));
-    d.push(luhn_digit(&d));
+    d.push(luhn::check_digit(&d));
     let number = text(&d);
     let sep = match rng.random_range(0..3) {
         0 if len < 19 => return number,
@@ -525,11 +507,11 @@ mod tests {
                 .filter(u8::is_ascii_digit)
                 .map(|c| c - b'0')
                 .collect();
-            assert_eq!(luhn_digit(&d[..d.len() - 1]), d[d.len() - 1], "{v}");
+            assert_eq!(luhn::check_digit(&d[..d.len() - 1]), d[d.len() - 1], "{v}");
         }
         // Published examples of two checks.
         assert_eq!(
-            luhn_digit(&[4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+            luhn::check_digit(&[4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
             1
         );
         let mut rng = StdRng::seed_from_u64(3);

@@ -14,7 +14,7 @@
 //! digits: networks rarely issue cards that long, while 64-bit constants and ids (snowflakes)
 //! have those lengths; written in groups (4-4-4-4-3) they are taken.
 
-use super::scan;
+use super::{luhn, scan};
 use crate::kind::Finding;
 
 const RULE: &str = "pii-credit-card";
@@ -47,7 +47,7 @@ pub(super) fn find(text: &str, runs: &[(usize, usize)], out: &mut Vec<Finding>) 
 
 /// A known network's prefix and length, a passing Luhn check, and not all one digit.
 fn card(d: &[u8]) -> bool {
-    network(d) && scan::luhn(d) && !scan::all_same(d)
+    network(d) && luhn::valid(d) && !scan::all_same(d)
 }
 
 /// Whether the number at `start..stop` stands in a table of long numbers (`1259582250014073,

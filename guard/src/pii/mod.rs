@@ -14,12 +14,13 @@
 //! - `national`: national identity numbers whose scheme has a check digit (14 schemes), and the
 //!   US SSN in its dashed form; plain runs of digits only after the scheme's keyword.
 //!
-//! `scan` holds what they share: runs of digits found eight bytes at a time, check digits,
-//! dates, and the keyword look-behind.
+//! `scan` holds what they share: runs of digits found eight bytes at a time, dates, and the
+//! keyword look-behind; `luhn` and `verhoeff` the check digits the corpus computes too.
 
 mod card;
 mod email;
 mod iban;
+pub(crate) mod luhn;
 mod national;
 mod net;
 mod phone;

@@ -6,7 +6,8 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 
 use super::super::{chars, UPPER};
-use super::{date, digit_vec, luhn_digit, padded, text};
+use super::{date, digit_vec, padded, text};
+use crate::pii::luhn;
 
 /// Brazil's CPF: two mod-11 check digits, `123.456.789-09` or bare.
 pub(super) fn cpf<R: Rng + ?Sized>(rng: &mut R) -> String {
@@ -145,7 +146,7 @@ pub(super) fn se_pnr<R: Rng + ?Sized>(rng: &mut R) -> String {
         padded(rng.random_range(0..1000), 3)
     );
     let digits: Vec<u8> = ten.bytes().map(|c| c - b'0').collect();
-    let check = luhn_digit(&digits);
+    let check = luhn::check_digit(&digits);
     let (date_part, rest) = ten.split_at(6);
     match rng.random_range(0..3) {
         0 => format!("{date_part}-{rest}{check}"),
@@ -250,7 +251,7 @@ pub(super) fn de_idnr<R: Rng + ?Sized>(rng: &mut R) -> String {
 pub(super) fn ca_sin<R: Rng + ?Sized>(rng: &mut R) -> String {
     let mut d = digit_vec(rng, 8);
     d[0] = [1, 2, 3, 4, 5, 6, 7, 9].choose(rng).copied().unwrap_or(1);
-    d.push(luhn_digit(&d));
+    d.push(luhn::check_digit(&d));
     let s = text(&d);
     let sep = if rng.random_bool(0.5) { " " } else { "-" };
     format!("{}{sep}{}{sep}{}", &s[..3], &s[3..6], &s[6..])

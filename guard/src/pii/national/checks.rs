@@ -1,7 +1,8 @@
 //! The check of each national scheme, on a matched value with its separators: check digits or
 //! letters as each scheme publishes them, and the birth date where the number holds one.
 
-use crate::pii::scan::{all_same, digits, luhn, number, valid_date};
+use crate::pii::luhn;
+use crate::pii::scan::{all_same, digits, number, valid_date};
 
 /// Brazil's CPF: two mod-11 check digits (weights 10..2, then 11..2), remainder < 2 giving 0.
 pub(super) fn cpf(v: &[u8]) -> bool {
@@ -158,7 +159,7 @@ pub(super) fn se_pnr(v: &[u8]) -> bool {
         Some(_) => false,
         None => valid_date(1900 + yy, mm, dd) || valid_date(2000 + yy, mm, dd),
     };
-    date_ok && !all_same(d) && luhn(d)
+    date_ok && !all_same(d) && luhn::valid(d)
 }
 
 /// Poland's PESEL: a birth date whose month carries the century, and a check digit of weights
@@ -219,7 +220,7 @@ pub(super) fn de_idnr(v: &[u8]) -> bool {
 /// Canada's SIN: Luhn; the first digit is not 0 (unassigned) or 8 (business numbers).
 pub(super) fn ca_sin(v: &[u8]) -> bool {
     let (d, n) = digits::<9>(v);
-    n == 9 && d[0] != 0 && d[0] != 8 && luhn(&d)
+    n == 9 && d[0] != 0 && d[0] != 8 && luhn::valid(&d)
 }
 
 /// The US SSN, dashed: area not 000, 666 or 9xx, group not 00, serial not 0000, and not one of
