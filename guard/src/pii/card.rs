@@ -187,19 +187,13 @@ fn network(d: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::pii::expect::{self, Find};
 
-    fn find(text: &str, out: &mut Vec<Finding>) {
-        crate::pii::scan::over_runs(super::find, text, out);
-    }
-
-    fn spans(text: &str) -> Vec<&str> {
-        super::super::scan::spans(find, text)
-    }
+    const FIND: Find = Find::Runs(super::find);
 
     #[test]
     fn finds_test_cards_of_each_network() {
-        for n in [
+        let cards = [
             "4111111111111111",
             "4111 1111 1111 1111",
             "4111-1111-1111-1111",
@@ -216,22 +210,18 @@ mod tests {
             "6200000000000005",
             "6759649826438453",
             "4242 4242 4242 4242 428",
-        ] {
-            assert_eq!(spans(&format!("card={n};")), [n], "{n}");
-        }
+        ];
+        expect::each(FIND, &cards, |n| format!("card={n};"));
         assert_eq!(
-            spans("cards = [4111111111111111, 5555555555554444]"),
+            FIND.spans("cards = [4111111111111111, 5555555555554444]"),
             ["4111111111111111", "5555555555554444"]
         );
-        let mut out = Vec::new();
-        find("pan: 4111111111111111.", &mut out);
-        assert_eq!((out[0].start, out[0].end), (5, 21));
-        assert_eq!(out[0].kind.to_string(), "PII_CREDIT_CARD");
+        expect::first(FIND, "pan: 4111111111111111.", (5, 21), "PII_CREDIT_CARD");
     }
 
     #[test]
     fn leaves_numbers_that_are_not_cards() {
-        for text in [
+        let texts = [
             "4111111111111112",
             "1732617600000 1732617600000000000",
             "a4111111111111111 4111111111111111b 0.4111111111111111",
@@ -247,8 +237,7 @@ mod tests {
             "4222222222222222224 6011000990139424009",
             "[1259582250014073, 5555555555554444, 1422107436869536]",
             "GB06 ILVL 5634 3974 6009 07",
-        ] {
-            assert!(spans(text).is_empty(), "{text}: {:?}", spans(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 }

@@ -222,14 +222,9 @@ fn check_digits(iban: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pii::expect::{self, Find};
 
-    fn find(text: &str, out: &mut Vec<Finding>) {
-        crate::pii::scan::over_runs(super::find, text, out);
-    }
-
-    fn spans(text: &str) -> Vec<&str> {
-        super::super::scan::spans(find, text)
-    }
+    const FIND: Find = Find::Runs(super::find);
 
     #[test]
     fn registry_is_sorted_and_complete() {
@@ -248,7 +243,7 @@ mod tests {
 
     #[test]
     fn finds_registry_examples() {
-        for iban in [
+        let ibans = [
             "DE89370400440532013000",
             "DE89 3704 0044 0532 0130 00",
             "GB29NWBK60161331926819",
@@ -261,18 +256,14 @@ mod tests {
             "BR9700360305000010009795493P1",
             "MU17BOMM0101101030300200000MUR",
             "ES9121000418450200051332",
-        ] {
-            assert_eq!(spans(&format!("iban: \"{iban}\",")), [iban], "{iban}");
-        }
-        let mut out = Vec::new();
-        find("to DE89370400440532013000.", &mut out);
-        assert_eq!((out[0].start, out[0].end), (3, 25));
-        assert_eq!(out[0].kind.to_string(), "PII_IBAN");
+        ];
+        expect::each(FIND, &ibans, |iban| format!("iban: \"{iban}\","));
+        expect::first(FIND, "to DE89370400440532013000.", (3, 25), "PII_IBAN");
     }
 
     #[test]
     fn leaves_near_misses() {
-        for text in [
+        let texts = [
             "DE88370400440532013000",
             "DE8937040044053201300",
             "DE893704004405320130001",
@@ -283,8 +274,7 @@ mod tests {
             "US64SVBKUS6S3300958879",
             "NL91ABNA041716430A",
             "GB29NWBK6016133192681",
-        ] {
-            assert!(spans(text).is_empty(), "{text}: {:?}", spans(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 }

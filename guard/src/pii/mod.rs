@@ -19,6 +19,8 @@
 
 mod card;
 mod email;
+#[cfg(test)]
+mod expect;
 mod iban;
 pub(crate) mod luhn;
 mod national;

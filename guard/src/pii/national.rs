@@ -322,16 +322,14 @@ fn letter_led(b: &[u8], start: usize, run: usize) -> Option<(usize, usize, &'sta
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pii::expect::{self, Find};
 
-    fn find(text: &str, out: &mut Vec<Finding>) {
-        crate::pii::scan::over_runs(super::find, text, out);
-    }
+    const FIND: Find = Find::Runs(super::find);
 
     fn found(text: &str) -> Vec<(&str, &'static str)> {
-        let mut out = Vec::new();
-        find(text, &mut out);
         let labels = labels();
-        out.iter()
+        FIND.findings(text)
+            .iter()
             .map(|f| {
                 let label = labels
                     .iter()
@@ -415,16 +413,13 @@ mod tests {
 
     #[test]
     fn positions_are_exact() {
-        let mut out = Vec::new();
-        find("ssn=536-90-4399;", &mut out);
-        assert_eq!((out[0].start, out[0].end), (4, 15));
-        assert_eq!(out[0].kind.to_string(), "PII_NATIONAL_ID_US_SSN");
-        assert_eq!(out[0].rule, "pii-national-id");
+        let f = expect::first(FIND, "ssn=536-90-4399;", (4, 15), "PII_NATIONAL_ID_US_SSN");
+        assert_eq!(f.rule, "pii-national-id");
     }
 
     #[test]
     fn leaves_near_misses() {
-        for text in [
+        let texts = [
             "111.444.777-36 111.111.111-11",
             "12345678A X1234567A",
             "11010519491231002Y 11010519491331002X",
@@ -442,8 +437,7 @@ mod tests {
             "0061 05B0 094D 3099 1039 0062;0061",
             "q147 129 336 129 q137",
             "1 123 456 782 and 123 456 782 1",
-        ] {
-            assert!(found(text).is_empty(), "{text}: {:?}", found(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 }

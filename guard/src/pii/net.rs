@@ -339,35 +339,34 @@ fn address6(text: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pii::expect::{self, Find};
 
-    fn spans(text: &str) -> Vec<&str> {
-        super::super::scan::spans(find, text)
-    }
+    const FIND: Find = Find::Text(find);
 
     #[test]
     fn finds_ipv4_addresses() {
-        assert_eq!(spans("host=203.0.113.5:8080"), ["203.0.113.5"]);
+        assert_eq!(FIND.spans("host=203.0.113.5:8080"), ["203.0.113.5"]);
         assert_eq!(
-            spans("ssh root@10.0.0.1 and 8.8.8.8."),
+            FIND.spans("ssh root@10.0.0.1 and 8.8.8.8."),
             ["10.0.0.1", "8.8.8.8"]
         );
         assert_eq!(
-            spans("[\"192.168.1.20\",\"1.1.1.1\"]"),
+            FIND.spans("[\"192.168.1.20\",\"1.1.1.1\"]"),
             ["192.168.1.20", "1.1.1.1"]
         );
-        assert_eq!(spans("cidr 10.0.0.0/8"), ["10.0.0.0"]);
-        assert_eq!(spans("server: 172.16.5.4"), ["172.16.5.4"]);
-        assert_eq!(spans("nameserver 8.8.8.8 8.8.4.4"), ["8.8.8.8", "8.8.4.4"]);
-        let mut out = Vec::new();
-        find("ip 1.2.3.4", &mut out);
-        assert_eq!((out[0].start, out[0].end), (3, 10));
-        assert_eq!(out[0].kind.to_string(), "PII_IPV4");
-        assert_eq!(out[0].rule, "pii-ip");
+        assert_eq!(FIND.spans("cidr 10.0.0.0/8"), ["10.0.0.0"]);
+        assert_eq!(FIND.spans("server: 172.16.5.4"), ["172.16.5.4"]);
+        assert_eq!(
+            FIND.spans("nameserver 8.8.8.8 8.8.4.4"),
+            ["8.8.8.8", "8.8.4.4"]
+        );
+        let f = expect::first(FIND, "ip 1.2.3.4", (3, 10), "PII_IPV4");
+        assert_eq!(f.rule, "pii-ip");
     }
 
     #[test]
     fn leaves_quads_that_are_not_addresses() {
-        for text in [
+        let texts = [
             "127.0.0.1 0.0.0.0 255.255.255.255 255.255.255.0",
             "1.2.3.4.5 v1.2.3.4 a1.2.3.4 1.2.3.4a 1.2.3.4.x",
             "256.1.1.1 1.2.3.256 01.2.3.4 1.2.3",
@@ -382,33 +381,28 @@ mod tests {
             "pi 3.14159 date 26.11.2026",
             "\"v8\": \"9.4.146.26\", \"chrome\": \"120.0.0.0\"",
             "h2.4c0 .7.2 1.2.7 1.6.4.3 1.1.5 1.8.5s1.2",
-        ] {
-            assert!(spans(text).is_empty(), "{text}: {:?}", spans(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 
     #[test]
     fn finds_ipv6_addresses() {
-        for a in [
+        let addresses = [
             "2001:db8::1",
             "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
             "fe80::1ff:fe23:4567:890a",
             "::ffff:192.0.2.128",
             "2a01:4f8::a:b",
-        ] {
-            assert_eq!(spans(&format!("addr {a} ok")), [a], "{a}");
-            assert_eq!(spans(&format!("[{a}]:443")), [a], "{a}");
-        }
-        assert_eq!(spans("ip:2001:db8::7"), ["2001:db8::7"]);
-        assert_eq!(spans("\"1:2:3:4:5:6:7:8:\""), ["1:2:3:4:5:6:7:8"]);
+        ];
+        expect::each(FIND, &addresses, |a| format!("addr {a} ok"));
+        expect::each(FIND, &addresses, |a| format!("[{a}]:443"));
+        assert_eq!(FIND.spans("ip:2001:db8::7"), ["2001:db8::7"]);
+        assert_eq!(FIND.spans("\"1:2:3:4:5:6:7:8:\""), ["1:2:3:4:5:6:7:8"]);
         assert_eq!(
-            spans("a 2001:db8::1: b 2001:db8::2:"),
+            FIND.spans("a 2001:db8::1: b 2001:db8::2:"),
             ["2001:db8::1", "2001:db8::2"]
         );
-        let mut out = Vec::new();
-        find("x 2001:db8::1", &mut out);
-        assert_eq!((out[0].start, out[0].end), (2, 13));
-        assert_eq!(out[0].kind.to_string(), "PII_IPV6");
+        expect::first(FIND, "x 2001:db8::1", (2, 13), "PII_IPV6");
     }
 
     /// Random runs of address bytes: every call ends, and findings are in order, apart and
@@ -427,8 +421,7 @@ mod tests {
                     char::from(alphabet[(state % alphabet.len() as u64) as usize])
                 })
                 .collect();
-            let mut out = Vec::new();
-            find(&text, &mut out);
+            let out = FIND.findings(&text);
             assert!(out.len() <= text.len(), "{text}");
             assert!(
                 out.windows(2).all(|w| w[0].end <= w[1].start),
@@ -443,7 +436,7 @@ mod tests {
 
     #[test]
     fn leaves_colon_runs_that_are_not_addresses() {
-        for text in [
+        let texts = [
             "::1 :: ::ffff:127.0.0.1",
             "std::io::Result a::b dead::beef Foo::Bar::baz",
             "12:30:45 10:00:00.123 2026-11-26T10:00:00Z",
@@ -453,8 +446,7 @@ mod tests {
             "ffff:ffff:ffff:ffff:ffff:ffff:ffff:0000 ::ff:ffff:ffff:ffff:ffff:ffff:ffff",
             "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff::",
             "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        ] {
-            assert!(spans(text).is_empty(), "{text}: {:?}", spans(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 }

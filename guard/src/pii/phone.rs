@@ -278,26 +278,13 @@ fn valid_nanp(b: &[u8], area: usize, exchange: usize, end: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::pii::expect::{self, Find};
 
-    fn find(text: &str, out: &mut Vec<Finding>) {
-        crate::pii::scan::over_runs(super::find, text, out);
-    }
-
-    fn spans(text: &str) -> Vec<&str> {
-        let mut out = Vec::new();
-        find(text, &mut out);
-        let mut v: Vec<_> = out
-            .iter()
-            .map(|f| (f.start, &text[f.start..f.end]))
-            .collect();
-        v.sort();
-        v.into_iter().map(|(_, s)| s).collect()
-    }
+    const FIND: Find = Find::Runs(super::find);
 
     #[test]
     fn finds_international_numbers() {
-        for n in [
+        let numbers = [
             "+44 20 7946 0958",
             "+1-415-555-0132",
             "+33 1 23 45 67 89",
@@ -308,32 +295,27 @@ mod tests {
             "+55 11 91234-5678",
             "+81 3-1234-5678",
             "+1.415.555.0132",
-        ] {
-            assert_eq!(spans(&format!("tel: {n}, ok")), [n], "{n}");
-            assert_eq!(spans(&format!("\"{n}\"")), [n], "{n}");
-        }
-        let mut out = Vec::new();
-        find("call +44 20 7946 0958.", &mut out);
-        assert_eq!((out[0].start, out[0].end), (5, 21));
-        assert_eq!(out[0].kind.to_string(), "PII_PHONE");
+        ];
+        expect::each(FIND, &numbers, |n| format!("tel: {n}, ok"));
+        expect::each(FIND, &numbers, |n| format!("\"{n}\""));
+        expect::first(FIND, "call +44 20 7946 0958.", (5, 21), "PII_PHONE");
     }
 
     #[test]
     fn finds_north_american_numbers() {
-        for n in [
+        let numbers = [
             "(415) 555-0132",
             "(415)555-0132",
             "415-555-0132",
             "415.555.0132",
             "1-800-555-0199",
-        ] {
-            assert_eq!(spans(&format!("phone={n};")), [n], "{n}");
-        }
+        ];
+        expect::each(FIND, &numbers, |n| format!("phone={n};"));
     }
 
     #[test]
     fn leaves_numbers_that_are_not_phones() {
-        for text in [
+        let texts = [
             "x = a+1234567;",
             "1e+10 2.5e+123456789",
             "version 1.0.0+20130313144700",
@@ -351,14 +333,13 @@ mod tests {
             "+12:30:45",
             "Some(\"+123.234000\") \"+1441497364\" +1 055 555 0132",
             "\"+44 1234567\", \"+44 2345678\"",
-        ] {
-            assert!(spans(text).is_empty(), "{text}: {:?}", spans(text));
-        }
+        ];
+        expect::none(FIND, &texts);
     }
 
     #[test]
     fn a_plus_number_is_found_once() {
-        assert_eq!(spans("+1 (415) 555-0132"), ["+1 (415) 555-0132"]);
-        assert_eq!(spans("+1-415-555-0132"), ["+1-415-555-0132"]);
+        assert_eq!(FIND.spans("+1 (415) 555-0132"), ["+1 (415) 555-0132"]);
+        assert_eq!(FIND.spans("+1-415-555-0132"), ["+1-415-555-0132"]);
     }
 }

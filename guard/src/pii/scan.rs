@@ -184,25 +184,6 @@ pub(super) fn push(out: &mut Vec<Finding>, start: usize, end: usize, label: &str
     out.push(Finding::new(start, end, Kind::pii(label), rule));
 }
 
-/// A detector that reads a text's runs of digits (cards, IBANs, national ids, phones).
-#[cfg(test)]
-pub(super) type RunsDetector = fn(&str, &[(usize, usize)], &mut Vec<Finding>);
-
-/// A detector over `text`, with its runs of digits found as `PiiKind::find_all` finds them.
-#[cfg(test)]
-pub(super) fn over_runs(find: RunsDetector, text: &str, out: &mut Vec<Finding>) {
-    let runs: Vec<_> = DigitRuns::new(text.as_bytes()).collect();
-    find(text, &runs, out);
-}
-
-/// The values `find` takes from `text`, in its order: what the detectors' tests compare.
-#[cfg(test)]
-pub(super) fn spans(find: fn(&str, &mut Vec<crate::kind::Finding>), text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    find(text, &mut out);
-    out.iter().map(|f| &text[f.start..f.end]).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
