@@ -113,11 +113,7 @@ pub fn parse(file: &str, text: &str) -> Result<RuleFile, RuleError> {
                 spec.entropy = Some(r.number(item, &format!("{at}.entropy"))?);
             }
             if let Some(item) = rule.get("keywords") {
-                spec.keywords = r
-                    .strings(item, &format!("{at}.keywords"))?
-                    .into_iter()
-                    .map(|k| k.to_ascii_lowercase())
-                    .collect();
+                spec.keywords = r.lower_strings(item, &format!("{at}.keywords"))?;
             }
             for key in ["allowlist", "allowlists"] {
                 if let Some(item) = rule.get(key) {
@@ -221,6 +217,36 @@ impl Reader<'_> {
             .collect()
     }
 
+    /// An array of strings in lower case: keywords and stopwords match regardless of case.
+    fn lower_strings(&self, item: &Item, at: &str) -> Result<Vec<String>, RuleError> {
+        Ok(self
+            .strings(item, at)?
+            .into_iter()
+            .map(|s| s.to_ascii_lowercase())
+            .collect())
+    }
+
+    /// The value `got`, read from `item`, names among `choices`; an error listing the names
+    /// when it names none.
+    fn one_of<T: Copy>(
+        &self,
+        item: &Item,
+        key: &str,
+        got: &str,
+        choices: &[(&str, T)],
+    ) -> Result<T, RuleError> {
+        if let Some(&(_, value)) = choices.iter().find(|(name, _)| *name == got) {
+            return Ok(value);
+        }
+        let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+        let listed = match names.split_last() {
+            Some((last, [])) => (*last).to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        Err(self.error(item.span(), key, &format!("must be {listed}, got `{got}`")))
+    }
+
     /// An allowlist table, or an array of them (`[[rules.allowlists]]`).
     fn allowlists(&self, item: &Item, at: &str) -> Result<Vec<AllowSpec>, RuleError> {
         if let Some(tables) = item.as_array_of_tables() {
@@ -248,42 +274,24 @@ impl Reader<'_> {
         let mut spec = AllowSpec::default();
         if let Some(item) = t.get("regexTarget") {
             let key = format!("{at}.regexTarget");
-            spec.target = match self.string(item, &key)?.as_str() {
-                "secret" => Target::Secret,
-                "match" => Target::Match,
-                "line" => Target::Line,
-                other => {
-                    return Err(self.error(
-                        item.span(),
-                        &key,
-                        &format!("must be secret, match or line, got `{other}`"),
-                    ))
-                }
-            };
+            let got = self.string(item, &key)?;
+            let targets = [
+                ("secret", Target::Secret),
+                ("match", Target::Match),
+                ("line", Target::Line),
+            ];
+            spec.target = self.one_of(item, &key, &got, &targets)?;
         }
         if let Some(item) = t.get("condition") {
             let key = format!("{at}.condition");
-            spec.all = match self.string(item, &key)?.to_ascii_uppercase().as_str() {
-                "OR" => false,
-                "AND" => true,
-                other => {
-                    return Err(self.error(
-                        item.span(),
-                        &key,
-                        &format!("must be OR or AND, got `{other}`"),
-                    ))
-                }
-            };
+            let got = self.string(item, &key)?.to_ascii_uppercase();
+            spec.all = self.one_of(item, &key, &got, &[("OR", false), ("AND", true)])?;
         }
         if let Some(item) = t.get("regexes") {
             spec.regexes = self.strings(item, &format!("{at}.regexes"))?;
         }
         if let Some(item) = t.get("stopwords") {
-            spec.stopwords = self
-                .strings(item, &format!("{at}.stopwords"))?
-                .into_iter()
-                .map(|s| s.to_ascii_lowercase())
-                .collect();
+            spec.stopwords = self.lower_strings(item, &format!("{at}.stopwords"))?;
         }
         Ok(spec)
     }
@@ -369,6 +377,15 @@ regexes = ['''dummy''']
         assert_eq!(
             e.to_string(),
             "r.toml:5: rules.x.allowlists[0].regexTarget: must be secret, match or line, got `file`"
+        );
+        let e = parse(
+            "r.toml",
+            "[[rules]]\nid = \"x\"\nregex = 'a'\n[rules.allowlist]\ncondition = \"xor\"\n",
+        )
+        .expect_err("bad condition");
+        assert_eq!(
+            e.to_string(),
+            "r.toml:5: rules.x.allowlist.condition: must be OR or AND, got `XOR`"
         );
     }
 }
