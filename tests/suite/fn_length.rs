@@ -16,8 +16,8 @@ const MAX_FN_LINES: usize = 120;
 /// `(file, function, lines)`: the functions over the budget, each at most as long as this.
 const ALLOWED: &[(&str, &str, usize)] = &[
     // Data: a table of secret formats per provider, one entry per line.
-    ("guard/src/corpus/secrets/saas.rs", "make", 530),
-    ("guard/src/corpus/secrets/cloud.rs", "make", 517),
+    ("guard/src/corpus/secrets/saas.rs", "make", 423),
+    ("guard/src/corpus/secrets/cloud.rs", "make", 369),
     ("guard/src/corpus/secrets/keys.rs", "make", 151),
     ("guard/src/corpus/secrets/blocks.rs", "context", 144),
     ("src/agents/builtin.rs", "builtins", 203),

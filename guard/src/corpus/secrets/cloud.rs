@@ -2,14 +2,72 @@
 
 use rand::Rng;
 
-use super::super::chars;
+use super::super::{chars, ALNUM, BASE64URL, HEX};
 use super::util::{
-    alnum, b64url, base64, base64url, bytes, digits, hex, len, lower, pick, uuid, v, BASE32,
-    LOWER_ALNUM, UPPER_ALNUM, UPPER_HEX, V,
+    alnum, b64url, base64, base64url, bytes, digits, hex, len, lower, pick, prefixed, uuid, v,
+    Prefixed, BASE32, LOWER_ALNUM, UPPER_ALNUM, UPPER_HEX, V,
 };
+
+/// The rules whose value is a fixed prefix and a run of one charset: `(rule id, prefix,
+/// charset, length, names)`.
+#[rustfmt::skip]
+const PREFIXED: &[Prefixed] = &[
+    ("gcp-service-account-key-id", "", HEX, 40, &["private_key_id"]),
+    ("azure-openai-api-key", "", HEX, 32,
+        &["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_KEY", "azureOpenAIKey"]),
+    ("digitalocean-pat", "dop_v1_", HEX, 64, &["DIGITALOCEAN_TOKEN", "DO_TOKEN"]),
+    ("digitalocean-oauth-token", "doo_v1_", HEX, 64, &["DIGITALOCEAN_ACCESS_TOKEN"]),
+    ("digitalocean-refresh-token", "dor_v1_", HEX, 64, &["DIGITALOCEAN_REFRESH_TOKEN"]),
+    ("tencent-cloud-secret-id", "AKID", ALNUM, 32, &["TENCENTCLOUD_SECRET_ID"]),
+    ("cloudflare-global-api-key", "", HEX, 37,
+        &["CLOUDFLARE_API_KEY", "CLOUDFLARE_GLOBAL_API_KEY"]),
+    ("heroku-api-key-v2", "HRKU-AA", BASE64URL, 58, &["HEROKU_API_KEY"]),
+    ("linode-api-token", "", HEX, 64, &["LINODE_TOKEN", "LINODE_API_TOKEN"]),
+    ("scaleway-access-key", "SCW", UPPER_ALNUM, 17, &["SCW_ACCESS_KEY"]),
+    ("fly-io-token", "fo1_", BASE64URL, 43, &["FLY_API_TOKEN"]),
+    ("vercel-token", "", ALNUM, 24, &["VERCEL_TOKEN", "vercel_api_token"]),
+    ("netlify-legacy-token", "", BASE64URL, 43, &["NETLIFY_AUTH_TOKEN", "netlify_token"]),
+    ("supabase-pat", "sbp_", HEX, 40, &["SUPABASE_ACCESS_TOKEN"]),
+    ("planetscale-api-token", "pscale_tkn_", BASE64URL, 43, &["PLANETSCALE_SERVICE_TOKEN"]),
+    ("planetscale-password", "pscale_pw_", BASE64URL, 43, &["PLANETSCALE_DB_PASSWORD"]),
+    ("planetscale-oauth-token", "pscale_oauth_", BASE64URL, 43, &["PLANETSCALE_OAUTH_TOKEN"]),
+    ("vault-batch-token", "hvb.AAAAAQ", BASE64URL, 134, &["VAULT_TOKEN"]),
+    ("pulumi-access-token", "pul-", HEX, 40, &["PULUMI_ACCESS_TOKEN"]),
+    ("ibm-cloud-api-key", "", BASE64URL, 44, &["IBM_CLOUD_API_KEY", "IBMCLOUD_API_KEY"]),
+    ("hetzner-cloud-token", "", ALNUM, 64, &["HCLOUD_TOKEN", "HETZNER_API_TOKEN"]),
+    ("vultr-api-key", "", UPPER_ALNUM, 36, &["VULTR_API_KEY"]),
+    ("github-pat", "ghp_", ALNUM, 36, &["GITHUB_TOKEN", "GH_TOKEN"]),
+    ("github-oauth-token", "gho_", ALNUM, 36, &["GITHUB_TOKEN", "gh_oauth_token"]),
+    ("github-user-to-server-token", "ghu_", ALNUM, 36, &["GITHUB_TOKEN"]),
+    ("github-server-to-server-token", "ghs_", ALNUM, 36, &["GITHUB_TOKEN"]),
+    ("github-refresh-token", "ghr_", ALNUM, 76, &["GITHUB_REFRESH_TOKEN"]),
+    ("gitlab-deploy-token", "gldt-", BASE64URL, 20, &["GITLAB_DEPLOY_TOKEN"]),
+    ("gitlab-runner-registration-token", "GR1348941", BASE64URL, 20, &["REGISTRATION_TOKEN"]),
+    ("gitlab-pipeline-trigger-token", "glptt-", HEX, 40, &["TRIGGER_TOKEN"]),
+    ("gitlab-oauth-app-secret", "gloas-", HEX, 64, &["GITLAB_OAUTH_SECRET"]),
+    ("gitlab-feed-token", "glft-", BASE64URL, 20, &["GITLAB_FEED_TOKEN"]),
+    ("gitlab-incoming-mail-token", "glimt-", BASE64URL, 25, &["INCOMING_EMAIL_TOKEN"]),
+    ("gitlab-agent-token", "glagent-", BASE64URL, 50, &["GITLAB_AGENT_TOKEN"]),
+    ("gitlab-scim-token", "glsoat-", BASE64URL, 20, &["GITLAB_SCIM_TOKEN"]),
+    ("gitlab-feature-flag-client-token", "glffct-", BASE64URL, 20, &["UNLEASH_INSTANCE_ID"]),
+    ("npm-access-token", "npm_", ALNUM, 36, &["NPM_TOKEN", "NODE_AUTH_TOKEN"]),
+    ("rubygems-api-key", "rubygems_", HEX, 48, &["GEM_HOST_API_KEY"]),
+    ("nuget-api-key", "oy2", LOWER_ALNUM, 43, &["NUGET_API_KEY"]),
+    ("circleci-api-token", "", HEX, 40, &["CIRCLECI_TOKEN", "CIRCLE_TOKEN", "circleci_api_key"]),
+    ("buildkite-token", "bkua_", HEX, 40, &["BUILDKITE_API_TOKEN"]),
+    ("jfrog-api-key", "AKCp", ALNUM, 69, &["ARTIFACTORY_API_KEY", "JFROG_API_KEY"]),
+    ("jfrog-reference-token", "cmVmdGtuOjAxOj", ALNUM, 50, &["JFROG_ACCESS_TOKEN"]),
+    ("crates-io-token", "cio", ALNUM, 32, &["CARGO_REGISTRY_TOKEN"]),
+    ("prefect-api-key", "pnu_", ALNUM, 36, &["PREFECT_API_KEY"]),
+    ("readme-api-key", "rdme_", LOWER_ALNUM, 70, &["README_API_KEY"]),
+    ("deno-deploy-token", "ddp_", ALNUM, 36, &["DENO_DEPLOY_TOKEN"]),
+];
 
 /// The value of rule `id`, or `None` when `id` is not one of this module's.
 pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
+    if let Some(value) = prefixed(rng, PREFIXED, id) {
+        return Some(value);
+    }
     let r = rng;
     Some(match id {
         "aws-access-key-id" => {
@@ -93,7 +151,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["GOOGLE_CLIENT_SECRET", "google_oauth_client_secret"],
             )
         }
-        "gcp-service-account-key-id" => v(hex(r, 40), r, &["private_key_id"]),
         "google-oauth-refresh-token" => {
             let value = format!(
                 "1//0{}{}",
@@ -155,26 +212,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["AZURE_DEVOPS_PAT", "VSTS_PAT", "AZDO_TOKEN", "ado_pat"],
             )
         }
-        "azure-openai-api-key" => v(
-            hex(r, 32),
-            r,
-            &["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_KEY", "azureOpenAIKey"],
-        ),
-        "digitalocean-pat" => v(
-            format!("dop_v1_{}", hex(r, 64)),
-            r,
-            &["DIGITALOCEAN_TOKEN", "DO_TOKEN"],
-        ),
-        "digitalocean-oauth-token" => v(
-            format!("doo_v1_{}", hex(r, 64)),
-            r,
-            &["DIGITALOCEAN_ACCESS_TOKEN"],
-        ),
-        "digitalocean-refresh-token" => v(
-            format!("dor_v1_{}", hex(r, 64)),
-            r,
-            &["DIGITALOCEAN_REFRESH_TOKEN"],
-        ),
         "alibaba-access-key-id" => {
             let n = *[12usize, 16, 20].get(len(r, 0, 2)).unwrap_or(&20);
             let value = format!("LTAI{}", alnum(r, n));
@@ -191,11 +228,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             ];
             v(alnum(r, 30), r, &names)
         }
-        "tencent-cloud-secret-id" => v(
-            format!("AKID{}", alnum(r, 32)),
-            r,
-            &["TENCENTCLOUD_SECRET_ID"],
-        ),
         "cloudflare-api-token" => {
             let value = chars(
                 r,
@@ -204,11 +236,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             );
             v(value, r, &["CLOUDFLARE_API_TOKEN", "cloudflare_token"])
         }
-        "cloudflare-global-api-key" => v(
-            hex(r, 37),
-            r,
-            &["CLOUDFLARE_API_KEY", "CLOUDFLARE_GLOBAL_API_KEY"],
-        ),
         "cloudflare-scannable-token" => {
             let prefix = pick(r, &["cfk_", "cfut_", "cfat_"]);
             let value = format!("{prefix}{}{}", alnum(r, 40), alnum(r, 8));
@@ -218,28 +245,19 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("v1.0-{}-{}", hex(r, 24), hex(r, 146));
             v(value, r, &["CF_ORIGIN_CA_KEY"])
         }
-        "heroku-api-key-v2" => v(format!("HRKU-AA{}", b64url(r, 58)), r, &["HEROKU_API_KEY"]),
         "heroku-api-key" => {
             let value = uuid(r);
             v(value, r, &["HEROKU_API_KEY", "heroku_auth_token"])
         }
-        "linode-api-token" => v(hex(r, 64), r, &["LINODE_TOKEN", "LINODE_API_TOKEN"]),
-        "scaleway-access-key" => v(
-            format!("SCW{}", chars(r, UPPER_ALNUM, 17)),
-            r,
-            &["SCW_ACCESS_KEY"],
-        ),
         "scaleway-secret-key" => {
             let value = uuid(r);
             v(value, r, &["SCW_SECRET_KEY", "scaleway_secret_key"])
         }
-        "fly-io-token" => v(format!("fo1_{}", b64url(r, 43)), r, &["FLY_API_TOKEN"]),
         "fly-io-macaroon" => {
             let (a, b) = (len(r, 120, 200), len(r, 50, 90));
             let value = format!("fm2_{},fm2_{}", base64(&bytes(r, a)), base64(&bytes(r, b)));
             v(value, r, &["FLY_API_TOKEN", "FLY_ACCESS_TOKEN"])
         }
-        "vercel-token" => v(alnum(r, 24), r, &["VERCEL_TOKEN", "vercel_api_token"]),
         "netlify-pat" => {
             let value = format!(
                 "nfp_{}",
@@ -251,27 +269,10 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             );
             v(value, r, &["NETLIFY_AUTH_TOKEN"])
         }
-        "netlify-legacy-token" => v(b64url(r, 43), r, &["NETLIFY_AUTH_TOKEN", "netlify_token"]),
-        "supabase-pat" => v(format!("sbp_{}", hex(r, 40)), r, &["SUPABASE_ACCESS_TOKEN"]),
         "supabase-secret-key" => v(
             format!("sb_secret_{}_{}", alnum(r, 22), alnum(r, 8)),
             r,
             &["SUPABASE_SECRET_KEY"],
-        ),
-        "planetscale-api-token" => v(
-            format!("pscale_tkn_{}", b64url(r, 43)),
-            r,
-            &["PLANETSCALE_SERVICE_TOKEN"],
-        ),
-        "planetscale-password" => v(
-            format!("pscale_pw_{}", b64url(r, 43)),
-            r,
-            &["PLANETSCALE_DB_PASSWORD"],
-        ),
-        "planetscale-oauth-token" => v(
-            format!("pscale_oauth_{}", b64url(r, 43)),
-            r,
-            &["PLANETSCALE_OAUTH_TOKEN"],
         ),
         "databricks-api-token" => {
             let suffix = if r.random_bool(0.3) { "-2" } else { "" };
@@ -298,7 +299,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             };
             v(value, r, &["VAULT_TOKEN"])
         }
-        "vault-batch-token" => v(format!("hvb.AAAAAQ{}", b64url(r, 134)), r, &["VAULT_TOKEN"]),
         "terraform-cloud-token" => {
             let value = format!("{}.atlasv1.{}", alnum(r, 14), b64url(r, 67));
             v(
@@ -307,27 +307,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["TFE_TOKEN", "TF_TOKEN_app_terraform_io", "ATLAS_TOKEN"],
             )
         }
-        "pulumi-access-token" => v(format!("pul-{}", hex(r, 40)), r, &["PULUMI_ACCESS_TOKEN"]),
-        "ibm-cloud-api-key" => v(b64url(r, 44), r, &["IBM_CLOUD_API_KEY", "IBMCLOUD_API_KEY"]),
-        "hetzner-cloud-token" => v(alnum(r, 64), r, &["HCLOUD_TOKEN", "HETZNER_API_TOKEN"]),
-        "vultr-api-key" => v(chars(r, UPPER_ALNUM, 36), r, &["VULTR_API_KEY"]),
-        "github-pat" => v(
-            format!("ghp_{}", alnum(r, 36)),
-            r,
-            &["GITHUB_TOKEN", "GH_TOKEN"],
-        ),
-        "github-oauth-token" => v(
-            format!("gho_{}", alnum(r, 36)),
-            r,
-            &["GITHUB_TOKEN", "gh_oauth_token"],
-        ),
-        "github-user-to-server-token" => v(format!("ghu_{}", alnum(r, 36)), r, &["GITHUB_TOKEN"]),
-        "github-server-to-server-token" => v(format!("ghs_{}", alnum(r, 36)), r, &["GITHUB_TOKEN"]),
-        "github-refresh-token" => v(
-            format!("ghr_{}", alnum(r, 76)),
-            r,
-            &["GITHUB_REFRESH_TOKEN"],
-        ),
         "github-fine-grained-pat" => {
             let value = format!("github_pat_{}_{}", alnum(r, 22), alnum(r, 59));
             v(value, r, &["GITHUB_TOKEN", "GH_PAT"])
@@ -340,51 +319,14 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             };
             v(value, r, &["GITLAB_TOKEN", "gitlab_private_token"])
         }
-        "gitlab-deploy-token" => v(
-            format!("gldt-{}", b64url(r, 20)),
-            r,
-            &["GITLAB_DEPLOY_TOKEN"],
-        ),
         "gitlab-runner-auth-token" => {
             let value = format!("glrt-{}{}", pick(r, &["", "t1_", "t2_"]), b64url(r, 27));
             v(value, r, &["RUNNER_TOKEN", "CI_SERVER_TOKEN"])
         }
-        "gitlab-runner-registration-token" => v(
-            format!("GR1348941{}", b64url(r, 20)),
-            r,
-            &["REGISTRATION_TOKEN"],
-        ),
-        "gitlab-pipeline-trigger-token" => {
-            v(format!("glptt-{}", hex(r, 40)), r, &["TRIGGER_TOKEN"])
-        }
-        "gitlab-oauth-app-secret" => {
-            v(format!("gloas-{}", hex(r, 64)), r, &["GITLAB_OAUTH_SECRET"])
-        }
-        "gitlab-feed-token" => v(format!("glft-{}", b64url(r, 20)), r, &["GITLAB_FEED_TOKEN"]),
         "gitlab-ci-job-token" => v(
             format!("glcbt-{}_{}", hex(r, 2), b64url(r, 20)),
             r,
             &["CI_JOB_TOKEN"],
-        ),
-        "gitlab-incoming-mail-token" => v(
-            format!("glimt-{}", b64url(r, 25)),
-            r,
-            &["INCOMING_EMAIL_TOKEN"],
-        ),
-        "gitlab-agent-token" => v(
-            format!("glagent-{}", b64url(r, 50)),
-            r,
-            &["GITLAB_AGENT_TOKEN"],
-        ),
-        "gitlab-scim-token" => v(
-            format!("glsoat-{}", b64url(r, 20)),
-            r,
-            &["GITLAB_SCIM_TOKEN"],
-        ),
-        "gitlab-feature-flag-client-token" => v(
-            format!("glffct-{}", b64url(r, 20)),
-            r,
-            &["UNLEASH_INSTANCE_ID"],
         ),
         "bitbucket-app-password" => {
             let value = format!("ATBB{}{}", alnum(r, 24), chars(r, UPPER_HEX, 8));
@@ -410,11 +352,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             ];
             v(alnum(r, 24), r, &names)
         }
-        "npm-access-token" => v(
-            format!("npm_{}", alnum(r, 36)),
-            r,
-            &["NPM_TOKEN", "NODE_AUTH_TOKEN"],
-        ),
         "pypi-upload-token" => {
             let host = pick(r, &["AgEIcHlwaS5vcmc", "AgENdGVzdC5weXBpLm9yZw"]);
             let n = len(r, 140, 180);
@@ -424,12 +361,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["PYPI_API_TOKEN", "TWINE_PASSWORD"],
             )
         }
-        "rubygems-api-key" => v(format!("rubygems_{}", hex(r, 48)), r, &["GEM_HOST_API_KEY"]),
-        "nuget-api-key" => v(
-            format!("oy2{}", chars(r, LOWER_ALNUM, 43)),
-            r,
-            &["NUGET_API_KEY"],
-        ),
         "dockerhub-pat" => {
             let value = if r.random_bool(0.7) {
                 format!("dckr_pat_{}", b64url(r, 27))
@@ -447,26 +378,10 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             r,
             &["CIRCLECI_PROJECT_TOKEN"],
         ),
-        "circleci-api-token" => v(
-            hex(r, 40),
-            r,
-            &["CIRCLECI_TOKEN", "CIRCLE_TOKEN", "circleci_api_key"],
-        ),
-        "buildkite-token" => v(format!("bkua_{}", hex(r, 40)), r, &["BUILDKITE_API_TOKEN"]),
         "sonarqube-token" => {
             let value = format!("{}{}", pick(r, &["squ_", "sqp_", "sqa_"]), hex(r, 40));
             v(value, r, &["SONAR_TOKEN"])
         }
-        "jfrog-api-key" => v(
-            format!("AKCp{}", alnum(r, 69)),
-            r,
-            &["ARTIFACTORY_API_KEY", "JFROG_API_KEY"],
-        ),
-        "jfrog-reference-token" => v(
-            format!("cmVmdGtuOjAxOj{}", alnum(r, 50)),
-            r,
-            &["JFROG_ACCESS_TOKEN"],
-        ),
         "postman-api-key" => v(
             format!("PMAK-{}-{}", hex(r, 24), hex(r, 34)),
             r,
@@ -489,13 +404,11 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = uuid(r);
             v(value, r, &["SNYK_TOKEN", "snyk_api_token"])
         }
-        "crates-io-token" => v(format!("cio{}", alnum(r, 32)), r, &["CARGO_REGISTRY_TOKEN"]),
         "tailscale-key" => {
             let kind = pick(r, &["auth", "api", "client"]);
             let value = format!("tskey-{kind}-k{}CNTRL-{}", alnum(r, 10), alnum(r, 33));
             v(value, r, &["TS_AUTHKEY", "TAILSCALE_AUTH_KEY"])
         }
-        "prefect-api-key" => v(format!("pnu_{}", alnum(r, 36)), r, &["PREFECT_API_KEY"]),
         "dynatrace-api-token" => {
             let value = format!(
                 "dt0c01.{}.{}",
@@ -504,12 +417,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             );
             v(value, r, &["DT_API_TOKEN"])
         }
-        "readme-api-key" => v(
-            format!("rdme_{}", chars(r, LOWER_ALNUM, 70)),
-            r,
-            &["README_API_KEY"],
-        ),
-        "deno-deploy-token" => v(format!("ddp_{}", alnum(r, 36)), r, &["DENO_DEPLOY_TOKEN"]),
         "onepassword-service-account-token" => {
             let json = format!(
                 r#"{{"signInAddress":"my.1password.com","email":"{}@1passwordserviceaccounts.com","srpX":"{}","muk":{{"alg":"A256GCM","k":"{}"}}}}"#,

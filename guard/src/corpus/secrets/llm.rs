@@ -2,11 +2,32 @@
 
 use rand::Rng;
 
-use super::super::chars;
-use super::util::{alnum, b64url, hex, letters, pick, v, BECH32_UPPER, V};
+use super::super::{chars, ALNUM, HEX};
+use super::util::{alnum, b64url, hex, pick, prefixed, v, Prefixed, BECH32_UPPER, LETTERS, V};
+
+/// The rules whose value is a fixed prefix and a run of one charset: `(rule id, prefix,
+/// charset, length, names)`.
+#[rustfmt::skip]
+const PREFIXED: &[Prefixed] = &[
+    ("huggingface-token", "hf_", LETTERS, 34, &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"]),
+    ("huggingface-org-token", "api_org_", LETTERS, 34, &["HF_ORG_TOKEN"]),
+    ("groq-api-key", "gsk_", ALNUM, 52, &["GROQ_API_KEY"]),
+    ("replicate-api-token", "r8_", ALNUM, 37, &["REPLICATE_API_TOKEN"]),
+    ("perplexity-api-key", "pplx-", ALNUM, 48, &["PERPLEXITY_API_KEY"]),
+    ("xai-api-key", "xai-", ALNUM, 80, &["XAI_API_KEY"]),
+    ("openrouter-api-key", "sk-or-v1-", HEX, 64, &["OPENROUTER_API_KEY"]),
+    ("cohere-api-key", "", ALNUM, 40, &["COHERE_API_KEY", "CO_API_KEY"]),
+    ("mistral-api-key", "", ALNUM, 32, &["MISTRAL_API_KEY"]),
+    ("fireworks-api-key", "fw_", ALNUM, 24, &["FIREWORKS_API_KEY"]),
+    ("deepseek-api-key", "sk-", HEX, 32, &["DEEPSEEK_API_KEY"]),
+    ("wandb-api-key", "", HEX, 40, &["WANDB_API_KEY"]),
+];
 
 /// The value of rule `id`, or `None` when `id` is not one of this module's.
 pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
+    if let Some(value) = prefixed(rng, PREFIXED, id) {
+        return Some(value);
+    }
     let r = rng;
     Some(match id {
         "openai-api-key" => v(
@@ -41,25 +62,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["CLAUDE_CODE_OAUTH_TOKEN"],
             )
         }
-        "huggingface-token" => v(
-            format!("hf_{}", letters(r, 34)),
-            r,
-            &["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"],
-        ),
-        "huggingface-org-token" => v(format!("api_org_{}", letters(r, 34)), r, &["HF_ORG_TOKEN"]),
-        "groq-api-key" => v(format!("gsk_{}", alnum(r, 52)), r, &["GROQ_API_KEY"]),
-        "replicate-api-token" => v(format!("r8_{}", alnum(r, 37)), r, &["REPLICATE_API_TOKEN"]),
-        "perplexity-api-key" => v(format!("pplx-{}", alnum(r, 48)), r, &["PERPLEXITY_API_KEY"]),
-        "xai-api-key" => v(format!("xai-{}", alnum(r, 80)), r, &["XAI_API_KEY"]),
-        "openrouter-api-key" => v(
-            format!("sk-or-v1-{}", hex(r, 64)),
-            r,
-            &["OPENROUTER_API_KEY"],
-        ),
-        "cohere-api-key" => v(alnum(r, 40), r, &["COHERE_API_KEY", "CO_API_KEY"]),
-        "mistral-api-key" => v(alnum(r, 32), r, &["MISTRAL_API_KEY"]),
-        "fireworks-api-key" => v(format!("fw_{}", alnum(r, 24)), r, &["FIREWORKS_API_KEY"]),
-        "deepseek-api-key" => v(format!("sk-{}", hex(r, 32)), r, &["DEEPSEEK_API_KEY"]),
         "together-api-key" => {
             let value = if r.random_bool(0.5) {
                 hex(r, 64)
@@ -86,7 +88,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             };
             v(value, r, &["ELEVENLABS_API_KEY", "XI_API_KEY"])
         }
-        "wandb-api-key" => v(hex(r, 40), r, &["WANDB_API_KEY"]),
         "age-secret-key" => {
             let value = format!("AGE-SECRET-KEY-1{}", chars(r, BECH32_UPPER, 58));
             v(value, r, &["AGE_SECRET_KEY", "SOPS_AGE_KEY"])

@@ -2,14 +2,65 @@
 
 use rand::Rng;
 
-use super::super::chars;
+use super::super::{chars, ALNUM, BASE64URL, HEX};
 use super::util::{
-    alnum, b64url, base64, base64url, bytes, digits, hex, len, lower, pick, url_encode, uuid, v,
-    LOWER_ALNUM, UPPER_ALNUM, V,
+    alnum, b64url, base64, base64url, bytes, digits, hex, len, lower, pick, prefixed, url_encode,
+    uuid, v, Prefixed, LOWER_ALNUM, UPPER_ALNUM, V,
 };
+
+/// The rules whose value is a fixed prefix and a run of one charset: `(rule id, prefix,
+/// charset, length, names)`.
+#[rustfmt::skip]
+const PREFIXED: &[Prefixed] = &[
+    ("square-access-token", "EAAA", BASE64URL, 60, &["SQUARE_ACCESS_TOKEN", "square_token"]),
+    ("square-legacy-access-token", "sq0atp-", BASE64URL, 22, &["SQUARE_ACCESS_TOKEN"]),
+    ("square-oauth-secret", "sq0csp-", BASE64URL, 43, &["SQUARE_APPLICATION_SECRET"]),
+    ("paypal-client-secret", "E", BASE64URL, 79, &["PAYPAL_CLIENT_SECRET", "paypal_secret"]),
+    ("shopify-access-token", "shpat_", HEX, 32, &["SHOPIFY_ACCESS_TOKEN"]),
+    ("shopify-custom-app-token", "shpca_", HEX, 32, &["SHOPIFY_ACCESS_TOKEN"]),
+    ("shopify-private-app-token", "shppa_", HEX, 32, &["SHOPIFY_PASSWORD"]),
+    ("shopify-shared-secret", "shpss_", HEX, 32, &["SHOPIFY_API_SECRET"]),
+    ("razorpay-key-secret", "", ALNUM, 24, &["RAZORPAY_KEY_SECRET", "razorpay_secret"]),
+    ("plaid-secret", "", HEX, 30, &["PLAID_SECRET"]),
+    ("woocommerce-consumer-secret", "cs_", HEX, 40,
+        &["WOOCOMMERCE_CONSUMER_SECRET", "WC_CONSUMER_SECRET"]),
+    ("slack-refresh-token", "xoxe-1-", ALNUM, 146, &["SLACK_REFRESH_TOKEN"]),
+    ("twilio-api-key", "SK", HEX, 32, &["TWILIO_API_KEY"]),
+    ("twilio-auth-token", "", HEX, 32,
+        &["TWILIO_AUTH_TOKEN", "TWILIO_API_SECRET", "twilioAuthToken"]),
+    ("mailgun-api-key", "key-", HEX, 32, &["MAILGUN_API_KEY"]),
+    ("linear-api-key", "lin_api_", ALNUM, 40, &["LINEAR_API_KEY"]),
+    ("linear-oauth-token", "lin_oauth_", HEX, 64, &["LINEAR_ACCESS_TOKEN"]),
+    ("notion-legacy-token", "secret_", ALNUM, 43, &["NOTION_TOKEN"]),
+    ("airtable-api-key", "key", ALNUM, 14, &["AIRTABLE_API_KEY"]),
+    ("figma-pat", "figd_", BASE64URL, 40, &["FIGMA_TOKEN"]),
+    ("okta-api-token", "00", BASE64URL, 40, &["OKTA_API_TOKEN", "okta_token"]),
+    ("sentry-user-token", "sntryu_", HEX, 64, &["SENTRY_AUTH_TOKEN"]),
+    ("datadog-api-key", "", HEX, 32, &["DD_API_KEY", "DATADOG_API_KEY"]),
+    ("datadog-app-key", "", HEX, 40, &["DD_APP_KEY", "DATADOG_APP_KEY", "DD_APPLICATION_KEY"]),
+    ("newrelic-user-api-key", "NRAK-", UPPER_ALNUM, 27, &["NEW_RELIC_API_KEY"]),
+    ("newrelic-insert-key", "NRII-", BASE64URL, 32, &["NEW_RELIC_INSERT_KEY"]),
+    ("algolia-admin-key", "", HEX, 32, &["ALGOLIA_ADMIN_KEY", "ALGOLIA_API_KEY"]),
+    ("contentful-pat", "CFPAT-", BASE64URL, 43, &["CONTENTFUL_MANAGEMENT_TOKEN"]),
+    ("contentful-delivery-token", "", BASE64URL, 43,
+        &["CONTENTFUL_ACCESS_TOKEN", "CONTENTFUL_DELIVERY_TOKEN"]),
+    ("facebook-app-secret", "", HEX, 32,
+        &["FACEBOOK_APP_SECRET", "FB_APP_SECRET", "fb_client_secret"]),
+    ("zendesk-api-token", "", ALNUM, 40, &["ZENDESK_API_TOKEN"]),
+    ("rollbar-access-token", "", HEX, 32, &["ROLLBAR_ACCESS_TOKEN"]),
+    ("bugsnag-api-key", "", HEX, 32, &["BUGSNAG_API_KEY"]),
+    ("fastly-api-token", "", BASE64URL, 32, &["FASTLY_API_TOKEN", "FASTLY_API_KEY"]),
+    ("frameio-api-token", "fio-u-", BASE64URL, 64, &["FRAMEIO_TOKEN"]),
+    ("adafruit-io-key", "aio_", ALNUM, 28, &["ADAFRUIT_IO_KEY"]),
+    ("ubidots-token", "BBFF-", ALNUM, 30, &["UBIDOTS_TOKEN"]),
+    ("scalingo-api-token", "tk-us-", BASE64URL, 48, &["SCALINGO_API_TOKEN"]),
+];
 
 /// The value of rule `id`, or `None` when `id` is not one of this module's.
 pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
+    if let Some(value) = prefixed(rng, PREFIXED, id) {
+        return Some(value);
+    }
     let r = rng;
     Some(match id {
         "stripe-live-secret-key" | "stripe-test-secret-key" => {
@@ -45,21 +96,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["STRIPE_WEBHOOK_SECRET", "SVIX_SECRET"],
             )
         }
-        "square-access-token" => v(
-            format!("EAAA{}", b64url(r, 60)),
-            r,
-            &["SQUARE_ACCESS_TOKEN", "square_token"],
-        ),
-        "square-legacy-access-token" => v(
-            format!("sq0atp-{}", b64url(r, 22)),
-            r,
-            &["SQUARE_ACCESS_TOKEN"],
-        ),
-        "square-oauth-secret" => v(
-            format!("sq0csp-{}", b64url(r, 43)),
-            r,
-            &["SQUARE_APPLICATION_SECRET"],
-        ),
         "braintree-access-token" => {
             let env = pick(r, &["production", "sandbox"]);
             let value = format!(
@@ -69,23 +105,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             );
             v(value, r, &["BRAINTREE_ACCESS_TOKEN"])
         }
-        "paypal-client-secret" => v(
-            format!("E{}", b64url(r, 79)),
-            r,
-            &["PAYPAL_CLIENT_SECRET", "paypal_secret"],
-        ),
-        "shopify-access-token" => v(
-            format!("shpat_{}", hex(r, 32)),
-            r,
-            &["SHOPIFY_ACCESS_TOKEN"],
-        ),
-        "shopify-custom-app-token" => v(
-            format!("shpca_{}", hex(r, 32)),
-            r,
-            &["SHOPIFY_ACCESS_TOKEN"],
-        ),
-        "shopify-private-app-token" => v(format!("shppa_{}", hex(r, 32)), r, &["SHOPIFY_PASSWORD"]),
-        "shopify-shared-secret" => v(format!("shpss_{}", hex(r, 32)), r, &["SHOPIFY_API_SECRET"]),
         "razorpay-key-id" => {
             let mode = pick(r, &["live", "test"]);
             v(
@@ -94,7 +113,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["RAZORPAY_KEY_ID"],
             )
         }
-        "razorpay-key-secret" => v(alnum(r, 24), r, &["RAZORPAY_KEY_SECRET", "razorpay_secret"]),
         "flutterwave-secret-key" => {
             let test = pick(r, &["", "_TEST"]);
             v(
@@ -116,7 +134,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("access-{env}-{}", uuid(r));
             v(value, r, &["PLAID_ACCESS_TOKEN"])
         }
-        "plaid-secret" => v(hex(r, 30), r, &["PLAID_SECRET"]),
         "shippo-api-token" => {
             let mode = pick(r, &["live", "test"]);
             v(
@@ -141,11 +158,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["GOCARDLESS_ACCESS_TOKEN"],
             )
         }
-        "woocommerce-consumer-secret" => v(
-            format!("cs_{}", hex(r, 40)),
-            r,
-            &["WOOCOMMERCE_CONSUMER_SECRET", "WC_CONSUMER_SECRET"],
-        ),
         "slack-bot-token" => {
             let n = len(r, 10, 13);
             let value = format!("xoxb-{}-{}-{}", digits(r, n), digits(r, 13), alnum(r, 24));
@@ -178,11 +190,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["SLACK_CONFIG_TOKEN"],
             )
         }
-        "slack-refresh-token" => v(
-            format!("xoxe-1-{}", alnum(r, 146)),
-            r,
-            &["SLACK_REFRESH_TOKEN"],
-        ),
         "slack-legacy-token" => {
             let kind = pick(r, &["a", "o", "r", "s"]);
             let value = format!(
@@ -230,18 +237,11 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("{}:AA{}", digits(r, n), b64url(r, 33));
             v(value, r, &["TELEGRAM_BOT_TOKEN", "telegram_token"])
         }
-        "twilio-api-key" => v(format!("SK{}", hex(r, 32)), r, &["TWILIO_API_KEY"]),
-        "twilio-auth-token" => v(
-            hex(r, 32),
-            r,
-            &["TWILIO_AUTH_TOKEN", "TWILIO_API_SECRET", "twilioAuthToken"],
-        ),
         "sendgrid-api-key" => v(
             format!("SG.{}.{}", b64url(r, 22), b64url(r, 43)),
             r,
             &["SENDGRID_API_KEY"],
         ),
-        "mailgun-api-key" => v(format!("key-{}", hex(r, 32)), r, &["MAILGUN_API_KEY"]),
         "mailgun-private-key" => {
             let value = format!("{}-{}-{}", hex(r, 32), hex(r, 8), hex(r, 8));
             v(
@@ -271,25 +271,16 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = uuid(r);
             v(value, r, &["HUBSPOT_API_KEY", "hapikey"])
         }
-        "linear-api-key" => v(format!("lin_api_{}", alnum(r, 40)), r, &["LINEAR_API_KEY"]),
-        "linear-oauth-token" => v(
-            format!("lin_oauth_{}", hex(r, 64)),
-            r,
-            &["LINEAR_ACCESS_TOKEN"],
-        ),
         "notion-token" => v(
             format!("ntn_{}{}", digits(r, 11), alnum(r, 35)),
             r,
             &["NOTION_TOKEN", "NOTION_API_KEY"],
         ),
-        "notion-legacy-token" => v(format!("secret_{}", alnum(r, 43)), r, &["NOTION_TOKEN"]),
         "airtable-pat" => v(
             format!("pat{}.{}", alnum(r, 14), hex(r, 64)),
             r,
             &["AIRTABLE_TOKEN"],
         ),
-        "airtable-api-key" => v(format!("key{}", alnum(r, 14)), r, &["AIRTABLE_API_KEY"]),
-        "figma-pat" => v(format!("figd_{}", b64url(r, 40)), r, &["FIGMA_TOKEN"]),
         "dropbox-short-lived-token" => {
             let head = pick(r, &["B", "u.A"]);
             let n = len(r, 135, 140);
@@ -303,11 +294,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("{}AAAAAAAAAA{}", alnum(r, 11), b64url(r, 43));
             v(value, r, &["DROPBOX_ACCESS_TOKEN", "dropbox_token"])
         }
-        "okta-api-token" => v(
-            format!("00{}", b64url(r, 40)),
-            r,
-            &["OKTA_API_TOKEN", "okta_token"],
-        ),
         "sentry-org-token" => {
             let json = format!(
                 r#"{{"iat":{},"url":"https://sentry.io","region_url":"https://us.sentry.io","org":"{}"}}"#,
@@ -325,23 +311,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["SENTRY_AUTH_TOKEN"],
             )
         }
-        "sentry-user-token" => v(format!("sntryu_{}", hex(r, 64)), r, &["SENTRY_AUTH_TOKEN"]),
-        "datadog-api-key" => v(hex(r, 32), r, &["DD_API_KEY", "DATADOG_API_KEY"]),
-        "datadog-app-key" => v(
-            hex(r, 40),
-            r,
-            &["DD_APP_KEY", "DATADOG_APP_KEY", "DD_APPLICATION_KEY"],
-        ),
-        "newrelic-user-api-key" => v(
-            format!("NRAK-{}", chars(r, UPPER_ALNUM, 27)),
-            r,
-            &["NEW_RELIC_API_KEY"],
-        ),
-        "newrelic-insert-key" => v(
-            format!("NRII-{}", b64url(r, 32)),
-            r,
-            &["NEW_RELIC_INSERT_KEY"],
-        ),
         "newrelic-license-key" => {
             let value = if r.random_bool(0.7) {
                 format!("{}NRAL", hex(r, 36))
@@ -397,7 +366,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = uuid(r);
             v(value, r, &["OPSGENIE_API_KEY"])
         }
-        "algolia-admin-key" => v(hex(r, 32), r, &["ALGOLIA_ADMIN_KEY", "ALGOLIA_API_KEY"]),
         "mapbox-secret-token" => {
             let json = format!(
                 r#"{{"u":"{}","a":"{}"}}"#,
@@ -407,16 +375,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("sk.{}.{}", base64url(json.as_bytes()), b64url(r, 22));
             v(value, r, &["MAPBOX_SECRET_TOKEN", "MAPBOX_DOWNLOADS_TOKEN"])
         }
-        "contentful-pat" => v(
-            format!("CFPAT-{}", b64url(r, 43)),
-            r,
-            &["CONTENTFUL_MANAGEMENT_TOKEN"],
-        ),
-        "contentful-delivery-token" => v(
-            b64url(r, 43),
-            r,
-            &["CONTENTFUL_ACCESS_TOKEN", "CONTENTFUL_DELIVERY_TOKEN"],
-        ),
         "typeform-pat" => v(
             format!("tfp_{}_{}", b64url(r, 44), b64url(r, 14)),
             r,
@@ -427,11 +385,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             let value = format!("EAA{}{}", pick(r, &["B", "G", "J", "C", "I"]), alnum(r, n));
             v(value, r, &["FACEBOOK_ACCESS_TOKEN", "FB_ACCESS_TOKEN"])
         }
-        "facebook-app-secret" => v(
-            hex(r, 32),
-            r,
-            &["FACEBOOK_APP_SECRET", "FB_APP_SECRET", "fb_client_secret"],
-        ),
         "twitter-bearer-token" => {
             let tail = url_encode(&base64(&bytes(r, 60)));
             let value = format!("{}{}AAAAAAA{tail}", "A".repeat(21), alnum(r, 4));
@@ -467,7 +420,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             r,
             &["CLICKUP_API_TOKEN"],
         ),
-        "zendesk-api-token" => v(alnum(r, 40), r, &["ZENDESK_API_TOKEN"]),
         "intercom-access-token" => {
             let plain = format!("tok:{}:1:0", uuid(r));
             v(base64(plain.as_bytes()), r, &["INTERCOM_ACCESS_TOKEN"])
@@ -489,9 +441,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             };
             v(value, r, &["SPLUNK_HEC_TOKEN"])
         }
-        "rollbar-access-token" => v(hex(r, 32), r, &["ROLLBAR_ACCESS_TOKEN"]),
-        "bugsnag-api-key" => v(hex(r, 32), r, &["BUGSNAG_API_KEY"]),
-        "fastly-api-token" => v(b64url(r, 32), r, &["FASTLY_API_TOKEN", "FASTLY_API_KEY"]),
         "ngrok-auth-token" => {
             let value = format!("{}{}_{}", digits(r, 1), alnum(r, 25), alnum(r, 21));
             v(value, r, &["NGROK_AUTHTOKEN", "NGROK_API_KEY"])
@@ -504,8 +453,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
                 &["DUFFEL_ACCESS_TOKEN"],
             )
         }
-        "frameio-api-token" => v(format!("fio-u-{}", b64url(r, 64)), r, &["FRAMEIO_TOKEN"]),
-        "adafruit-io-key" => v(format!("aio_{}", alnum(r, 28)), r, &["ADAFRUIT_IO_KEY"]),
         "zapier-webhook-url" => {
             let value = format!(
                 "https://hooks.zapier.com/hooks/catch/{}/{}/",
@@ -525,12 +472,6 @@ pub(super) fn make<R: Rng + ?Sized>(rng: &mut R, id: &str) -> Option<V> {
             );
             v(value, r, &["TEAMS_WEBHOOK_URL"])
         }
-        "ubidots-token" => v(format!("BBFF-{}", alnum(r, 30)), r, &["UBIDOTS_TOKEN"]),
-        "scalingo-api-token" => v(
-            format!("tk-us-{}", b64url(r, 48)),
-            r,
-            &["SCALINGO_API_TOKEN"],
-        ),
         "stackhawk-api-key" => v(
             format!("hawk.{}.{}", alnum(r, 20), alnum(r, 20)),
             r,

@@ -37,6 +37,24 @@ pub(super) fn v<R: Rng + ?Sized>(value: String, rng: &mut R, names: &[&str]) -> 
     }
 }
 
+/// A rule whose value is a fixed prefix and a run of one charset, as its module's table lists
+/// it: `(rule id, prefix, charset, length, names)`.
+pub(super) type Prefixed = (
+    &'static str,
+    &'static str,
+    &'static str,
+    usize,
+    &'static [&'static str],
+);
+
+/// The value of rule `id` when `table` lists it: the prefix, then the run, under one of the
+/// names.
+pub(super) fn prefixed<R: Rng + ?Sized>(rng: &mut R, table: &[Prefixed], id: &str) -> Option<V> {
+    let &(_, prefix, charset, n, names) = table.iter().find(|rule| rule.0 == id)?;
+    let value = format!("{prefix}{}", chars(rng, charset, n));
+    Some(v(value, rng, names))
+}
+
 /// A value that spans lines: it is planted as it is.
 pub(super) fn raw(name: &str, value: String) -> V {
     V {
@@ -65,10 +83,6 @@ pub(super) fn alnum<R: Rng + ?Sized>(rng: &mut R, n: usize) -> String {
 
 pub(super) fn b64url<R: Rng + ?Sized>(rng: &mut R, n: usize) -> String {
     chars(rng, BASE64URL, n)
-}
-
-pub(super) fn letters<R: Rng + ?Sized>(rng: &mut R, n: usize) -> String {
-    chars(rng, LETTERS, n)
 }
 
 pub(super) fn lower<R: Rng + ?Sized>(rng: &mut R, n: usize) -> String {
