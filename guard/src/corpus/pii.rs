@@ -10,7 +10,7 @@
 //! real numbering plans avoid them and a detector may reasonably leave them.
 
 use rand::seq::IndexedRandom;
-use rand::Rng;
+use rand::{Rng, RngCore};
 
 mod national;
 
@@ -23,101 +23,67 @@ use super::{chars, Planted, DIGITS, UPPER};
 use crate::kind::Kind;
 use crate::pii::luhn;
 
-/// The labels of the kinds planted here (`PII_<LABEL>`), one per detector output.
-const LABELS: &[&str] = &[
-    "email",
-    "phone",
-    "ipv4",
-    "ipv6",
-    "credit-card",
-    "iban",
-    "national-id-br-cpf",
-    "national-id-nl-bsn",
-    "national-id-es-dni",
-    "national-id-fr-nir",
-    "national-id-cn-ric",
-    "national-id-in-aadhaar",
-    "national-id-se-pnr",
-    "national-id-pl-pesel",
-    "national-id-it-cf",
-    "national-id-de-idnr",
-    "national-id-ca-sin",
-    "national-id-us-ssn",
-    "national-id-fi-hetu",
-    "national-id-no-fnr",
-    "national-id-be-nrn",
-];
+/// A kind planted here: its label (`PII_<LABEL>`, one per detector output), the names a program
+/// would give its values, and their generator.
+type Row<R> = (&'static str, &'static [&'static str], fn(&mut R) -> String);
+
+/// Every kind planted here, in the order planted.
+#[rustfmt::skip]
+fn kinds<R: Rng + ?Sized>() -> Vec<Row<R>> {
+    vec![
+        ("email", &["email", "customer_email", "contact_email", "user_email"], email),
+        ("phone", &["phone", "customer_phone", "mobile", "phone_number"], phone),
+        ("ipv4", &["ip", "client_ip", "remote_addr", "server_ip"], ipv4),
+        ("ipv6", &["ipv6", "client_ipv6", "peer_address"], ipv6),
+        ("credit-card", &["card_number", "credit_card", "cc_number", "pan"], card),
+        ("iban", &["iban", "customer_iban", "payout_iban"], iban),
+        ("national-id-br-cpf", &["cpf", "customer_cpf"], cpf),
+        ("national-id-nl-bsn", &["bsn", "burgerservicenummer"], bsn),
+        ("national-id-es-dni", &["dni", "nie", "documento"], dni),
+        ("national-id-fr-nir", &["nir", "numero_insee"], nir),
+        ("national-id-cn-ric", &["resident_id", "id_card"], cn_ric),
+        ("national-id-in-aadhaar", &["aadhaar", "aadhaar_number"], aadhaar),
+        ("national-id-se-pnr", &["personnummer"], se_pnr),
+        ("national-id-pl-pesel", &["pesel", "numer_pesel"], pesel),
+        ("national-id-it-cf", &["codice_fiscale", "cf"], codice_fiscale),
+        ("national-id-de-idnr", &["steuer_id", "steuerid"], de_idnr),
+        ("national-id-ca-sin", &["sin", "social_insurance_number"], ca_sin),
+        ("national-id-us-ssn", &["ssn", "social_security_number"], us_ssn),
+        ("national-id-fi-hetu", &["hetu", "henkilotunnus"], hetu),
+        ("national-id-no-fnr", &["fodselsnummer", "fnr"], no_fnr),
+        ("national-id-be-nrn", &["rijksregisternummer", "insz"], be_nrn),
+    ]
+}
 
 /// The labels the personal-data detectors produce (`Kind::pii(label)`).
 pub fn labels() -> Vec<&'static str> {
-    LABELS.to_vec()
+    // Any `Rng` serves: only the labels are read.
+    kinds::<dyn RngCore>()
+        .into_iter()
+        .map(|(label, ..)| label)
+        .collect()
 }
 
 /// `per_kind` values of every label, each under a name a program would give it.
 pub fn planted<R: Rng + ?Sized>(rng: &mut R, per_kind: usize) -> Vec<Planted> {
-    let mut out = Vec::with_capacity(LABELS.len() * per_kind);
-    for &label in LABELS {
+    let kinds = kinds::<R>();
+    let mut out = Vec::with_capacity(kinds.len() * per_kind);
+    for (label, names, generate) in kinds {
         for _ in 0..per_kind {
-            let (name, value) = make(rng, label);
+            // A single name needs no draw; drawing one would shift every value after it.
+            let name = match names {
+                [only] => only,
+                _ => names.choose(rng).copied().unwrap_or("value"),
+            };
             out.push(Planted {
                 kind: Kind::pii(label).to_string(),
-                value,
+                value: generate(rng),
                 name: name.to_string(),
                 raw: false,
             });
         }
     }
     out
-}
-
-/// A name and a value of `label`.
-fn make<R: Rng + ?Sized>(rng: &mut R, label: &str) -> (&'static str, String) {
-    let pick = |rng: &mut R, names: &[&'static str]| names.choose(rng).copied().unwrap_or("value");
-    match label {
-        "email" => (
-            pick(
-                rng,
-                &["email", "customer_email", "contact_email", "user_email"],
-            ),
-            email(rng),
-        ),
-        "phone" => (
-            pick(rng, &["phone", "customer_phone", "mobile", "phone_number"]),
-            phone(rng),
-        ),
-        "ipv4" => (
-            pick(rng, &["ip", "client_ip", "remote_addr", "server_ip"]),
-            ipv4(rng),
-        ),
-        "ipv6" => (
-            pick(rng, &["ipv6", "client_ipv6", "peer_address"]),
-            ipv6(rng),
-        ),
-        "credit-card" => (
-            pick(rng, &["card_number", "credit_card", "cc_number", "pan"]),
-            card(rng),
-        ),
-        "iban" => (
-            pick(rng, &["iban", "customer_iban", "payout_iban"]),
-            iban(rng),
-        ),
-        "national-id-br-cpf" => (pick(rng, &["cpf", "customer_cpf"]), cpf(rng)),
-        "national-id-nl-bsn" => (pick(rng, &["bsn", "burgerservicenummer"]), bsn(rng)),
-        "national-id-es-dni" => (pick(rng, &["dni", "nie", "documento"]), dni(rng)),
-        "national-id-fr-nir" => (pick(rng, &["nir", "numero_insee"]), nir(rng)),
-        "national-id-cn-ric" => (pick(rng, &["resident_id", "id_card"]), cn_ric(rng)),
-        "national-id-in-aadhaar" => (pick(rng, &["aadhaar", "aadhaar_number"]), aadhaar(rng)),
-        "national-id-se-pnr" => ("personnummer", se_pnr(rng)),
-        "national-id-pl-pesel" => (pick(rng, &["pesel", "numer_pesel"]), pesel(rng)),
-        "national-id-it-cf" => (pick(rng, &["codice_fiscale", "cf"]), codice_fiscale(rng)),
-        "national-id-de-idnr" => (pick(rng, &["steuer_id", "steuerid"]), de_idnr(rng)),
-        "national-id-ca-sin" => (pick(rng, &["sin", "social_insurance_number"]), ca_sin(rng)),
-        "national-id-us-ssn" => (pick(rng, &["ssn", "social_security_number"]), us_ssn(rng)),
-        "national-id-fi-hetu" => (pick(rng, &["hetu", "henkilotunnus"]), hetu(rng)),
-        "national-id-no-fnr" => (pick(rng, &["fodselsnummer", "fnr"]), no_fnr(rng)),
-        "national-id-be-nrn" => (pick(rng, &["rijksregisternummer", "insz"]), be_nrn(rng)),
-        _ => ("value", String::new()),
-    }
 }
 
 // ---- Small helpers -------------------------------------------------------------------------
