@@ -77,18 +77,21 @@ fn is_domain(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'.' || c == b'-'
 }
 
+/// How many of `bytes` in a row are of `class`, if no more than `max`: a longer run is no
+/// address, and is read no further than that.
+fn bounded_run<'a>(
+    bytes: impl Iterator<Item = &'a u8>,
+    max: usize,
+    class: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    let len = bytes.take(max + 1).take_while(|&&c| class(c)).count();
+    (len <= max).then_some(len)
+}
+
 /// Where the local part before the `@` at `at` starts, if it is a valid one.
 fn local_start(b: &[u8], at: usize) -> Option<usize> {
     let head = b.get(..at)?;
-    let len = head
-        .iter()
-        .rev()
-        .take(MAX_LOCAL + 1)
-        .take_while(|&&c| is_local(c))
-        .count();
-    if len > MAX_LOCAL {
-        return None;
-    }
+    let len = bounded_run(head.iter().rev(), MAX_LOCAL, is_local)?;
     let mut start = at - len;
     // Leading dots are punctuation (`see...ann@x.org`), not part of the address.
     while start < at && b.get(start) == Some(&b'.') {
@@ -105,14 +108,7 @@ fn local_start(b: &[u8], at: usize) -> Option<usize> {
 /// Where the domain starting at `from` ends, if it is a valid one.
 fn domain_end(b: &[u8], from: usize) -> Option<usize> {
     let tail = b.get(from..)?;
-    let mut len = tail
-        .iter()
-        .take(MAX_DOMAIN + 1)
-        .take_while(|&&c| is_domain(c))
-        .count();
-    if len > MAX_DOMAIN {
-        return None;
-    }
+    let mut len = bounded_run(tail.iter(), MAX_DOMAIN, is_domain)?;
     // A sentence's full stop or a dash after the address is not part of it.
     while len > 0 && matches!(tail.get(len - 1), Some(b'.' | b'-')) {
         len -= 1;
@@ -180,6 +176,24 @@ mod tests {
         assert_eq!(FIND.spans("a@b.io, c@d.fr"), ["a@b.io", "c@d.fr"]);
         let f = expect::first(FIND, "to: q@w.de", (4, 10), "PII_EMAIL");
         assert_eq!(f.rule, "pii-email");
+    }
+
+    #[test]
+    fn parts_over_rfc_5321_s_limits_are_left() {
+        let address = |local: usize, last_label: usize| {
+            let labels = ["a".repeat(63), "b".repeat(63), "c".repeat(63)].join(".");
+            format!(
+                "{}@{labels}.{}.org",
+                "x".repeat(local),
+                "d".repeat(last_label)
+            )
+        };
+        let longest = address(MAX_LOCAL, 57);
+        assert_eq!(longest.len(), MAX_LOCAL + 1 + MAX_DOMAIN);
+        assert_eq!(FIND.spans(&longest), [longest.as_str()]);
+        for text in [address(MAX_LOCAL + 1, 57), address(MAX_LOCAL, 58)] {
+            assert!(FIND.spans(&text).is_empty(), "{text}");
+        }
     }
 
     #[test]
