@@ -28,6 +28,13 @@ fn messages() -> Vec<ChatMessage> {
     ]
 }
 
+/// One call of `role` with the usual request and model, never cancelled.
+async fn call_as(caller: &Caller, role: Role) -> crate::error::Result<ChatReply> {
+    caller
+        .call(1, role, &spec(1000), messages(), &CancellationToken::new())
+        .await
+}
+
 /// A Caller over `llm` whose ledger (capped at `cap`) and events the test can read.
 fn metered(llm: MockLlmClient, cap: f64) -> (Arc<Caller>, Arc<Ledger>, EventBus) {
     let events = EventBus::new("caller-test");
@@ -55,14 +62,23 @@ fn models_asked(log: &Log) -> Vec<String> {
         .collect()
 }
 
-fn warnings(rx: &mut crate::events::bus::Subscription) -> Vec<String> {
+/// The messages of the events received so far that `pick` reads one from, in order.
+fn messages_of(
+    rx: &mut crate::events::bus::Subscription,
+    pick: impl Fn(&Event) -> Option<&String>,
+) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(e) = rx.try_recv() {
-        if let Event::Warning { message } = &e.event {
-            out.push(message.clone());
-        }
+        out.extend(pick(&e.event).cloned());
     }
     out
+}
+
+fn warnings(rx: &mut crate::events::bus::Subscription) -> Vec<String> {
+    messages_of(rx, |e| match e {
+        Event::Warning { message } => Some(message),
+        _ => None,
+    })
 }
 
 #[actix_rt::test]
@@ -106,16 +122,7 @@ async fn missing_usage_estimated_by_the_provider_is_charged_at_the_bound_too() {
         })
     });
     let (caller, ledger, _) = metered(mock, 1.0);
-    caller
-        .call(
-            1,
-            Role::Critic,
-            &spec(1000),
-            messages(),
-            &CancellationToken::new(),
-        )
-        .await
-        .expect("reply");
+    call_as(&caller, Role::Critic).await.expect("reply");
     let snap = ledger.snapshot();
     assert_eq!(snap.estimated_calls, 1);
     assert_eq!(
@@ -134,16 +141,7 @@ async fn the_provider_s_reported_cost_is_what_is_charged() {
         })
     });
     let (caller, ledger, _) = metered(mock, 1.0);
-    caller
-        .call(
-            1,
-            Role::Critic,
-            &spec(1000),
-            messages(),
-            &CancellationToken::new(),
-        )
-        .await
-        .expect("reply");
+    call_as(&caller, Role::Critic).await.expect("reply");
     assert_eq!(ledger.spent(), 0.000_123);
     assert_eq!(ledger.snapshot().estimated_calls, 0);
 }
@@ -161,14 +159,7 @@ async fn a_timed_out_call_is_tried_once_more_and_each_attempt_is_charged() {
     });
     let (caller, ledger, events) = metered(mock, 1.0);
     let mut rx = events.subscribe();
-    let err = caller
-        .call(
-            1,
-            Role::Artisan,
-            &spec(1000),
-            messages(),
-            &CancellationToken::new(),
-        )
+    let err = call_as(&caller, Role::Artisan)
         .await
         .expect_err("timed out");
     assert!(matches!(err, Error::Llm(LlmError::Timeout { .. })), "{err}");
@@ -290,12 +281,10 @@ async fn a_model_switched_mid_run_serves_the_role_s_next_calls() {
             MODEL
         ]
     );
-    let mut notes = Vec::new();
-    while let Some(e) = rx.try_recv() {
-        if let Event::Note { message } = &e.event {
-            notes.push(message.clone());
-        }
-    }
+    let notes = messages_of(&mut rx, |e| match e {
+        Event::Note { message } => Some(message),
+        _ => None,
+    });
     assert_eq!(
         notes,
         [
@@ -318,16 +307,7 @@ async fn a_refused_call_costs_nothing() {
         })
     });
     let (caller, ledger, _) = metered(mock, 1.0);
-    caller
-        .call(
-            1,
-            Role::Artisan,
-            &spec(1000),
-            messages(),
-            &CancellationToken::new(),
-        )
-        .await
-        .expect_err("refused");
+    call_as(&caller, Role::Artisan).await.expect_err("refused");
     assert_eq!(ledger.spent(), 0.0);
     assert_eq!(ledger.snapshot().abandoned_calls, 0);
 }
@@ -378,16 +358,7 @@ async fn a_reply_longer_than_granted_is_an_overrun_that_stops_the_run() {
     // The provider ignores max_tokens and bills 5,000 output tokens.
     let mock = llm(&log, |_, _| Ok(reply("a long reply", usage(50, 5000))));
     let (caller, ledger, _) = metered(mock, 1.0);
-    let err = caller
-        .call(
-            1,
-            Role::Artisan,
-            &spec(1000),
-            messages(),
-            &CancellationToken::new(),
-        )
-        .await
-        .expect_err("overrun");
+    let err = call_as(&caller, Role::Artisan).await.expect_err("overrun");
     let Error::Budget(why) = &err else {
         panic!("{err}")
     };

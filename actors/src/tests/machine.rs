@@ -39,14 +39,7 @@ impl Hook for Recorder {
 #[actix_rt::test]
 async fn every_transition_passes_the_hooks_in_order() {
     let log = Log::default();
-    let llm = llm(&log, |request, n| {
-        Ok(match (request.role, n) {
-            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            (_, 0) => reply("VERDICT: REJECT\nnot yet", CRITIC_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let llm = team_of(&log, fixed, rejects_first("not yet"));
     let recorder = Arc::new(Recorder::default());
     let mut session = Session::new(
         settings(),

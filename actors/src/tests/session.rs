@@ -202,14 +202,44 @@ pub(super) const CRITIC_USAGE: Usage = Usage {
     cache_write_tokens: 0,
 };
 
+/// A team whose Librarian analyses, whose Artisan replies `artisan(n)` and whose Critic (and any
+/// other role) replies `critic(n)`, `n` counting the earlier calls of that role.
+pub(super) fn team_of(
+    log: &Log,
+    artisan: impl Fn(usize) -> String + Send + 'static,
+    critic: impl Fn(usize) -> String + Send + 'static,
+) -> MockLlmClient {
+    llm(log, move |request, n| {
+        Ok(match request.role {
+            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+            Role::Artisan => reply(&artisan(n), ARTISAN_USAGE),
+            _ => reply(&critic(n), CRITIC_USAGE),
+        })
+    })
+}
+
+/// The Artisan's reply that writes `FIXED`, whatever the call.
+pub(super) fn fixed(_: usize) -> String {
+    code_reply(FIXED)
+}
+
+/// The Critic's bare approval, whatever the call.
+pub(super) fn approve(_: usize) -> String {
+    "VERDICT: APPROVE".into()
+}
+
+/// A Critic that rejects its first review with `critique` and approves the rest.
+pub(super) fn rejects_first(critique: &'static str) -> impl Fn(usize) -> String + Send + 'static {
+    move |n| match n {
+        0 => format!("VERDICT: REJECT\n{critique}"),
+        _ => "VERDICT: APPROVE".into(),
+    }
+}
+
 /// A well-behaved team: the Librarian analyses, the Artisan answers `FIXED` in a code block and
 /// the Critic approves.
 pub(super) fn team(log: &Log) -> MockLlmClient {
-    llm(log, |request, _| {
-        Ok(match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("Sorted and averaged.\nVERDICT: APPROVE", CRITIC_USAGE),
-        })
+    team_of(log, fixed, |_| {
+        "Sorted and averaged.\nVERDICT: APPROVE".into()
     })
 }

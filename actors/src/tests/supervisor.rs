@@ -131,14 +131,7 @@ async fn fixed_on_iteration_2_is_success_and_costs_usage_times_price() {
 async fn a_critic_rejection_sends_the_critique_to_the_artisan() {
     let critique = "- an even-length list must average the two middle values";
     let log = Log::default();
-    let llm = llm(&log, move |request, n| {
-        Ok(match (request.role, n) {
-            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            (_, 0) => reply(&format!("VERDICT: REJECT\n{critique}"), CRITIC_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let llm = team_of(&log, fixed, rejects_first(critique));
     let session = Session::new(
         settings(),
         llm,
@@ -457,14 +450,11 @@ async fn a_panicking_llm_client_ends_the_run_as_an_error() {
 #[actix_rt::test]
 async fn an_artisan_reply_without_code_is_asked_again() {
     let log = Log::default();
-    let llm = llm(&log, |request, n| {
-        Ok(match (request.role, n) {
-            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
-            (Role::Artisan, 0) => reply("I would sort the list first.", ARTISAN_USAGE),
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let artisan = |n| match n {
+        0 => "I would sort the list first.".into(),
+        _ => code_reply(FIXED),
+    };
+    let llm = team_of(&log, artisan, approve);
     let session = Session::new(
         settings(),
         llm,
@@ -491,17 +481,11 @@ async fn an_artisan_reply_without_code_is_asked_again() {
 #[actix_rt::test]
 async fn a_proposal_that_skips_a_test_is_sent_back_and_never_written() {
     let log = Log::default();
-    let llm = llm(&log, move |request, n| {
-        Ok(match (request.role, n) {
-            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
-            (Role::Artisan, 0) => reply(
-                &code_reply(&format!("import pytest\n\n@pytest.mark.skip\n{FIXED}")),
-                ARTISAN_USAGE,
-            ),
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let artisan = |n| match n {
+        0 => code_reply(&format!("import pytest\n\n@pytest.mark.skip\n{FIXED}")),
+        _ => code_reply(FIXED),
+    };
+    let llm = team_of(&log, artisan, approve);
     let session = Session::new(
         settings(),
         llm,
@@ -530,13 +514,7 @@ async fn allow_test_edits_lets_a_skip_through() {
     let log = Log::default();
     let skipped = format!("import pytest\n\n@pytest.mark.skip\n{FIXED}");
     let answer = skipped.clone();
-    let llm = llm(&log, move |request, _| {
-        Ok(match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(&answer), ARTISAN_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let llm = team_of(&log, move |_| code_reply(&answer), approve);
     let mut s = settings();
     s.allow_test_edits = true;
     let session = Session::new(s, llm, runner(vec![failing("AssertionError"), passing()]));
@@ -634,14 +612,7 @@ async fn passing_tests_below_the_coverage_threshold_keep_the_run_going() {
 
 /// The Critic rejects the first proposal, so the Artisan revises with its history.
 fn reject_once(log: &Log) -> MockLlmClient {
-    llm(log, move |request, n| {
-        Ok(match (request.role, n) {
-            (Role::Librarian, _) => reply(ANALYSIS, LIBRARIAN_USAGE),
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            (_, 0) => reply("VERDICT: REJECT\n- handle even lengths", CRITIC_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    })
+    team_of(log, fixed, rejects_first("- handle even lengths"))
 }
 
 #[actix_rt::test]
@@ -818,13 +789,8 @@ async fn a_proposal_that_does_worse_is_undone_and_the_best_state_is_left() {
     const WORSE: &str = "def median(xs):\n    return 0\n";
     const WORST: &str = "def median(xs):\n    return None\n";
     let log = Log::default();
-    let llm = llm(&log, |request, n| {
-        Ok(match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply([BETTER, WORSE, WORST][n.min(2)]), ARTISAN_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        })
-    });
+    let artisan = |n: usize| code_reply([BETTER, WORSE, WORST][n.min(2)]);
+    let llm = team_of(&log, artisan, approve);
     let mut s = settings();
     s.max_iterations = 3;
     let session = Session::new(
