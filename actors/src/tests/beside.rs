@@ -148,7 +148,7 @@ async fn an_analysis_still_out_when_the_tests_pass_is_stopped_and_charged_its_re
     let session = Session::new(
         analysing(false),
         analysing_team(&log, &order, slow_librarian),
-        runner(vec![failing("AssertionError"), passing()]),
+        fails_then_passes("AssertionError"),
     );
     let report = session.run().await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
@@ -355,12 +355,8 @@ async fn once_the_rejections_are_spent_a_binding_proposal_is_judged_by_its_tests
         Some(crate::schema::report::FixVerdict::Rejected),
         "a fix the Critic rejected is never reported as approved"
     );
-    assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("the Critic rejected 2 proposals; the tests judge the last one")),
-        "{:?}",
-        report.warnings
+    assert_says(
+        &report.warnings,
+        "the Critic rejected 2 proposals; the tests judge the last one",
     );
 }

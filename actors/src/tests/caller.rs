@@ -180,13 +180,8 @@ async fn a_timed_out_call_is_tried_once_more_and_each_attempt_is_charged() {
         snap.spent
     );
     let warned = warnings(&mut rx);
-    assert!(warned.iter().any(|w| w.contains("abandoned")), "{warned:?}");
-    assert!(
-        warned
-            .iter()
-            .any(|w| w.contains("trying test/model once more")),
-        "{warned:?}"
-    );
+    assert_says(&warned, "abandoned");
+    assert_says(&warned, "trying test/model once more");
 }
 
 /// After the second timeout the role falls back to its next model.

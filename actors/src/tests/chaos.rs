@@ -243,11 +243,7 @@ async fn a_test_the_critic_drops_is_no_finding() {
     );
     let mut settings = chaos_settings(3);
     settings.chaos.strategies = vec![crate::policy::adversarial::Strategy::Boundary];
-    let mut session = Session::new(
-        settings,
-        llm,
-        runner(vec![failing("AssertionError"), passing()]),
-    );
+    let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
     let fresh = vec![suite_run(&[
         ("chaos::test_strings", false),
         ("chaos::test_one", true),
@@ -279,11 +275,7 @@ async fn a_test_the_critic_drops_is_no_finding() {
 async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
     let log = Log::default();
     let llm = chaos_team(&log, |_| FIXED.to_string(), |_| String::new());
-    let mut session = Session::new(
-        chaos_settings(1),
-        llm,
-        runner(vec![failing("AssertionError"), passing()]),
-    );
+    let mut session = Session::new(chaos_settings(1), llm, fails_then_passes("AssertionError"));
     let fresh = vec![broken_suite(), suite_run(&[("chaos::test_one", true)])];
     session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
         unreachable!("nothing to re-run")
@@ -408,11 +400,7 @@ async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only
     let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
     let mut settings = chaos_settings(2);
     settings.chaos.mutation_score_min = Some(90.0);
-    let mut session = Session::new(
-        settings,
-        llm,
-        runner(vec![failing("AssertionError"), passing()]),
-    );
+    let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
     let fresh = vec![
         suite_run(&[("chaos::test_one", true)]),
         suite_run(&[("chaos::test_kills", true)]),
@@ -486,11 +474,7 @@ async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
     let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
     let mut settings = chaos_settings(1);
     settings.chaos.mutation_score_min = Some(90.0);
-    let mut session = Session::new(
-        settings,
-        llm,
-        runner(vec![failing("AssertionError"), passing()]),
-    );
+    let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
     let mut mock = chaos_runner(
         vec![suite_run(&[("chaos::test_one", true)])],
         &session.file,
@@ -540,7 +524,7 @@ fn reviewed_beside_chaos(
             _ => reply(verdict, CRITIC_USAGE),
         }),
     };
-    let mut session = Session::new(s, llm, runner(vec![failing("AssertionError"), passing()]));
+    let mut session = Session::new(s, llm, fails_then_passes("AssertionError"));
     let quiet = vec![suite_run(&[("chaos::test_one", true)])];
     session.chaos = Some(Arc::new(chaos_runner(quiet, &session.file, |_| passing())));
     session
@@ -593,19 +577,12 @@ async fn a_rejection_of_the_passing_fix_beside_chaos_is_a_note_and_in_the_report
         report.fix_review.map(|r| r.verdict),
         Some(FixVerdict::Rejected)
     );
-    assert!(
-        report.notes.iter().any(|n| n.contains(
-            "iteration 1: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): - an empty list must raise"
-        )),
-        "{:?}",
-        report.notes
-    );
+    assert_says(&report.notes, "iteration 1: the Critic rejected the passing fix (kept as a note; critic.mode: gate sends it back): - an empty list must raise");
 }
 
 #[actix_rt::test]
 async fn a_run_stopped_before_the_fix_s_review_came_in_says_it_is_not_reviewed() {
     use crate::schema::report::FixVerdict;
-    use crate::supervisor::actor::{Interrupt, StartRun};
     let (log, order) = (Log::default(), super::beside::Order::default());
     let slow = |role| {
         std::time::Duration::from_millis(match role {
@@ -614,30 +591,17 @@ async fn a_run_stopped_before_the_fix_s_review_came_in_says_it_is_not_reviewed()
         })
     };
     let session = reviewed_beside_chaos(&log, &order, slow, "VERDICT: APPROVE");
-    let addr = session.start();
-    let run = addr.send(StartRun);
-    let order2 = order.clone();
-    let interrupt = async {
-        // Once Chaos's call is under way, the user stops the run.
-        while !order2.lock().unwrap().contains(&(Role::Chaos, true)) {
+    // Once Chaos's call is under way, the user stops the run.
+    let chaos_called = async {
+        while !order.lock().unwrap().contains(&(Role::Chaos, true)) {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
-        addr.do_send(Interrupt);
     };
-    let (report, ()) = tokio::time::timeout(NO_HANG, async { tokio::join!(run, interrupt) })
-        .await
-        .expect("the run ends");
-    let report = report.expect("mailbox");
+    let report = session.run_interrupted(chaos_called).await;
     assert_eq!(report.status, Status::Interrupted, "{}", report.reason);
     assert_eq!(
         report.fix_review.map(|r| r.verdict),
         Some(FixVerdict::Unreviewed)
     );
-    assert!(
-        report.notes.iter().any(|n| n.contains(
-            "iteration 1: the Critic's review of the passing fix had not come in when the run ended: the fix is not reviewed"
-        )),
-        "{:?}",
-        report.notes
-    );
+    assert_says(&report.notes, "iteration 1: the Critic's review of the passing fix had not come in when the run ended: the fix is not reviewed");
 }

@@ -108,7 +108,7 @@ async fn a_resumed_session_never_gives_an_old_placeholder_a_new_value() {
     let mut session = Session::new(
         settings(),
         keeps_the_first_line(&log),
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     guarded(&mut session);
     let mut state = SessionState::new("session-test", TARGET_PATH, "pytest", 3);

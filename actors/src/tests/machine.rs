@@ -18,7 +18,6 @@ use crate::ports::memory::{MemoryError, VectorStore};
 use crate::prompt::reply::Proposal;
 use crate::schema::attempt::{FixAttempt, Scored};
 use crate::schema::report::{MemoryStatus, Status};
-use crate::supervisor::actor::{Interrupt, StartRun};
 use crate::supervisor::run::Run;
 
 /// Records every transition it is told of.
@@ -44,7 +43,7 @@ async fn every_transition_passes_the_hooks_in_order() {
     let mut session = Session::new(
         settings(),
         llm,
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     session.hooks = vec![recorder.clone()];
     let report = session.run().await;
@@ -104,7 +103,7 @@ async fn a_hook_amends_the_proposal_before_it_is_reviewed_and_written() {
     let mut session = Session::new(
         settings(),
         team(&log),
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     session.hooks = vec![Arc::new(Formatter)];
     let mut events = session.events.subscribe();
@@ -215,7 +214,7 @@ async fn a_failing_hook_is_a_warning_and_never_stops_the_run() {
     let mut session = Session::new(
         settings(),
         team(&log),
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     session.hooks = vec![Arc::new(Broken)];
     let report = session.run().await;
@@ -297,7 +296,7 @@ async fn events_are_numbered_and_every_warning_reaches_the_report() {
     let mut session = Session::new(
         settings(),
         team(&log),
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     // No price for the model: the ledger warns, once, on the stream; it must reach the report.
     session.prices = Default::default();
@@ -392,16 +391,8 @@ async fn a_hung_vault_holds_neither_ctrl_c_nor_the_report() {
     session.vault = Some(Arc::new(HungVault {
         entered: entered.clone(),
     }));
-    let addr = session.start();
-    let run = addr.send(StartRun);
-    let interrupt = async {
-        entered.notified().await;
-        addr.do_send(Interrupt);
-    };
-    let (report, ()) = timeout(NO_HANG, async { tokio::join!(run, interrupt) })
-        .await
-        .expect("the run ends though the vault hangs");
-    let report = report.expect("mailbox");
+    // The vault hangs: the run must end all the same.
+    let report = session.run_interrupted(entered.notified()).await;
     assert_eq!(report.status, Status::Interrupted, "{}", report.reason);
     assert_eq!(report.memory.status, MemoryStatus::Failed);
     assert!(

@@ -202,6 +202,15 @@ fn user_prompt(request: &ChatRequest) -> &str {
     &last.content
 }
 
+/// Fails, showing every line, unless one of `lines` contains `text`.
+#[track_caller]
+fn assert_says(lines: &[String], text: &str) {
+    assert!(
+        lines.iter().any(|l| l.contains(text)),
+        "no line says {text:?}: {lines:?}"
+    );
+}
+
 /// The Caller the Supervisor would build, over `llm`, with a ledger capped at `cap` dollars.
 fn caller(
     llm: impl LlmClient + 'static,
@@ -267,6 +276,11 @@ fn runner(runs: Vec<TestRun>) -> MockTestRunner {
         .returning(move |_| Ok(runs.next().expect("a scripted run")));
     mock.expect_command().returning(|| "pytest".into());
     mock
+}
+
+/// A runner whose first run fails with `message` and whose second passes: one iteration fixes it.
+fn fails_then_passes(message: &str) -> MockTestRunner {
+    runner(vec![failing(message), passing()])
 }
 
 /// An in-memory session store that keeps everything it is asked to save.

@@ -11,7 +11,7 @@ use crate::machine::hooks::Hook;
 use crate::ports::memory::{Embedder, GuardedTexts, MemoryError, VectorStore};
 use crate::roles::vault::VaultSettings;
 use crate::schema::attempt::{FixAttempt, Scored};
-use crate::supervisor::actor::{StartRun, Supervisor};
+use crate::supervisor::actor::{Interrupt, StartRun, Supervisor};
 use crate::supervisor::run::{MemoryDeps, RunDeps};
 
 /// Every text is the same vector: every stored attempt is recalled at similarity 1.
@@ -175,6 +175,24 @@ impl Session {
             .await
             .expect("the run ends")
             .expect("mailbox")
+    }
+
+    /// Runs the session and interrupts it once `when` is done, as the user's Ctrl-C would; a run
+    /// that does not end within [`NO_HANG`] fails the test.
+    pub(super) async fn run_interrupted(
+        &self,
+        when: impl std::future::Future<Output = ()>,
+    ) -> Report {
+        let addr = self.start();
+        let run = addr.send(StartRun);
+        let interrupt = async {
+            when.await;
+            addr.do_send(Interrupt);
+        };
+        let (report, ()) = timeout(NO_HANG, async { tokio::join!(run, interrupt) })
+            .await
+            .expect("the run ends");
+        report.expect("mailbox")
     }
 
     pub(super) fn file(&self) -> String {

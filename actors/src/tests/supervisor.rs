@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::timeout;
 
 use super::session::*;
 use super::*;
@@ -14,7 +13,17 @@ use crate::schema::attempt::FixAttempt;
 use crate::schema::report::MemoryStatus;
 use crate::schema::report::Status;
 use crate::settings::OnFailure;
-use crate::supervisor::actor::{Interrupt, StartRun};
+
+/// Fails, showing the reason, unless the run ended with `status` and `exit_code`.
+#[track_caller]
+fn assert_ended(report: &Report, status: Status, exit_code: i32) {
+    assert_eq!(
+        (report.status, report.exit_code),
+        (status, exit_code),
+        "{}",
+        report.reason
+    );
+}
 
 #[actix_rt::test]
 async fn baseline_passing_is_success_with_no_iterations() {
@@ -23,7 +32,7 @@ async fn baseline_passing_is_success_with_no_iterations() {
     let session = Session::new(settings(), llm, runner(vec![passing()]));
     let report = session.run().await;
 
-    assert_eq!((report.status, report.exit_code), (Status::Success, 0));
+    assert_ended(&report, Status::Success, 0);
     assert_eq!(report.iterations, 0);
     assert_eq!(report.cost_usd, 0.0);
     assert!(report.reason.contains("already pass"), "{}", report.reason);
@@ -49,12 +58,7 @@ async fn fixed_on_iteration_2_is_success_and_costs_usage_times_price() {
     let session = Session::new(settings(), team(&log), runner(runs));
     let report = session.run().await;
 
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::Success, 0),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::Success, 0);
     assert_eq!(report.iterations, 2);
     assert_eq!(report.reason, "all tests pass after 2 iterations");
     assert_eq!(report.stuck_on, None);
@@ -135,7 +139,7 @@ async fn a_critic_rejection_sends_the_critique_to_the_artisan() {
     let session = Session::new(
         settings(),
         llm,
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     let report = session.run().await;
 
@@ -166,12 +170,7 @@ async fn the_same_failure_three_times_is_entropy_detected() {
     let session = Session::new(settings(), team(&log), runner(runs));
     let report = session.run().await;
 
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::EntropyDetected, 5),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::EntropyDetected, 5);
     assert_eq!(report.iterations, 3);
     assert!(
         report
@@ -208,12 +207,7 @@ async fn max_iterations_2_stops_after_two_iterations() {
     let session = Session::new(s, team(&log), runner(runs));
     let report = session.run().await;
 
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::MaxIterations, 4),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::MaxIterations, 4);
     assert_eq!(report.iterations, 2);
     assert!(
         report.reason.contains("max_iterations (2)"),
@@ -250,12 +244,7 @@ async fn a_tiny_budget_is_budget_exceeded_and_never_overspent() {
     session.prices = prices(1.0, 10.0);
     let report = session.run().await;
 
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::BudgetExceeded, 3),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::BudgetExceeded, 3);
     assert!(
         report.reason.contains("cost limit reached"),
         "{}",
@@ -287,7 +276,7 @@ async fn an_llm_auth_error_ends_the_run_as_an_error() {
     let session = Session::new(settings(), llm, runner(vec![failing("AssertionError")]));
     let report = session.run().await;
 
-    assert_eq!((report.status, report.exit_code), (Status::Error, 1));
+    assert_ended(&report, Status::Error, 1);
     assert_eq!(
         report.reason,
         "openai: authentication failed (401 invalid api key); check OPENAI_API_KEY"
@@ -353,24 +342,9 @@ async fn interrupted_during_the_tests(on_failure: OnFailure) -> (Session, Report
     let mut s = settings();
     s.on_failure = on_failure;
     let session = Session::new(s, team(&log), runner);
-    let addr = session.start();
+    let report = session.run_interrupted(entered.notified()).await;
 
-    let run = addr.send(StartRun);
-    let interrupt = async {
-        entered.notified().await;
-        addr.do_send(Interrupt);
-    };
-    let (report, ()) = timeout(NO_HANG, async { tokio::join!(run, interrupt) })
-        .await
-        .expect("the run ends");
-    let report = report.expect("mailbox");
-
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::Interrupted, 130),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::Interrupted, 130);
     assert_eq!(report.reason, "interrupted by the user");
     assert_eq!(report.iterations, 0, "iteration 1 did not complete");
     if on_failure == OnFailure::Last {
@@ -409,12 +383,7 @@ async fn max_duration_elapsed_is_budget_exceeded() {
     let started = std::time::Instant::now();
     let report = session.run().await;
 
-    assert_eq!(
-        (report.status, report.exit_code),
-        (Status::BudgetExceeded, 3),
-        "{}",
-        report.reason
-    );
+    assert_ended(&report, Status::BudgetExceeded, 3);
     assert!(
         report.reason.starts_with("time limit reached"),
         "{}",
@@ -426,11 +395,7 @@ async fn max_duration_elapsed_is_budget_exceeded() {
     );
     // The abandoned call may still be billed: its reservation is spent, and said so.
     assert!(report.cost_usd > 0.0, "{report:?}");
-    assert!(
-        report.warnings.iter().any(|w| w.contains("abandoned")),
-        "{:?}",
-        report.warnings
-    );
+    assert_says(&report.warnings, "abandoned");
     assert_eq!(session.store.saved().reports, vec![report]);
 }
 
@@ -441,7 +406,7 @@ async fn a_panicking_llm_client_ends_the_run_as_an_error() {
     let session = Session::new(settings(), llm, runner(vec![failing("AssertionError")]));
     let report = session.run().await;
 
-    assert_eq!((report.status, report.exit_code), (Status::Error, 1));
+    assert_ended(&report, Status::Error, 1);
     assert!(report.reason.contains("panicked"), "{}", report.reason);
     assert_eq!(report.reason, "librarian panicked: boom");
     assert_eq!(session.store.saved().reports, vec![report]);
@@ -458,7 +423,7 @@ async fn an_artisan_reply_without_code_is_asked_again() {
     let session = Session::new(
         settings(),
         llm,
-        runner(vec![failing("AssertionError: 3 != 2.5"), passing()]),
+        fails_then_passes("AssertionError: 3 != 2.5"),
     );
     let report = session.run().await;
 
@@ -486,11 +451,7 @@ async fn a_proposal_that_skips_a_test_is_sent_back_and_never_written() {
         _ => code_reply(FIXED),
     };
     let llm = team_of(&log, artisan, approve);
-    let session = Session::new(
-        settings(),
-        llm,
-        runner(vec![failing("AssertionError"), passing()]),
-    );
+    let session = Session::new(settings(), llm, fails_then_passes("AssertionError"));
     let report = session.run().await;
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
@@ -517,7 +478,7 @@ async fn allow_test_edits_lets_a_skip_through() {
     let llm = team_of(&log, move |_| code_reply(&answer), approve);
     let mut s = settings();
     s.allow_test_edits = true;
-    let session = Session::new(s, llm, runner(vec![failing("AssertionError"), passing()]));
+    let session = Session::new(s, llm, fails_then_passes("AssertionError"));
     let report = session.run().await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.test_integrity_rejections, 0);
@@ -649,14 +610,7 @@ async fn a_prompt_past_40_percent_of_the_window_drops_the_history() {
     assert_eq!(report.context_use.get("artisan"), Some(&0.5));
     // Both of the Artisan's prompts were over the limit: each dropped the history it left.
     assert_eq!(report.context_resets, 2);
-    assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("artisan's prompt used over 40%")),
-        "{:?}",
-        report.warnings
-    );
+    assert_says(&report.warnings, "artisan's prompt used over 40%");
 }
 
 #[actix_rt::test]
@@ -745,13 +699,9 @@ async fn a_vault_that_fails_mid_run_is_dropped_and_the_run_goes_on() {
     assert_eq!(report.memory.status, MemoryStatus::Failed);
     assert_eq!(report.memory.reason.as_deref(), Some("disk I/O error"));
     assert_eq!(report.memory.recorded, 0);
-    assert!(
-        report
-            .warnings
-            .iter()
-            .any(|w| w.contains("the memory vault stopped working (disk I/O error)")),
-        "{:?}",
-        report.warnings
+    assert_says(
+        &report.warnings,
+        "the memory vault stopped working (disk I/O error)",
     );
 }
 
@@ -827,10 +777,7 @@ async fn a_proposal_that_does_worse_is_undone_and_the_best_state_is_left() {
         third.contains(BETTER),
         "the Artisan works from the best version again: {third}"
     );
-    assert!(report
-        .notes
-        .iter()
-        .any(|n| n.contains("iteration 3: the proposal made things worse")));
+    assert_says(&report.notes, "iteration 3: the proposal made things worse");
 }
 
 /// `on_failure: original` puts the file back as it was, whatever was reached.
@@ -891,10 +838,10 @@ async fn the_breaker_asks_and_the_user_s_guidance_reaches_the_artisan() {
         third.contains("> sort the list before picking the middle"),
         "{third}"
     );
-    assert!(report
-        .notes
-        .iter()
-        .any(|n| n.contains("the user chose to go on, with guidance for the Artisan")));
+    assert_says(
+        &report.notes,
+        "the user chose to go on, with guidance for the Artisan",
+    );
 }
 
 /// Raising the threshold lets the same failure end more iterations before the next question.
@@ -913,8 +860,5 @@ async fn the_user_may_raise_the_breaker_s_threshold() {
     session.user = Some(Arc::new(user));
     let report = session.run().await;
     assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
-    assert!(report
-        .notes
-        .iter()
-        .any(|n| n.contains("raised the breaker's threshold to 4")));
+    assert_says(&report.notes, "raised the breaker's threshold to 4");
 }
