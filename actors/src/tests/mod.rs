@@ -202,6 +202,21 @@ fn user_prompt(request: &ChatRequest) -> &str {
     &last.content
 }
 
+/// Sends `msg` to `addr` and waits for the answer: no answer within [`NO_HANG`], or a mailbox
+/// closed, fails the test.
+async fn ask<A, M>(addr: &actix::Addr<A>, msg: M) -> M::Result
+where
+    A: actix::Handler<M>,
+    A::Context: actix::dev::ToEnvelope<A, M>,
+    M: actix::Message + Send + 'static,
+    M::Result: Send,
+{
+    tokio::time::timeout(NO_HANG, addr.send(msg))
+        .await
+        .expect("no hang")
+        .expect("mailbox")
+}
+
 /// Fails, showing every line, unless one of `lines` contains `text`.
 #[track_caller]
 fn assert_says(lines: &[String], text: &str) {

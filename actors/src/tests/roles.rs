@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use actix::Actor;
-use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -82,10 +81,24 @@ fn target_only_workspace() -> MockWorkspace {
 
 /// A caller whose model must not be called, and a subscription to its events.
 fn silent_caller() -> (Arc<Caller>, crate::events::bus::Subscription) {
+    observed_caller(silent_llm())
+}
+
+/// The Librarian's question for `iteration` with no last results and no history.
+fn fresh(iteration: u32) -> GatherContext {
+    GatherContext {
+        iteration,
+        last: None,
+        history: Default::default(),
+    }
+}
+
+/// A caller over `llm`, and a subscription to its events.
+fn observed_caller(llm: MockLlmClient) -> (Arc<Caller>, crate::events::bus::Subscription) {
     let events = EventBus::discard();
     let rx = events.subscribe();
     let caller = Arc::new(Caller::new(
-        Arc::new(silent_llm()),
+        Arc::new(llm),
         super::guard_off(),
         Arc::new(ByteBoundCounter),
         Arc::new(Ledger::new(
@@ -116,23 +129,18 @@ async fn gather(
         last,
         history: Default::default(),
     };
-    let mut bundle = timeout(NO_HANG, librarian.send(msg))
-        .await
-        .expect("no hang")
-        .expect("mailbox")?;
+    let mut bundle = ask(&librarian, msg).await?;
     // As the Supervisor does when the Librarian says an analysis is due.
     if bundle.analysis_reason.is_some() {
-        let analysis = timeout(
-            NO_HANG,
-            librarian.send(Analyse {
+        let analysis = ask(
+            &librarian,
+            Analyse {
                 iteration: 3,
                 context: Arc::new(bundle.clone()),
                 cancel: CancellationToken::new(),
-            }),
+            },
         )
-        .await
-        .expect("no hang")
-        .expect("mailbox")?;
+        .await?;
         bundle.analysis = Some(analysis).filter(|a| !a.is_empty());
     }
     Ok(bundle)
@@ -287,16 +295,7 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
     let (caller, mut rx) = silent_caller();
     let settings = Arc::new(s);
     let librarian = Librarian::new(Arc::new(ws), caller, settings.clone(), "pytest".into()).start();
-    let msg = GatherContext {
-        iteration: 2,
-        last: None,
-        history: Default::default(),
-    };
-    let bundle = timeout(NO_HANG, librarian.send(msg))
-        .await
-        .expect("no hang")
-        .expect("mailbox")
-        .expect("context");
+    let bundle = ask(&librarian, fresh(2)).await.expect("context");
 
     let event = rx.try_recv().expect("an event");
     assert_eq!(
@@ -357,16 +356,7 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
         .returning(|_, _| Err(WorkspaceError::Graph("cannot parse the graph".into())));
     let (caller, mut rx) = silent_caller();
     let librarian = Librarian::new(Arc::new(ws), caller, Arc::new(s), "pytest".into()).start();
-    let msg = GatherContext {
-        iteration: 1,
-        last: None,
-        history: Default::default(),
-    };
-    let bundle = timeout(NO_HANG, librarian.send(msg))
-        .await
-        .expect("no hang")
-        .expect("mailbox")
-        .expect("the run goes on");
+    let bundle = ask(&librarian, fresh(1)).await.expect("the run goes on");
     assert!(bundle.related.is_empty());
     match &rx.try_recv().expect("a warning").event {
         Event::Warning { message } => {
@@ -403,15 +393,8 @@ async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
     let librarian = Librarian::new(Arc::new(ws), caller, Arc::new(s), "pytest".into()).start();
     let mut warnings = Vec::new();
     for iteration in 1..=2 {
-        let msg = GatherContext {
-            iteration,
-            last: None,
-            history: Default::default(),
-        };
-        timeout(NO_HANG, librarian.send(msg))
+        ask(&librarian, fresh(iteration))
             .await
-            .expect("no hang")
-            .expect("mailbox")
             .expect("the run goes on");
         while let Some(event) = rx.try_recv() {
             if let Event::Warning { message } = &event.event {
@@ -597,10 +580,7 @@ async fn propose(
     artisan: &actix::Addr<Artisan>,
     critique: Option<&str>,
 ) -> crate::Result<Proposal> {
-    timeout(NO_HANG, artisan.send(generate(critique)))
-        .await
-        .expect("no hang")
-        .expect("mailbox")
+    ask(artisan, generate(critique)).await
 }
 
 /// An Artisan over an LLM mock that answers every request with `text`.
@@ -638,10 +618,18 @@ async fn artisan_request_carries_role_model_temperature_and_max_tokens() {
     assert_eq!(sent[0].messages[0].speaker, Speaker::System);
 }
 
-#[actix_rt::test]
-async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
+/// The requests of one proposal by an Artisan whose prompts `counter` counts, priced at `prices`
+/// and capped at `cap` dollars; its LLM answers without code.
+async fn propose_counted(counter: MockTokenCounter, prices: Prices, cap: f64) -> Vec<ChatRequest> {
     let log = Log::default();
     let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
+    let artisan = Artisan::new(caller(mock, counter, prices, cap), Arc::new(settings())).start();
+    propose(&artisan, None).await.expect("proposal");
+    requests(&log, Role::Artisan)
+}
+
+#[actix_rt::test]
+async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
     let mut counter = MockTokenCounter::new();
     counter.expect_is_exact().return_const(true);
     counter
@@ -650,10 +638,7 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
         .times(1)
         .return_const(1234u64);
     // Prompts are free and $0.01 at $10 per million output tokens buys 1000 of them.
-    let caller = caller(mock, counter, prices(0.0, 10.0), 0.01);
-    let artisan = Artisan::new(caller, Arc::new(settings())).start();
-    propose(&artisan, None).await.expect("proposal");
-    let sent = requests(&log, Role::Artisan);
+    let sent = propose_counted(counter, prices(0.0, 10.0), 0.01).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].max_tokens, 1000);
     assert!(sent[0].max_tokens <= settings().model(Role::Artisan).max_tokens);
@@ -663,16 +648,11 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
 async fn a_model_without_an_exact_tokenizer_is_reserved_by_bytes_near_the_budget() {
     // Found against llama.cpp: o200k × 1.15 estimated 2,770 prompt tokens where the server
     // counted 2,948. For such a model the byte count is reserved, however tight the budget.
-    let log = Log::default();
-    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
     let mut counter = MockTokenCounter::new();
     counter.expect_is_exact().return_const(false);
     counter.expect_count().never();
     // $1 per million prompt tokens and $10 per million output tokens, $0.01 in all.
-    let caller = caller(mock, counter, prices(1.0, 10.0), 0.01);
-    let artisan = Artisan::new(caller, Arc::new(settings())).start();
-    propose(&artisan, None).await.expect("proposal");
-    let sent = requests(&log, Role::Artisan);
+    let sent = propose_counted(counter, prices(1.0, 10.0), 0.01).await;
     let bytes = ByteBoundCounter.count(MODEL, &sent[0].messages);
     let prompt_cost = bytes as f64 * (1.0 + crate::policy::budget::PROMPT_MARGIN) * 1.0 / 1e6;
     let affordable = ((0.01 - prompt_cost) * 1e6 / 10.0).floor() as u32;
@@ -684,16 +664,11 @@ async fn a_model_without_an_exact_tokenizer_is_reserved_by_bytes_near_the_budget
 
 #[actix_rt::test]
 async fn an_ample_budget_needs_no_exact_token_count() {
-    let log = Log::default();
-    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
     let mut counter = MockTokenCounter::new();
     counter.expect_is_exact().return_const(true);
     // The prompt's byte count already fits the budget: the tokenizer is never consulted.
     counter.expect_count().never();
-    let caller = caller(mock, counter, prices(1.0, 10.0), 100.0);
-    let artisan = Artisan::new(caller, Arc::new(settings())).start();
-    propose(&artisan, None).await.expect("proposal");
-    let sent = requests(&log, Role::Artisan);
+    let sent = propose_counted(counter, prices(1.0, 10.0), 100.0).await;
     assert_eq!(
         sent[0].max_tokens,
         settings().model(Role::Artisan).max_tokens
@@ -801,10 +776,7 @@ async fn reset_context_clears_the_artisan_history() {
     let log = Log::default();
     let artisan = artisan(s, &log, "first answer");
     propose(&artisan, None).await.expect("proposal");
-    timeout(NO_HANG, artisan.send(ResetContext))
-        .await
-        .expect("no hang")
-        .expect("mailbox");
+    ask(&artisan, ResetContext).await;
     propose(&artisan, None).await.expect("proposal");
     let sent = requests(&log, Role::Artisan);
     assert_eq!(sent[1].messages.len(), 2, "no history after ResetContext");
@@ -837,11 +809,7 @@ async fn review(text: &'static str) -> (Verdict, Vec<ChatRequest>) {
         code: FIXED.into(),
         cancel: CancellationToken::new(),
     };
-    let verdict = timeout(NO_HANG, critic.send(msg))
-        .await
-        .expect("no hang")
-        .expect("mailbox")
-        .expect("verdict");
+    let verdict = ask(&critic, msg).await.expect("verdict");
     (verdict, requests(&log, Role::Critic))
 }
 
@@ -889,10 +857,7 @@ async fn critic_without_a_verdict_line_approves_implicitly() {
 
 async fn run_tests(runner: MockTestRunner, cancel: CancellationToken) -> crate::Result<TestRun> {
     let tester = Tester::new(Arc::new(runner), 0).start();
-    timeout(NO_HANG, tester.send(RunTests { cancel }))
-        .await
-        .expect("no hang")
-        .expect("mailbox")
+    ask(&tester, RunTests { cancel }).await
 }
 
 #[actix_rt::test]
@@ -964,19 +929,7 @@ async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
             Ok(reply(&code_reply(FIXED), usage(10, 10)))
         }
     });
-    let events = EventBus::discard();
-    let mut rx = events.subscribe();
-    let caller = Arc::new(Caller::new(
-        Arc::new(mock),
-        super::guard_off(),
-        Arc::new(ByteBoundCounter),
-        Arc::new(Ledger::new(
-            100.0,
-            prices(INPUT_PRICE, OUTPUT_PRICE),
-            EventBus::discard(),
-        )),
-        events,
-    ));
+    let (caller, mut rx) = observed_caller(mock);
     let artisan = Artisan::new(caller.clone(), Arc::new(with_fallback("test/backup"))).start();
     for _ in 0..2 {
         let proposal = propose(&artisan, None).await.expect("proposal");

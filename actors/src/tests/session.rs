@@ -170,11 +170,7 @@ impl Session {
 
     /// Runs the session to its end; a run that does not end within [`NO_HANG`] fails the test.
     pub(super) async fn run(&self) -> Report {
-        let addr = self.start();
-        timeout(NO_HANG, addr.send(StartRun))
-            .await
-            .expect("the run ends")
-            .expect("mailbox")
+        ask(&self.start(), StartRun).await
     }
 
     /// Runs the session and interrupts it once `when` is done, as the user's Ctrl-C would; a run
