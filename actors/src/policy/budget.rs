@@ -443,17 +443,22 @@ mod tests {
     use proptest::prelude::*;
 
     fn ledger(cap: f64, input: f64, output: f64) -> Ledger {
-        let mut p = BTreeMap::new();
-        p.insert(
-            "openai/m".to_string(),
-            Price {
-                input,
-                output,
-                cache_read: None,
-                cache_write: None,
-            },
-        );
-        Ledger::new(cap, Prices(p), EventBus::discard())
+        Ledger::new(cap, priced(input, output), EventBus::discard())
+    }
+
+    /// What `ledger` grants a call of `role` on `openai/m`; a refusal fails the test.
+    fn grant(ledger: &Ledger, role: Role, prompt_tokens: u64, max_tokens: u32) -> Grant {
+        ledger
+            .authorize(role, "openai/m", prompt_tokens, max_tokens)
+            .expect("grant")
+    }
+
+    fn tokens(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage {
+            input_tokens,
+            output_tokens,
+            ..Usage::default()
+        }
     }
 
     #[test]
@@ -485,9 +490,7 @@ mod tests {
     fn lowers_max_tokens_to_what_the_budget_pays() {
         // $0.01 left at $10/M output buys 1000 tokens.
         let l = ledger(0.01, 0.0, 10.0);
-        let g = l
-            .authorize(Role::Artisan, "openai/m", 100, 4096)
-            .expect("grant");
+        let g = grant(&l, Role::Artisan, 100, 4096);
         assert_eq!(g.max_tokens, 1000);
         l.release(g);
     }
@@ -510,17 +513,7 @@ mod tests {
             let g = l
                 .authorize(Role::Artisan, "openai/unknown", 10, 100)
                 .expect("grant");
-            assert_eq!(
-                l.settle(
-                    g,
-                    &Usage {
-                        input_tokens: 10,
-                        output_tokens: 100,
-                        ..Usage::default()
-                    }
-                ),
-                0.0
-            );
+            assert_eq!(l.settle(g, &tokens(10, 100)), 0.0);
         }
         let mut warnings = 0;
         while let Some(e) = rx.try_recv() {
@@ -548,30 +541,14 @@ mod tests {
         // At $1 a token (whole dollars keep the arithmetic exact): each run may spend $10,000,
         // the two together $1,500; the second run gets what the first left.
         let shared = Budget::new(1500.0, 0.0);
-        let a = Ledger::new(1e4, priced(0.0, 1e6), EventBus::discard()).within(shared.clone());
-        let b = Ledger::new(1e4, priced(0.0, 1e6), EventBus::discard()).within(shared.clone());
-        let g = a
-            .authorize(Role::Artisan, "openai/m", 0, 1000)
-            .expect("grant");
+        let a = ledger(1e4, 0.0, 1e6).within(shared.clone());
+        let b = ledger(1e4, 0.0, 1e6).within(shared.clone());
+        let g = grant(&a, Role::Artisan, 0, 1000);
         assert_eq!(g.max_tokens, 1000);
-        a.settle(
-            g,
-            &Usage {
-                output_tokens: 1000,
-                ..Usage::default()
-            },
-        );
-        let g = b
-            .authorize(Role::Artisan, "openai/m", 0, 1000)
-            .expect("grant");
+        a.settle(g, &tokens(0, 1000));
+        let g = grant(&b, Role::Artisan, 0, 1000);
         assert_eq!(g.max_tokens, 500, "what the shared budget has left");
-        b.settle(
-            g,
-            &Usage {
-                output_tokens: 500,
-                ..Usage::default()
-            },
-        );
+        b.settle(g, &tokens(0, 500));
         let err = a
             .authorize(Role::Critic, "openai/m", 0, 1000)
             .expect_err("the shared budget is spent");
@@ -596,7 +573,7 @@ mod tests {
             let shared = Budget::new(total, 0.0);
             std::thread::scope(|scope| {
                 for calls in &runs {
-                    let ledger = Ledger::new(10.0, priced(3.0, 15.0), EventBus::discard())
+                    let ledger = ledger(10.0, 3.0, 15.0)
                         .within(shared.clone());
                     scope.spawn(move || {
                         for (prompt, max_tokens, used, abandon) in calls {
@@ -605,7 +582,7 @@ mod tests {
                                     ledger.charge_abandoned(g);
                                 } else {
                                     let out = (g.max_tokens as f64 * used) as u64;
-                                    ledger.settle(g, &Usage { input_tokens: *prompt, output_tokens: out, ..Usage::default() });
+                                    ledger.settle(g, &tokens(*prompt, out));
                                 }
                             }
                         }
@@ -628,13 +605,13 @@ mod tests {
             let shared = Budget::new(shared_cap, 0.0);
             let ledgers: Vec<Ledger> = caps
                 .iter()
-                .map(|cap| Ledger::new(*cap, priced(3.0, 15.0), EventBus::discard()).within(shared.clone()))
+                .map(|cap| ledger(*cap, 3.0, 15.0).within(shared.clone()))
                 .collect();
             for (which, prompt, max_tokens, out_frac) in calls {
                 let l = &ledgers[which % ledgers.len()];
                 if let Ok(g) = l.authorize(Role::Artisan, "openai/m", prompt, max_tokens) {
                     let out = (g.max_tokens as f64 * out_frac) as u64;
-                    l.settle(g, &Usage { input_tokens: prompt, output_tokens: out, ..Usage::default() });
+                    l.settle(g, &tokens(prompt, out));
                 }
                 prop_assert!(shared.spent() <= shared_cap + 1e-9);
                 prop_assert!(l.spent() <= l.cap() + 1e-9);
@@ -657,7 +634,7 @@ mod tests {
                 if let Ok(g) = l.authorize(Role::Artisan, "openai/m", prompt, max_tokens) {
                     let reported_in = (prompt as f64 * (1.0 + PROMPT_MARGIN * in_frac)) as u64;
                     let reported_out = (g.max_tokens as f64 * out_frac) as u64;
-                    l.settle(g, &Usage { input_tokens: reported_in, output_tokens: reported_out, ..Usage::default() });
+                    l.settle(g, &tokens(reported_in, reported_out));
                 }
                 prop_assert!(l.spent() <= cap + 1e-9, "spent {} > cap {}", l.spent(), cap);
             }
@@ -682,7 +659,7 @@ mod tests {
                 let (granted, reserved) = (g.max_tokens, g.reserved());
                 let out = (granted as f64 * out_frac) as u64;
                 let before = l.spent();
-                let settled = l.settle_call(g, &Usage { input_tokens: prompt, output_tokens: out, ..Usage::default() }, None);
+                let settled = l.settle_call(g, &tokens(prompt, out), None);
                 let within = out <= u64::from(granted);
                 prop_assert_eq!(settled.overrun.is_some(), !within && settled.cost > reserved * (1.0 + 1e-9) + 1e-12);
                 match settled.overrun {
@@ -703,20 +680,12 @@ mod tests {
     #[test]
     fn the_provider_s_cost_outranks_the_price_and_abandoned_calls_keep_their_reservation() {
         let l = ledger(1.0, 1.0, 10.0);
-        let g = l
-            .authorize(Role::Artisan, "openai/m", 1000, 1000)
-            .expect("grant");
-        let usage = Usage {
-            input_tokens: 1000,
-            output_tokens: 10,
-            ..Usage::default()
-        };
+        let g = grant(&l, Role::Artisan, 1000, 1000);
+        let usage = tokens(1000, 10);
         let settled = l.settle_call(g, &usage, Some(0.0042));
         assert_eq!(settled.cost, 0.0042);
         assert!(settled.overrun.is_none());
-        let g = l
-            .authorize(Role::Critic, "openai/m", 1000, 1000)
-            .expect("grant");
+        let g = grant(&l, Role::Critic, 1000, 1000);
         let reserved = g.reserved();
         assert!(reserved > 0.0);
         assert_eq!(l.charge_abandoned(g), reserved);
