@@ -24,6 +24,22 @@ pub(super) struct Timed {
     pub(super) answer: Box<dyn Fn(&ChatRequest, usize) -> ChatReply + Send + Sync>,
 }
 
+impl Timed {
+    pub(super) fn new(
+        log: &Log,
+        order: &Order,
+        delay: fn(Role) -> Duration,
+        answer: impl Fn(&ChatRequest, usize) -> ChatReply + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            log: log.clone(),
+            order: order.clone(),
+            delay,
+            answer: Box::new(answer),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl LlmClient for Timed {
     async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
@@ -55,16 +71,11 @@ pub(super) fn at(order: &Order, role: Role, start: bool, nth: usize) -> usize {
 }
 
 fn analysing_team(log: &Log, order: &Order, delay: fn(Role) -> Duration) -> Timed {
-    Timed {
-        log: log.clone(),
-        order: order.clone(),
-        delay,
-        answer: Box::new(|request, _| match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        }),
-    }
+    Timed::new(log, order, delay, |request, _| match request.role {
+        Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+        Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+        _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+    })
 }
 
 /// The Librarian a little faster than the Artisan: its analysis of iteration 1 is in before
@@ -84,20 +95,28 @@ fn analysing(wait: bool) -> RunSettings {
     s
 }
 
+/// Runs `runner`'s tests with the analysing team, its calls taking `delay`, and
+/// `wait_for_analysis` as `wait`: the session, its report, the team's requests and when each
+/// call started and ended.
+async fn run_analysing(
+    wait: bool,
+    delay: fn(Role) -> Duration,
+    runner: impl TestRunner + 'static,
+) -> (Session, Report, Log, Order) {
+    let (log, order) = (Log::default(), Order::default());
+    let session = Session::new(analysing(wait), analysing_team(&log, &order, delay), runner);
+    let report = session.run().await;
+    (session, report, log, order)
+}
+
 #[actix_rt::test]
 async fn the_analysis_runs_beside_the_artisan_and_reaches_its_next_call() {
-    let (log, order) = (Log::default(), Order::default());
     let runs = vec![
         failing("AssertionError"),
         failing("AssertionError"),
         passing(),
     ];
-    let session = Session::new(
-        analysing(false),
-        analysing_team(&log, &order, librarian_quicker),
-        runner(runs),
-    );
-    let report = session.run().await;
+    let (_, report, log, order) = run_analysing(false, librarian_quicker, runner(runs)).await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.iterations, 2);
     // The Artisan's first call did not wait for the analysis asked in the same iteration.
@@ -122,14 +141,8 @@ async fn the_analysis_runs_beside_the_artisan_and_reaches_its_next_call() {
 
 #[actix_rt::test]
 async fn with_wait_for_analysis_the_artisan_waits_for_it() {
-    let (log, order) = (Log::default(), Order::default());
     let runs = vec![failing("AssertionError"), passing()];
-    let session = Session::new(
-        analysing(true),
-        analysing_team(&log, &order, librarian_quicker),
-        runner(runs),
-    );
-    let report = session.run().await;
+    let (_, report, log, order) = run_analysing(true, librarian_quicker, runner(runs)).await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert!(at(&order, Role::Librarian, false, 0) < at(&order, Role::Artisan, true, 0));
     let first = requests(&log, Role::Artisan);
@@ -140,17 +153,12 @@ async fn with_wait_for_analysis_the_artisan_waits_for_it() {
 
 #[actix_rt::test]
 async fn an_analysis_still_out_when_the_tests_pass_is_stopped_and_charged_its_reservation() {
-    let (log, order) = (Log::default(), Order::default());
     let slow_librarian = |role| match role {
         Role::Librarian => Duration::from_secs(30),
         _ => Duration::from_millis(10),
     };
-    let session = Session::new(
-        analysing(false),
-        analysing_team(&log, &order, slow_librarian),
-        fails_then_passes("AssertionError"),
-    );
-    let report = session.run().await;
+    let (_, report, _, _) =
+        run_analysing(false, slow_librarian, fails_then_passes("AssertionError")).await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.iterations, 1, "the Artisan did not wait for it");
     assert_eq!(report.abandoned_calls, 1);
@@ -159,7 +167,6 @@ async fn an_analysis_still_out_when_the_tests_pass_is_stopped_and_charged_its_re
 
 #[actix_rt::test]
 async fn an_analysis_slower_than_an_iteration_is_not_replaced_and_still_arrives() {
-    let (log, order) = (Log::default(), Order::default());
     let slow_librarian = |role| match role {
         Role::Librarian => Duration::from_millis(300),
         _ => Duration::from_millis(120),
@@ -169,12 +176,7 @@ async fn an_analysis_slower_than_an_iteration_is_not_replaced_and_still_arrives(
         .map(|w| failing(&format!("AssertionError: {w} is wrong")))
         .chain([passing()])
         .collect();
-    let session = Session::new(
-        analysing(false),
-        analysing_team(&log, &order, slow_librarian),
-        runner(runs),
-    );
-    let report = session.run().await;
+    let (session, report, log, _) = run_analysing(false, slow_librarian, runner(runs)).await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.iterations, 4);
     // Iterations 2 and 3 found iteration 1's analysis still out and asked for none; iteration
@@ -203,6 +205,15 @@ struct TimedRunner {
     stopped: Arc<AtomicUsize>,
 }
 
+impl TimedRunner {
+    fn new(runs: impl IntoIterator<Item = (Duration, TestRun)>) -> Self {
+        Self {
+            runs: Mutex::new(runs.into_iter().collect()),
+            stopped: Arc::default(),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl TestRunner for TimedRunner {
     async fn run(&self, cancel: CancellationToken) -> Result<TestRun, RunnerError> {
@@ -228,32 +239,21 @@ impl TestRunner for TimedRunner {
 
 /// The baseline fails; every proposal's tests then pass within 10 ms.
 fn fails_then_passes_quickly() -> TimedRunner {
-    TimedRunner {
-        runs: Mutex::new(
-            [
-                (Duration::ZERO, failing("AssertionError")),
-                (Duration::from_millis(10), passing()),
-                (Duration::from_millis(10), passing()),
-            ]
-            .into(),
-        ),
-        stopped: Arc::default(),
-    }
+    TimedRunner::new([
+        (Duration::ZERO, failing("AssertionError")),
+        (Duration::from_millis(10), passing()),
+        (Duration::from_millis(10), passing()),
+    ])
 }
 
 /// The Critic rejects its first review and approves the rest, after `review`; the Artisan
 /// answers `FIXED` at once.
 fn critic_rejects_once(log: &Log, order: &Order, review: fn(Role) -> Duration) -> Timed {
-    Timed {
-        log: log.clone(),
-        order: order.clone(),
-        delay: review,
-        answer: Box::new(|request, n| match (request.role, n) {
-            (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            (Role::Critic, 0) => reply("VERDICT: REJECT\n- an empty list must raise", CRITIC_USAGE),
-            _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
-        }),
-    }
+    Timed::new(log, order, review, |request, n| match (request.role, n) {
+        (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
+        (Role::Critic, 0) => reply("VERDICT: REJECT\n- an empty list must raise", CRITIC_USAGE),
+        _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
+    })
 }
 
 fn binding() -> RunSettings {
@@ -266,19 +266,13 @@ fn binding() -> RunSettings {
 #[actix_rt::test]
 async fn a_binding_rejection_stops_the_slow_tests_and_sends_the_proposal_back() {
     let (log, order) = (Log::default(), Order::default());
-    let stopped = Arc::new(AtomicUsize::new(0));
-    let runner = TimedRunner {
-        runs: Mutex::new(
-            [
-                (Duration::ZERO, failing("AssertionError")),
-                // The first proposal's tests would take a minute: the rejection stops them.
-                (Duration::from_secs(60), passing()),
-                (Duration::from_millis(200), passing()),
-            ]
-            .into(),
-        ),
-        stopped: stopped.clone(),
-    };
+    let runner = TimedRunner::new([
+        (Duration::ZERO, failing("AssertionError")),
+        // The first proposal's tests would take a minute: the rejection stops them.
+        (Duration::from_secs(60), passing()),
+        (Duration::from_millis(200), passing()),
+    ]);
+    let stopped = runner.stopped.clone();
     let review = |role| match role {
         Role::Critic => Duration::from_millis(100),
         _ => Duration::ZERO,
@@ -331,18 +325,14 @@ async fn once_the_rejections_are_spent_a_binding_proposal_is_judged_by_its_tests
     let (log, order) = (Log::default(), Order::default());
     let runner = fails_then_passes_quickly();
     // A Critic that rejects every proposal, with one rejection allowed per iteration.
-    let critic = Timed {
-        log: log.clone(),
-        order: order.clone(),
-        delay: |role| match role {
-            Role::Critic => Duration::from_millis(50),
-            _ => Duration::ZERO,
-        },
-        answer: Box::new(|request, _| match request.role {
-            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            _ => reply("VERDICT: REJECT\n- not convinced", CRITIC_USAGE),
-        }),
+    let review = |role| match role {
+        Role::Critic => Duration::from_millis(50),
+        _ => Duration::ZERO,
     };
+    let critic = Timed::new(&log, &order, review, |request, _| match request.role {
+        Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+        _ => reply("VERDICT: REJECT\n- not convinced", CRITIC_USAGE),
+    });
     let mut settings = binding();
     settings.critic_max_rejections = 1;
     let session = Session::new(settings, critic, runner);

@@ -510,20 +510,15 @@ fn reviewed_beside_chaos(
 ) -> Session {
     let mut s = chaos_settings(3);
     s.critic_mode = crate::settings::CriticMode::Parallel;
-    let llm = super::beside::Timed {
-        log: log.clone(),
-        order: order.clone(),
-        delay,
-        answer: Box::new(move |request, _| match request.role {
-            Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-            Role::Chaos => reply(
-                &format!("Nothing breaks.\n```python\n{SUITE}```"),
-                ARTISAN_USAGE,
-            ),
-            _ => reply(verdict, CRITIC_USAGE),
-        }),
-    };
+    let llm = super::beside::Timed::new(log, order, delay, move |request, _| match request.role {
+        Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
+        Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+        Role::Chaos => reply(
+            &format!("Nothing breaks.\n```python\n{SUITE}```"),
+            ARTISAN_USAGE,
+        ),
+        _ => reply(verdict, CRITIC_USAGE),
+    });
     let mut session = Session::new(s, llm, fails_then_passes("AssertionError"));
     let quiet = vec![suite_run(&[("chaos::test_one", true)])];
     session.chaos = Some(Arc::new(chaos_runner(quiet, &session.file, |_| passing())));
