@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::session::*;
 use super::*;
-use crate::schema::report::Status;
+use crate::schema::report::{FixVerdict, Status};
 use crate::settings::{Analyze, CriticMode};
 
 /// When each call started and ended, in order: `(role, true)` at its start, `(role, false)` at
@@ -19,7 +19,7 @@ pub(super) type Order = Arc<Mutex<Vec<(Role, bool)>>>;
 pub(super) struct Timed {
     pub(super) log: Log,
     pub(super) order: Order,
-    pub(super) delay: fn(Role) -> Duration,
+    pub(super) delay: Box<dyn Fn(Role) -> Duration + Send + Sync>,
     #[allow(clippy::type_complexity)]
     pub(super) answer: Box<dyn Fn(&ChatRequest, usize) -> ChatReply + Send + Sync>,
 }
@@ -28,13 +28,13 @@ impl Timed {
     pub(super) fn new(
         log: &Log,
         order: &Order,
-        delay: fn(Role) -> Duration,
+        delay: impl Fn(Role) -> Duration + Send + Sync + 'static,
         answer: impl Fn(&ChatRequest, usize) -> ChatReply + Send + Sync + 'static,
     ) -> Self {
         Self {
             log: log.clone(),
             order: order.clone(),
-            delay,
+            delay: Box::new(delay),
             answer: Box::new(answer),
         }
     }
@@ -248,12 +248,24 @@ fn fails_then_passes_quickly() -> TimedRunner {
 
 /// The Critic rejects its first review and approves the rest, after `review`; the Artisan
 /// answers `FIXED` at once.
-fn critic_rejects_once(log: &Log, order: &Order, review: fn(Role) -> Duration) -> Timed {
+fn critic_rejects_once(
+    log: &Log,
+    order: &Order,
+    review: impl Fn(Role) -> Duration + Send + Sync + 'static,
+) -> Timed {
     Timed::new(log, order, review, |request, n| match (request.role, n) {
         (Role::Artisan, _) => reply(&code_reply(FIXED), ARTISAN_USAGE),
         (Role::Critic, 0) => reply("VERDICT: REJECT\n- an empty list must raise", CRITIC_USAGE),
         _ => reply("VERDICT: APPROVE", CRITIC_USAGE),
     })
+}
+
+/// Delays under which only the Critic takes time: `ms` milliseconds a call.
+fn critic_takes(ms: u64) -> impl Fn(Role) -> Duration + Send + Sync + 'static {
+    move |role| match role {
+        Role::Critic => Duration::from_millis(ms),
+        _ => Duration::ZERO,
+    }
 }
 
 fn binding() -> RunSettings {
@@ -273,10 +285,7 @@ async fn a_binding_rejection_stops_the_slow_tests_and_sends_the_proposal_back() 
         (Duration::from_millis(200), passing()),
     ]);
     let stopped = runner.stopped.clone();
-    let review = |role| match role {
-        Role::Critic => Duration::from_millis(100),
-        _ => Duration::ZERO,
-    };
+    let review = critic_takes(100);
     let session = Session::new(binding(), critic_rejects_once(&log, &order, review), runner);
     let started = std::time::Instant::now();
     let report = session.run().await;
@@ -297,24 +306,34 @@ async fn a_binding_rejection_stops_the_slow_tests_and_sends_the_proposal_back() 
     assert!(saved.iterations[0].critic_approved);
 }
 
-#[actix_rt::test]
-async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rejected() {
-    let (log, order) = (Log::default(), Order::default());
-    let runner = fails_then_passes_quickly();
-    // The tests end before the review does.
-    let review = |role| match role {
-        Role::Critic => Duration::from_millis(150),
-        _ => Duration::ZERO,
-    };
-    let session = Session::new(binding(), critic_rejects_once(&log, &order, review), runner);
+/// Runs `team` under `settings` (binding) over tests that pass quickly after the baseline, and
+/// checks what both ways of it share: one iteration, one rejection, two proposals, and the
+/// passing fix's review `verdict`.
+async fn judged_once(
+    settings: RunSettings,
+    team: Timed,
+    log: &Log,
+    verdict: crate::schema::report::FixVerdict,
+) -> (Session, Report) {
+    let session = Session::new(settings, team, fails_then_passes_quickly());
     let report = session.run().await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!((report.iterations, report.critic_rejections), (1, 1));
-    assert_eq!(requests(&log, Role::Artisan).len(), 2);
+    assert_eq!(requests(log, Role::Artisan).len(), 2);
     assert_eq!(
-        report.fix_review.map(|r| r.verdict),
-        Some(crate::schema::report::FixVerdict::Approved)
+        report.fix_review.as_ref().map(|r| r.verdict),
+        Some(verdict),
+        "a fix the Critic rejected is never reported as approved, nor one it approved rejected"
     );
+    (session, report)
+}
+
+#[actix_rt::test]
+async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rejected() {
+    let (log, order) = (Log::default(), Order::default());
+    // The tests end before the review does.
+    let team = critic_rejects_once(&log, &order, critic_takes(150));
+    let (session, _) = judged_once(binding(), team, &log, FixVerdict::Approved).await;
     // The rejected proposal's passing run was set aside: one run for iteration 1.
     let saved = session.store.saved();
     assert_eq!(saved.results.iter().filter(|(n, _)| *n == 1).count(), 1);
@@ -323,28 +342,16 @@ async fn a_passing_proposal_waits_for_its_binding_verdict_and_goes_back_when_rej
 #[actix_rt::test]
 async fn once_the_rejections_are_spent_a_binding_proposal_is_judged_by_its_tests() {
     let (log, order) = (Log::default(), Order::default());
-    let runner = fails_then_passes_quickly();
     // A Critic that rejects every proposal, with one rejection allowed per iteration.
-    let review = |role| match role {
-        Role::Critic => Duration::from_millis(50),
-        _ => Duration::ZERO,
-    };
-    let critic = Timed::new(&log, &order, review, |request, _| match request.role {
-        Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
-        _ => reply("VERDICT: REJECT\n- not convinced", CRITIC_USAGE),
+    let critic = Timed::new(&log, &order, critic_takes(50), |request, _| {
+        match request.role {
+            Role::Artisan => reply(&code_reply(FIXED), ARTISAN_USAGE),
+            _ => reply("VERDICT: REJECT\n- not convinced", CRITIC_USAGE),
+        }
     });
     let mut settings = binding();
     settings.critic_max_rejections = 1;
-    let session = Session::new(settings, critic, runner);
-    let report = session.run().await;
-    assert_eq!(report.status, Status::Success, "{}", report.reason);
-    assert_eq!((report.iterations, report.critic_rejections), (1, 1));
-    assert_eq!(requests(&log, Role::Artisan).len(), 2);
-    assert_eq!(
-        report.fix_review.map(|r| r.verdict),
-        Some(crate::schema::report::FixVerdict::Rejected),
-        "a fix the Critic rejected is never reported as approved"
-    );
+    let (_, report) = judged_once(settings, critic, &log, FixVerdict::Rejected).await;
     assert_says(
         &report.warnings,
         "the Critic rejected 2 proposals; the tests judge the last one",

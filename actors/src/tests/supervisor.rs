@@ -412,62 +412,61 @@ async fn a_panicking_llm_client_ends_the_run_as_an_error() {
     assert_eq!(session.store.saved().reports, vec![report]);
 }
 
-#[actix_rt::test]
-async fn an_artisan_reply_without_code_is_asked_again() {
+/// Runs a session whose Artisan first replies `first`, then `FIXED`, over a failure with
+/// `message`: that first reply must go back to the Artisan, its second prompt saying each of
+/// `said`, and never reach the Critic (`unreviewed` says why).
+async fn sent_back_unreviewed(
+    first: String,
+    message: &str,
+    said: &[&str],
+    unreviewed: &str,
+) -> Report {
     let log = Log::default();
-    let artisan = |n| match n {
-        0 => "I would sort the list first.".into(),
+    let artisan = move |n| match n {
+        0 => first.clone(),
         _ => code_reply(FIXED),
     };
-    let llm = team_of(&log, artisan, approve);
     let session = Session::new(
         settings(),
-        llm,
-        fails_then_passes("AssertionError: 3 != 2.5"),
+        team_of(&log, artisan, approve),
+        fails_then_passes(message),
     );
     let report = session.run().await;
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     let artisan = requests(&log, Role::Artisan);
     assert_eq!(artisan.len(), 2);
-    assert!(
-        user_prompt(&artisan[1]).contains("no fenced code block"),
-        "{}",
-        user_prompt(&artisan[1])
-    );
-    assert_eq!(
-        requests(&log, Role::Critic).len(),
-        1,
-        "only the proposal with code is reviewed"
-    );
+    let second = user_prompt(&artisan[1]);
+    for text in said {
+        assert!(second.contains(text), "{second}");
+    }
+    assert_eq!(requests(&log, Role::Critic).len(), 1, "{unreviewed}");
     assert_eq!(session.file(), FIXED);
+    report
+}
+
+#[actix_rt::test]
+async fn an_artisan_reply_without_code_is_asked_again() {
+    sent_back_unreviewed(
+        "I would sort the list first.".into(),
+        "AssertionError: 3 != 2.5",
+        &["no fenced code block"],
+        "only the proposal with code is reviewed",
+    )
+    .await;
 }
 
 #[actix_rt::test]
 async fn a_proposal_that_skips_a_test_is_sent_back_and_never_written() {
-    let log = Log::default();
-    let artisan = |n| match n {
-        0 => code_reply(&format!("import pytest\n\n@pytest.mark.skip\n{FIXED}")),
-        _ => code_reply(FIXED),
-    };
-    let llm = team_of(&log, artisan, approve);
-    let session = Session::new(settings(), llm, fails_then_passes("AssertionError"));
-    let report = session.run().await;
-
-    assert_eq!(report.status, Status::Success, "{}", report.reason);
+    let report = sent_back_unreviewed(
+        code_reply(&format!("import pytest\n\n@pytest.mark.skip\n{FIXED}")),
+        "AssertionError",
+        &["test-integrity check", "@pytest.mark.skip"],
+        "the Critic never saw the skip",
+    )
+    .await;
     assert_eq!(report.test_integrity_rejections, 1);
     assert_eq!(report.critic_rejections, 0);
-    let artisan = requests(&log, Role::Artisan);
-    assert_eq!(artisan.len(), 2);
-    let second = user_prompt(&artisan[1]);
-    assert!(second.contains("test-integrity check"), "{second}");
-    assert!(second.contains("@pytest.mark.skip"), "{second}");
-    assert_eq!(
-        requests(&log, Role::Critic).len(),
-        1,
-        "the Critic never saw the skip"
-    );
-    assert_eq!(session.file(), FIXED);
 }
 
 #[actix_rt::test]
