@@ -79,13 +79,7 @@ pub fn merge_retry(first: TestRun, again: TestRun) -> TestRun {
         }
         base.totals.passed += 1;
     }
-    base.totals.flaky = u32::try_from(
-        base.tests
-            .iter()
-            .filter(|t| t.category == Some(Category::Flaky))
-            .count(),
-    )
-    .unwrap_or(u32::MAX);
+    base.totals.flaky = u32::try_from(base.flaky_ids().len()).unwrap_or(u32::MAX);
     if base.status == RunStatus::Failed && base.failures().next().is_none() && base.totals.flaky > 0
     {
         // Every failure was flaky: the tests pass.
@@ -95,20 +89,18 @@ pub fn merge_retry(first: TestRun, again: TestRun) -> TestRun {
         base.category = None;
     }
     base.retries = retries;
-    let names: Vec<&str> = base
-        .tests
-        .iter()
-        .filter(|t| t.category == Some(Category::Flaky))
-        .map(|t| t.id.as_str())
-        .collect();
-    if !names.is_empty() {
+    let flaky = base.flaky_ids();
+    let note = (!flaky.is_empty()).then(|| {
+        format!(
+            "[ralph-loop] flaky (outcome changed on re-run {retries}): {}\n",
+            flaky.join(", ")
+        )
+    });
+    if let Some(note) = note {
         if !base.output.is_empty() && !base.output.ends_with('\n') {
             base.output.push('\n');
         }
-        base.output.push_str(&format!(
-            "[ralph-loop] flaky (outcome changed on re-run {retries}): {}\n",
-            names.join(", ")
-        ));
+        base.output.push_str(&note);
     }
     base
 }
@@ -190,12 +182,7 @@ mod tests {
         let merged = merge_retry(first, again);
         assert!(!merged.passed());
         assert_eq!(merged.failing_ids(), vec!["a"]);
-        let flaky: Vec<&str> = merged
-            .tests
-            .iter()
-            .filter(|t| t.category == Some(Category::Flaky))
-            .map(|t| t.id.as_str())
-            .collect();
+        let flaky = merged.flaky_ids();
         assert_eq!(flaky, vec!["b", "c"]);
         assert_eq!((merged.totals.failed, merged.totals.flaky), (1, 2));
         assert_eq!(merged.category, Some(Category::Logic));

@@ -380,6 +380,15 @@ impl TestRun {
         self.failures().map(|t| t.id.as_str()).collect()
     }
 
+    /// The tests that failed and then passed on a re-run, in order.
+    pub fn flaky_ids(&self) -> Vec<&str> {
+        self.tests
+            .iter()
+            .filter(|t| t.category == Some(Category::Flaky))
+            .map(|t| t.id.as_str())
+            .collect()
+    }
+
     /// A one-line summary for logs and the live view.
     pub fn summary(&self) -> String {
         let t = self.totals;

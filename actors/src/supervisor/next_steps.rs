@@ -85,12 +85,7 @@ pub(super) fn next_steps(e: &Ending<'_>) -> Vec<String> {
             "the tests pass but a success criterion is unmet: {unmet}"
         ));
     }
-    let flaky: Vec<&str> = run
-        .tests
-        .iter()
-        .filter(|t| t.category == Some(Category::Flaky))
-        .map(|t| t.id.as_str())
-        .collect();
+    let flaky = run.flaky_ids();
     if !flaky.is_empty() {
         steps.push(format!(
             "flaky (failed, then passed on a re-run): {}; make {} deterministic",

@@ -26,7 +26,7 @@ use crate::roles::librarian::GatherContext;
 use crate::schema::attempt::FixAttempt;
 use crate::schema::report::{Status, TestsSnapshot};
 use crate::schema::state::{timestamp, IterationRecord};
-use crate::schema::test_run::{Category, TestRun};
+use crate::schema::test_run::TestRun;
 use crate::supervisor::run::{Run, SIGHUP, SIGTERM};
 
 /// What a step returns: the next state, or the run's end; `Err` when a failure ends it.
@@ -332,12 +332,7 @@ impl Run {
         self.state.tests_after = Some(TestsSnapshot::from(&*run));
         let passed = run.criteria_met();
         if run.totals.flaky > 0 {
-            let flaky: Vec<&str> = run
-                .tests
-                .iter()
-                .filter(|t| t.category == Some(Category::Flaky))
-                .map(|t| t.id.as_str())
-                .collect();
+            let flaky = run.flaky_ids();
             self.warn(format!(
                 "iteration {n}: flaky test{} (failed, then passed on a re-run): {}",
                 if flaky.len() == 1 { "" } else { "s" },
