@@ -98,6 +98,11 @@ fn chaos_runner(
     mock
 }
 
+/// The Artisan's `FIXED`, whatever the call.
+fn fixed_code(_: usize) -> String {
+    FIXED.to_string()
+}
+
 /// The team of `team`, with Chaos answering `SUITE` and the Critic judging by `judge(n)`.
 fn chaos_team(
     log: &Log,
@@ -129,11 +134,7 @@ fn chaos_team(
 #[actix_rt::test]
 async fn tests_passing_as_they_are_leave_chaos_and_the_gates_off_not_unmet() {
     let log = Log::default();
-    let llm = chaos_team(
-        &log,
-        |_| FIXED.to_string(),
-        |_| "KEEP: chaos::test_empty".into(),
-    );
+    let llm = chaos_team(&log, fixed_code, |_| "KEEP: chaos::test_empty".into());
     let mut settings = chaos_settings(2);
     settings.chaos.coverage_min = Some(90.0);
     settings.chaos.mutation_score_min = Some(80.0);
@@ -192,12 +193,9 @@ async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.iterations, 2);
-    assert!(
-        report
-            .reason
-            .contains("Chaos's adversarial tests pass too (1 finding fixed in 2 rounds)"),
-        "{}",
-        report.reason
+    assert_reason(
+        &report,
+        "Chaos's adversarial tests pass too (1 finding fixed in 2 rounds)",
     );
     let adversarial = report.adversarial.expect("Chaos ran");
     assert_eq!(adversarial.rounds, 2);
@@ -236,11 +234,9 @@ async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
 #[actix_rt::test]
 async fn a_test_the_critic_drops_is_no_finding() {
     let log = Log::default();
-    let llm = chaos_team(
-        &log,
-        |_| FIXED.to_string(),
-        |_| "DROP: chaos::test_strings: the contract is about numbers".into(),
-    );
+    let llm = chaos_team(&log, fixed_code, |_| {
+        "DROP: chaos::test_strings: the contract is about numbers".into()
+    });
     let mut settings = chaos_settings(3);
     settings.chaos.strategies = vec![crate::policy::adversarial::Strategy::Boundary];
     let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
@@ -274,7 +270,7 @@ async fn a_test_the_critic_drops_is_no_finding() {
 #[actix_rt::test]
 async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
     let log = Log::default();
-    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| String::new());
+    let llm = chaos_team(&log, fixed_code, |_| String::new());
     let mut session = Session::new(chaos_settings(1), llm, fails_then_passes("AssertionError"));
     let fresh = vec![broken_suite(), suite_run(&[("chaos::test_one", true)])];
     session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
@@ -298,11 +294,7 @@ async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
 #[actix_rt::test]
 async fn spent_rounds_with_findings_open_stop_the_run() {
     let log = Log::default();
-    let llm = chaos_team(
-        &log,
-        |_| FIXED.to_string(),
-        |_| "KEEP: chaos::test_empty".into(),
-    );
+    let llm = chaos_team(&log, fixed_code, |_| "KEEP: chaos::test_empty".into());
     let mut session = Session::new(
         chaos_settings(1),
         llm,
@@ -397,7 +389,7 @@ fn mutants(n: usize, survivors: usize) -> Vec<crate::schema::mutation::Mutant> {
 async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only_them() {
     use crate::schema::mutation::{MutantStatus, MutationRun};
     let log = Log::default();
-    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
+    let llm = chaos_team(&log, fixed_code, |_| "KEEP: none".into());
     let mut settings = chaos_settings(2);
     settings.chaos.mutation_score_min = Some(90.0);
     let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
@@ -435,13 +427,7 @@ async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only
     let report = session.run().await;
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
-    assert!(
-        report
-            .reason
-            .contains("mutation score 100% (at least 90% asked)"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "mutation score 100% (at least 90% asked)");
     let a = report.adversarial.expect("Chaos ran");
     assert_eq!(a.rounds, 2);
     assert_eq!(a.mutation_score, Some(100.0));
@@ -471,7 +457,7 @@ async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only
 async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
     use crate::schema::mutation::MutationRun;
     let log = Log::default();
-    let llm = chaos_team(&log, |_| FIXED.to_string(), |_| "KEEP: none".into());
+    let llm = chaos_team(&log, fixed_code, |_| "KEEP: none".into());
     let mut settings = chaos_settings(1);
     settings.chaos.mutation_score_min = Some(90.0);
     let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
@@ -491,12 +477,8 @@ async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
     session.chaos = Some(Arc::new(mock));
     let report = session.run().await;
     assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
-    assert!(
-        report.reason.contains("mutation score at 50%"),
-        "{}",
-        report.reason
-    );
-    assert!(report.reason.contains("m0 (line 2"), "{}", report.reason);
+    assert_reason(&report, "mutation score at 50%");
+    assert_reason(&report, "m0 (line 2");
     let a = report.adversarial.expect("Chaos ran");
     assert_eq!(a.surviving_mutants.len(), 2);
 }

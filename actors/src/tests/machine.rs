@@ -40,11 +40,7 @@ async fn every_transition_passes_the_hooks_in_order() {
     let log = Log::default();
     let llm = team_of(&log, fixed, rejects_first("not yet"));
     let recorder = Arc::new(Recorder::default());
-    let mut session = Session::new(
-        settings(),
-        llm,
-        fails_then_passes("AssertionError: 3 != 2.5"),
-    );
+    let mut session = Session::fixing_once(llm);
     session.hooks = vec![recorder.clone()];
     let report = session.run().await;
     assert_eq!(report.status, Status::Success, "{}", report.reason);
@@ -100,11 +96,7 @@ impl Hook for Formatter {
 #[actix_rt::test]
 async fn a_hook_amends_the_proposal_before_it_is_reviewed_and_written() {
     let log = Log::default();
-    let mut session = Session::new(
-        settings(),
-        team(&log),
-        fails_then_passes("AssertionError: 3 != 2.5"),
-    );
+    let mut session = Session::fixing_once(team(&log));
     session.hooks = vec![Arc::new(Formatter)];
     let mut events = session.events.subscribe();
     let report = session.run().await;
@@ -211,11 +203,7 @@ impl Hook for Broken {
 #[actix_rt::test]
 async fn a_failing_hook_is_a_warning_and_never_stops_the_run() {
     let log = Log::default();
-    let mut session = Session::new(
-        settings(),
-        team(&log),
-        fails_then_passes("AssertionError: 3 != 2.5"),
-    );
+    let mut session = Session::fixing_once(team(&log));
     session.hooks = vec![Arc::new(Broken)];
     let report = session.run().await;
 
@@ -293,11 +281,7 @@ async fn two_runs_execute_side_by_side_and_never_cross_their_shared_budget() {
 #[actix_rt::test]
 async fn events_are_numbered_and_every_warning_reaches_the_report() {
     let log = Log::default();
-    let mut session = Session::new(
-        settings(),
-        team(&log),
-        fails_then_passes("AssertionError: 3 != 2.5"),
-    );
+    let mut session = Session::fixing_once(team(&log));
     // No price for the model: the ledger warns, once, on the stream; it must reach the report.
     session.prices = Default::default();
     let mut events = session.events.subscribe();
@@ -357,13 +341,7 @@ async fn a_resumed_session_reads_its_last_results_once_and_a_damaged_file_ends_i
     damaged.store = Arc::new(MemStore::failing_reads());
     let report = damaged.run().await;
     assert_eq!(report.status, Status::Error);
-    assert!(
-        report
-            .reason
-            .contains("test-results-iteration-0.json is damaged"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "test-results-iteration-0.json is damaged");
     assert!(log.lock().unwrap().is_empty());
 }
 

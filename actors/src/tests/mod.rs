@@ -217,6 +217,12 @@ where
         .expect("mailbox")
 }
 
+/// Fails, showing the reason, unless the run's reason contains `text`.
+#[track_caller]
+fn assert_reason(report: &Report, text: &str) {
+    assert!(report.reason.contains(text), "{}", report.reason);
+}
+
 /// Fails, showing every line, unless one of `lines` contains `text`.
 #[track_caller]
 fn assert_says(lines: &[String], text: &str) {

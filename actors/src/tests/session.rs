@@ -112,6 +112,16 @@ impl Session {
         }
     }
 
+    /// A session of the default settings over `llm` whose tests fail once (`3 != 2.5`), then
+    /// pass: one iteration fixes it.
+    pub(super) fn fixing_once(llm: impl LlmClient + 'static) -> Self {
+        Self::new(
+            settings(),
+            llm,
+            fails_then_passes("AssertionError: 3 != 2.5"),
+        )
+    }
+
     /// The run's parts, its ledger capped at `settings.max_cost_usd`.
     pub(super) fn deps(&self) -> RunDeps {
         let events = self.events.clone();

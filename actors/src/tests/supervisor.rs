@@ -35,7 +35,7 @@ async fn baseline_passing_is_success_with_no_iterations() {
     assert_ended(&report, Status::Success, 0);
     assert_eq!(report.iterations, 0);
     assert_eq!(report.cost_usd, 0.0);
-    assert!(report.reason.contains("already pass"), "{}", report.reason);
+    assert_reason(&report, "already pass");
     assert_eq!(report.tests_before, report.tests_after);
     assert_eq!(session.file(), TARGET, "nothing was written");
     let saved = session.store.saved();
@@ -136,11 +136,7 @@ async fn a_critic_rejection_sends_the_critique_to_the_artisan() {
     let critique = "- an even-length list must average the two middle values";
     let log = Log::default();
     let llm = team_of(&log, fixed, rejects_first(critique));
-    let session = Session::new(
-        settings(),
-        llm,
-        fails_then_passes("AssertionError: 3 != 2.5"),
-    );
+    let session = Session::fixing_once(llm);
     let report = session.run().await;
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
@@ -172,13 +168,7 @@ async fn the_same_failure_three_times_is_entropy_detected() {
 
     assert_ended(&report, Status::EntropyDetected, 5);
     assert_eq!(report.iterations, 3);
-    assert!(
-        report
-            .reason
-            .contains("the same failure ended 3 iterations"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "the same failure ended 3 iterations");
     let stuck_on = report.stuck_on.as_deref().expect("stuck_on");
     assert!(
         stuck_on.contains("AssertionError: assert 3 == 2.5"),
@@ -209,11 +199,7 @@ async fn max_iterations_2_stops_after_two_iterations() {
 
     assert_ended(&report, Status::MaxIterations, 4);
     assert_eq!(report.iterations, 2);
-    assert!(
-        report.reason.contains("max_iterations (2)"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "max_iterations (2)");
     assert_eq!(report.stuck_on.as_deref(), Some("KeyError: three"));
     assert_eq!(requests(&log, Role::Artisan).len(), 2);
 }
@@ -245,11 +231,7 @@ async fn a_tiny_budget_is_budget_exceeded_and_never_overspent() {
     let report = session.run().await;
 
     assert_ended(&report, Status::BudgetExceeded, 3);
-    assert!(
-        report.reason.contains("cost limit reached"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "cost limit reached");
     assert!(report.cost_usd > 0.0, "some calls were paid");
     assert!(
         report.cost_usd <= cap,
@@ -407,7 +389,7 @@ async fn a_panicking_llm_client_ends_the_run_as_an_error() {
     let report = session.run().await;
 
     assert_ended(&report, Status::Error, 1);
-    assert!(report.reason.contains("panicked"), "{}", report.reason);
+    assert_reason(&report, "panicked");
     assert_eq!(report.reason, "librarian panicked: boom");
     assert_eq!(session.store.saved().reports, vec![report]);
 }
@@ -550,11 +532,7 @@ async fn passing_tests_below_the_coverage_threshold_keep_the_run_going() {
 
     assert_eq!(report.status, Status::Success, "{}", report.reason);
     assert_eq!(report.iterations, 2);
-    assert!(
-        report.reason.contains("every success criterion is met"),
-        "{}",
-        report.reason
-    );
+    assert_reason(&report, "every success criterion is met");
     let artisan = requests(&log, Role::Artisan);
     let second = user_prompt(&artisan[1]);
     assert!(
