@@ -111,6 +111,25 @@ fn observed_caller(llm: MockLlmClient) -> (Arc<Caller>, crate::events::bus::Subs
     (caller, rx)
 }
 
+/// The default settings, the Librarian never asked for an analysis.
+fn never_analysing() -> RunSettings {
+    let mut s = settings();
+    s.librarian_analyze = Analyze::Never;
+    s
+}
+
+/// The context the Librarian gathers after `run`, from a workspace it reads once.
+async fn gather_after(settings: RunSettings, run: TestRun) -> ContextBundle {
+    gather(
+        settings,
+        workspace_read_once(),
+        last_run(Some(run)),
+        silent_llm(),
+    )
+    .await
+    .expect("context")
+}
+
 async fn gather(
     settings: RunSettings,
     ws: MockWorkspace,
@@ -215,8 +234,7 @@ async fn librarian_asks_for_an_analysis_once_when_the_last_run_failed() {
 
 #[actix_rt::test]
 async fn librarian_does_not_analyse_when_librarian_analyze_is_off() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let s = never_analysing();
     let bundle = gather(
         s,
         workspace_read_once(),
@@ -282,8 +300,7 @@ fn helper_pack(budget: u32) -> ContextPack {
 
 #[actix_rt::test]
 async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let mut s = never_analysing();
     s.context_windows.insert(Role::Artisan, 100_000);
     s.context_share = 0.2;
     let mut ws = target_only_workspace();
@@ -347,8 +364,7 @@ async fn librarian_packs_related_files_reports_them_and_the_prompt_shows_them() 
 
 #[actix_rt::test]
 async fn librarian_goes_on_without_the_graph_and_warns() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let s = never_analysing();
     let mut ws = target_only_workspace();
     // No window known: the documented fallback, times the default share.
     ws.expect_related()
@@ -372,8 +388,7 @@ async fn librarian_goes_on_without_the_graph_and_warns() {
 
 #[actix_rt::test]
 async fn librarian_shows_each_graph_warning_once_and_at_most_ten() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let s = never_analysing();
     let mut ws = target_only_workspace();
     // Every build reports the same long file; the second iteration's build adds 14 more.
     let builds = std::sync::atomic::AtomicUsize::new(0);
@@ -434,17 +449,14 @@ fn the_context_budget_fits_the_smaller_window_of_the_roles_that_read_it() {
 
 #[actix_rt::test]
 async fn librarian_cuts_the_test_output_to_its_tail() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let mut s = never_analysing();
     s.max_test_output_bytes = 100;
     let mut run = failing("AssertionError");
     // A run the tool's output named no test in: the output is all the Artisan gets.
     run.tests.clear();
     run.output = (0..50).map(|i| format!("output line {i:02}\n")).collect();
     let full = run.output.len();
-    let bundle = gather(s, workspace_read_once(), last_run(Some(run)), silent_llm())
-        .await
-        .expect("context");
+    let bundle = gather_after(s, run).await;
     let output = bundle.last_results.expect("the last results").output;
 
     let (marker, tail) = output
@@ -469,8 +481,7 @@ async fn librarian_cuts_the_test_output_to_its_tail() {
 
 #[actix_rt::test]
 async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
-    let mut s = settings();
-    s.librarian_analyze = Analyze::Never;
+    let mut s = never_analysing();
     s.max_test_output_bytes = 900;
     let mut run = failing("AssertionError");
     let case = |id: &str, category, file: &str, message: &str| TestCase {
@@ -507,9 +518,7 @@ async fn librarian_lists_failures_most_relevant_first_within_the_cap() {
         case("t::huge", Category::Performance, "x.py", &"x".repeat(1900)),
     ];
     run.output = "tool output\n".repeat(200);
-    let bundle = gather(s, workspace_read_once(), last_run(Some(run)), silent_llm())
-        .await
-        .expect("context");
+    let bundle = gather_after(s, run).await;
     let results = bundle.last_results.expect("the last results");
     let ids: Vec<&str> = results.failures.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, vec!["t::import", "t::in_target", "t::elsewhere"]);
@@ -745,12 +754,17 @@ async fn artisan_keeps_no_history_with_context_reset_frequency_1() {
     assert_eq!(sent[1].messages, sent[0].messages);
 }
 
-#[actix_rt::test]
-async fn artisan_carries_the_previous_turn_with_context_reset_frequency_3() {
+/// An Artisan that keeps its conversation for 3 iterations and always answers "first answer".
+fn remembering_artisan(log: &Log) -> actix::Addr<Artisan> {
     let mut s = settings();
     s.context_reset_frequency = 3;
+    artisan(s, log, "first answer")
+}
+
+#[actix_rt::test]
+async fn artisan_carries_the_previous_turn_with_context_reset_frequency_3() {
     let log = Log::default();
-    let artisan = artisan(s, &log, "first answer");
+    let artisan = remembering_artisan(&log);
     propose(&artisan, None).await.expect("proposal");
     propose(&artisan, Some("try again"))
         .await
@@ -771,10 +785,8 @@ async fn artisan_carries_the_previous_turn_with_context_reset_frequency_3() {
 
 #[actix_rt::test]
 async fn reset_context_clears_the_artisan_history() {
-    let mut s = settings();
-    s.context_reset_frequency = 3;
     let log = Log::default();
-    let artisan = artisan(s, &log, "first answer");
+    let artisan = remembering_artisan(&log);
     propose(&artisan, None).await.expect("proposal");
     ask(&artisan, ResetContext).await;
     propose(&artisan, None).await.expect("proposal");

@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use super::session::*;
 use super::*;
 use crate::ports::memory::{MemoryError, MockVectorStore};
+use crate::ports::user::{BreakerChoice, MockUser};
 use crate::schema::attempt::FixAttempt;
 use crate::schema::report::MemoryStatus;
 use crate::schema::report::Status;
@@ -780,16 +781,23 @@ async fn on_failure_original_restores_the_original() {
     assert_eq!(left.tests.map(|t| t.failed), Some(2));
 }
 
+/// Runs `runs` failures of the same test with the breaker at 2 and `max_iterations`, `user`
+/// answering at the breaker: the report and the team's requests.
+async fn asked_at_the_breaker(max_iterations: u32, runs: usize, user: MockUser) -> (Report, Log) {
+    let log = Log::default();
+    let mut s = settings();
+    s.entropy_threshold = 2;
+    s.max_iterations = max_iterations;
+    let mut session = Session::new(s, team(&log), runner(vec![failing("AssertionError"); runs]));
+    session.user = Some(Arc::new(user));
+    (session.run().await, log)
+}
+
 /// FR-019: at the breaker, a person at the terminal is asked. Going on with guidance starts
 /// the failure's count over and shows the Artisan the user's words; stopping ends the run
 /// `entropy_detected` as before.
 #[actix_rt::test]
 async fn the_breaker_asks_and_the_user_s_guidance_reaches_the_artisan() {
-    use crate::ports::user::{BreakerChoice, MockUser};
-    let log = Log::default();
-    let mut s = settings();
-    s.entropy_threshold = 2;
-    s.max_iterations = 10;
     let mut user = MockUser::new();
     let mut answers = vec![
         BreakerChoice::Continue {
@@ -802,9 +810,7 @@ async fn the_breaker_asks_and_the_user_s_guidance_reaches_the_artisan() {
         assert_eq!((stuck.seen, stuck.threshold), (2, 2));
         Ok(answers.next().expect("asked twice"))
     });
-    let mut session = Session::new(s, team(&log), runner(vec![failing("AssertionError"); 5]));
-    session.user = Some(Arc::new(user));
-    let report = session.run().await;
+    let (report, log) = asked_at_the_breaker(10, 5, user).await;
     assert_eq!(report.status, Status::EntropyDetected, "{}", report.reason);
     assert_eq!(report.iterations, 4, "two more iterations after going on");
     let artisan = requests(&log, Role::Artisan);
@@ -824,18 +830,11 @@ async fn the_breaker_asks_and_the_user_s_guidance_reaches_the_artisan() {
 /// Raising the threshold lets the same failure end more iterations before the next question.
 #[actix_rt::test]
 async fn the_user_may_raise_the_breaker_s_threshold() {
-    use crate::ports::user::{BreakerChoice, MockUser};
-    let log = Log::default();
-    let mut s = settings();
-    s.entropy_threshold = 2;
-    s.max_iterations = 3;
     let mut user = MockUser::new();
     user.expect_on_entropy()
         .times(1)
         .returning(|_| Ok(BreakerChoice::RaiseThreshold(4)));
-    let mut session = Session::new(s, team(&log), runner(vec![failing("AssertionError"); 4]));
-    session.user = Some(Arc::new(user));
-    let report = session.run().await;
+    let (report, _) = asked_at_the_breaker(3, 4, user).await;
     assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
     assert_says(&report.notes, "raised the breaker's threshold to 4");
 }
