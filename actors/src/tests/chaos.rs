@@ -366,6 +366,28 @@ async fn a_fix_that_leaves_more_findings_failing_is_undone() {
     assert_eq!(session.file(), FIXED4);
 }
 
+/// A session whose Chaos has `rounds` rounds to lift the mutation score to 90%; its Critic keeps
+/// none of Chaos's failures.
+fn mutation_gated(log: &Log, rounds: u32) -> Session {
+    let llm = chaos_team(log, fixed_code, |_| "KEEP: none".into());
+    let mut settings = chaos_settings(rounds);
+    settings.chaos.mutation_score_min = Some(90.0);
+    Session::new(settings, llm, fails_then_passes("AssertionError"))
+}
+
+/// `tool`'s run over `stats.py` that found `mutants`.
+fn mutation_run(
+    tool: &str,
+    mutants: Vec<crate::schema::mutation::Mutant>,
+) -> crate::schema::mutation::MutationRun {
+    crate::schema::mutation::MutationRun {
+        tool: tool.into(),
+        file: "stats.py".into(),
+        mutants,
+        duration_ms: 5,
+    }
+}
+
 /// `n` mutants on line 2, the first `survivors` of them surviving.
 fn mutants(n: usize, survivors: usize) -> Vec<crate::schema::mutation::Mutant> {
     use crate::schema::mutation::{Mutant, MutantStatus};
@@ -387,12 +409,9 @@ fn mutants(n: usize, survivors: usize) -> Vec<crate::schema::mutation::Mutant> {
 
 #[actix_rt::test]
 async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only_them() {
-    use crate::schema::mutation::{MutantStatus, MutationRun};
+    use crate::schema::mutation::MutantStatus;
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| "KEEP: none".into());
-    let mut settings = chaos_settings(2);
-    settings.chaos.mutation_score_min = Some(90.0);
-    let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
+    let mut session = mutation_gated(&log, 2);
     let fresh = vec![
         suite_run(&[("chaos::test_one", true)]),
         suite_run(&[("chaos::test_kills", true)]),
@@ -416,12 +435,7 @@ async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only
                 })
                 .collect(),
         };
-        Ok(MutationRun {
-            tool: "mutmut".into(),
-            file: "stats.py".into(),
-            mutants,
-            duration_ms: 5,
-        })
+        Ok(mutation_run("mutmut", mutants))
     });
     session.chaos = Some(Arc::new(mock));
     let report = session.run().await;
@@ -455,25 +469,15 @@ async fn a_score_below_the_gate_spends_a_round_on_the_survivors_and_re_runs_only
 
 #[actix_rt::test]
 async fn rounds_spent_below_the_gate_stop_the_run_with_the_survivors() {
-    use crate::schema::mutation::MutationRun;
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| "KEEP: none".into());
-    let mut settings = chaos_settings(1);
-    settings.chaos.mutation_score_min = Some(90.0);
-    let mut session = Session::new(settings, llm, fails_then_passes("AssertionError"));
+    let mut session = mutation_gated(&log, 1);
     let mut mock = chaos_runner(
         vec![suite_run(&[("chaos::test_one", true)])],
         &session.file,
         |_| suite_run(&[("chaos::test_one", true)]),
     );
-    mock.expect_mutate().returning(|_, _| {
-        Ok(MutationRun {
-            tool: "stryker".into(),
-            file: "stats.py".into(),
-            mutants: mutants(4, 2),
-            duration_ms: 5,
-        })
-    });
+    mock.expect_mutate()
+        .returning(|_, _| Ok(mutation_run("stryker", mutants(4, 2))));
     session.chaos = Some(Arc::new(mock));
     let report = session.run().await;
     assert_eq!(report.status, Status::MaxIterations, "{}", report.reason);
