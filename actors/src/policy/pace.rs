@@ -146,36 +146,34 @@ mod tests {
     #[test]
     fn auto_analyses_what_the_artisan_cannot_see_whole_or_did_not_fix() {
         let h = History::default();
-        assert_eq!(
-            analysis(Analyze::Auto, failing(4, true), h),
-            Some("many tests fail")
-        );
-        assert_eq!(
-            analysis(Analyze::Auto, failing(1, false), h),
-            Some("a failure has no message, only output")
-        );
         let mut cut = failing(2, true);
         cut.omitted = 1;
-        assert_eq!(
-            analysis(Analyze::Auto, cut, h),
-            Some("some failures did not fit in the Artisan's prompt")
-        );
         let repeat = History {
             repeat: true,
             undone: false,
         };
-        assert_eq!(
-            analysis(Analyze::Auto, failing(1, true), repeat),
-            Some("the same failure as before")
-        );
         let undone = History {
             repeat: false,
             undone: true,
         };
-        assert_eq!(
-            analysis(Analyze::Auto, failing(1, true), undone),
-            Some("the last change made things worse")
-        );
+        let cases = [
+            (failing(4, true), h, "many tests fail"),
+            (
+                failing(1, false),
+                h,
+                "a failure has no message, only output",
+            ),
+            (cut, h, "some failures did not fit in the Artisan's prompt"),
+            (failing(1, true), repeat, "the same failure as before"),
+            (
+                failing(1, true),
+                undone,
+                "the last change made things worse",
+            ),
+        ];
+        for (shown, history, why) in cases {
+            assert_eq!(analysis(Analyze::Auto, shown, history), Some(why), "{why}");
+        }
     }
 
     #[test]
