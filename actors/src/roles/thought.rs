@@ -112,11 +112,16 @@ mod tests {
             .collect()
     }
 
+    /// The Artisan's thoughts in iteration 1, and a subscription to what they send.
+    fn artisan_thoughts() -> (Thoughts, crate::events::bus::Subscription) {
+        let bus = EventBus::new("s");
+        let sub = bus.subscribe();
+        (Thoughts::new(bus, 1, Role::Artisan), sub)
+    }
+
     #[test]
     fn streamed_text_is_sent_in_whole_lines_and_the_rest_at_the_end() {
-        let bus = EventBus::new("s");
-        let mut sub = bus.subscribe();
-        let thoughts = Thoughts::new(bus.clone(), 1, Role::Artisan);
+        let (thoughts, mut sub) = artisan_thoughts();
         let sink = thoughts.sink();
         for piece in ["Sort", "ing first", ".\nThen", " the middle\nand "] {
             sink(piece);
@@ -130,9 +135,7 @@ mod tests {
 
     #[test]
     fn a_line_that_grows_slowly_is_sent_before_its_end() {
-        let bus = EventBus::new("s");
-        let mut sub = bus.subscribe();
-        let thoughts = Thoughts::new(bus.clone(), 1, Role::Artisan);
+        let (thoughts, mut sub) = artisan_thoughts();
         let sink = thoughts.sink();
         sink("thinking");
         std::thread::sleep(GATHER + Duration::from_millis(10));
@@ -144,9 +147,8 @@ mod tests {
 
     #[test]
     fn a_reply_that_did_not_stream_is_sent_whole() {
-        let bus = EventBus::new("s");
-        let mut sub = bus.subscribe();
-        Thoughts::new(bus.clone(), 1, Role::Artisan).finish(Some("the whole reply"));
+        let (thoughts, mut sub) = artisan_thoughts();
+        thoughts.finish(Some("the whole reply"));
         assert_eq!(texts(&mut sub), ["the whole reply"]);
     }
 }
