@@ -229,16 +229,7 @@ impl LlmError {
     /// us, could not be reached, or kept failing after every retry. A request the model itself
     /// rejected (too long, malformed) would fail the same way elsewhere or needs the user.
     pub fn falls_back(&self) -> bool {
-        matches!(
-            self,
-            LlmError::Auth { .. }
-                | LlmError::RateLimited { .. }
-                | LlmError::Server { .. }
-                | LlmError::Network { .. }
-                | LlmError::Timeout { .. }
-                | LlmError::Stalled { .. }
-                | LlmError::Config { .. }
-        )
+        self.is_permanent() || self.is_transient()
     }
 
     /// Whether the failure will not go away during this run, so later calls skip the model.
