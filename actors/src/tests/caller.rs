@@ -85,9 +85,7 @@ fn warnings(rx: &mut crate::events::bus::Subscription) -> Vec<String> {
 async fn a_reply_with_text_but_zero_usage_is_charged_by_estimate_and_warned_once() {
     // Found against LiteLLM: Gemini's final stream chunk reported usageMetadata 0/0/0.
     let log = Log::default();
-    let mock = llm(&log, |_, _| {
-        Ok(reply("Sort the list first.", Usage::default()))
-    });
+    let mock = always(&log, Ok(reply("Sort the list first.", Usage::default())));
     let (caller, ledger, events) = metered(mock, 1.0);
     let mut rx = events.subscribe();
     let cancel = CancellationToken::new();
@@ -351,7 +349,7 @@ async fn a_call_abandoned_at_ctrl_c_keeps_its_reservation_as_spent() {
 async fn a_reply_longer_than_granted_is_an_overrun_that_stops_the_run() {
     let log = Log::default();
     // The provider ignores max_tokens and bills 5,000 output tokens.
-    let mock = llm(&log, |_, _| Ok(reply("a long reply", usage(50, 5000))));
+    let mock = always(&log, Ok(reply("a long reply", usage(50, 5000))));
     let (caller, ledger, _) = metered(mock, 1.0);
     let err = call_as(&caller, Role::Artisan).await.expect_err("overrun");
     let Error::Budget(why) = &err else {

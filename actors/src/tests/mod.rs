@@ -186,6 +186,11 @@ fn llm(
     mock
 }
 
+/// An LLM mock that records each request and answers every one with `answer`.
+fn always(log: &Log, answer: Result<ChatReply, LlmError>) -> MockLlmClient {
+    llm(log, move |_, _| answer.clone())
+}
+
 fn requests(log: &Log, role: Role) -> Vec<ChatRequest> {
     log.lock()
         .unwrap()

@@ -595,7 +595,7 @@ async fn propose(
 /// An Artisan over an LLM mock that answers every request with `text`.
 fn artisan(s: RunSettings, log: &Log, text: impl Into<String>) -> actix::Addr<Artisan> {
     let text = text.into();
-    let mock = llm(log, move |_, _| Ok(reply(&text, usage(1000, 200))));
+    let mock = always(log, Ok(reply(&text, usage(1000, 200))));
     Artisan::new(default_caller(mock), Arc::new(s)).start()
 }
 
@@ -627,11 +627,18 @@ async fn artisan_request_carries_role_model_temperature_and_max_tokens() {
     assert_eq!(sent[0].messages[0].speaker, Speaker::System);
 }
 
+/// A token counter mock that says whether it counts `exact`ly; what it counts is left to the test.
+fn token_counter(exact: bool) -> MockTokenCounter {
+    let mut counter = MockTokenCounter::new();
+    counter.expect_is_exact().return_const(exact);
+    counter
+}
+
 /// The requests of one proposal by an Artisan whose prompts `counter` counts, priced at `prices`
 /// and capped at `cap` dollars; its LLM answers without code.
 async fn propose_counted(counter: MockTokenCounter, prices: Prices, cap: f64) -> Vec<ChatRequest> {
     let log = Log::default();
-    let mock = llm(&log, |_, _| Ok(reply("no code", usage(10, 10))));
+    let mock = always(&log, Ok(reply("no code", usage(10, 10))));
     let artisan = Artisan::new(caller(mock, counter, prices, cap), Arc::new(settings())).start();
     propose(&artisan, None).await.expect("proposal");
     requests(&log, Role::Artisan)
@@ -639,8 +646,7 @@ async fn propose_counted(counter: MockTokenCounter, prices: Prices, cap: f64) ->
 
 #[actix_rt::test]
 async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
-    let mut counter = MockTokenCounter::new();
-    counter.expect_is_exact().return_const(true);
+    let mut counter = token_counter(true);
     counter
         .expect_count()
         .withf(|model, messages: &[ChatMessage]| model == MODEL && messages.len() == 2)
@@ -657,8 +663,7 @@ async fn artisan_max_tokens_is_lowered_to_what_the_budget_pays() {
 async fn a_model_without_an_exact_tokenizer_is_reserved_by_bytes_near_the_budget() {
     // Found against llama.cpp: o200k × 1.15 estimated 2,770 prompt tokens where the server
     // counted 2,948. For such a model the byte count is reserved, however tight the budget.
-    let mut counter = MockTokenCounter::new();
-    counter.expect_is_exact().return_const(false);
+    let mut counter = token_counter(false);
     counter.expect_count().never();
     // $1 per million prompt tokens and $10 per million output tokens, $0.01 in all.
     let sent = propose_counted(counter, prices(1.0, 10.0), 0.01).await;
@@ -673,8 +678,7 @@ async fn a_model_without_an_exact_tokenizer_is_reserved_by_bytes_near_the_budget
 
 #[actix_rt::test]
 async fn an_ample_budget_needs_no_exact_token_count() {
-    let mut counter = MockTokenCounter::new();
-    counter.expect_is_exact().return_const(true);
+    let mut counter = token_counter(true);
     // The prompt's byte count already fits the budget: the tokenizer is never consulted.
     counter.expect_count().never();
     let sent = propose_counted(counter, prices(1.0, 10.0), 100.0).await;
@@ -813,7 +817,7 @@ async fn a_panicking_llm_client_makes_the_artisan_answer_role_panicked() {
 
 async fn review(text: &'static str) -> (Verdict, Vec<ChatRequest>) {
     let log = Log::default();
-    let mock = llm(&log, move |_, _| Ok(reply(text, usage(500, 50))));
+    let mock = always(&log, Ok(reply(text, usage(500, 50))));
     let critic = Critic::new(default_caller(mock), Arc::new(settings())).start();
     let msg = Review {
         iteration: 1,
