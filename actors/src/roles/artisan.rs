@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::{extract_code, Proposal};
 use crate::role::Role;
-use crate::roles::caller::{guarded, Caller};
+use crate::roles::caller::{guarded, Caller, RoleModel};
 use crate::roles::history::{History, ResetContext};
 use crate::settings::RunSettings;
 
@@ -58,7 +58,8 @@ impl Handler<Generate> for Artisan {
     type Result = ResponseActFuture<Self, Result<Proposal>>;
 
     fn handle(&mut self, msg: Generate, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        let model = RoleModel::of(Role::Artisan, &self.caller, &self.settings);
+        let settings = self.settings.clone();
         let history = self.history.clone();
         let fut = guarded(Role::Artisan, async move {
             let vars = Vars {
@@ -67,15 +68,7 @@ impl Handler<Generate> for Artisan {
             };
             let [system, user] = settings.templates.render(Role::Artisan, &vars)?;
             let messages = history.messages(system, user.clone());
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Artisan,
-                    settings.model(Role::Artisan),
-                    messages,
-                    &msg.cancel,
-                )
-                .await?;
+            let reply = model.call(msg.iteration, messages, &msg.cancel).await?;
             let code = extract_code(&reply.text);
             Ok((
                 user,

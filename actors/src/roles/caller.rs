@@ -27,7 +27,39 @@ use crate::roles::thought::Thoughts;
 use crate::roles::waits::Waits;
 use crate::schema::report::FallbackRecord;
 use crate::schema::usage::Usage;
-use crate::settings::ModelSpec;
+use crate::settings::{ModelSpec, RunSettings};
+
+/// A role's model as the run's settings give it, called through the run's [`Caller`]: what a
+/// role actor's handler calls, so each call names only its iteration, messages and stop.
+pub(crate) struct RoleModel {
+    caller: Arc<Caller>,
+    role: Role,
+    settings: Arc<RunSettings>,
+}
+
+impl RoleModel {
+    pub(crate) fn of(role: Role, caller: &Arc<Caller>, settings: &Arc<RunSettings>) -> Self {
+        Self {
+            caller: caller.clone(),
+            role,
+            settings: settings.clone(),
+        }
+    }
+
+    /// The model is looked up at the call, inside the handler's guarded future: a missing one
+    /// is caught there as the role's panic.
+    pub(crate) async fn call(
+        &self,
+        iteration: u32,
+        messages: Vec<ChatMessage>,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply> {
+        let spec = self.settings.model(self.role);
+        self.caller
+            .call(iteration, self.role, spec, messages, cancel)
+            .await
+    }
+}
 
 /// What the model-calling roles share: the client, the ledger that meters every call, and the
 /// event sink. Built once per run by the Supervisor.

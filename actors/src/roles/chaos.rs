@@ -18,7 +18,7 @@ use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::{extract_code, test_name};
 use crate::prompt::templates::{render_source, REPLAY};
 use crate::role::Role;
-use crate::roles::caller::{guarded, Caller};
+use crate::roles::caller::{guarded, Caller, RoleModel};
 use crate::schema::mutation::{Equivalent, Mutant, MutationRun};
 use crate::schema::test_run::TestRun;
 use crate::settings::RunSettings;
@@ -221,11 +221,8 @@ impl Handler<Write> for Chaos {
     type Result = ResponseFuture<Result<Attack>>;
 
     fn handle(&mut self, msg: Write, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings, runner) = (
-            self.caller.clone(),
-            self.settings.clone(),
-            self.runner.clone(),
-        );
+        let model = RoleModel::of(Role::Chaos, &self.caller, &self.settings);
+        let (settings, runner) = (self.settings.clone(), self.runner.clone());
         Box::pin(guarded(Role::Chaos, async move {
             let vars = Vars {
                 context: &msg.context,
@@ -241,15 +238,7 @@ impl Handler<Write> for Chaos {
             // Every call starts afresh: a round's file is judged by running it, not by what
             // Chaos said before.
             let messages = settings.templates.render(Role::Chaos, &vars)?.to_vec();
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Chaos,
-                    settings.model(Role::Chaos),
-                    messages,
-                    &msg.cancel,
-                )
-                .await?;
+            let reply = model.call(msg.iteration, messages, &msg.cancel).await?;
             let equivalent = match msg.survivors.is_empty() {
                 true => Vec::new(),
                 false => parse_equivalent(&reply.text, &msg.survivors),
@@ -313,11 +302,8 @@ impl Handler<Replay> for Chaos {
     type Result = ResponseFuture<Result<Option<String>>>;
 
     fn handle(&mut self, msg: Replay, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings, runner) = (
-            self.caller.clone(),
-            self.settings.clone(),
-            self.runner.clone(),
-        );
+        let model = RoleModel::of(Role::Chaos, &self.caller, &self.settings);
+        let runner = self.runner.clone();
         Box::pin(guarded(Role::Chaos, async move {
             let Some(suite) = runner.suite(msg.round).await else {
                 return Ok(None);
@@ -333,15 +319,7 @@ impl Handler<Replay> for Chaos {
                 replay_path: msg.example.path.as_deref(),
             };
             let messages = render_source(Role::Chaos, REPLAY, &vars)?.to_vec();
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Chaos,
-                    settings.model(Role::Chaos),
-                    messages,
-                    &msg.cancel,
-                )
-                .await?;
+            let reply = model.call(msg.iteration, messages, &msg.cancel).await?;
             let Some(code) = extract_code(&reply.text) else {
                 return Ok(None);
             };

@@ -14,7 +14,7 @@ use crate::prompt::bundle::ContextBundle;
 use crate::prompt::reply::{parse_judgement, parse_verdict, Judgement, Verdict};
 use crate::prompt::templates::{render_source, JUDGE};
 use crate::role::Role;
-use crate::roles::caller::{guarded, Caller};
+use crate::roles::caller::{guarded, Caller, RoleModel};
 use crate::roles::history::{History, ResetContext};
 use crate::settings::RunSettings;
 
@@ -81,7 +81,8 @@ impl Handler<Review> for Critic {
     type Result = ResponseActFuture<Self, Result<Verdict>>;
 
     fn handle(&mut self, msg: Review, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        let model = RoleModel::of(Role::Critic, &self.caller, &self.settings);
+        let settings = self.settings.clone();
         let history = self.history.clone();
         let fut = guarded(Role::Critic, async move {
             let vars = Vars {
@@ -90,15 +91,7 @@ impl Handler<Review> for Critic {
             };
             let [system, user] = settings.templates.render(Role::Critic, &vars)?;
             let messages = history.messages(system, user.clone());
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Critic,
-                    settings.model(Role::Critic),
-                    messages,
-                    &msg.cancel,
-                )
-                .await?;
+            let reply = model.call(msg.iteration, messages, &msg.cancel).await?;
             Ok((user, reply.text))
         });
         Box::pin(wrap_future::<_, Self>(fut).map(|res, act, _| {
@@ -113,7 +106,7 @@ impl Handler<Judge> for Critic {
     type Result = ResponseActFuture<Self, Result<Judgement>>;
 
     fn handle(&mut self, msg: Judge, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        let model = RoleModel::of(Role::Critic, &self.caller, &self.settings);
         // A judgement is a task of its own: no review history goes with it.
         let fut = guarded(Role::Critic, async move {
             let vars = JudgeVars {
@@ -123,15 +116,7 @@ impl Handler<Judge> for Critic {
                 failures: &msg.failures,
             };
             let messages = render_source(Role::Critic, JUDGE, &vars)?.to_vec();
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Critic,
-                    settings.model(Role::Critic),
-                    messages,
-                    &msg.cancel,
-                )
-                .await?;
+            let reply = model.call(msg.iteration, messages, &msg.cancel).await?;
             let tests: Vec<String> = msg.failures.iter().map(|f| f.test.clone()).collect();
             Ok(parse_judgement(&reply.text, &tests))
         });

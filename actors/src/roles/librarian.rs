@@ -16,7 +16,7 @@ use crate::ports::workspace::Workspace;
 use crate::prompt::bundle::{language_of, ContextBundle, TargetView};
 use crate::prompt::results::view;
 use crate::role::Role;
-use crate::roles::caller::{guarded, Caller};
+use crate::roles::caller::{guarded, Caller, RoleModel};
 use crate::schema::context::{ContextChoice, ContextPack, ContextRelation};
 use crate::schema::test_run::TestRun;
 use crate::settings::RunSettings;
@@ -227,17 +227,12 @@ impl Handler<Analyse> for Librarian {
     type Result = ResponseFuture<Result<String>>;
 
     fn handle(&mut self, msg: Analyse, _: &mut Context<Self>) -> Self::Result {
-        let (caller, settings) = (self.caller.clone(), self.settings.clone());
+        let model = RoleModel::of(Role::Librarian, &self.caller, &self.settings);
+        let settings = self.settings.clone();
         Box::pin(guarded(Role::Librarian, async move {
             let messages = settings.templates.render(Role::Librarian, &*msg.context)?;
-            let reply = caller
-                .call(
-                    msg.iteration,
-                    Role::Librarian,
-                    settings.model(Role::Librarian),
-                    messages.into(),
-                    &msg.cancel,
-                )
+            let reply = model
+                .call(msg.iteration, messages.into(), &msg.cancel)
                 .await?;
             Ok(reply.text.trim().to_string())
         }))
