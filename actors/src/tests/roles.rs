@@ -927,6 +927,17 @@ fn auth_error() -> LlmError {
     }
 }
 
+/// An LLM mock whose key [`MODEL`]'s provider refuses; every other model answers `text`.
+fn refused_on_model(log: &Log, text: String) -> MockLlmClient {
+    llm(log, move |request, _| {
+        if request.model == MODEL {
+            Err(auth_error())
+        } else {
+            Ok(reply(&text, usage(10, 10)))
+        }
+    })
+}
+
 fn with_fallback(fallback: &str) -> RunSettings {
     let mut s = settings();
     if let Some(spec) = s.models.get_mut(&Role::Artisan) {
@@ -938,13 +949,7 @@ fn with_fallback(fallback: &str) -> RunSettings {
 #[actix_rt::test]
 async fn a_refused_model_falls_back_and_is_skipped_afterwards() {
     let log = Log::default();
-    let mock = llm(&log, |request, _| {
-        if request.model == MODEL {
-            Err(auth_error())
-        } else {
-            Ok(reply(&code_reply(FIXED), usage(10, 10)))
-        }
-    });
+    let mock = refused_on_model(&log, code_reply(FIXED));
     let (caller, mut rx) = observed_caller(mock);
     let artisan = Artisan::new(caller.clone(), Arc::new(with_fallback("test/backup"))).start();
     for _ in 0..2 {
@@ -997,13 +1002,7 @@ async fn a_rejected_request_does_not_fall_back() {
 #[actix_rt::test]
 async fn a_fallback_never_bypasses_the_budget() {
     let log = Log::default();
-    let mock = llm(&log, |request, _| {
-        if request.model == MODEL {
-            Err(auth_error())
-        } else {
-            Ok(reply("no code", usage(10, 10)))
-        }
-    });
+    let mock = refused_on_model(&log, "no code".into());
     // The backup costs $1000 per million output tokens: a $0.01 budget buys 10, too few to ask.
     let mut p = prices(0.0, 0.0);
     p.0.insert(
