@@ -98,12 +98,8 @@ fn chaos_runner(
     mock
 }
 
-/// The Artisan's `FIXED`, whatever the call.
-fn fixed_code(_: usize) -> String {
-    FIXED.to_string()
-}
-
-/// The team of `team`, with Chaos answering `SUITE` and the Critic judging by `judge(n)`.
+/// The team of `team`, its Artisan replying `artisan(n)`, with Chaos answering `SUITE` and the
+/// Critic judging by `judge(n)`.
 fn chaos_team(
     log: &Log,
     artisan: impl Fn(usize) -> String + Send + 'static,
@@ -114,7 +110,7 @@ fn chaos_team(
         let system = &request.messages[0].content;
         Ok(match request.role {
             Role::Librarian => reply(ANALYSIS, LIBRARIAN_USAGE),
-            Role::Artisan => reply(&code_reply(&artisan(n)), ARTISAN_USAGE),
+            Role::Artisan => reply(&artisan(n), ARTISAN_USAGE),
             Role::Chaos => reply(
                 &format!("Empty lists are not handled.\n```python\n{SUITE}```"),
                 ARTISAN_USAGE,
@@ -134,7 +130,7 @@ fn chaos_team(
 #[actix_rt::test]
 async fn tests_passing_as_they_are_leave_chaos_and_the_gates_off_not_unmet() {
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| "KEEP: chaos::test_empty".into());
+    let llm = chaos_team(&log, fixed, |_| "KEEP: chaos::test_empty".into());
     let mut settings = chaos_settings(2);
     settings.chaos.coverage_min = Some(90.0);
     settings.chaos.mutation_score_min = Some(80.0);
@@ -171,7 +167,7 @@ async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
     let log = Log::default();
     let llm = chaos_team(
         &log,
-        |n| [FIXED, FIXED2][n.min(1)].to_string(),
+        |n| code_reply([FIXED, FIXED2][n.min(1)]),
         |_| "KEEP: chaos::test_empty".into(),
     );
     let mut session = Session::new(
@@ -234,7 +230,7 @@ async fn a_kept_finding_goes_to_the_artisan_and_the_next_round_finds_nothing() {
 #[actix_rt::test]
 async fn a_test_the_critic_drops_is_no_finding() {
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| {
+    let llm = chaos_team(&log, fixed, |_| {
         "DROP: chaos::test_strings: the contract is about numbers".into()
     });
     let mut settings = chaos_settings(3);
@@ -270,7 +266,7 @@ async fn a_test_the_critic_drops_is_no_finding() {
 #[actix_rt::test]
 async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| String::new());
+    let llm = chaos_team(&log, fixed, |_| String::new());
     let mut session = Session::new(chaos_settings(1), llm, fails_then_passes("AssertionError"));
     let fresh = vec![broken_suite(), suite_run(&[("chaos::test_one", true)])];
     session.chaos = Some(Arc::new(chaos_runner(fresh, &session.file, |_| {
@@ -294,7 +290,7 @@ async fn a_file_that_cannot_run_goes_back_to_chaos_for_repair() {
 #[actix_rt::test]
 async fn spent_rounds_with_findings_open_stop_the_run() {
     let log = Log::default();
-    let llm = chaos_team(&log, fixed_code, |_| "KEEP: chaos::test_empty".into());
+    let llm = chaos_team(&log, fixed, |_| "KEEP: chaos::test_empty".into());
     let mut session = Session::new(
         chaos_settings(1),
         llm,
@@ -322,7 +318,7 @@ async fn a_fix_that_leaves_more_findings_failing_is_undone() {
     let log = Log::default();
     let llm = chaos_team(
         &log,
-        |n| [FIXED, FIXED2, FIXED3, FIXED4][n.min(3)].to_string(),
+        |n| code_reply([FIXED, FIXED2, FIXED3, FIXED4][n.min(3)]),
         |_| "KEEP: chaos::test_empty\nKEEP: chaos::test_even".into(),
     );
     let mut session = Session::new(
@@ -369,7 +365,7 @@ async fn a_fix_that_leaves_more_findings_failing_is_undone() {
 /// A session whose Chaos has `rounds` rounds to lift the mutation score to 90%; its Critic keeps
 /// none of Chaos's failures.
 fn mutation_gated(log: &Log, rounds: u32) -> Session {
-    let llm = chaos_team(log, fixed_code, |_| "KEEP: none".into());
+    let llm = chaos_team(log, fixed, |_| "KEEP: none".into());
     let mut settings = chaos_settings(rounds);
     settings.chaos.mutation_score_min = Some(90.0);
     Session::new(settings, llm, fails_then_passes("AssertionError"))
