@@ -76,6 +76,12 @@ mod tests {
         }
     }
 
+    /// Judges `run` against the thresholds; whether every criterion is met.
+    fn met(run: &mut TestRun, coverage: Option<f64>, lint: Option<u32>) -> bool {
+        judge(run, &settings(coverage, lint));
+        run.criteria_met()
+    }
+
     #[test]
     fn only_the_tests_are_judged_by_default() {
         let mut run = TestRun::new("t", RunStatus::Passed);
@@ -83,8 +89,7 @@ mod tests {
         assert_eq!(run.criteria.len(), 1);
         assert!(run.criteria_met());
         let mut failed = TestRun::new("t", RunStatus::Failed);
-        judge(&mut failed, &settings(None, None));
-        assert!(!failed.criteria_met());
+        assert!(!met(&mut failed, None, None));
     }
 
     #[test]
@@ -97,17 +102,14 @@ mod tests {
             functions_pct: None,
             target: None,
         });
-        judge(&mut run, &settings(Some(80.0), None));
-        assert!(!run.criteria_met());
+        assert!(!met(&mut run, Some(80.0), None));
         assert_eq!(
             run.unmet_criteria().as_deref(),
             Some("coverage_threshold: line coverage 72.5% < 80% (c8)")
         );
-        judge(&mut run, &settings(Some(72.5), None));
-        assert!(run.criteria_met());
+        assert!(met(&mut run, Some(72.5), None));
         run.coverage = None;
-        judge(&mut run, &settings(Some(10.0), None));
-        assert!(!run.criteria_met());
+        assert!(!met(&mut run, Some(10.0), None));
     }
 
     #[test]
@@ -120,13 +122,11 @@ mod tests {
             warnings: 5,
             findings: Vec::new(),
         });
-        judge(&mut run, &settings(None, Some(0)));
-        assert!(!run.criteria_met());
+        assert!(!met(&mut run, None, Some(0)));
         assert_eq!(
             run.unmet_criteria().as_deref(),
             Some("linter_errors: ruff 2 errors (at most 0 allowed)")
         );
-        judge(&mut run, &settings(None, Some(2)));
-        assert!(run.criteria_met());
+        assert!(met(&mut run, None, Some(2)));
     }
 }
