@@ -457,10 +457,10 @@ impl LlmClient for AnthropicClient {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::providers::conformance::Wire;
+    use crate::providers::conformance::{kind_of, Wire};
 
     use crate::providers::testkit::{
-        last_body, options_at, request, sealed, serving, with_fast_retries,
+        failure, last_body, options_at, reply_to, request, sealed, serving, with_fast_retries,
     };
     use serde_json::{json, Value};
 
@@ -488,18 +488,28 @@ pub(crate) mod tests {
             stream: sse_reply,
             first: || (sse_body(&stream_events(&[])[..1]), "text/event-stream"),
             error: |status, message| {
-                let kind = if status == 429 {
-                    "rate_limit_error"
-                } else {
-                    "api_error"
-                };
-                error_reply(status, kind, message)
+                error_reply(
+                    status,
+                    kind_of(status, "rate_limit_error", "api_error"),
+                    message,
+                )
             },
         }
     }
 
     fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> AnthropicClient {
         client_at(&server.uri(), tweak)
+    }
+
+    /// A server that answers every POST to the Messages API with `reply`.
+    async fn messages_server(reply: ResponseTemplate) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(reply)
+            .mount(&server)
+            .await;
+        server
     }
 
     fn usage(input: u64, output: u64, written: u64, read: u64) -> Value {
@@ -595,12 +605,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn asks_to_cache_the_stable_prefix_of_the_first_user_message() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(sse_reply(&["ok"]))
-            .mount(&server)
-            .await;
+        let server = messages_server(sse_reply(&["ok"])).await;
         let mut req = request(MODEL).into_inner();
         let stable = "# Tests\nassert median([1]) == 1";
         let mut user = ralph_actors::ports::llm::ChatMessage::user(format!("{stable}\n\nfix it"));
@@ -625,20 +630,13 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn reads_a_whole_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        let server = messages_server(ResponseTemplate::new(200).set_body_json(json!({
                 "id": "msg_1", "type": "message", "role": "assistant", "model": SERVED,
                 "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "All "}, {"type": "text", "text": "done."}],
                 "stop_reason": "end_turn", "usage": usage(100, 15, 40, 2000)
-            })))
-            .mount(&server)
-            .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect("reply");
+        })))
+        .await;
+        let reply = reply_to(&client(&server, |o| o.stream = false), MODEL).await;
         assert_eq!(reply.text, "All done.");
         assert_eq!(reply.usage, EXPECTED);
         assert_eq!(last_body(&server).await["stream"], false);
@@ -646,12 +644,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_base_url_with_v1_and_a_hot_temperature() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(sse_reply(&["ok"]))
-            .mount(&server)
-            .await;
+        let server = messages_server(sse_reply(&["ok"])).await;
         let mut req = request(MODEL).into_inner();
         req.temperature = Some(1.5);
         client_at(&format!("{}/v1/", server.uri()), |_| {})
@@ -668,10 +661,11 @@ pub(crate) mod tests {
             1,
         )
         .await;
-        let err = client(&server, |o| o.api_key_env = "ANTHROPIC_KEY".into())
-            .complete(request(MODEL))
-            .await
-            .expect_err("401");
+        let err = failure(
+            &client(&server, |o| o.api_key_env = "ANTHROPIC_KEY".into()),
+            MODEL,
+        )
+        .await;
         let text = err.to_string();
         assert!(matches!(err, LlmError::Auth { .. }), "{err:?}");
         assert!(
@@ -689,7 +683,7 @@ pub(crate) mod tests {
             ..ClientOptions::default()
         })
         .expect("client");
-        let err = c.complete(request(MODEL)).await.expect_err("no key");
+        let err = failure(&c, MODEL).await;
         assert!(
             matches!(&err, LlmError::Auth { env_var, .. } if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
             "{err:?}"
@@ -704,10 +698,7 @@ pub(crate) mod tests {
             2,
         )
         .await;
-        let err = client(&server, |o| o.max_retries = 1)
-            .complete(request(MODEL))
-            .await
-            .expect_err("429s");
+        let err = failure(&client(&server, |o| o.max_retries = 1), MODEL).await;
         assert!(
             matches!(
                 err,
@@ -733,10 +724,7 @@ pub(crate) mod tests {
             .respond_with(sse_reply(&["ok"]))
             .mount(&server)
             .await;
-        let reply = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |_| {}), MODEL).await;
         assert_eq!(reply.text, "ok");
     }
 
@@ -760,13 +748,13 @@ pub(crate) mod tests {
             .mount(&server)
             .await;
         let c = client(&server, |o| o.max_retries = 1);
-        assert_eq!(c.complete(request(MODEL)).await.expect("reply").text, "ok");
+        assert_eq!(reply_to(&c, MODEL).await.text, "ok");
         // Every attempt overloaded: a server error, after both.
         Mock::given(method("POST"))
             .respond_with(ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream"))
             .mount(&server)
             .await;
-        let err = c.complete(request(MODEL)).await.expect_err("overloaded");
+        let err = failure(&c, MODEL).await;
         assert!(
             matches!(&err, LlmError::Server { status: 529, attempts: 2, message, .. } if message.contains("Overloaded")),
             "{err:?}"
@@ -786,10 +774,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("error");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(
                 err,
@@ -814,10 +799,7 @@ pub(crate) mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(&err, LlmError::ContextTooLong { message, .. } if message.contains("212345")),
             "{err:?}"
@@ -827,10 +809,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn other_bad_requests_and_unknown_models_are_rejected() {
         let server = serving(error_reply(404, "not_found_error", "model: claude-nope"), 1).await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("404");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(&err, LlmError::Request { status: 404, message, .. } if message.contains("claude-nope")),
             "{err:?}"
@@ -844,10 +823,7 @@ pub(crate) mod tests {
             ..,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("bad event");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
     }
 
@@ -863,10 +839,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("cut");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
     }
 
@@ -879,10 +852,7 @@ pub(crate) mod tests {
             ..,
         )
         .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), MODEL).await;
         assert_eq!(reply.model, "claude-sonnet-4-5");
         assert!(
             reply.usage.input_tokens > 5 && reply.usage.output_tokens >= 2,

@@ -211,9 +211,9 @@ impl super::Provider for AzureClient {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::providers::conformance::{kind_of, Wire};
     use crate::providers::testkit::*;
     use crate::providers::Provider;
-    use ralph_actors::schema::usage::Usage;
     use serde_json::json;
     use std::time::{Duration, Instant};
     use wiremock::matchers::{header, method, path, query_param};
@@ -227,22 +227,20 @@ pub(crate) mod tests {
         azure_at(&server.uri(), tweak)
     }
 
-    /// Azure's answers, for the providers' conformance table.
-    pub(crate) fn wire() -> crate::providers::conformance::Wire {
-        crate::providers::conformance::Wire {
+    /// Azure's answers, for the providers' conformance table: OpenAI's streams, its own errors.
+    pub(crate) fn wire() -> Wire {
+        Wire {
             name: "azure",
             model: "azure/prod-chat",
             client: |base, tweak| Box::new(azure_at(base, tweak)),
-            stream: |deltas| sse_reply(deltas, Some(usage_json(10, 1, 0))),
-            first: || (FIRST_CHUNK.to_string(), "text/event-stream"),
             error: |status, message| {
-                let code = if status == 429 {
-                    "429"
-                } else {
-                    "InternalServerError"
-                };
-                azure_error(status, code, message)
+                azure_error(
+                    status,
+                    kind_of(status, "429", "InternalServerError"),
+                    message,
+                )
             },
+            ..openai_wire()
         }
     }
 
@@ -277,21 +275,10 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = azure(&server, |_| {})
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&azure(&server, |_| {}), "azure/prod-chat").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, SERVED_MODEL);
-        assert_eq!(
-            reply.usage,
-            Usage {
-                input_tokens: 120,
-                output_tokens: 7,
-                cache_read_tokens: 100,
-                cache_write_tokens: 0
-            }
-        );
+        assert_eq!(reply.usage, usage_of(120, 7, 100));
         let sent = last_body(&server).await;
         assert_eq!(sent["max_completion_tokens"], 321);
         assert!(sent.get("max_tokens").is_none());
@@ -312,10 +299,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = azure(&server, |o| o.stream = false)
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&azure(&server, |o| o.stream = false), "azure/prod-chat").await;
         assert_eq!(reply.text, "All done.");
         assert_eq!(
             (reply.usage.input_tokens, reply.usage.output_tokens),
@@ -334,10 +318,11 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = azure(&server, |o| o.api_version = Some("2024-06-01".into()))
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect("reply");
+        let reply = reply_to(
+            &azure(&server, |o| o.api_version = Some("2024-06-01".into())),
+            "azure/prod-chat",
+        )
+        .await;
         // No usage in the stream before 2024-09-01: estimated.
         assert!(reply.usage.input_tokens > 5, "{:?}", reply.usage);
         let sent = last_body(&server).await;
@@ -358,10 +343,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = azure(&server, |_| {})
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect_err("401");
+        let err = failure(&azure(&server, |_| {}), "azure/prod-chat").await;
         match &err {
             LlmError::Auth {
                 provider,
@@ -398,10 +380,7 @@ pub(crate) mod tests {
             .mount(&server)
             .await;
         let started = Instant::now();
-        let reply = azure(&server, |_| {})
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect("reply after a retry");
+        let reply = reply_to(&azure(&server, |_| {}), "azure/prod-chat").await;
         assert_eq!(reply.text, "ok");
         let waited = started.elapsed();
         assert!(
@@ -422,10 +401,7 @@ pub(crate) mod tests {
         };
         let (url, served) =
             stalling_then("text/event-stream", FIRST_CHUNK, 1, &whole_stream()).await;
-        let reply = client(url, 3)
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect("reply after a stall");
+        let reply = reply_to(&client(url, 3), "azure/prod-chat").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(served.load(Ordering::SeqCst), 2);
         // One that stays stalled: the conformance table (`providers::conformance`).
@@ -439,10 +415,7 @@ pub(crate) mod tests {
             .expect(2)
             .mount(&server)
             .await;
-        let err = azure(&server, |o| o.max_retries = 1)
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect_err("500s");
+        let err = failure(&azure(&server, |o| o.max_retries = 1), "azure/prod-chat").await;
         assert!(
             matches!(&err, LlmError::Server { provider, status: 500, attempts: 2, .. } if provider == PROVIDER),
             "{err:?}"
@@ -456,10 +429,7 @@ pub(crate) mod tests {
             ))
             .mount(&missing)
             .await;
-        let err = azure(&missing, |_| {})
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect_err("404");
+        let err = failure(&azure(&missing, |_| {}), "azure/prod-chat").await;
         assert!(
             matches!(&err, LlmError::Request { provider, status: 404, message } if provider == PROVIDER && message.contains("deployment")),
             "{err:?}"
@@ -477,7 +447,7 @@ pub(crate) mod tests {
         let c = azure(&server, |o| {
             o.base_url = Some(format!("{}/openai/", server.uri()))
         });
-        c.complete(request("azure/prod-chat")).await.expect("reply");
+        reply_to(&c, "azure/prod-chat").await;
     }
 
     #[tokio::test]
@@ -490,10 +460,7 @@ pub(crate) mod tests {
         };
         let none = |_: &str| None;
         let c = AzureClient::with_env(opts(None, Some("k")), none).expect("client");
-        let err = c
-            .complete(request("azure/prod-chat"))
-            .await
-            .expect_err("endpoint");
+        let err = failure(&c, "azure/prod-chat").await;
         assert!(
             matches!(&err, LlmError::Config { message, .. } if message.contains(ENDPOINT_ENV)),
             "{err:?}"

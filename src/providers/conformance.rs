@@ -14,7 +14,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::http::test_server;
 use super::options::ClientOptions;
-use super::testkit::{garbage, request, serving};
+use super::testkit::{failure, garbage, request, serving};
 
 /// A change to a client's options.
 pub type Tweak = fn(&mut ClientOptions);
@@ -33,6 +33,16 @@ pub struct Wire {
     pub first: fn() -> (String, &'static str),
     /// An error with this status and message, in the provider's own shape.
     pub error: fn(u16, &str) -> ResponseTemplate,
+}
+
+/// The provider's own name for an error of `status`: `busy` for a 429 (too many requests),
+/// `failed` for any other.
+pub fn kind_of(status: u16, busy: &'static str, failed: &'static str) -> &'static str {
+    if status == 429 {
+        busy
+    } else {
+        failed
+    }
 }
 
 /// Every provider of the table.
@@ -90,10 +100,7 @@ async fn every_provider_waits_as_long_as_its_server_asks_then_succeeds() {
 async fn every_provider_gives_up_on_a_failing_server_after_its_retries() {
     each(|w| async move {
         let server = serving((w.error)(500, "the upstream exploded"), 4).await;
-        let err = (w.client)(&server.uri(), |o| o.max_retries = 3)
-            .complete(request(w.model))
-            .await
-            .expect_err("500s");
+        let err = failure(&*(w.client)(&server.uri(), |o| o.max_retries = 3), w.model).await;
         assert!(
             matches!(&err, LlmError::Server { status: 500, attempts: 4, message, .. }
                 if message.contains("upstream exploded")),
@@ -108,20 +115,14 @@ async fn every_provider_gives_up_on_a_failing_server_after_its_retries() {
 async fn every_provider_calls_a_page_that_is_not_its_json_an_invalid_reply() {
     each(|w| async move {
         let server = serving(garbage(), ..).await;
-        let err = (w.client)(&server.uri(), |o| o.stream = false)
-            .complete(request(w.model))
-            .await
-            .expect_err("garbage");
+        let err = failure(&*(w.client)(&server.uri(), |o| o.stream = false), w.model).await;
         assert!(
             matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("not json")),
             "{}: {err:?}",
             w.name
         );
         // Streamed, the same page holds no event at all.
-        let err = (w.client)(&server.uri(), |_| {})
-            .complete(request(w.model))
-            .await
-            .expect_err("garbage");
+        let err = failure(&*(w.client)(&server.uri(), |_| {}), w.model).await;
         assert!(
             matches!(err, LlmError::InvalidReply { .. }),
             "{}: {err:?}",
@@ -136,13 +137,11 @@ async fn every_provider_sends_a_stalled_stream_again_then_reports_it() {
     each(|w| async move {
         let (first, content_type) = (w.first)();
         let (url, served) = test_server::stalling(content_type, &first).await;
-        let err = (w.client)(&url, |o| {
+        let stalls_briefly = (w.client)(&url, |o| {
             o.idle_timeout = Duration::from_millis(200);
             o.max_retries = 1;
-        })
-        .complete(request(w.model))
-        .await
-        .expect_err("stalled");
+        });
+        let err = failure(&*stalls_briefly, w.model).await;
         assert!(
             matches!(
                 err,

@@ -435,10 +435,10 @@ impl LlmClient for GeminiClient {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::providers::conformance::Wire;
+    use crate::providers::conformance::{kind_of, Wire};
 
     use crate::providers::testkit::{
-        last_body, options_at, request, sealed, serving, with_fast_retries,
+        failure, last_body, options_at, reply_to, request, sealed, serving, with_fast_retries,
     };
     use serde_json::json;
 
@@ -466,12 +466,11 @@ pub(crate) mod tests {
                 (first, "text/event-stream")
             },
             error: |code, message| {
-                let status = if code == 429 {
-                    "RESOURCE_EXHAUSTED"
-                } else {
-                    "INTERNAL"
-                };
-                error_reply(code, status, message)
+                error_reply(
+                    code,
+                    kind_of(code, "RESOURCE_EXHAUSTED", "INTERNAL"),
+                    message,
+                )
             },
         }
     }
@@ -585,10 +584,11 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("gemini/models/gemini-2.5-pro"))
-            .await
-            .expect("reply");
+        let reply = reply_to(
+            &client(&server, |o| o.stream = false),
+            "gemini/models/gemini-2.5-pro",
+        )
+        .await;
         assert_eq!(reply.text, "All done.");
         assert_eq!(reply.model, "gemini-2.5-pro-002");
         assert_eq!(reply.usage, EXPECTED);
@@ -601,10 +601,11 @@ pub(crate) mod tests {
                 "status": "INVALID_ARGUMENT",
                 "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]
             }}])), 1).await;
-        let err = client(&server, |o| o.api_key_env = ALT_API_KEY_ENV.into())
-            .complete(request(MODEL))
-            .await
-            .expect_err("400");
+        let err = failure(
+            &client(&server, |o| o.api_key_env = ALT_API_KEY_ENV.into()),
+            MODEL,
+        )
+        .await;
         let text = err.to_string();
         assert!(matches!(err, LlmError::Auth { .. }), "{err:?}");
         assert!(
@@ -617,10 +618,7 @@ pub(crate) mod tests {
     async fn unauthorized_and_forbidden_are_authentication_errors() {
         for (code, status) in [(401, "UNAUTHENTICATED"), (403, "PERMISSION_DENIED")] {
             let server = serving(error_reply(code, status, "no"), 1).await;
-            let err = client(&server, |_| {})
-                .complete(request(MODEL))
-                .await
-                .expect_err("auth");
+            let err = failure(&client(&server, |_| {}), MODEL).await;
             assert!(
                 matches!(&err, LlmError::Auth { env_var, .. } if env_var == "GEMINI_API_KEY"),
                 "{err:?}"
@@ -637,7 +635,7 @@ pub(crate) mod tests {
             ..ClientOptions::default()
         })
         .expect("client");
-        let err = c.complete(request(MODEL)).await.expect_err("no key");
+        let err = failure(&c, MODEL).await;
         assert!(matches!(&err, LlmError::Auth { .. }), "{err:?}");
         assert_eq!(super::super::Provider::check(&c), Err(err));
     }
@@ -649,10 +647,7 @@ pub(crate) mod tests {
                 "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.4s"}]
             }})), 2).await;
         let started = Instant::now();
-        let err = client(&server, |o| o.max_retries = 1)
-            .complete(request(MODEL))
-            .await
-            .expect_err("429s");
+        let err = failure(&client(&server, |o| o.max_retries = 1), MODEL).await;
         assert!(
             started.elapsed() >= Duration::from_millis(380),
             "{:?}",
@@ -697,20 +692,17 @@ pub(crate) mod tests {
             .mount(&server)
             .await;
         let c = client(&server, |_| {});
-        let err = c.complete(request(MODEL)).await.expect_err("safety");
+        let err = failure(&c, MODEL).await;
         assert!(
             matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("SAFETY")),
             "{err:?}"
         );
-        let err = c.complete(request(MODEL)).await.expect_err("no text");
+        let err = failure(&c, MODEL).await;
         assert!(
             matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("MAX_TOKENS")),
             "{err:?}"
         );
-        let err = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect_err("blocked");
+        let err = failure(&client(&server, |o| o.stream = false), MODEL).await;
         assert!(
             matches!(&err, LlmError::InvalidReply { message, .. } if message.contains("PROHIBITED_CONTENT")),
             "{err:?}"
@@ -724,10 +716,7 @@ pub(crate) mod tests {
                 "INVALID_ARGUMENT",
                 "The input token count (1500000) exceeds the maximum number of tokens allowed (1048576).",
             ), 1).await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
     }
 
@@ -737,10 +726,7 @@ pub(crate) mod tests {
                 chunk("part", None, None),
                 json!({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
             ]), 1).await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("error");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(&err, LlmError::Server { status: 503, attempts: 1, message, .. } if message.contains("overloaded")),
             "{err:?}"

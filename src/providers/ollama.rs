@@ -301,7 +301,7 @@ pub(crate) mod tests {
     use crate::providers::conformance::Wire;
 
     use crate::providers::testkit::{
-        closed_port, last_body, options_at, request, serving, with_fast_retries,
+        closed_port, failure, last_body, options_at, reply_to, serving, with_fast_retries,
     };
     use serde_json::{json, Value};
 
@@ -372,10 +372,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |_| {}), MODEL).await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "qwen2.5-coder:7b");
         assert_eq!(reply.usage, EXPECTED);
@@ -404,10 +401,7 @@ pub(crate) mod tests {
             .respond_with(ResponseTemplate::new(200).set_body_json(whole))
             .mount(&server)
             .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request(MODEL))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), MODEL).await;
         assert_eq!(reply.text, "All done.");
         assert_eq!(reply.usage, EXPECTED);
         assert_eq!(last_body(&server).await["stream"], false);
@@ -416,10 +410,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_key_is_sent_when_set_and_401_names_its_variable() {
         let server = serving(error_reply(401, "unauthorized"), 1).await;
-        let err = client(&server, |o| o.api_key = Some("k".into()))
-            .complete(request(MODEL))
-            .await
-            .expect_err("401");
+        let err = failure(&client(&server, |o| o.api_key = Some("k".into())), MODEL).await;
         assert!(
             matches!(&err, LlmError::Auth { env_var, message, .. } if env_var == "OLLAMA_API_KEY" && message == "unauthorized"),
             "{err:?}"
@@ -444,10 +435,7 @@ pub(crate) mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("404");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(&err, LlmError::Request { status: 404, message, .. } if message.contains("ollama pull qwen2.5-coder:7b")),
             "{err:?}"
@@ -467,10 +455,7 @@ pub(crate) mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("error");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(
                 err,
@@ -491,20 +476,18 @@ pub(crate) mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request(MODEL))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(matches!(err, LlmError::ContextTooLong { .. }), "{err:?}");
     }
 
     #[tokio::test]
     async fn a_stopped_server_is_a_network_error_with_a_hint() {
         let port = closed_port();
-        let err = client_at(&format!("127.0.0.1:{port}"), |o| o.max_retries = 1)
-            .complete(request(MODEL))
-            .await
-            .expect_err("refused");
+        let err = failure(
+            &client_at(&format!("127.0.0.1:{port}"), |o| o.max_retries = 1),
+            MODEL,
+        )
+        .await;
         assert!(
             matches!(&err, LlmError::Network { message, .. } if message.contains("ollama serve") && message.contains(&format!("http://127.0.0.1:{port}"))),
             "{err:?}"

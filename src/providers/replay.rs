@@ -384,15 +384,7 @@ mod tests {
         assert_eq!(replayed[1], live[1]);
         assert_eq!(replayed[2], live[0]);
         assert_eq!(replayed[3], live[3]);
-        assert_eq!(
-            replayed[3].usage,
-            Usage {
-                input_tokens: 950,
-                output_tokens: 280,
-                cache_read_tokens: 768,
-                cache_write_tokens: 0
-            }
-        );
+        assert_eq!(replayed[3].usage, usage_of(950, 280, 768));
     }
 
     #[tokio::test]

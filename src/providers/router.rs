@@ -207,36 +207,31 @@ mod tests {
     use super::*;
     use crate::providers::options::ClientOptions;
     use crate::providers::testkit::{self, *};
-    use wiremock::matchers::method;
-    use wiremock::{Mock, MockServer};
+    use wiremock::MockServer;
+
+    /// A server that streams `ok` to every request, and a router whose `openai` is that server.
+    async fn ok_router() -> (MockServer, Router) {
+        let server = serving(sse_reply(&["ok"], Some(usage_json(5, 1, 0))), ..).await;
+        let router = Router::new().with_provider("openai", client(&server, |_| {}));
+        (server, router)
+    }
 
     #[tokio::test]
     async fn caps_max_tokens_at_the_models_most_output() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["ok"], Some(usage_json(5, 1, 0))))
-            .mount(&server)
-            .await;
-        let router = Router::new().with_provider("openai", client(&server, |_| {}));
+        let (server, router) = ok_router().await;
         let mut asked = request("openai/gpt-4o").into_inner();
         asked.max_tokens = 100_000;
         router.complete(sealed(asked)).await.expect("reply");
-        let body: serde_json::Value =
-            serde_json::from_slice(&server.received_requests().await.expect("recorded")[0].body)
-                .expect("json");
+        // One request only, so the last is the one sent.
+        assert_eq!(server.received_requests().await.expect("recorded").len(), 1);
         // gpt-4o writes at most 16,384 tokens.
-        assert_eq!(body["max_completion_tokens"], 16_384);
+        assert_eq!(last_body(&server).await["max_completion_tokens"], 16_384);
     }
 
     #[tokio::test]
     async fn routes_by_provider_and_resolves_aliases() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(sse_reply(&["ok"], Some(usage_json(5, 1, 0))))
-            .mount(&server)
-            .await;
-        let router = Router::new().with_provider("openai", client(&server, |_| {}));
-        let reply = router.complete(request("gpt-mini")).await.expect("reply");
+        let (server, router) = ok_router().await;
+        let reply = reply_to(&router, "gpt-mini").await;
         assert_eq!(reply.text, "ok");
         assert_eq!(last_body(&server).await["model"], "gpt-4.1-mini");
         assert!(router.check("openai/gpt-4.1").is_ok());
@@ -246,10 +241,7 @@ mod tests {
     async fn other_providers_are_a_configuration_error() {
         let server = MockServer::start().await;
         let router = Router::new().with_provider("openai", client(&server, |_| {}));
-        let err = router
-            .complete(request("anthropic/claude-sonnet-4-5"))
-            .await
-            .expect_err("unavailable");
+        let err = failure(&router, "anthropic/claude-sonnet-4-5").await;
         let text = err.to_string();
         assert!(matches!(err, LlmError::Config { .. }), "{err:?}");
         assert!(

@@ -125,10 +125,7 @@ mod tests {
             &mut BTreeMap::new(),
         )
         .expect("live");
-        let err = live
-            .complete(request("openai/gpt-4.1"))
-            .await
-            .expect_err("no key");
+        let err = failure(&*live, "openai/gpt-4.1").await;
         assert!(matches!(&err, LlmError::Auth { .. }), "{err:?}");
 
         let dir = tempfile::tempdir().expect("tempdir");
@@ -142,10 +139,7 @@ mod tests {
         let tape = Tape::replay(&file).expect("replay");
         let source = LlmSource::with_tape(Some(&tape), || setups(&no_key));
         let (replay, _) = build(&source, None, &mut unchecked).expect("replay");
-        let err = replay
-            .complete(request("openai/gpt-4.1"))
-            .await
-            .expect_err("empty");
+        let err = failure(&*replay, "openai/gpt-4.1").await;
         assert!(matches!(err, LlmError::Replay(_)));
         let err = Tape::replay(&dir.path().join("missing.jsonl")).err();
         assert!(matches!(err, Some(LlmError::Replay(m)) if m.contains("missing.jsonl")));

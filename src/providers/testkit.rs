@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ralph_actors::ports::llm::{ChatMessage, ChatRequest, GuardedRequest, LlmError};
+use ralph_actors::ports::llm::{
+    ChatMessage, ChatReply, ChatRequest, GuardedRequest, LlmClient, LlmError,
+};
 use ralph_actors::role::Role;
+use ralph_actors::schema::usage::Usage;
 use ralph_actors::settings::ModelSpec;
 use ralph_guard::Guard;
 use serde_json::{json, Value};
@@ -92,6 +95,23 @@ pub fn closed_port() -> u16 {
         .port()
 }
 
+/// What `client` replies to [`request`] of `model`; a test that expected a reply fails on an
+/// error.
+pub async fn reply_to(client: &(impl LlmClient + ?Sized), model: &str) -> ChatReply {
+    match client.complete(request(model)).await {
+        Ok(reply) => reply,
+        Err(e) => panic!("{model}: no reply: {e:?}"),
+    }
+}
+
+/// How `client` fails [`request`] of `model`; a test that expected an error fails on a reply.
+pub async fn failure(client: &(impl LlmClient + ?Sized), model: &str) -> LlmError {
+    match client.complete(request(model)).await {
+        Ok(reply) => panic!("{model}: a reply, not an error: {reply:?}"),
+        Err(e) => e,
+    }
+}
+
 pub fn request(model: &str) -> GuardedRequest {
     request_for(Role::Artisan, model, "fix it")
 }
@@ -125,6 +145,16 @@ pub fn usage_json(prompt: u32, completion: u32, cached: u32) -> Value {
         "prompt_tokens_details": { "cached_tokens": cached, "audio_tokens": 0 },
         "completion_tokens_details": { "reasoning_tokens": 0 }
     })
+}
+
+/// The usage a client should read from [`usage_json`] of the same numbers.
+pub fn usage_of(prompt: u64, completion: u64, cached: u64) -> Usage {
+    Usage {
+        input_tokens: prompt,
+        output_tokens: completion,
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
 }
 
 fn chunk(delta: Value, finish: Option<&str>, usage: Option<Value>) -> Value {
@@ -185,11 +215,7 @@ pub fn openai_wire() -> super::conformance::Wire {
         stream: |deltas| sse_reply(deltas, Some(usage_json(10, 1, 0))),
         first: || (FIRST_CHUNK.to_string(), "text/event-stream"),
         error: |status, message| {
-            let code = if status == 429 {
-                "rate_limit_exceeded"
-            } else {
-                "server_error"
-            };
+            let code = super::conformance::kind_of(status, "rate_limit_exceeded", "server_error");
             error_reply(status, message, code)
         },
     }

@@ -147,7 +147,6 @@ mod tests {
     use super::*;
     use crate::providers::http::test_server::stalling_then;
     use crate::providers::testkit::*;
-    use ralph_actors::schema::usage::Usage;
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
     use wiremock::matchers::{method, path};
@@ -162,21 +161,10 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let reply = client(&server, |_| {})
-            .complete(request("openai/gpt-4.1-mini"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |_| {}), "openai/gpt-4.1-mini").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "gpt-4.1-mini-2025-04-14");
-        assert_eq!(
-            reply.usage,
-            Usage {
-                input_tokens: 120,
-                output_tokens: 7,
-                cache_read_tokens: 100,
-                cache_write_tokens: 0
-            }
-        );
+        assert_eq!(reply.usage, usage_of(120, 7, 100));
 
         let sent = last_body(&server).await;
         assert_eq!(sent["model"], "gpt-4.1-mini");
@@ -207,20 +195,9 @@ mod tests {
             .respond_with(json_reply("All done.", Some(usage_json(50, 3, 20))))
             .mount(&server)
             .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), "openai/gpt-4o").await;
         assert_eq!(reply.text, "All done.");
-        assert_eq!(
-            reply.usage,
-            Usage {
-                input_tokens: 50,
-                output_tokens: 3,
-                cache_read_tokens: 20,
-                cache_write_tokens: 0
-            }
-        );
+        assert_eq!(reply.usage, usage_of(50, 3, 20));
         let sent = last_body(&server).await;
         assert_eq!(sent["max_completion_tokens"], 321);
         assert!(sent.get("stream").is_none_or(|s| s == false));
@@ -230,10 +207,7 @@ mod tests {
     #[tokio::test]
     async fn estimates_missing_usage() {
         let server = serving(sse_reply(&["some ", "text"], None), ..).await;
-        let reply = client(&server, |_| {})
-            .complete(request("openai/gpt-4.1"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |_| {}), "openai/gpt-4.1").await;
         assert_eq!(reply.text, "some text");
         assert!(
             reply.usage.input_tokens > 5 && reply.usage.output_tokens == 2,
@@ -275,10 +249,7 @@ mod tests {
             ..,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("403");
+        let err = failure(&client(&server, |_| {}), "openai/gpt-4o").await;
         assert!(
             matches!(&err, LlmError::Auth { message, .. } if message.contains("Forbidden by proxy")),
             "{err:?}"
@@ -292,10 +263,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), "openai/gpt-4o").await;
         assert!(
             matches!(&err, LlmError::Request { status: 400, message, .. } if message.contains("gpt-9")),
             "{err:?}"
@@ -313,10 +281,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), "openai/gpt-4o").await;
         assert!(
             matches!(&err, LlmError::ContextTooLong { message, .. } if message.contains("context length")),
             "{err:?}"
@@ -330,10 +295,7 @@ mod tests {
         let mut usage = usage_json(50, 3, 0);
         usage["cost"] = serde_json::json!(0.000_321);
         let server = serving(json_reply("All done.", Some(usage.clone())), 1).await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), "openai/gpt-4o").await;
         assert_eq!(reply.cost_usd, Some(0.000_321));
         assert_eq!(reply.text, "All done.", "the body is handed on whole");
         assert_eq!(reply.usage.input_tokens, 50);
@@ -343,17 +305,11 @@ mod tests {
             1,
         )
         .await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), "openai/gpt-4o").await;
         assert_eq!(reply.cost_usd, Some(0.00125));
 
         let server = serving(json_reply("ok", Some(usage_json(5, 1, 0))), 1).await;
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), "openai/gpt-4o").await;
         assert_eq!(
             reply.cost_usd, None,
             "no report, no cost: the price table decides"
@@ -370,10 +326,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/smollm2-135m"))
-            .await
-            .expect_err("400");
+        let err = failure(&client(&server, |_| {}), "openai/smollm2-135m").await;
         assert!(
             matches!(&err, LlmError::ContextTooLong { message, .. } if message == "the request exceeds the available context size, try increasing it"),
             "{err:?}"
@@ -384,10 +337,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/qwen"))
-            .await
-            .expect_err("404");
+        let err = failure(&client(&server, |_| {}), "openai/qwen").await;
         assert!(
             matches!(&err, LlmError::Request { status: 404, message, .. } if message == "The model `qwen` does not exist."),
             "{err:?}"
@@ -399,10 +349,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |o| o.max_retries = 0)
-            .complete(request("openai/qwen"))
-            .await
-            .expect_err("503");
+        let err = failure(&client(&server, |o| o.max_retries = 0), "openai/qwen").await;
         assert!(
             matches!(&err, LlmError::Server { status: 503, message, .. } if message == "Loading model"),
             "{err:?}"
@@ -426,10 +373,7 @@ mod tests {
             .mount(&server)
             .await;
         let started = Instant::now();
-        let reply = client(&server, |o| o.stream = false)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect("reply");
+        let reply = reply_to(&client(&server, |o| o.stream = false), "openai/gpt-4o").await;
         assert_eq!(reply.text, "ok");
         let waited = started.elapsed();
         // Our own backoff in these tests is 10 ms, so only the header explains the wait.
@@ -442,10 +386,7 @@ mod tests {
     #[tokio::test]
     async fn rate_limited_after_the_retries() {
         let server = serving(error_reply(429, "slow down", "rate_limit_exceeded"), 3).await;
-        let err = client(&server, |o| o.max_retries = 2)
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("429s");
+        let err = failure(&client(&server, |o| o.max_retries = 2), "openai/gpt-4o").await;
         assert!(
             matches!(err, LlmError::RateLimited { attempts: 3, .. }),
             "{err:?}"
@@ -459,10 +400,7 @@ mod tests {
             1,
         )
         .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("quota");
+        let err = failure(&client(&server, |_| {}), "openai/gpt-4o").await;
         assert!(
             matches!(err, LlmError::Request { status: 429, .. }),
             "{err:?}"
@@ -477,10 +415,7 @@ mod tests {
             .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
             .mount(&server)
             .await;
-        let err = client(&server, |_| {})
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("bad chunk");
+        let err = failure(&client(&server, |_| {}), "openai/gpt-4o").await;
         assert!(matches!(err, LlmError::InvalidReply { .. }), "{err:?}");
     }
 
@@ -488,12 +423,10 @@ mod tests {
     async fn a_stall_then_a_whole_stream_succeeds() {
         let (url, served) =
             stalling_then("text/event-stream", FIRST_CHUNK, 1, &whole_stream()).await;
-        let reply = client_at(&format!("{url}/v1"), |o| {
+        let stalls_briefly = client_at(&format!("{url}/v1"), |o| {
             o.idle_timeout = Duration::from_millis(200)
-        })
-        .complete(request("openai/gpt-4o"))
-        .await
-        .expect("reply after a stall");
+        });
+        let reply = reply_to(&stalls_briefly, "openai/gpt-4o").await;
         // Only the second attempt's text: the stalled one is dropped.
         assert_eq!(reply.text, "Hello");
         assert_eq!(served.load(Ordering::SeqCst), 2);
@@ -505,10 +438,7 @@ mod tests {
         let c = client_at(&format!("http://127.0.0.1:{port}/v1"), |o| {
             o.max_retries = 1
         });
-        let err = c
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("refused");
+        let err = failure(&c, "openai/gpt-4o").await;
         assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
     }
 
@@ -521,10 +451,7 @@ mod tests {
             ..ClientOptions::default()
         };
         let c = OpenAiClient::new(opts).expect("client");
-        let err = c
-            .complete(request("openai/gpt-4o"))
-            .await
-            .expect_err("no key");
+        let err = failure(&c, "openai/gpt-4o").await;
         assert!(
             matches!(&err, LlmError::Auth { env_var, .. } if env_var == "RALPH_TEST_SURELY_UNSET_KEY"),
             "{err:?}"
@@ -566,10 +493,7 @@ mod tests {
     #[tokio::test]
     async fn refuses_other_providers_models() {
         let server = MockServer::start().await;
-        let err = client(&server, |_| {})
-            .complete(request("anthropic/claude-sonnet-4-5"))
-            .await
-            .expect_err("config");
+        let err = failure(&client(&server, |_| {}), "anthropic/claude-sonnet-4-5").await;
         assert!(matches!(err, LlmError::Config { .. }), "{err:?}");
     }
 
