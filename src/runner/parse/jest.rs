@@ -166,7 +166,8 @@ pub(crate) fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
 
 #[cfg(test)]
 mod tests {
-    use crate::runner::parse::samples::{ids, message, parsed, totals};
+    use crate::runner::parse::samples::Says::*;
+    use crate::runner::parse::samples::{assert_failures, parsed, totals};
 
     #[test]
     fn jest_failures_and_totals() {
@@ -174,20 +175,13 @@ mod tests {
         assert_eq!(p.framework, "jest");
         assert_eq!(p.totals, totals(2, 2, 1));
         // Blocks joined by ` > `, as in jest's JSON report.
-        assert_eq!(
-            ids(&p),
-            [
-                "src/sum.test.js::Suite > name",
-                "src/sum.test.js::Suite > inner > deep fails"
-            ]
-        );
-        assert_eq!(
-            message(&p, "src/sum.test.js::Suite > name"),
-            "expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2"
-        );
-        assert_eq!(
-            message(&p, "src/sum.test.js::Suite > inner > deep fails"),
-            "deep boom"
+        assert_failures(
+            "jest",
+            &p,
+            &[
+                ("src/sum.test.js::Suite > name", Is("expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2")),
+                ("src/sum.test.js::Suite > inner > deep fails", Is("deep boom")),
+            ],
         );
         // The frame after the message: where it failed.
         let t = &p.tests[0];
@@ -203,14 +197,19 @@ mod tests {
         assert_eq!(p.totals, totals(0, 2, 0));
         // As in jest's JSON report: a file that did not run is its own id, and a parse
         // error's message is the error after jest's long explanation.
-        assert_eq!(ids(&p), ["bad/imp.test.js", "bad/syn.test.js"]);
-        assert_eq!(
-            message(&p, "bad/imp.test.js"),
-            "Cannot find module 'nosuch' from 'bad/imp.test.js'"
-        );
-        assert_eq!(
-            message(&p, "bad/syn.test.js"),
-            "SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"
+        assert_failures(
+            "jest_bad",
+            &p,
+            &[
+                (
+                    "bad/imp.test.js",
+                    Is("Cannot find module 'nosuch' from 'bad/imp.test.js'"),
+                ),
+                (
+                    "bad/syn.test.js",
+                    Is("SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"),
+                ),
+            ],
         );
         assert_eq!(p.tests[1].error_type.as_deref(), Some("SyntaxError"));
         assert_eq!(
@@ -228,22 +227,14 @@ mod tests {
         assert_eq!(p.framework, "vitest");
         // 2 failed tests plus the file that did not load.
         assert_eq!(p.totals, totals(2, 3, 1));
-        assert_eq!(
-            ids(&p),
-            [
-                "vt/syn.test.ts",
-                "vt/a.test.ts::suite > name",
-                "vt/a.test.ts::suite > inner > deep"
-            ]
+        assert_failures(
+            "vitest",
+            &p,
+            &[
+                ("vt/syn.test.ts", Has("[PARSE_ERROR]")),
+                ("vt/a.test.ts::suite > name", Is("AssertionError: expected 2 to be 3 // Object.is equality\n\n- Expected\n+ Received\n\n- 3\n+ 2")),
+                ("vt/a.test.ts::suite > inner > deep", Is("Error: deep boom")),
+            ],
         );
-        assert_eq!(
-            message(&p, "vt/a.test.ts::suite > name"),
-            "AssertionError: expected 2 to be 3 // Object.is equality\n\n- Expected\n+ Received\n\n- 3\n+ 2"
-        );
-        assert_eq!(
-            message(&p, "vt/a.test.ts::suite > inner > deep"),
-            "Error: deep boom"
-        );
-        assert!(message(&p, "vt/syn.test.ts").contains("[PARSE_ERROR]"));
     }
 }

@@ -94,19 +94,22 @@ mod tests {
     use std::path::Path;
 
     use crate::runner::parse::parse;
-    use crate::runner::parse::samples::{ids, message, parsed, sample, totals};
+    use crate::runner::parse::samples::Says::*;
+    use crate::runner::parse::samples::{assert_failures, parsed, sample, totals};
 
     #[test]
     fn mocha_failures_and_totals() {
         let p = parsed("mocha", "/");
         assert_eq!(p.framework, "mocha");
         assert_eq!(p.totals, totals(1, 2, 1));
-        assert_eq!(ids(&p), ["suite > name", "suite > inner > deep"]);
-        assert_eq!(
-            message(&p, "suite > name"),
-            "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n2 !== 3\n+ expected - actual\n-2\n+3"
+        assert_failures(
+            "mocha",
+            &p,
+            &[
+                ("suite > name", Is("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n2 !== 3\n+ expected - actual\n-2\n+3")),
+                ("suite > inner > deep", Is("Error: deep boom")),
+            ],
         );
-        assert_eq!(message(&p, "suite > inner > deep"), "Error: deep boom");
         let p = parsed("mocha_pass", "/");
         assert_eq!((p.totals, p.tests.len()), (totals(1, 0, 0), 0));
         assert_eq!(parse(&sample("mocha_syn"), Path::new("/")), None);

@@ -292,27 +292,27 @@ pub(crate) fn node_spec(out: &str, cwd: &Path) -> Option<Parsed> {
 mod tests {
     use ralph_actors::schema::test_run::{CaseStatus, Totals};
 
-    use crate::runner::parse::samples::{ids, message, parsed, totals};
+    use crate::runner::parse::samples::Says::*;
+    use crate::runner::parse::samples::{assert_failures, message, parsed, totals};
 
     #[test]
     fn node_tap_nested_tests_yaml_errors_and_totals() {
         let p = parsed("node_tap", "/tmp/samp/node");
         assert_eq!(p.framework, "node");
         assert_eq!(p.totals, totals(2, 2, 2));
-        assert_eq!(
-            ids(&p),
-            [
-                "test/m.test.js::subtracts wrong",
-                "test/m.test.js::math suite > nested fail"
-            ]
-        );
-        assert_eq!(
-            message(&p, "test/m.test.js::subtracts wrong"),
-            "Expected values to be strictly equal:\n\n2 !== 1"
-        );
-        assert_eq!(
-            message(&p, "test/m.test.js::math suite > nested fail"),
-            "boom \"quoted\"\nsecond line"
+        assert_failures(
+            "node_tap",
+            &p,
+            &[
+                (
+                    "test/m.test.js::subtracts wrong",
+                    Is("Expected values to be strictly equal:\n\n2 !== 1"),
+                ),
+                (
+                    "test/m.test.js::math suite > nested fail",
+                    Is("boom \"quoted\"\nsecond line"),
+                ),
+            ],
         );
     }
 
@@ -327,15 +327,19 @@ mod tests {
                 ..totals(1, 1, 0)
             }
         );
-        assert_eq!(ids(&p), ["test/slow.test.js::slow", "test/syn.test.js"]);
-        assert_eq!(p.tests[0].status, CaseStatus::Timeout);
-        assert_eq!(
-            message(&p, "test/slow.test.js::slow"),
-            "test timed out after 50ms"
-        );
         // The load error comes from the diagnostics printed before the result.
-        let m = message(&p, "test/syn.test.js");
-        assert!(m.ends_with("SyntaxError: Unexpected token ';'"), "{m}");
+        assert_failures(
+            "node_tap2",
+            &p,
+            &[
+                ("test/slow.test.js::slow", Is("test timed out after 50ms")),
+                (
+                    "test/syn.test.js",
+                    Ends("SyntaxError: Unexpected token ';'"),
+                ),
+            ],
+        );
+        assert_eq!(p.tests[0].status, CaseStatus::Timeout);
     }
 
     #[test]
@@ -343,15 +347,17 @@ mod tests {
         let p = parsed("node_spec", "/");
         assert_eq!(p.framework, "node");
         assert_eq!(p.totals, totals(2, 2, 2));
-        assert_eq!(
-            ids(&p),
-            [
-                "test/m.test.js::subtracts wrong",
-                "test/m.test.js::nested fail"
-            ]
+        assert_failures(
+            "node_spec",
+            &p,
+            &[
+                (
+                    "test/m.test.js::subtracts wrong",
+                    Begins("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"),
+                ),
+                ("test/m.test.js::nested fail", Any),
+            ],
         );
-        assert!(message(&p, "test/m.test.js::subtracts wrong")
-            .starts_with("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"));
         let p = parsed("node_spec2", "/");
         assert_eq!(
             p.totals,

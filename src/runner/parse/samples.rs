@@ -62,3 +62,36 @@ pub(crate) fn message<'a>(p: &'a Parsed, id: &str) -> &'a str {
         .and_then(|t| t.message.as_deref())
         .unwrap_or("<none>")
 }
+
+/// How a failure's message must read, for [`assert_failures`].
+#[derive(Debug)]
+pub(crate) enum Says {
+    /// Exactly this.
+    Is(&'static str),
+    /// This, somewhere in it.
+    Has(&'static str),
+    /// Beginning with this.
+    Begins(&'static str),
+    /// Ending with this.
+    Ends(&'static str),
+    /// Whatever it says: the test looks at other things.
+    Any,
+}
+
+/// Asserts that the failures parsed from sample `name` are these, in this order, each message
+/// reading as its [`Says`] tells.
+pub(crate) fn assert_failures(name: &str, p: &Parsed, expected: &[(&str, Says)]) {
+    let want: Vec<&str> = expected.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids(p), want, "{name}");
+    for (id, says) in expected {
+        let m = message(p, id);
+        let ok = match says {
+            Says::Is(text) => m == *text,
+            Says::Has(piece) => m.contains(piece),
+            Says::Begins(start) => m.starts_with(start),
+            Says::Ends(end) => m.ends_with(end),
+            Says::Any => true,
+        };
+        assert!(ok, "{name}: {id}: {m:?} is not {says:?}");
+    }
+}
