@@ -44,50 +44,40 @@ fn coverage_plan(
     // istanbul's tools also write the lines of each file (`json`, coverage-final.json): the
     // coverage of the lines a run changed is read from it.
     let lines = dir.join("coverage-final.json");
+    // What the istanbul tools (jest, vitest, c8) write, removed first so a stale one is never
+    // read.
+    let istanbul = dir.join("coverage-summary.json");
+    let clear_istanbul = format!("rm -f {} {}", sh_quote(&istanbul), sh_quote(&lines));
+    let (command, dir_q) = (&plan.command, sh_quote(&dir));
     let summary = match tool {
         CoverageTool::Jest => {
-            let summary = dir.join("coverage-summary.json");
             // An empty coverageThreshold: thresholds in the project's jest config would fail a
             // run that only asked for coverage; ralph-loop judges the threshold itself.
             out.command = format!(
-                "rm -f {} {} && {} --coverage --coverageReporters=json-summary \
-                 --coverageReporters=json --coverageDirectory={} '--coverageThreshold={{}}'",
-                sh_quote(&summary),
-                sh_quote(&lines),
-                plan.command,
-                sh_quote(&dir)
+                "{clear_istanbul} && {command} --coverage --coverageReporters=json-summary \
+                 --coverageReporters=json --coverageDirectory={dir_q} '--coverageThreshold={{}}'",
             );
-            summary
+            istanbul
         }
         CoverageTool::Vitest => {
-            let summary = dir.join("coverage-summary.json");
             // reportOnFailure: vitest writes no coverage when a test fails otherwise. Zeroed
             // thresholds, as for jest: the project's global thresholds would fail the run.
             out.command = format!(
-                "rm -f {} {} && {} --coverage.enabled --coverage.provider=v8 \
+                "{clear_istanbul} && {command} --coverage.enabled --coverage.provider=v8 \
                  --coverage.reporter=json-summary --coverage.reporter=json \
-                 --coverage.reportsDirectory={} \
+                 --coverage.reportsDirectory={dir_q} \
                  --coverage.reportOnFailure --coverage.thresholds.lines=0 \
                  --coverage.thresholds.functions=0 --coverage.thresholds.branches=0 \
                  --coverage.thresholds.statements=0",
-                sh_quote(&summary),
-                sh_quote(&lines),
-                plan.command,
-                sh_quote(&dir)
             );
-            summary
+            istanbul
         }
         CoverageTool::C8 => {
-            let summary = dir.join("coverage-summary.json");
             out.command = format!(
-                "rm -f {} {} && npx --no-install c8 --reporter=json-summary --reporter=json \
-                 --report-dir={} {}",
-                sh_quote(&summary),
-                sh_quote(&lines),
-                sh_quote(&dir),
-                plan.command
+                "{clear_istanbul} && npx --no-install c8 --reporter=json-summary --reporter=json \
+                 --report-dir={dir_q} {command}",
             );
-            summary
+            istanbul
         }
         CoverageTool::CoveragePy => {
             let py = split_python(&plan.command).ok_or_else(|| unsupported_python(plan))?;
@@ -162,16 +152,15 @@ fn coverage_plan(
                 rest.to_string()
             };
             out.command = format!(
-                "rm -f {} && cargo tarpaulin --out Json --output-dir {} --skip-clean{rest}",
+                "rm -f {} && cargo tarpaulin --out Json --output-dir {dir_q} --skip-clean{rest}",
                 sh_quote(&summary),
-                sh_quote(&dir),
             );
             summary
         }
     };
     // Made by the run, not now: a run that stops before its tests (a missing key) leaves no
     // `.ralph/` behind.
-    out.command = format!("mkdir -p {} && {}", sh_quote(&dir), out.command);
+    out.command = format!("mkdir -p {dir_q} && {}", out.command);
     let lines = match tool {
         CoverageTool::Jest | CoverageTool::Vitest | CoverageTool::C8 => Some(lines),
         // `coverage json` and llvm-cov's export list each file's lines beside the totals.
@@ -255,6 +244,32 @@ mod tests {
     const HALF_JS: &str = "function a(x) {\n  if (x > 0) {\n    return 1;\n  }\n  return 2;\n}\n\
                            function b() {\n  const y = 3;\n  const z = 4;\n  return y + z;\n}\n";
 
+    /// A node project of [`HALF_JS`] as a CommonJS module, `half.js`, and these other files.
+    fn half_commonjs(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let half = format!("{HALF_JS}module.exports = {{ a, b }};\n");
+        let mut all = vec![
+            ("package.json", r#"{"name":"half","private":true}"#),
+            ("half.js", half.as_str()),
+        ];
+        all.extend_from_slice(files);
+        node_project(&all)
+    }
+
+    /// A jest test of `a(1)` that expects `expected`.
+    fn jest_test(expected: u32) -> String {
+        format!(
+            "const {{ a }} = require('./half');\ntest('a', () => expect(a(1)).toBe({expected}));\n"
+        )
+    }
+
+    /// A mocha test of `a(1)`, in `test/`, that expects `expected`.
+    fn mocha_test(expected: u32) -> String {
+        format!(
+            "const assert = require('assert');\nconst {{ a }} = require('../half');\n\
+             describe('half', () => {{ it('a', () => assert.equal(a(1), {expected})); }});\n"
+        )
+    }
+
     fn assert_half(c: &Coverage, tool: &str) {
         assert_eq!(c.tool, tool);
         // `a(1)` runs `return 1` (line 3), not `return 2` (5) nor `b`'s body (8-10).
@@ -275,16 +290,8 @@ mod tests {
 
     #[tokio::test]
     async fn jest_coverage_of_a_half_covered_module() {
-        let dir = node_project(&[
-            ("package.json", r#"{"name":"half","private":true}"#),
-            (
-                "half.js",
-                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
-            ),
-            (
-                "half.test.js",
-                "const { a } = require('./half');\ntest('a', () => expect(a(1)).toBe(1));\n",
-            ),
+        let dir = half_commonjs(&[
+            ("half.test.js", &jest_test(1)),
             // A threshold the run would fail if ralph-loop did not override it.
             (
                 "jest.config.js",
@@ -308,17 +315,7 @@ mod tests {
 
     #[tokio::test]
     async fn jest_coverage_is_read_when_a_test_fails() {
-        let dir = node_project(&[
-            ("package.json", r#"{"name":"half","private":true}"#),
-            (
-                "half.js",
-                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
-            ),
-            (
-                "half.test.js",
-                "const { a } = require('./half');\ntest('a', () => expect(a(1)).toBe(7));\n",
-            ),
-        ]);
+        let dir = half_commonjs(&[("half.test.js", &jest_test(7))]);
         let p = plan(Framework::Jest, "npx --no-install jest", dir.path());
         assert_half(&covered(&p, RunStatus::Failed).await, "jest");
     }
@@ -358,17 +355,8 @@ mod tests {
 
     #[tokio::test]
     async fn c8_coverage_of_mocha_and_node_test() {
-        let dir = node_project(&[
-            ("package.json", r#"{"name":"half","private":true}"#),
-            (
-                "half.js",
-                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
-            ),
-            (
-                "test/half.test.js",
-                "const assert = require('assert');\nconst { a } = require('../half');\n\
-                 describe('half', () => { it('a', () => assert.equal(a(1), 1)); });\n",
-            ),
+        let dir = half_commonjs(&[
+            ("test/half.test.js", &mocha_test(1)),
             (
                 "node/half.test.js",
                 "const test = require('node:test');\nconst assert = require('assert');\n\
@@ -387,18 +375,7 @@ mod tests {
 
     #[tokio::test]
     async fn c8_keeps_the_tests_exit_status() {
-        let dir = node_project(&[
-            ("package.json", r#"{"name":"half","private":true}"#),
-            (
-                "half.js",
-                &format!("{HALF_JS}module.exports = {{ a, b }};\n"),
-            ),
-            (
-                "test/half.test.js",
-                "const assert = require('assert');\nconst { a } = require('../half');\n\
-                 describe('half', () => { it('a', () => assert.equal(a(1), 9)); });\n",
-            ),
-        ]);
+        let dir = half_commonjs(&[("test/half.test.js", &mocha_test(9))]);
         let p = plan(Framework::Mocha, "npx --no-install mocha", dir.path());
         assert_half(&covered(&p, RunStatus::Failed).await, "c8");
     }
