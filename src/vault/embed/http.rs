@@ -252,7 +252,7 @@ mod tests {
     use serde_json::json;
     use std::time::Instant;
     use wiremock::matchers::{body_json, header, method, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{Mock, MockServer, ResponseTemplate, Times};
 
     const KEY_ENV: &str = "RALPH_TEST_EMBED_KEY";
 
@@ -276,6 +276,41 @@ mod tests {
         let mut e = HttpEmbedder::new(spec, env_with_key).unwrap();
         e.policy = e.policy.with_base_delay(Duration::from_millis(1));
         e
+    }
+
+    /// [`fast`] for `provider`'s `model` at `base`, with the model's own dimensions.
+    fn fast_at(provider: EmbedProvider, model: &str, base: &str) -> HttpEmbedder {
+        fast(&spec(provider, model, base, None))
+    }
+
+    /// What `e` makes of `texts`; the test fails if it cannot.
+    async fn embedded(e: &dyn Embedder, texts: Vec<String>) -> Vec<Vec<f32>> {
+        e.embed(sealed_texts(texts)).await.unwrap()
+    }
+
+    /// Answers every POST to `server` with `reply`, and checks when the server is dropped that
+    /// there were `times` of them (`..`: any number).
+    async fn post_answers(server: &MockServer, reply: ResponseTemplate, times: impl Into<Times>) {
+        Mock::given(method("POST"))
+            .respond_with(reply)
+            .expect(times)
+            .mount(server)
+            .await;
+    }
+
+    /// Answers the first POST to `server` with `reply`, and the others as mounted after it.
+    async fn first_post_answers(server: &MockServer, reply: ResponseTemplate) {
+        Mock::given(method("POST"))
+            .respond_with(reply)
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+
+    /// What `e` says when it cannot embed `texts`.
+    async fn embed_err(e: &dyn Embedder, texts: Vec<String>) -> String {
+        e.embed(sealed_texts(texts)).await.unwrap_err().to_string()
     }
 
     fn texts(n: usize) -> Vec<String> {
@@ -324,10 +359,7 @@ mod tests {
         let e = build_with_env(&s, env_with_key).unwrap();
         assert_eq!(e.id(), "openai/text-embedding-3-small/4");
         assert_eq!(e.dims(), 4);
-        let out = e
-            .embed(sealed_texts(vec!["a".into(), "b".into()]))
-            .await
-            .unwrap();
+        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
         assert_eq!(out, vec![vector(0, 4), vector(1, 4)]);
     }
 
@@ -343,12 +375,9 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
+        let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
         assert_eq!(e.id(), "openai/text-embedding-3-small/1536");
-        assert_eq!(
-            e.embed(sealed_texts(vec!["a".into()])).await.unwrap()[0].len(),
-            1536
-        );
+        assert_eq!(embedded(&e, vec!["a".into()]).await[0].len(), 1536);
     }
 
     #[tokio::test]
@@ -374,10 +403,7 @@ mod tests {
         };
         let e = build_with_env(&s, |_| None).unwrap();
         assert_eq!(e.id(), "ollama/all-minilm/384");
-        let out = e
-            .embed(sealed_texts(vec!["a".into(), "b".into()]))
-            .await
-            .unwrap();
+        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
         assert_eq!(out, vec![vector(0, 384), vector(1, 384)]);
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
@@ -411,10 +437,7 @@ mod tests {
         );
         let e = build_with_env(&s, env_with_key).unwrap();
         assert_eq!(e.id(), "gemini/gemini-embedding-001/3");
-        let out = e
-            .embed(sealed_texts(vec!["a".into(), "b".into()]))
-            .await
-            .unwrap();
+        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
         assert_eq!(out, vec![vector(0, 3), vector(1, 3)]);
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
@@ -427,19 +450,16 @@ mod tests {
     #[tokio::test]
     async fn unauthorised_names_the_provider_and_the_server_message() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(401).set_body_json(json!({"error": {
+        post_answers(
+            &server,
+            ResponseTemplate::new(401).set_body_json(json!({"error": {
                 "message": "Incorrect API key provided: sk-test.", "type": "invalid_request_error",
-                "param": null, "code": "invalid_api_key"}})))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e
-            .embed(sealed_texts(vec!["a".into()]))
-            .await
-            .unwrap_err()
-            .to_string();
+                "param": null, "code": "invalid_api_key"}})),
+            1,
+        )
+        .await;
+        let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
+        let err = embed_err(&e, vec!["a".into()]).await;
         assert!(err.starts_with("openai embeddings at "), "{err}");
         assert!(err.contains("401 Unauthorized"), "{err}");
         assert!(err.contains("Incorrect API key provided"), "{err}");
@@ -448,50 +468,38 @@ mod tests {
     #[tokio::test]
     async fn a_server_error_is_retried() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(500).set_body_string("upstream hiccup"))
-            .up_to_n_times(1)
-            .expect(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "embeddings": [vector(7, 768)]})))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let e = fast(&spec(
+        first_post_answers(
+            &server,
+            ResponseTemplate::new(500).set_body_string("upstream hiccup"),
+        )
+        .await;
+        post_answers(
+            &server,
+            ResponseTemplate::new(200).set_body_json(json!({
+                "embeddings": [vector(7, 768)]})),
+            1,
+        )
+        .await;
+        let e = fast_at(
             EmbedProvider::Ollama,
             "nomic-embed-text:latest",
             &server.uri(),
-            None,
-        ));
-        assert_eq!(
-            e.embed(sealed_texts(vec!["a".into()])).await.unwrap(),
-            vec![vector(7, 768)]
         );
+        assert_eq!(embedded(&e, vec!["a".into()]).await, vec![vector(7, 768)]);
     }
 
     #[tokio::test]
     async fn retries_give_up_after_three_tries() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(503).set_body_json(json!({"error": {
-                "code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}})))
-            .expect(3)
-            .mount(&server)
-            .await;
-        let e = fast(&spec(
-            EmbedProvider::Gemini,
-            "text-embedding-004",
-            &server.uri(),
-            None,
-        ));
-        let err = e
-            .embed(sealed_texts(vec!["a".into()]))
-            .await
-            .unwrap_err()
-            .to_string();
+        post_answers(
+            &server,
+            ResponseTemplate::new(503).set_body_json(json!({"error": {
+                "code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}})),
+            3,
+        )
+        .await;
+        let e = fast_at(EmbedProvider::Gemini, "text-embedding-004", &server.uri());
+        let err = embed_err(&e, vec!["a".into()]).await;
         assert!(err.contains("gemini embeddings"), "{err}");
         assert!(err.contains("The model is overloaded."), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
@@ -500,18 +508,20 @@ mod tests {
     #[tokio::test]
     async fn a_rate_limit_waits_as_long_as_the_server_asks() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
-            .up_to_n_times(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(openai_reply(1, 1536)))
-            .mount(&server)
-            .await;
-        let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
+        first_post_answers(
+            &server,
+            ResponseTemplate::new(429).insert_header("retry-after", "1"),
+        )
+        .await;
+        post_answers(
+            &server,
+            ResponseTemplate::new(200).set_body_json(openai_reply(1, 1536)),
+            ..,
+        )
+        .await;
+        let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
         let start = Instant::now();
-        e.embed(sealed_texts(vec!["a".into()])).await.unwrap();
+        embedded(&e, vec!["a".into()]).await;
         assert!(
             start.elapsed() >= Duration::from_millis(950),
             "{:?}",
@@ -527,17 +537,12 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let e = fast(&spec(
+        let e = fast_at(
             EmbedProvider::Ollama,
             "all-minilm",
             &format!("http://127.0.0.1:{port}"),
-            None,
-        ));
-        let err = e
-            .embed(sealed_texts(vec!["a".into()]))
-            .await
-            .unwrap_err()
-            .to_string();
+        );
+        let err = embed_err(&e, vec!["a".into()]).await;
         assert!(err.contains("cannot connect"), "{err}");
         assert!(err.contains("after 3 attempts"), "{err}");
     }
@@ -545,21 +550,18 @@ mod tests {
     #[tokio::test]
     async fn a_vector_of_the_wrong_length_is_an_error() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(openai_reply(2, 512)))
-            .mount(&server)
-            .await;
-        let e = fast(&spec(
+        post_answers(
+            &server,
+            ResponseTemplate::new(200).set_body_json(openai_reply(2, 512)),
+            ..,
+        )
+        .await;
+        let e = fast_at(
             EmbedProvider::OpenAi,
             "text-embedding-3-small",
             &server.uri(),
-            None,
-        ));
-        let err = e
-            .embed(sealed_texts(vec!["a".into(), "b".into()]))
-            .await
-            .unwrap_err()
-            .to_string();
+        );
+        let err = embed_err(&e, vec!["a".into(), "b".into()]).await;
         assert!(err.contains("512 numbers, expected 1536"), "{err}");
         assert!(err.contains("memory.embedder.dims"), "{err}");
     }
@@ -580,24 +582,15 @@ mod tests {
             .mount(&server)
             .await;
         let at = |p: &str| {
-            fast(&spec(
+            fast_at(
                 EmbedProvider::Ollama,
                 "all-minilm",
                 &format!("{}/{p}", server.uri()),
-                None,
-            ))
+            )
         };
-        let err = at("count")
-            .embed(sealed_texts(texts(2)))
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = embed_err(&at("count"), texts(2)).await;
         assert!(err.contains("returned 1 vectors for 2 texts"), "{err}");
-        let err = at("garbage")
-            .embed(sealed_texts(texts(1)))
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = embed_err(&at("garbage"), texts(1)).await;
         assert!(err.starts_with("ollama: unreadable reply"), "{err}");
         assert!(err.contains("proxy login"), "{err}");
     }
@@ -605,17 +598,10 @@ mod tests {
     #[tokio::test]
     async fn openai_indices_must_cover_every_text() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
-                {"index": 0, "embedding": vector(0, 1536)}, {"index": 0, "embedding": vector(0, 1536)}]})))
-            .mount(&server)
-            .await;
-        let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        let err = e
-            .embed(sealed_texts(texts(2)))
-            .await
-            .unwrap_err()
-            .to_string();
+        post_answers(&server, ResponseTemplate::new(200).set_body_json(json!({"data": [
+                {"index": 0, "embedding": vector(0, 1536)}, {"index": 0, "embedding": vector(0, 1536)}]})), ..).await;
+        let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
+        let err = embed_err(&e, texts(2)).await;
         assert!(err.contains("`index`"), "{err}");
     }
 
@@ -637,7 +623,7 @@ mod tests {
                 .await;
         }
         let e = fast(&spec(EmbedProvider::OpenAi, "m", &server.uri(), Some(8)));
-        let out = e.embed(sealed_texts(texts(100))).await.unwrap();
+        let out = embedded(&e, texts(100)).await;
         assert_eq!(out, (0..100).map(|i| vector(i, 8)).collect::<Vec<_>>());
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
     }
@@ -645,8 +631,8 @@ mod tests {
     #[tokio::test]
     async fn no_texts_send_no_request() {
         let server = MockServer::start().await;
-        let e = fast(&spec(EmbedProvider::OpenAi, "", &server.uri(), None));
-        assert!(e.embed(sealed_texts(vec![])).await.unwrap().is_empty());
+        let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
+        assert!(embedded(&e, vec![]).await.is_empty());
         assert!(server.received_requests().await.unwrap().is_empty());
     }
 
