@@ -206,6 +206,14 @@ mod tests {
         assert_eq!(found(&target), [(Framework::Vitest, real(tmp.path()))]);
     }
 
+    /// Asserts that the first plan for `target` in `root` runs `framework` with a command that
+    /// begins `start`; `case` names the case on failure.
+    fn assert_runs(root: &Path, target: &str, framework: Framework, start: &str, case: &str) {
+        let plan = &plans(root, target)[0];
+        assert_eq!(plan.framework, framework, "{case}");
+        assert!(plan.command.starts_with(start), "{case}: {}", plan.command);
+    }
+
     #[test]
     fn a_single_jest_call_gets_the_report_flags_through_npm_test() {
         let tmp = project(&[".git/", "src/sum.js"]);
@@ -239,24 +247,18 @@ mod tests {
                 tmp.path(),
                 &format!(r#"{{"scripts":{{"test":"{script}"}}}}"#),
             );
-            let plan = &plans(tmp.path(), "src/sum.js")[0];
-            assert_eq!(plan.framework, Framework::Jest, "{script}");
-            assert!(
-                plan.command
-                    .starts_with("npx --no-install jest --json --outputFile="),
-                "{script}: {}",
-                plan.command
-            );
+            let start = "npx --no-install jest --json --outputFile=";
+            assert_runs(tmp.path(), "src/sum.js", Framework::Jest, start, script);
         }
         // The tool last, after a build step: the flags are appended to it.
         package(tmp.path(), r#"{"scripts":{"test":"tsc -p . && mocha"}}"#);
-        let plan = &plans(tmp.path(), "src/sum.js")[0];
-        assert_eq!(plan.framework, Framework::Mocha);
-        assert!(
-            plan.command
-                .starts_with("npm test --silent -- --reporter json --reporter-option output="),
-            "{}",
-            plan.command
+        let start = "npm test --silent -- --reporter json --reporter-option output=";
+        assert_runs(
+            tmp.path(),
+            "src/sum.js",
+            Framework::Mocha,
+            start,
+            "tsc then mocha",
         );
     }
 
@@ -292,21 +294,22 @@ mod tests {
             r#"{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"},
                 "devDependencies":{"mocha":"^12.0.0","eslint":"^10"}}"#,
         );
-        let plan = &plans(tmp.path(), "lib/a.js")[0];
-        assert_eq!(plan.framework, Framework::Mocha);
-        assert!(
-            plan.command
-                .starts_with("npx --no-install mocha --reporter json --reporter-option output="),
-            "{}",
-            plan.command
+        let start = "npx --no-install mocha --reporter json --reporter-option output=";
+        assert_runs(
+            tmp.path(),
+            "lib/a.js",
+            Framework::Mocha,
+            start,
+            "devDependencies",
         );
         package(tmp.path(), r#"{"dependencies":{"vitest":"5"}}"#);
-        let plan = &plans(tmp.path(), "lib/a.js")[0];
-        assert!(
-            plan.command
-                .starts_with("npx --no-install vitest run --reporter=json"),
-            "{}",
-            plan.command
+        let start = "npx --no-install vitest run --reporter=json";
+        assert_runs(
+            tmp.path(),
+            "lib/a.js",
+            Framework::Vitest,
+            start,
+            "dependencies",
         );
         // No script and no test tool: not a test manifest.
         package(tmp.path(), r#"{"devDependencies":{"prettier":"3"}}"#);

@@ -68,12 +68,18 @@ mod tests {
     use super::*;
     use crate::runner::detect::testkit::{options, plans_with, project, real, report_path, write};
     use crate::runner::detect::Probe;
+    use crate::runner::plan::TestingOptions;
+
+    /// The plan for `pkg/calc.py` in `root`, where pytest is importable or not.
+    fn calc_plan(root: &Path, opts: &TestingOptions, importable: bool) -> TestPlan {
+        plans_with(root, "pkg/calc.py", opts, &Probe::fixed(importable, false)).remove(0)
+    }
 
     #[test]
     fn python_gets_pytest_with_junit_xml_when_configured_or_installed() {
         let tmp = project(&[".git/", "pkg/calc.py", "requirements.txt"]);
         let opts = options(&tmp.path().join(".ralph/reports"));
-        let plan = &plans_with(tmp.path(), "pkg/calc.py", &opts, &Probe::fixed(true, false))[0];
+        let plan = &calc_plan(tmp.path(), &opts, true);
         assert_eq!(plan.framework, Framework::Pytest);
         let file = report_path(plan, &real(tmp.path()).join(".ralph/reports"));
         assert_eq!(
@@ -86,12 +92,7 @@ mod tests {
         assert_eq!(file.extension().and_then(|e| e.to_str()), Some("xml"));
 
         // Not importable and not configured: unittest, read as text.
-        let plan = &plans_with(
-            tmp.path(),
-            "pkg/calc.py",
-            &opts,
-            &Probe::fixed(false, false),
-        )[0];
+        let plan = &calc_plan(tmp.path(), &opts, false);
         assert_eq!(
             (plan.framework, plan.command.as_str(), &plan.report),
             (Framework::Unittest, "python3 -m unittest", &None)
@@ -107,12 +108,7 @@ mod tests {
         ] {
             let tmp = project(&[".git/", "pkg/calc.py", "setup.py"]);
             write(tmp.path(), file, text);
-            let plan = &plans_with(
-                tmp.path(),
-                "pkg/calc.py",
-                &opts,
-                &Probe::fixed(false, false),
-            )[0];
+            let plan = &calc_plan(tmp.path(), &opts, false);
             assert_eq!(plan.framework, Framework::Pytest, "{file}");
         }
     }
