@@ -41,10 +41,12 @@ impl Visitor<'_> for Text {
     }
 }
 
-/// A number (integer or not) passed through `check`.
+/// A number (integer or not) that `ok` accepts; one it refuses is an error that says `must`
+/// and the number (`must be …, got 3`).
 struct Number {
     expecting: &'static str,
-    check: fn(f64) -> Result<f64, String>,
+    ok: fn(f64) -> bool,
+    must: &'static str,
 }
 
 impl Visitor<'_> for Number {
@@ -53,7 +55,11 @@ impl Visitor<'_> for Number {
         f.write_str(self.expecting)
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
-        (self.check)(v).map_err(E::custom)
+        if (self.ok)(v) {
+            Ok(v)
+        } else {
+            Err(E::custom(format!("{}, got {v}", self.must)))
+        }
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
         self.visit_f64(v as f64)
@@ -149,13 +155,8 @@ pub(super) fn opt_at_least_one_usize<'de, D: Deserializer<'de>>(
 pub(super) fn similarity<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
     d.deserialize_f64(Number {
         expecting: "a cosine similarity above 0 and at most 1",
-        check: |v| {
-            if v > 0.0 && v <= 1.0 {
-                Ok(v)
-            } else {
-                Err(format!("must be above 0 and at most 1, got {v}"))
-            }
-        },
+        ok: |v| v > 0.0 && v <= 1.0,
+        must: "must be above 0 and at most 1",
     })
     .map(|v| v as f32)
 }
@@ -184,26 +185,16 @@ pub(super) fn opt_directory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<St
 pub(super) fn context_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     d.deserialize_f64(Number {
         expecting: "a share of the context window, above 0 and at most 0.4",
-        check: |v| {
-            if v > 0.0 && v <= 0.4 {
-                Ok(v)
-            } else {
-                Err(format!("must be above 0 and at most 0.4, got {v}"))
-            }
-        },
+        ok: |v| v > 0.0 && v <= 0.4,
+        must: "must be above 0 and at most 0.4",
     })
 }
 
 pub(super) fn opt_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     d.deserialize_option(Optional(Number {
         expecting: "a percentage between 0 and 100",
-        check: |v| {
-            if (0.0..=100.0).contains(&v) {
-                Ok(v)
-            } else {
-                Err(format!("must be between 0 and 100, got {v}"))
-            }
-        },
+        ok: |v| (0.0..=100.0).contains(&v),
+        must: "must be between 0 and 100",
     }))
 }
 
@@ -212,13 +203,8 @@ pub(super) fn opt_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>
 pub(super) fn opt_mutation_score<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     d.deserialize_option(Optional(Number {
         expecting: "a mutation score between 70 and 100",
-        check: |v| {
-            if (70.0..=100.0).contains(&v) {
-                Ok(v)
-            } else {
-                Err(format!("must be between 70 and 100, got {v}"))
-            }
-        },
+        ok: |v| (70.0..=100.0).contains(&v),
+        must: "must be between 70 and 100",
     }))
 }
 
@@ -270,13 +256,8 @@ pub(super) fn must_be_true<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::E
 
 const POSITIVE: Number = Number {
     expecting: "a number greater than 0",
-    check: |v| {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(format!("must be a number greater than 0, got {v}"))
-        }
-    },
+    ok: |v| v.is_finite() && v > 0.0,
+    must: "must be a number greater than 0",
 };
 
 pub(super) fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -289,13 +270,8 @@ pub(super) fn opt_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64
 
 const NON_NEGATIVE: Number = Number {
     expecting: "a number, 0 or more",
-    check: |v| {
-        if v.is_finite() && v >= 0.0 {
-            Ok(v)
-        } else {
-            Err(format!("must be a number, 0 or more, got {v}"))
-        }
-    },
+    ok: |v| v.is_finite() && v >= 0.0,
+    must: "must be a number, 0 or more",
 };
 
 fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -309,13 +285,8 @@ fn opt_non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::E
 pub(super) fn temperature<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
     let range = Number {
         expecting: "a temperature between 0 and 2",
-        check: |t| {
-            if (0.0..=2.0).contains(&t) {
-                Ok(t)
-            } else {
-                Err(format!("must be between 0 and 2, got {t}"))
-            }
-        },
+        ok: |t| (0.0..=2.0).contains(&t),
+        must: "must be between 0 and 2",
     };
     Ok(d.deserialize_option(Optional(range))?.map(|t| t as f32))
 }

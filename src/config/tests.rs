@@ -20,6 +20,20 @@ fn err(source: &str) -> (String, ConfigError) {
     (e.to_string(), e)
 }
 
+/// Asserts that `source` fails to parse with a message holding every one of `pieces`.
+fn assert_fails_with(source: &str, pieces: &[&str]) {
+    let (msg, _) = err(source);
+    for piece in pieces {
+        assert!(msg.contains(piece), "{source:?}: no {piece:?} in {msg}");
+    }
+}
+
+/// Asserts that `source` fails to parse with a message that begins `start`.
+fn assert_fails_starting(source: &str, start: &str) {
+    let (msg, _) = err(source);
+    assert!(msg.starts_with(start), "{source:?}: {msg}");
+}
+
 #[test]
 fn example_parses_to_the_defaults() {
     let config = parse_str(EXAMPLE).expect("example parses");
@@ -122,15 +136,13 @@ fn unknown_key_names_file_line_and_key() {
         "{msg}"
     );
     assert!(matches!(e, ConfigError::Invalid { line: Some(3), .. }));
-    let (msg, _) = err("output: human\nbudget:\n  max_cost_usd: 1\n");
-    assert!(
-        msg.starts_with("ralph.config.yaml:2:1: budget: unknown key, expected one of"),
-        "{msg}"
+    assert_fails_starting(
+        "output: human\nbudget:\n  max_cost_usd: 1\n",
+        "ralph.config.yaml:2:1: budget: unknown key, expected one of",
     );
-    let (msg, _) = err("models:\n  artisan: { model: gpt, temp: 0.3 }\n");
-    assert!(
-        msg.starts_with("ralph.config.yaml:2:26: models.artisan.temp: unknown key"),
-        "{msg}"
+    assert_fails_starting(
+        "models:\n  artisan: { model: gpt, temp: 0.3 }\n",
+        "ralph.config.yaml:2:26: models.artisan.temp: unknown key",
     );
 }
 
@@ -194,21 +206,16 @@ fn syntax_error_has_a_position() {
 
 #[test]
 fn bad_model_alias_is_an_error() {
-    let (msg, _) = err("models:\n  artisan: mystery\n");
-    assert!(
-        msg.starts_with("ralph.config.yaml:2:12: models.artisan: `mystery` is neither"),
-        "{msg}"
+    assert_fails_starting(
+        "models:\n  artisan: mystery\n",
+        "ralph.config.yaml:2:12: models.artisan: `mystery` is neither",
     );
-    let (msg, _) = err("models:\n  critic: { model: acme/x }\n");
-    assert!(msg.starts_with("ralph.config.yaml:2:"), "{msg}");
-    assert!(
-        msg.contains("models.critic.model: unknown provider `acme`"),
-        "{msg}"
-    );
-    let (msg, _) = err("prices:\n  mystery: { input: 1, output: 2 }\n");
-    assert!(
-        msg.contains("2:3: prices.mystery: `mystery` is neither"),
-        "{msg}"
+    let acme = "models:\n  critic: { model: acme/x }\n";
+    assert_fails_starting(acme, "ralph.config.yaml:2:");
+    assert_fails_with(acme, &["models.critic.model: unknown provider `acme`"]);
+    assert_fails_with(
+        "prices:\n  mystery: { input: 1, output: 2 }\n",
+        &["2:3: prices.mystery: `mystery` is neither"],
     );
 }
 
@@ -242,15 +249,13 @@ fn model_entries_as_string_or_map() {
         config.model(Role::Artisan).map(|s| s.max_tokens),
         Some(8192)
     );
-    let (msg, _) = err("models:\n  artisan: { temperature: 0.2 }\n");
-    assert!(
-        msg.contains("models.artisan: missing field `model`"),
-        "{msg}"
+    assert_fails_with(
+        "models:\n  artisan: { temperature: 0.2 }\n",
+        &["models.artisan: missing field `model`"],
     );
-    let (msg, _) = err("models:\n  artisan: 3\n");
-    assert!(
-        msg.contains("models.artisan: invalid type: integer `3`, expected a model name or a map"),
-        "{msg}"
+    assert_fails_with(
+        "models:\n  artisan: 3\n",
+        &["models.artisan: invalid type: integer `3`, expected a model name or a map"],
     );
 }
 
@@ -484,15 +489,13 @@ fn the_critic_s_mode_and_the_librarian_s_analysis_policy() {
             "{yaml}"
         );
     }
-    let (msg, _) = err("librarian:\n  analyze: sometimes\n");
-    assert!(
-        msg.contains("2:12: librarian.analyze: must be auto, always or never, got `sometimes`"),
-        "{msg}"
+    assert_fails_with(
+        "librarian:\n  analyze: sometimes\n",
+        &["2:12: librarian.analyze: must be auto, always or never, got `sometimes`"],
     );
-    let (msg, _) = err("critic:\n  mode: later\n");
-    assert!(
-        msg.contains("2:9: critic.mode: unknown variant `later`"),
-        "{msg}"
+    assert_fails_with(
+        "critic:\n  mode: later\n",
+        &["2:9: critic.mode: unknown variant `later`"],
     );
 }
 
@@ -545,15 +548,13 @@ fn chaos_settings_and_their_errors() {
         .run_settings()
         .expect("settings");
     assert!(!s.models.contains_key(&Role::Chaos));
-    let (msg, _) = err("chaos:\n  strategies: []\n");
-    assert!(
-        msg.contains("ralph.config.yaml:2:3: chaos.strategies: the list is empty"),
-        "{msg}"
+    assert_fails_with(
+        "chaos:\n  strategies: []\n",
+        &["ralph.config.yaml:2:3: chaos.strategies: the list is empty"],
     );
-    let (msg, _) = err("chaos:\n  strategies: [boundary, fuzzing]\n");
-    assert!(
-        msg.contains("chaos.strategies") && msg.contains("unknown variant `fuzzing`"),
-        "{msg}"
+    assert_fails_with(
+        "chaos:\n  strategies: [boundary, fuzzing]\n",
+        &["chaos.strategies", "unknown variant `fuzzing`"],
     );
     // Mutation testing: off by default, on by its strategy or a gate, the gate within 70..=100.
     assert!(!s.chaos.mutation());
@@ -568,18 +569,18 @@ fn chaos_settings_and_their_errors() {
     assert_eq!(s.chaos.coverage_min, Some(90.0), "the default gate");
     assert_eq!(s.chaos.mutation_timeout, std::time::Duration::from_secs(60));
     for bad in ["69", "100.5"] {
-        let (msg, _) = err(&format!("success_criteria:\n  mutation_score_min: {bad}\n"));
-        assert!(
-            msg.contains("ralph.config.yaml:2:")
-                && msg.contains("success_criteria.mutation_score_min")
-                && msg.contains("between 70 and 100"),
-            "{msg}"
+        assert_fails_with(
+            &format!("success_criteria:\n  mutation_score_min: {bad}\n"),
+            &[
+                "ralph.config.yaml:2:",
+                "success_criteria.mutation_score_min",
+                "between 70 and 100",
+            ],
         );
     }
-    let (msg, _) = err("chaos:\n  max_rounds: 0\n");
-    assert!(
-        msg.contains("ralph.config.yaml:2:") && msg.contains("chaos.max_rounds"),
-        "{msg}"
+    assert_fails_with(
+        "chaos:\n  max_rounds: 0\n",
+        &["ralph.config.yaml:2:", "chaos.max_rounds"],
     );
 }
 
@@ -622,9 +623,8 @@ fn the_gates_are_on_by_default_and_follow_chaos_and_the_profile() {
         (s.chaos.coverage_min, s.coverage_threshold),
         (None, Some(75.0))
     );
-    let (msg, _) = err("profile: thorough\n");
-    assert!(
-        msg.contains("ralph.config.yaml:1:") && msg.contains("profile") && msg.contains("quick"),
-        "{msg}"
+    assert_fails_with(
+        "profile: thorough\n",
+        &["ralph.config.yaml:1:", "profile", "quick"],
     );
 }
