@@ -136,6 +136,14 @@ fn get<'a>(p: &'a Parsed, id: &str) -> &'a TestCase {
         .unwrap_or_else(|| panic!("no test {id} in {:?}", ids(p)))
 }
 
+/// Asserts that test `t` failed with an error of type `error_type` saying `message`, raised at
+/// `location`.
+fn assert_raised(t: &TestCase, error_type: &str, message: &str, location: Option<Location>) {
+    assert_eq!(t.error_type.as_deref(), Some(error_type), "{}", t.id);
+    assert_eq!(t.message.as_deref(), Some(message), "{}", t.id);
+    assert_eq!(t.location, location, "{}", t.id);
+}
+
 fn ids(p: &Parsed) -> Vec<&str> {
     p.tests.iter().map(|t| t.id.as_str()).collect()
 }
@@ -202,12 +210,12 @@ fn jest_reads_every_test_with_its_suites_and_the_files_that_did_not_run() {
     assert_eq!(t.name, "math > median of even length");
     assert_eq!(t.file.as_deref(), Some("src/math.test.js"));
     assert_eq!(t.duration_ms, Some(4.0));
-    assert_eq!(t.error_type.as_deref(), Some("AssertionError"));
-    assert_eq!(
-        t.message.as_deref(),
-        Some("expect(received).toBe(expected) // Object.is equality\n\nExpected: 2.5\nReceived: 3")
+    assert_raised(
+        t,
+        "AssertionError",
+        "expect(received).toBe(expected) // Object.is equality\n\nExpected: 2.5\nReceived: 3",
+        at("src/math.test.js", 8, Some(34)),
     );
-    assert_eq!(t.location, at("src/math.test.js", 8, Some(34)));
     let stack = t.stack.as_deref().unwrap_or("");
     assert!(
         stack.starts_with("    at Object.toBe (/tmp/rls/js/src/math.test.js:8:34)"),
@@ -216,12 +224,12 @@ fn jest_reads_every_test_with_its_suites_and_the_files_that_did_not_run() {
 
     // Raised in the code under test: its place, not the test's.
     let t = get(&p, "src/math.test.js::math > errors > throws a type error");
-    assert_eq!(t.error_type.as_deref(), Some("TypeError"));
-    assert_eq!(
-        t.message.as_deref(),
-        Some("TypeError: cannot read the list")
+    assert_raised(
+        t,
+        "TypeError",
+        "TypeError: cannot read the list",
+        at("src/math.js", 9, Some(9)),
     );
-    assert_eq!(t.location, at("src/math.js", 9, Some(9)));
 
     let t = get(&p, "src/math.test.js::math > slow");
     assert!(t
@@ -233,12 +241,12 @@ fn jest_reads_every_test_with_its_suites_and_the_files_that_did_not_run() {
 
     let t = get(&p, "src/syn.test.js");
     assert_eq!(t.name, "");
-    assert_eq!(t.error_type.as_deref(), Some("SyntaxError"));
-    assert_eq!(
-        t.message.as_deref(),
-        Some("SyntaxError: /tmp/rls/js/src/syn.test.js: Unexpected token (1:10)")
+    assert_raised(
+        t,
+        "SyntaxError",
+        "SyntaxError: /tmp/rls/js/src/syn.test.js: Unexpected token (1:10)",
+        at("src/syn.test.js", 1, Some(10)),
     );
-    assert_eq!(t.location, at("src/syn.test.js", 1, Some(10)));
     let t = get(&p, "src/imp.test.js");
     assert_eq!(
         t.message.as_deref(),
@@ -281,12 +289,12 @@ fn vitest_reads_its_jest_shaped_report() {
         ]
     );
     let t = get(&p, "src/math.test.ts::math > median of even length");
-    assert_eq!(t.error_type.as_deref(), Some("AssertionError"));
-    assert_eq!(
-        t.message.as_deref(),
-        Some("AssertionError: expected 3 to be 2.5 // Object.is equality")
+    assert_raised(
+        t,
+        "AssertionError",
+        "AssertionError: expected 3 to be 2.5 // Object.is equality",
+        at("src/math.test.ts", 9, Some(34)),
     );
-    assert_eq!(t.location, at("src/math.test.ts", 9, Some(34)));
     let t = get(&p, "src/math.test.ts::math > slow");
     assert_eq!(t.status, CaseStatus::Timeout);
     assert_eq!(t.error_type.as_deref(), Some("TestTimeoutError"));
@@ -339,12 +347,12 @@ fn mocha_reads_tests_hooks_and_rebuilds_suite_paths() {
         ]
     );
     let t = get(&p, "test/math.test.js::math > median of even length");
-    assert_eq!(t.error_type.as_deref(), Some("AssertionError"));
-    assert_eq!(
-        t.message.as_deref(),
-        Some("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n3 !== 2.5")
+    assert_raised(
+        t,
+        "AssertionError",
+        "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n3 !== 2.5",
+        at("test/math.test.js", 9, Some(12)),
     );
-    assert_eq!(t.location, at("test/math.test.js", 9, Some(12)));
     assert_eq!(t.duration_ms, Some(2.0));
     let t = get(&p, "test/math.test.js::math > errors > throws a type error");
     assert_eq!(t.location, at("src/math.js", 9, Some(9)));
