@@ -214,16 +214,19 @@ mod tests {
     }
 
     const RUFF_CONFIG: &str = "[lint]\nselect = [\"E\", \"F\", \"I\"]\n";
+    /// Unsorted imports (I001, a warning), both unused (F401), an undefined name (F821).
+    const BAD_PY: &str = "import sys\nimport os\n\n\ndef f():\n    return undefined_name\n";
+
+    /// The plan for a Python project in `dir` whose configured lint command is `command`.
+    fn python_plan(dir: &Path, target: &str, command: &str) -> LintPlan {
+        lint_plan(Language::Python, Path::new(target), dir, Some(command)).expect("plan")
+    }
 
     #[tokio::test]
     async fn ruff_counts_errors_and_style_warnings() {
         let dir = project(&[
             ("ruff.toml", RUFF_CONFIG),
-            // Unsorted imports (I001, a warning), both unused (F401), an undefined name (F821).
-            (
-                "bad.py",
-                "import sys\nimport os\n\n\ndef f():\n    return undefined_name\n",
-            ),
+            ("bad.py", BAD_PY),
             ("good.py", "import os\n\n\ndef f():\n    return os.sep\n"),
         ]);
         let bad = lint_file(Language::Python, dir.path(), "bad.py").await;
@@ -324,13 +327,11 @@ mod tests {
     #[tokio::test]
     async fn a_configured_command_counts_by_exit_status() {
         let dir = project(&[]);
-        let failing = lint_plan(
-            Language::Python,
-            Path::new("a.py"),
+        let failing = python_plan(
             dir.path(),
-            Some("echo 'a.py:1: too many widgets'; echo; exit 3"),
-        )
-        .expect("plan");
+            "a.py",
+            "echo 'a.py:1: too many widgets'; echo; exit 3",
+        );
         assert!(check_lint_tool(
             Language::Python,
             Path::new("a.py"),
@@ -343,33 +344,19 @@ mod tests {
         assert_eq!(l.findings, ["a.py:1: too many widgets"]);
         assert_eq!(l.tool, l.command);
 
-        let passing = lint_plan(
-            Language::Python,
-            Path::new("a.py"),
-            dir.path(),
-            Some("true"),
-        )
-        .expect("plan");
+        let passing = python_plan(dir.path(), "a.py", "true");
         let l = lint(&passing).await;
         assert_eq!((l.errors, l.warnings, l.findings.len()), (0, 0, 0));
     }
 
     #[tokio::test]
     async fn a_configured_command_with_json_output_is_read_as_such() {
-        let dir = project(&[
-            ("ruff.toml", RUFF_CONFIG),
-            (
-                "bad.py",
-                "import sys\nimport os\n\n\ndef f():\n    return undefined_name\n",
-            ),
-        ]);
-        let plan = lint_plan(
-            Language::Python,
-            Path::new("bad.py"),
+        let dir = project(&[("ruff.toml", RUFF_CONFIG), ("bad.py", BAD_PY)]);
+        let plan = python_plan(
             dir.path(),
-            Some("echo starting; python3 -m ruff check --no-cache --output-format json bad.py"),
-        )
-        .expect("plan");
+            "bad.py",
+            "echo starting; python3 -m ruff check --no-cache --output-format json bad.py",
+        );
         let l = lint(&plan).await;
         assert_eq!(
             (l.tool.as_str(), l.errors, l.warnings),
@@ -381,13 +368,7 @@ mod tests {
     #[tokio::test]
     async fn a_linter_past_its_timeout_is_one_error() {
         let dir = project(&[]);
-        let plan = lint_plan(
-            Language::Python,
-            Path::new("a.py"),
-            dir.path(),
-            Some("sleep 30"),
-        )
-        .expect("plan");
+        let plan = python_plan(dir.path(), "a.py", "sleep 30");
         let l = run_lint(
             &plan,
             &limits(Duration::from_millis(300)),
