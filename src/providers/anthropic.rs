@@ -550,8 +550,19 @@ pub(crate) mod tests {
     }
 
     fn sse_reply(deltas: &[&str]) -> ResponseTemplate {
-        ResponseTemplate::new(200)
-            .set_body_raw(sse_body(&stream_events(deltas)), "text/event-stream")
+        events_reply(&stream_events(deltas))
+    }
+
+    /// A stream of these events.
+    fn events_reply(events: &[Value]) -> ResponseTemplate {
+        ResponseTemplate::new(200).set_body_raw(sse_body(events), "text/event-stream")
+    }
+
+    /// A stream cut after its first text, `half`: its events up to that delta.
+    fn cut_after_half() -> Vec<Value> {
+        let mut events = stream_events(&["half"]);
+        events.truncate(4);
+        events
     }
 
     fn error_reply(status: u16, kind: &str, message: &str) -> ResponseTemplate {
@@ -731,14 +742,12 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn an_error_event_before_any_text_is_retried() {
         let server = MockServer::start().await;
-        let overloaded = sse_body(&[
+        let overloaded = [
             stream_events(&[])[0].clone(),
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-        ]);
+        ];
         Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(overloaded.clone(), "text/event-stream"),
-            )
+            .respond_with(events_reply(&overloaded))
             .up_to_n_times(1)
             .mount(&server)
             .await;
@@ -751,7 +760,7 @@ pub(crate) mod tests {
         assert_eq!(reply_to(&c, MODEL).await.text, "ok");
         // Every attempt overloaded: a server error, after both.
         Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(overloaded, "text/event-stream"))
+            .respond_with(events_reply(&overloaded))
             .mount(&server)
             .await;
         let err = failure(&c, MODEL).await;
@@ -763,17 +772,9 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn an_error_event_after_text_is_not_retried() {
-        let server = MockServer::start().await;
-        let mut events = stream_events(&["half"]);
-        events.truncate(4);
+        let mut events = cut_after_half();
         events.push(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}));
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(sse_body(&events), "text/event-stream"),
-            )
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(events_reply(&events), 1).await;
         let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(
             matches!(
@@ -829,16 +830,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_cut_stream_is_a_network_error() {
-        let server = MockServer::start().await;
-        let mut events = stream_events(&["half"]);
-        events.truncate(4);
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_raw(sse_body(&events), "text/event-stream"),
-            )
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = serving(events_reply(&cut_after_half()), 1).await;
         let err = failure(&client(&server, |_| {}), MODEL).await;
         assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
     }
