@@ -177,11 +177,7 @@ mod tests {
             ),
         ]);
         let bad = lint_file(Language::JavaScript, dir.path(), "src/bad.js").await;
-        assert_eq!(
-            (bad.tool.as_str(), bad.errors, bad.warnings),
-            ("eslint", 1, 1),
-            "{bad:?}"
-        );
+        assert_counts(&bad, "eslint", 1, 1);
         assert_eq!(
             bad.findings,
             [
@@ -194,8 +190,7 @@ mod tests {
             "npx --no-install eslint --format json src/bad.js 2>&1"
         );
         let good = lint_file(Language::JavaScript, dir.path(), "src/good.js").await;
-        assert_eq!((good.errors, good.warnings), (0, 0), "{good:?}");
-        assert!(good.findings.is_empty());
+        assert_clean(&good);
     }
 
     #[tokio::test]
@@ -230,11 +225,7 @@ mod tests {
             ("good.py", "import os\n\n\ndef f():\n    return os.sep\n"),
         ]);
         let bad = lint_file(Language::Python, dir.path(), "bad.py").await;
-        assert_eq!(
-            (bad.tool.as_str(), bad.errors, bad.warnings),
-            ("ruff", 3, 1),
-            "{bad:?}"
-        );
+        assert_counts(&bad, "ruff", 3, 1);
         assert_eq!(
             bad.command,
             "python3 -m ruff check --no-cache --output-format json bad.py 2>&1"
@@ -245,7 +236,7 @@ mod tests {
         // Errors first, warnings after.
         assert!(bad.findings[3].ends_with("(I001)"), "{bad:?}");
         let good = lint_file(Language::Python, dir.path(), "good.py").await;
-        assert_eq!((good.errors, good.warnings), (0, 0), "{good:?}");
+        assert_clean(&good);
         assert!(!dir.path().join(".ruff_cache").exists());
     }
 
@@ -255,6 +246,21 @@ mod tests {
         let l = lint_file(Language::Python, dir.path(), "broken.py").await;
         assert!(l.errors >= 1 && l.warnings == 0, "{l:?}");
         assert!(l.findings[0].starts_with("broken.py:1:"), "{l:?}");
+    }
+
+    /// Asserts that `l` is `tool`'s and counts these errors and warnings.
+    fn assert_counts(l: &Lint, tool: &str, errors: u32, warnings: u32) {
+        assert_eq!(
+            (l.tool.as_str(), l.errors, l.warnings),
+            (tool, errors, warnings),
+            "{l:?}"
+        );
+    }
+
+    /// Asserts that `l` found nothing.
+    fn assert_clean(l: &Lint) {
+        assert_eq!((l.errors, l.warnings), (0, 0), "{l:?}");
+        assert!(l.findings.is_empty(), "{l:?}");
     }
 
     /// One target directory for every crate these tests build, so clippy compiles little.
@@ -282,11 +288,7 @@ mod tests {
              0\n}\n\npub fn g(v: &Vec<i32>) -> usize {\n    v.len()\n}\n",
         )
         .await;
-        assert_eq!(
-            (bad.tool.as_str(), bad.errors, bad.warnings),
-            ("clippy", 1, 1),
-            "{bad:?}"
-        );
+        assert_counts(&bad, "clippy", 1, 1);
         assert_eq!(
             bad.findings[0],
             "src/lib.rs:3:8: equal expressions as operands to `==` (clippy::eq_op)"
@@ -294,8 +296,7 @@ mod tests {
         assert!(bad.findings[1].ends_with("(clippy::ptr_arg)"), "{bad:?}");
 
         let good = clippy_on("pub fn f(x: i32) -> i32 {\n    x + 1\n}\n").await;
-        assert_eq!((good.errors, good.warnings), (0, 0), "{good:?}");
-        assert!(good.findings.is_empty());
+        assert_clean(&good);
     }
 
     #[tokio::test]
@@ -358,11 +359,7 @@ mod tests {
             "echo starting; python3 -m ruff check --no-cache --output-format json bad.py",
         );
         let l = lint(&plan).await;
-        assert_eq!(
-            (l.tool.as_str(), l.errors, l.warnings),
-            ("ruff", 3, 1),
-            "{l:?}"
-        );
+        assert_counts(&l, "ruff", 3, 1);
     }
 
     #[tokio::test]
