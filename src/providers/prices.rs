@@ -59,23 +59,19 @@ pub const ANTHROPIC_SOURCE: &str = "https://docs.claude.com/en/docs/about-claude
 pub const GEMINI_SOURCE: &str = "https://ai.google.dev/gemini-api/docs/pricing";
 pub const OLLAMA_SOURCE: &str = "https://ollama.com/library";
 
-/// A provider that bills cached input but no cache writes (OpenAI, Gemini).
-#[allow(clippy::too_many_arguments)]
-const fn cached_input(
+/// A row that bills nothing yet: each provider's function below fills in its prices.
+const fn unbilled(
     source: &'static str,
     model: &'static str,
-    input: f64,
-    cache_read: f64,
-    output: f64,
     context_window: u32,
     max_output: u32,
     as_of: &'static str,
 ) -> PriceRow {
     PriceRow {
         model,
-        input,
-        output,
-        cache_read: Some(cache_read),
+        input: 0.0,
+        output: 0.0,
+        cache_read: None,
         cache_write: None,
         context_window,
         max_output,
@@ -85,27 +81,42 @@ const fn cached_input(
     }
 }
 
-/// OpenAI: input, cached input, output; context window, max output.
-const fn openai(
-    model: &'static str,
-    input: f64,
-    cache_read: f64,
-    output: f64,
-    context_window: u32,
-    max_output: u32,
-    as_of: &'static str,
-) -> PriceRow {
-    cached_input(
-        OPENAI_SOURCE,
-        model,
-        input,
-        cache_read,
-        output,
-        context_window,
-        max_output,
-        as_of,
-    )
+/// A provider that bills cached input but no cache writes (OpenAI, Gemini): its rows are
+/// `provider.row(model, input, cached input, output, context window, max output, as of)`.
+struct CachedInput {
+    source: &'static str,
 }
+
+impl CachedInput {
+    #[allow(clippy::too_many_arguments)]
+    const fn row(
+        &self,
+        model: &'static str,
+        input: f64,
+        cache_read: f64,
+        output: f64,
+        context_window: u32,
+        max_output: u32,
+        as_of: &'static str,
+    ) -> PriceRow {
+        PriceRow {
+            input,
+            output,
+            cache_read: Some(cache_read),
+            ..unbilled(self.source, model, context_window, max_output, as_of)
+        }
+    }
+}
+
+/// OpenAI: input, cached input, output; context window, max output.
+const OPENAI: CachedInput = CachedInput {
+    source: OPENAI_SOURCE,
+};
+
+/// Gemini: input, cached input, output (prompts up to 200k tokens); context window, max output.
+const GEMINI: CachedInput = CachedInput {
+    source: GEMINI_SOURCE,
+};
 
 /// Anthropic: input, output, 5-minute cache write, cache read; context window, max output.
 #[allow(clippy::too_many_arguments)]
@@ -120,39 +131,12 @@ const fn anthropic(
     as_of: &'static str,
 ) -> PriceRow {
     PriceRow {
-        model,
         input,
         output,
         cache_read: Some(cache_read),
         cache_write: Some(cache_write),
-        context_window,
-        max_output,
-        source: ANTHROPIC_SOURCE,
-        as_of,
-        tags: &[],
+        ..unbilled(ANTHROPIC_SOURCE, model, context_window, max_output, as_of)
     }
-}
-
-/// Gemini: input, cached input, output (prompts up to 200k tokens); context window, max output.
-const fn gemini(
-    model: &'static str,
-    input: f64,
-    cache_read: f64,
-    output: f64,
-    context_window: u32,
-    max_output: u32,
-    as_of: &'static str,
-) -> PriceRow {
-    cached_input(
-        GEMINI_SOURCE,
-        model,
-        input,
-        cache_read,
-        output,
-        context_window,
-        max_output,
-        as_of,
-    )
 }
 
 /// Ollama: free; the model's own context window, which is also the most it can write (Ollama
@@ -164,39 +148,31 @@ const fn ollama(
     as_of: &'static str,
 ) -> PriceRow {
     PriceRow {
-        model,
-        input: 0.0,
-        output: 0.0,
-        cache_read: None,
-        cache_write: None,
-        context_window,
-        max_output: context_window,
-        source: OLLAMA_SOURCE,
-        as_of,
         tags,
+        ..unbilled(OLLAMA_SOURCE, model, context_window, context_window, as_of)
     }
 }
 
 /// The bundled rows.
 #[rustfmt::skip]
 pub const TABLE: &[PriceRow] = &[
-    //      model                          input  cached  output  context    max out  as of
+    //          model                          input  cached  output  context    max out  as of
     // GPT-5 family: launched 2025-08-07 at these prices.
-    openai("openai/gpt-5",                  1.25, 0.125,  10.00,   400_000, 128_000, "2025-08-07"),
-    openai("openai/gpt-5-mini",             0.25, 0.025,   2.00,   400_000, 128_000, "2025-08-07"),
-    openai("openai/gpt-5-nano",             0.05, 0.005,   0.40,   400_000, 128_000, "2025-08-07"),
+    OPENAI.row("openai/gpt-5",                  1.25, 0.125,  10.00,   400_000, 128_000, "2025-08-07"),
+    OPENAI.row("openai/gpt-5-mini",             0.25, 0.025,   2.00,   400_000, 128_000, "2025-08-07"),
+    OPENAI.row("openai/gpt-5-nano",             0.05, 0.005,   0.40,   400_000, 128_000, "2025-08-07"),
     // GPT-4.1 family: launched 2025-04-14 at these prices.
-    openai("openai/gpt-4.1",                2.00, 0.50,    8.00, 1_047_576,  32_768, "2025-04-14"),
-    openai("openai/gpt-4.1-mini",           0.40, 0.10,    1.60, 1_047_576,  32_768, "2025-04-14"),
-    openai("openai/gpt-4.1-nano",           0.10, 0.025,   0.40, 1_047_576,  32_768, "2025-04-14"),
+    OPENAI.row("openai/gpt-4.1",                2.00, 0.50,    8.00, 1_047_576,  32_768, "2025-04-14"),
+    OPENAI.row("openai/gpt-4.1-mini",           0.40, 0.10,    1.60, 1_047_576,  32_768, "2025-04-14"),
+    OPENAI.row("openai/gpt-4.1-nano",           0.10, 0.025,   0.40, 1_047_576,  32_768, "2025-04-14"),
     // GPT-4o: the gpt-4o-2024-08-06 price, which `gpt-4o` has pointed to since 2024-10-02.
-    openai("openai/gpt-4o",                 2.50, 1.25,   10.00,   128_000,  16_384, "2024-10-02"),
+    OPENAI.row("openai/gpt-4o",                 2.50, 1.25,   10.00,   128_000,  16_384, "2024-10-02"),
     // GPT-4o mini: launched 2024-07-18; cached input since prompt caching, 2024-10-01.
-    openai("openai/gpt-4o-mini",            0.15, 0.075,   0.60,   128_000,  16_384, "2024-10-01"),
+    OPENAI.row("openai/gpt-4o-mini",            0.15, 0.075,   0.60,   128_000,  16_384, "2024-10-01"),
     // o3: cut by 80% on 2025-06-10.
-    openai("openai/o3",                     2.00, 0.50,    8.00,   200_000, 100_000, "2025-06-10"),
-    openai("openai/o4-mini",                1.10, 0.275,   4.40,   200_000, 100_000, "2025-04-16"),
-    openai("openai/o3-mini",                1.10, 0.55,    4.40,   200_000, 100_000, "2025-01-31"),
+    OPENAI.row("openai/o3",                     2.00, 0.50,    8.00,   200_000, 100_000, "2025-06-10"),
+    OPENAI.row("openai/o4-mini",                1.10, 0.275,   4.40,   200_000, 100_000, "2025-04-16"),
+    OPENAI.row("openai/o3-mini",                1.10, 0.55,    4.40,   200_000, 100_000, "2025-01-31"),
 
     //         model                           input output  cache w cache r context  max out  as of
     // Opus 4.5 cut Opus prices by two thirds; Opus 4.1 and 4 keep the old ones.
@@ -211,13 +187,13 @@ pub const TABLE: &[PriceRow] = &[
     // Launched at $1/$5 on 2024-11-04, cut to these in December 2024.
     anthropic("anthropic/claude-3-5-haiku",    0.80,  4.00,  1.00,   0.08,  200_000,  8_192, "2024-12"),
 
-    //      model                           input  cached  output  context    max out  as of
+    //          model                           input  cached  output  context    max out  as of
     // Gemini 2.5: launch prices (Pro and Flash GA 2025-06-17, Flash-Lite 2025-07-22); cached
     // input at 10% of input, as the pricing page listed it when Gemini 3 Pro came out.
-    gemini("gemini/gemini-2.5-pro",         1.25, 0.125,  10.00, 1_048_576, 65_536, "2025-11-18"),
-    gemini("gemini/gemini-2.5-flash",       0.30, 0.03,    2.50, 1_048_576, 65_536, "2025-11-18"),
-    gemini("gemini/gemini-2.5-flash-lite",  0.10, 0.01,    0.40, 1_048_576, 65_536, "2025-11-18"),
-    gemini("gemini/gemini-2.0-flash",       0.10, 0.025,   0.40, 1_048_576,  8_192, "2025-02-05"),
+    GEMINI.row("gemini/gemini-2.5-pro",         1.25, 0.125,  10.00, 1_048_576, 65_536, "2025-11-18"),
+    GEMINI.row("gemini/gemini-2.5-flash",       0.30, 0.03,    2.50, 1_048_576, 65_536, "2025-11-18"),
+    GEMINI.row("gemini/gemini-2.5-flash-lite",  0.10, 0.01,    0.40, 1_048_576, 65_536, "2025-11-18"),
+    GEMINI.row("gemini/gemini-2.0-flash",       0.10, 0.025,   0.40, 1_048_576,  8_192, "2025-02-05"),
 
     //      model                          tags                                   context
     // The context each model was trained for, from its library page. Ollama itself runs
