@@ -543,6 +543,18 @@ mod tests {
         paths.iter().map(PathBuf::from).collect()
     }
 
+    /// Asserts what each `(from, import, file)` resolves to in `language`: `file`, or nothing
+    /// for an import outside the project.
+    fn assert_resolves(r: &Resolver<'_>, language: Language, cases: &[(&str, &str, Option<&str>)]) {
+        for (from, import, file) in cases {
+            assert_eq!(
+                r.resolve(Path::new(from), language, import),
+                file.map(PathBuf::from),
+                "{from}: {import}"
+            );
+        }
+    }
+
     #[test]
     fn jsonc_is_stripped() {
         let text = "{\n // c\n \"a\": \"x//y\", /* b */ \"b\": [1, 2,],\n}";
@@ -561,23 +573,19 @@ mod tests {
         ]);
         let layout = Layout::load(Path::new("/nonexistent"), &[], &[]);
         let r = Resolver::new(&files, &layout);
-        let from = Path::new("src/main.ts");
-        let js = Language::TypeScript;
-        assert_eq!(r.resolve(from, js, "./a"), Some(PathBuf::from("src/a.ts")));
-        assert_eq!(
-            r.resolve(from, js, "./b"),
-            Some(PathBuf::from("src/b/index.tsx"))
+        let from = "src/main.ts";
+        assert_resolves(
+            &r,
+            Language::TypeScript,
+            &[
+                (from, "./a", Some("src/a.ts")),
+                (from, "./b", Some("src/b/index.tsx")),
+                (from, "./c.js", Some("src/c.ts")),
+                (from, "./x.service", Some("src/x.service.ts")),
+                (from, "../../escape", None),
+                (from, "react", None),
+            ],
         );
-        assert_eq!(
-            r.resolve(from, js, "./c.js"),
-            Some(PathBuf::from("src/c.ts"))
-        );
-        assert_eq!(
-            r.resolve(from, js, "./x.service"),
-            Some(PathBuf::from("src/x.service.ts"))
-        );
-        assert_eq!(r.resolve(from, js, "../../escape"), None);
-        assert_eq!(r.resolve(from, js, "react"), None);
     }
 
     #[test]
@@ -591,30 +599,20 @@ mod tests {
         ]);
         let layout = Layout::load(Path::new("/nonexistent"), &[], &[]);
         let r = Resolver::new(&files, &layout);
-        let py = Language::Python;
-        let deep = Path::new("pkg/sub/deep.py");
-        assert_eq!(
-            r.resolve(deep, py, "..:mod"),
-            Some(PathBuf::from("pkg/mod.py"))
+        let deep = "pkg/sub/deep.py";
+        assert_resolves(
+            &r,
+            Language::Python,
+            &[
+                (deep, "..:mod", Some("pkg/mod.py")),
+                (deep, "..mod:thing", Some("pkg/mod.py")),
+                (deep, ".:nothing", Some("pkg/sub/__init__.py")),
+                (deep, "pkg:missing", Some("pkg/__init__.py")),
+                (deep, "lib.core", Some("src/lib/core.py")),
+                (deep, "os.path", None),
+                (deep, "....:x", None),
+            ],
         );
-        assert_eq!(
-            r.resolve(deep, py, "..mod:thing"),
-            Some(PathBuf::from("pkg/mod.py"))
-        );
-        assert_eq!(
-            r.resolve(deep, py, ".:nothing"),
-            Some(PathBuf::from("pkg/sub/__init__.py"))
-        );
-        assert_eq!(
-            r.resolve(deep, py, "pkg:missing"),
-            Some(PathBuf::from("pkg/__init__.py"))
-        );
-        assert_eq!(
-            r.resolve(deep, py, "lib.core"),
-            Some(PathBuf::from("src/lib/core.py"))
-        );
-        assert_eq!(r.resolve(deep, py, "os.path"), None);
-        assert_eq!(r.resolve(deep, py, "....:x"), None);
     }
 
     #[test]
@@ -631,45 +629,23 @@ mod tests {
         let manifests = [PathBuf::from("Cargo.toml")];
         let layout = Layout::load(Path::new("/nonexistent"), &[], &manifests);
         let r = Resolver::new(&files, &layout);
-        let rs = Language::Rust;
-        let b = Path::new("src/a/b.rs");
-        assert_eq!(
-            r.resolve(b, rs, "crate::c::d::Item"),
-            Some(PathBuf::from("src/c/d.rs"))
-        );
-        assert_eq!(
-            r.resolve(b, rs, "crate::c::Thing"),
-            Some(PathBuf::from("src/c/mod.rs"))
-        );
-        assert_eq!(
-            r.resolve(b, rs, "super::X"),
-            Some(PathBuf::from("src/a.rs"))
-        );
-        assert_eq!(
-            r.resolve(b, rs, "super::super::c"),
-            Some(PathBuf::from("src/c/mod.rs"))
-        );
-        assert_eq!(
-            r.resolve(b, rs, "crate::Root"),
-            Some(PathBuf::from("src/lib.rs"))
-        );
-        assert_eq!(
-            r.resolve(Path::new("src/a.rs"), rs, "mod:b"),
-            Some(PathBuf::from("src/a/b.rs"))
-        );
-        assert_eq!(
-            r.resolve(Path::new("src/c/mod.rs"), rs, "self::d"),
-            Some(PathBuf::from("src/c/d.rs"))
-        );
-        assert_eq!(
-            r.resolve(Path::new("src/lib.rs"), rs, "a::b::f"),
-            Some(PathBuf::from("src/a/b.rs"))
-        );
-        assert_eq!(r.resolve(Path::new("src/lib.rs"), rs, "std::io"), None);
-        assert_eq!(r.resolve(Path::new("src/lib.rs"), rs, "mod:missing"), None);
-        assert_eq!(
-            r.resolve(Path::new("tests/it.rs"), rs, "mod:common"),
-            Some(PathBuf::from("tests/common/mod.rs"))
+        let b = "src/a/b.rs";
+        assert_resolves(
+            &r,
+            Language::Rust,
+            &[
+                (b, "crate::c::d::Item", Some("src/c/d.rs")),
+                (b, "crate::c::Thing", Some("src/c/mod.rs")),
+                (b, "super::X", Some("src/a.rs")),
+                (b, "super::super::c", Some("src/c/mod.rs")),
+                (b, "crate::Root", Some("src/lib.rs")),
+                ("src/a.rs", "mod:b", Some("src/a/b.rs")),
+                ("src/c/mod.rs", "self::d", Some("src/c/d.rs")),
+                ("src/lib.rs", "a::b::f", Some("src/a/b.rs")),
+                ("src/lib.rs", "std::io", None),
+                ("src/lib.rs", "mod:missing", None),
+                ("tests/it.rs", "mod:common", Some("tests/common/mod.rs")),
+            ],
         );
     }
 }
