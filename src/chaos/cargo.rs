@@ -333,6 +333,15 @@ mod tests {
         assert!(err.to_string().contains("`app` has no library target"));
     }
 
+    /// The manifest of the harness `krate` writes in `dir` for the one file `file`, whose
+    /// tests are `suite`.
+    fn harness(krate: &RustCrate, dir: &Path, file: &str, suite: &str) -> String {
+        krate
+            .write_harness(dir, &[file.into()], suite)
+            .expect("written");
+        std::fs::read_to_string(dir.join("Cargo.toml")).expect("manifest")
+    }
+
     #[test]
     fn the_harness_depends_on_the_crate_and_names_each_file() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -344,14 +353,12 @@ mod tests {
                 .expect("a crate");
         krate.workspace_root = root;
         let chaos = dir.path().join("chaos");
-        krate
-            .write_harness(
-                &chaos,
-                &["chaos_round_1.rs".into()],
-                "use proptest::prelude::*;",
-            )
-            .expect("written");
-        let text = std::fs::read_to_string(chaos.join("Cargo.toml")).expect("manifest");
+        let text = harness(
+            &krate,
+            &chaos,
+            "chaos_round_1.rs",
+            "use proptest::prelude::*;",
+        );
         let doc: toml_edit::DocumentMut = text.parse().expect("valid TOML");
         assert_eq!(
             doc["dependencies"]["my-stats"]["path"].as_str(),
@@ -368,14 +375,12 @@ mod tests {
             std::fs::read_to_string(chaos.join("Cargo.lock")).expect("lock"),
             "# lock\n"
         );
-        krate
-            .write_harness(
-                &chaos,
-                &["chaos_round_2.rs".into()],
-                "shuttle::check_random(|| {}, 100);",
-            )
-            .expect("rewritten");
-        let text = std::fs::read_to_string(chaos.join("Cargo.toml")).expect("manifest");
+        let text = harness(
+            &krate,
+            &chaos,
+            "chaos_round_2.rs",
+            "shuttle::check_random(|| {}, 100);",
+        );
         assert!(!text.contains("proptest"));
         let doc: toml_edit::DocumentMut = text.parse().expect("valid TOML");
         assert_eq!(

@@ -255,16 +255,14 @@ impl FsChaosRunner {
     /// Round `round`'s file, for a test to be added to it.
     fn read_round(&self, round: u32) -> Result<String, RunnerError> {
         let file = self.placement.file(round);
-        std::fs::read_to_string(&file)
-            .map_err(|e| RunnerError::Internal(format!("cannot read {}: {e}", file.display())))
+        std::fs::read_to_string(&file).map_err(file_error("read", &file))
     }
 
     /// Round `round`'s file as `suite` with `code` appended.
     fn write_round(&self, round: u32, suite: &str, code: &str) -> Result<(), RunnerError> {
         let file = self.placement.file(round);
         let text = format!("{}\n\n{}\n", suite.trim_end(), code.trim_end());
-        crate::fsutil::write_atomic(&file, text.as_bytes())
-            .map_err(|e| RunnerError::Internal(format!("cannot write {}: {e}", file.display())))
+        crate::fsutil::write_atomic(&file, text.as_bytes()).map_err(file_error("write", &file))
     }
 
     async fn run_file(
@@ -281,6 +279,14 @@ impl FsChaosRunner {
             .with_groups(self.groups.clone());
         runner.run_all(cancel).await
     }
+}
+
+/// The error of a file that could not be `done` (read, written, saved): its path and why.
+fn file_error<'a>(
+    done: &'static str,
+    file: &'a Path,
+) -> impl FnOnce(std::io::Error) -> RunnerError + 'a {
+    move |e| RunnerError::Internal(format!("cannot {done} {}: {e}", file.display()))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -312,8 +318,7 @@ impl ChaosRunner for FsChaosRunner {
             std::fs::create_dir_all(&self.placement.dir)?;
             crate::fsutil::write_atomic(&file, suite.as_bytes())
         };
-        write()
-            .map_err(|e| RunnerError::Internal(format!("cannot save {}: {e}", file.display())))?;
+        write().map_err(file_error("save", &file))?;
         self.run_file(round, suite, cancel).await
     }
 
@@ -419,9 +424,7 @@ impl ChaosRunner for FsChaosRunner {
                     true => interleave::write_harness(&self.test_dir),
                     false => Ok(()),
                 })
-                .map_err(|e| {
-                    RunnerError::Internal(format!("cannot write {}: {e}", to.display()))
-                })?;
+                .map_err(file_error("write", &to))?;
             if property::uses_library(p.language, &suite)
                 && !*has_library.get_or_insert(property::project_has(p.language, &p.cwd).await)
             {
