@@ -449,6 +449,19 @@ pub(crate) mod tests {
         ProcessRunner::new(command, std::env::temp_dir(), timeout, max_output_bytes)
     }
 
+    /// Asserts that what was `started` has taken less than `limit`.
+    fn assert_within(started: Instant, limit: Duration) {
+        let took = started.elapsed();
+        assert!(took < limit, "took {took:?}");
+    }
+
+    /// Asserts that `run`'s output holds every one of `pieces`.
+    fn assert_output_has(run: &TestRun, pieces: &[&str]) {
+        for piece in pieces {
+            assert!(run.output.contains(piece), "no {piece:?} in {}", run.output);
+        }
+    }
+
     async fn run(r: &ProcessRunner) -> TestRun {
         r.run_once(CancellationToken::new()).await
     }
@@ -488,11 +501,7 @@ pub(crate) mod tests {
     async fn passing_command() {
         let r = run(&runner("echo hello; echo oops >&2")).await;
         assert_eq!((r.status, r.exit_code), (RunStatus::Passed, Some(0)));
-        assert!(
-            r.output.contains("hello\n") && r.output.contains("oops\n"),
-            "{}",
-            r.output
-        );
+        assert_output_has(&r, &["hello\n", "oops\n"]);
         assert!(!r.parsed() && !r.output_truncated);
         assert_eq!(r.schema_version, SCHEMA_VERSION);
         assert!(r.duration_ms < 2000, "{}", r.duration_ms);
@@ -537,11 +546,7 @@ pub(crate) mod tests {
             .run_once(CancellationToken::new())
             .await;
         assert_eq!(r.status, RunStatus::Error);
-        assert!(
-            r.output.contains("could not start") && r.output.contains("/no/such/dir"),
-            "{}",
-            r.output
-        );
+        assert_output_has(&r, &["could not start", "/no/such/dir"]);
     }
 
     #[tokio::test]
@@ -553,10 +558,9 @@ pub(crate) mod tests {
         );
         let started = Instant::now();
         let run = run(&r).await;
-        let took = started.elapsed();
+        assert_within(started, Duration::from_secs(3));
         assert_eq!(run.status, RunStatus::Timeout);
-        assert!(took < Duration::from_secs(3), "took {took:?}");
-        assert!(run.output.contains("killed after 1 s"), "{}", run.output);
+        assert_output_has(&run, &["killed after 1 s"]);
         let pid: i32 = match run
             .output
             .lines()
@@ -579,11 +583,7 @@ pub(crate) mod tests {
         let started = Instant::now();
         let run = run(&r).await;
         assert_eq!(run.status, RunStatus::Timeout);
-        assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "{:?}",
-            started.elapsed()
-        );
+        assert_within(started, Duration::from_secs(3));
     }
 
     #[tokio::test]
@@ -597,11 +597,7 @@ pub(crate) mod tests {
         let started = Instant::now();
         let r = runner("echo started; sleep 300").run_once(cancel).await;
         assert_eq!(r.status, RunStatus::Error);
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            started.elapsed()
-        );
+        assert_within(started, Duration::from_secs(2));
         assert!(
             r.output.starts_with("started\n") && r.output.contains("interrupted"),
             "{}",
@@ -727,7 +723,7 @@ pub(crate) mod tests {
         let started = Instant::now();
         let r = run(&runner("cat; echo done")).await;
         assert_eq!(r.output, "done\n");
-        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_within(started, Duration::from_secs(2));
     }
 
     #[tokio::test]

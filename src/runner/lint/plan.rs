@@ -256,19 +256,18 @@ mod tests {
             env: nowhere(),
             ..Tools::current()
         };
-        let err = plan_with(
-            Language::JavaScript,
-            Path::new("a.js"),
-            bare.path(),
-            None,
-            &tools,
-        )
-        .expect_err("eslint missing");
         assert_eq!(
-            err.to_string(),
+            unavailable(Language::JavaScript, "a.js", bare.path(), &tools),
             "linter_errors is set but eslint is not installed for javascript: run `npm install \
              --save-dev eslint`"
         );
+    }
+
+    /// Why no lint plan can be made for `target` with `tools`: the linter is not installed.
+    fn unavailable(language: Language, target: &str, dir: &Path, tools: &Tools) -> String {
+        plan_with(language, Path::new(target), dir, None, tools)
+            .expect_err("no linter")
+            .to_string()
     }
 
     #[test]
@@ -280,16 +279,8 @@ mod tests {
             python: python.clone(),
             cargo: "cargo".into(),
         };
-        let err = plan_with(
-            Language::Python,
-            Path::new("a.py"),
-            dir.path(),
-            None,
-            &tools,
-        )
-        .expect_err("ruff missing");
         assert_eq!(
-            err.to_string(),
+            unavailable(Language::Python, "a.py", dir.path(), &tools),
             format!(
                 "linter_errors is set but ruff is not installed for python: run `{python} -m \
                  pip install ruff`"
@@ -304,16 +295,8 @@ mod tests {
             cargo: "/nonexistent/cargo".into(),
             ..Tools::current()
         };
-        let err = plan_with(
-            Language::Rust,
-            Path::new("src/lib.rs"),
-            dir.path(),
-            None,
-            &tools,
-        )
-        .expect_err("clippy missing");
         assert_eq!(
-            err.to_string(),
+            unavailable(Language::Rust, "src/lib.rs", dir.path(), &tools),
             "linter_errors is set but clippy is not installed for rust: run `rustup component \
              add clippy`"
         );
