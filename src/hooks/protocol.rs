@@ -139,28 +139,26 @@ mod tests {
         let schema = schema();
         assert_eq!(schema["protocol"], PROTOCOL_VERSION);
         let request = schema["request"].to_string();
-        for field in [
+        let fields = [
             "stage",
             "iteration",
             "project_dir",
             "tests",
             "budget",
             "config",
-        ] {
-            assert!(request.contains(&format!("\"{field}\"")), "{field}");
-        }
+        ];
+        assert_names(&request, &fields);
         for stage in Stage::ALL {
             assert!(request.contains(stage.as_str()), "{stage:?}");
         }
         let response = schema["response"].to_string();
-        for word in [
-            "\"pass\"",
-            "\"change\"",
-            "\"veto\"",
-            "\"reasons\"",
-            "\"notes\"",
-        ] {
-            assert!(response.contains(word), "{word}");
+        assert_names(&response, &["pass", "change", "veto", "reasons", "notes"]);
+    }
+
+    /// Asserts that the JSON text `json` holds each of `names` as a string.
+    fn assert_names(json: &str, names: &[&str]) {
+        for name in names {
+            assert!(json.contains(&format!("\"{name}\"")), "{name}");
         }
     }
 
