@@ -82,23 +82,11 @@ mod tests {
     use std::path::Path;
 
     use crate::runner::parse::parse;
-    use crate::runner::parse::samples::Says::*;
-    use crate::runner::parse::samples::{assert_failures, message, parsed, sample, totals};
+    use crate::runner::parse::samples::{as_expected, message, parsed, sample, totals};
 
     #[test]
     fn cargo_failures_with_panic_messages() {
-        let p = parsed("cargo", "/tmp/ct");
-        assert_eq!(p.framework, "cargo");
-        // Two binaries: the lib's unit tests and tests/it.rs.
-        assert_eq!(p.totals, totals(2, 2, 1));
-        assert_failures(
-            "cargo",
-            &p,
-            &[
-                ("src/lib.rs::tests::bad", Is("panicked at src/lib.rs:6:24:\nassertion `left == right` failed: math is broken\n  left: 2\n right: 3")),
-                ("src/lib.rs::tests::panics", Is("panicked at src/lib.rs:8:27:\nboom")),
-            ],
-        );
+        as_expected("cargo");
     }
 
     #[test]

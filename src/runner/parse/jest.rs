@@ -166,23 +166,11 @@ pub(crate) fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
 
 #[cfg(test)]
 mod tests {
-    use crate::runner::parse::samples::Says::*;
-    use crate::runner::parse::samples::{assert_failures, parsed, totals};
+    use crate::runner::parse::samples::as_expected;
 
     #[test]
     fn jest_failures_and_totals() {
-        let p = parsed("jest", "/tmp/jsamp");
-        assert_eq!(p.framework, "jest");
-        assert_eq!(p.totals, totals(2, 2, 1));
-        // Blocks joined by ` > `, as in jest's JSON report.
-        assert_failures(
-            "jest",
-            &p,
-            &[
-                ("src/sum.test.js::Suite > name", Is("expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2")),
-                ("src/sum.test.js::Suite > inner > deep fails", Is("deep boom")),
-            ],
-        );
+        let p = as_expected("jest");
         // The frame after the message: where it failed.
         let t = &p.tests[0];
         assert_eq!(
@@ -193,24 +181,7 @@ mod tests {
 
     #[test]
     fn jest_suites_that_fail_to_run_count_as_failures() {
-        let p = parsed("jest_bad", "/tmp/jsamp");
-        assert_eq!(p.totals, totals(0, 2, 0));
-        // As in jest's JSON report: a file that did not run is its own id, and a parse
-        // error's message is the error after jest's long explanation.
-        assert_failures(
-            "jest_bad",
-            &p,
-            &[
-                (
-                    "bad/imp.test.js",
-                    Is("Cannot find module 'nosuch' from 'bad/imp.test.js'"),
-                ),
-                (
-                    "bad/syn.test.js",
-                    Is("SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"),
-                ),
-            ],
-        );
+        let p = as_expected("jest_bad");
         assert_eq!(p.tests[1].error_type.as_deref(), Some("SyntaxError"));
         assert_eq!(
             p.tests[1]
@@ -223,18 +194,6 @@ mod tests {
 
     #[test]
     fn vitest_failures_suites_and_totals() {
-        let p = parsed("vitest", "/tmp/jsamp");
-        assert_eq!(p.framework, "vitest");
-        // 2 failed tests plus the file that did not load.
-        assert_eq!(p.totals, totals(2, 3, 1));
-        assert_failures(
-            "vitest",
-            &p,
-            &[
-                ("vt/syn.test.ts", Has("[PARSE_ERROR]")),
-                ("vt/a.test.ts::suite > name", Is("AssertionError: expected 2 to be 3 // Object.is equality\n\n- Expected\n+ Received\n\n- 3\n+ 2")),
-                ("vt/a.test.ts::suite > inner > deep", Is("Error: deep boom")),
-            ],
-        );
+        as_expected("vitest");
     }
 }

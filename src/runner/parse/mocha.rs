@@ -94,22 +94,11 @@ mod tests {
     use std::path::Path;
 
     use crate::runner::parse::parse;
-    use crate::runner::parse::samples::Says::*;
-    use crate::runner::parse::samples::{assert_failures, parsed, sample, totals};
+    use crate::runner::parse::samples::{as_expected, parsed, sample, totals};
 
     #[test]
     fn mocha_failures_and_totals() {
-        let p = parsed("mocha", "/");
-        assert_eq!(p.framework, "mocha");
-        assert_eq!(p.totals, totals(1, 2, 1));
-        assert_failures(
-            "mocha",
-            &p,
-            &[
-                ("suite > name", Is("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n2 !== 3\n+ expected - actual\n-2\n+3")),
-                ("suite > inner > deep", Is("Error: deep boom")),
-            ],
-        );
+        as_expected("mocha");
         let p = parsed("mocha_pass", "/");
         assert_eq!((p.totals, p.tests.len()), (totals(1, 0, 0), 0));
         assert_eq!(parse(&sample("mocha_syn"), Path::new("/")), None);

@@ -293,27 +293,11 @@ mod tests {
     use ralph_actors::schema::test_run::{CaseStatus, Totals};
 
     use crate::runner::parse::samples::Says::*;
-    use crate::runner::parse::samples::{assert_failures, message, parsed, totals};
+    use crate::runner::parse::samples::{as_expected, assert_failures, message, parsed, totals};
 
     #[test]
     fn node_tap_nested_tests_yaml_errors_and_totals() {
-        let p = parsed("node_tap", "/tmp/samp/node");
-        assert_eq!(p.framework, "node");
-        assert_eq!(p.totals, totals(2, 2, 2));
-        assert_failures(
-            "node_tap",
-            &p,
-            &[
-                (
-                    "test/m.test.js::subtracts wrong",
-                    Is("Expected values to be strictly equal:\n\n2 !== 1"),
-                ),
-                (
-                    "test/m.test.js::math suite > nested fail",
-                    Is("boom \"quoted\"\nsecond line"),
-                ),
-            ],
-        );
+        as_expected("node_tap");
     }
 
     #[test]
@@ -344,20 +328,7 @@ mod tests {
 
     #[test]
     fn node_spec_reporter() {
-        let p = parsed("node_spec", "/");
-        assert_eq!(p.framework, "node");
-        assert_eq!(p.totals, totals(2, 2, 2));
-        assert_failures(
-            "node_spec",
-            &p,
-            &[
-                (
-                    "test/m.test.js::subtracts wrong",
-                    Begins("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"),
-                ),
-                ("test/m.test.js::nested fail", Any),
-            ],
-        );
+        as_expected("node_spec");
         let p = parsed("node_spec2", "/");
         assert_eq!(
             p.totals,

@@ -216,32 +216,11 @@ mod tests {
     use ralph_actors::schema::test_run::CaseStatus;
 
     use crate::runner::parse::samples::Says::*;
-    use crate::runner::parse::samples::{assert_failures, parsed, totals};
+    use crate::runner::parse::samples::{as_expected, assert_failures, parsed, totals};
 
     #[test]
     fn pytest_failures_errors_and_totals() {
-        let p = parsed("pytest", "/tmp/samp/py");
-        assert_eq!(p.framework, "pytest");
-        assert_eq!(p.totals, totals(3, 4, 1));
-        assert_failures(
-            "pytest",
-            &p,
-            &[
-                (
-                    "tests/test_m.py::test_bad",
-                    Is("AssertionError: math is broken\nassert (1 + 1) == 3"),
-                ),
-                (
-                    "tests/test_m.py::TestCls::test_in_class",
-                    Has("At index 1 diff"),
-                ),
-                ("tests/test_m.py::test_param[2]", Any),
-                (
-                    "tests/test_m.py::test_err",
-                    Is("RuntimeError: fixture exploded"),
-                ),
-            ],
-        );
+        let p = as_expected("pytest");
         assert!(p.tests.iter().all(|t| t.status == CaseStatus::Fail));
     }
 
@@ -332,19 +311,7 @@ mod tests {
 
     #[test]
     fn pytest_collection_errors_take_the_e_lines() {
-        let p = parsed("pytest_collect", "/");
-        assert_eq!(p.totals, totals(0, 2, 0));
-        assert_failures(
-            "pytest_collect",
-            &p,
-            &[
-                (
-                    "tests/test_imp.py",
-                    Is("ModuleNotFoundError: No module named 'nosuchmod'"),
-                ),
-                ("tests/test_syn.py", Has("SyntaxError: invalid syntax")),
-            ],
-        );
+        as_expected("pytest_collect");
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub(crate) fn message<'a>(p: &'a Parsed, id: &str) -> &'a str {
         .unwrap_or("<none>")
 }
 
+use Says::*;
+
 /// How a failure's message must read, for [`assert_failures`].
 #[derive(Debug)]
 pub(crate) enum Says {
@@ -94,4 +96,160 @@ pub(crate) fn assert_failures(name: &str, p: &Parsed, expected: &[(&str, Says)])
         };
         assert!(ok, "{name}: {id}: {m:?} is not {says:?}");
     }
+}
+
+/// What a sample parses to: its framework (where a test checks it), its totals (passed,
+/// failed, skipped) and its failures, for [`as_expected`].
+pub(crate) struct Expected {
+    name: &'static str,
+    /// The directory the run was in, which paths are made relative to.
+    cwd: &'static str,
+    framework: Option<&'static str>,
+    totals: [u32; 3],
+    failures: &'static [(&'static str, Says)],
+}
+
+/// The samples every parser's first test checks, one table so that each reads the same way.
+const EXPECTED: &[Expected] = &[
+    // Two binaries: the lib's unit tests and tests/it.rs.
+    Expected {
+        name: "cargo",
+        cwd: "/tmp/ct",
+        framework: Some("cargo"),
+        totals: [2, 2, 1],
+        failures: &[
+        ("src/lib.rs::tests::bad", Is("panicked at src/lib.rs:6:24:\nassertion `left == right` failed: math is broken\n  left: 2\n right: 3")),
+        ("src/lib.rs::tests::panics", Is("panicked at src/lib.rs:8:27:\nboom")),
+        ],
+    },
+    // Blocks joined by ` > `, as in jest's JSON report.
+    Expected {
+        name: "jest",
+        cwd: "/tmp/jsamp",
+        framework: Some("jest"),
+        totals: [2, 2, 1],
+        failures: &[
+        ("src/sum.test.js::Suite > name", Is("expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2")),
+        ("src/sum.test.js::Suite > inner > deep fails", Is("deep boom")),
+        ],
+    },
+    // As in jest's JSON report: a file that did not run is its own id, and a parse
+    // error's message is the error after jest's long explanation.
+    Expected {
+        name: "jest_bad",
+        cwd: "/tmp/jsamp",
+        framework: None,
+        totals: [0, 2, 0],
+        failures: &[
+        (
+            "bad/imp.test.js",
+            Is("Cannot find module 'nosuch' from 'bad/imp.test.js'"),
+        ),
+        (
+            "bad/syn.test.js",
+            Is("SyntaxError: /tmp/jsamp/bad/syn.test.js: Unexpected token (1:26)"),
+        ),
+        ],
+    },
+    // 2 failed tests plus the file that did not load.
+    Expected {
+        name: "vitest",
+        cwd: "/tmp/jsamp",
+        framework: Some("vitest"),
+        totals: [2, 3, 1],
+        failures: &[
+        ("vt/syn.test.ts", Has("[PARSE_ERROR]")),
+        ("vt/a.test.ts::suite > name", Is("AssertionError: expected 2 to be 3 // Object.is equality\n\n- Expected\n+ Received\n\n- 3\n+ 2")),
+        ("vt/a.test.ts::suite > inner > deep", Is("Error: deep boom")),
+        ],
+    },
+    Expected {
+        name: "mocha",
+        cwd: "/",
+        framework: Some("mocha"),
+        totals: [1, 2, 1],
+        failures: &[
+        ("suite > name", Is("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n2 !== 3\n+ expected - actual\n-2\n+3")),
+        ("suite > inner > deep", Is("Error: deep boom")),
+        ],
+    },
+    Expected {
+        name: "node_tap",
+        cwd: "/tmp/samp/node",
+        framework: Some("node"),
+        totals: [2, 2, 2],
+        failures: &[
+        (
+            "test/m.test.js::subtracts wrong",
+            Is("Expected values to be strictly equal:\n\n2 !== 1"),
+        ),
+        (
+            "test/m.test.js::math suite > nested fail",
+            Is("boom \"quoted\"\nsecond line"),
+        ),
+        ],
+    },
+    Expected {
+        name: "node_spec",
+        cwd: "/",
+        framework: Some("node"),
+        totals: [2, 2, 2],
+        failures: &[
+        (
+            "test/m.test.js::subtracts wrong",
+            Begins("AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"),
+        ),
+        ("test/m.test.js::nested fail", Any),
+        ],
+    },
+    Expected {
+        name: "pytest",
+        cwd: "/tmp/samp/py",
+        framework: Some("pytest"),
+        totals: [3, 4, 1],
+        failures: &[
+        (
+            "tests/test_m.py::test_bad",
+            Is("AssertionError: math is broken\nassert (1 + 1) == 3"),
+        ),
+        (
+            "tests/test_m.py::TestCls::test_in_class",
+            Has("At index 1 diff"),
+        ),
+        ("tests/test_m.py::test_param[2]", Any),
+        (
+            "tests/test_m.py::test_err",
+            Is("RuntimeError: fixture exploded"),
+        ),
+        ],
+    },
+    Expected {
+        name: "pytest_collect",
+        cwd: "/",
+        framework: None,
+        totals: [0, 2, 0],
+        failures: &[
+        (
+            "tests/test_imp.py",
+            Is("ModuleNotFoundError: No module named 'nosuchmod'"),
+        ),
+        ("tests/test_syn.py", Has("SyntaxError: invalid syntax")),
+        ],
+    },
+];
+
+/// The sample `name` parsed, once checked against its [`EXPECTED`] entry: framework, totals
+/// and failures.
+pub(crate) fn as_expected(name: &str) -> Parsed {
+    let Some(e) = EXPECTED.iter().find(|e| e.name == name) else {
+        panic!("no expectations for sample {name}");
+    };
+    let p = parsed(name, e.cwd);
+    if let Some(framework) = e.framework {
+        assert_eq!(p.framework, framework, "{name}");
+    }
+    let [passed, failed, skipped] = e.totals;
+    assert_eq!(p.totals, totals(passed, failed, skipped), "{name}");
+    assert_failures(name, &p, e.failures);
+    p
 }
