@@ -87,6 +87,27 @@ pub(super) fn ralph_in(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     ralph_with_chaos(dir, llm)
 }
 
+/// The three specs most tests queue, in the order they queue them.
+pub(super) const FIX_THREE: [&str; 3] = [
+    "specs/fix-median.md",
+    "specs/fix-mean.md",
+    "specs/fix-mode.md",
+];
+
+/// Writes each spec `(name, target, extra)` (see [`spec`]) and queues them all in that order;
+/// their ids.
+pub(super) fn queue(dir: &Path, llm: &MockLlm, specs: &[(&str, &str, &str)]) -> Vec<String> {
+    for (name, target, extra) in specs {
+        spec(dir, name, target, extra);
+    }
+    let paths: Vec<String> = specs
+        .iter()
+        .map(|(name, _, _)| format!("specs/{name}.md"))
+        .collect();
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    inbox_add(dir, llm, &paths)
+}
+
 pub(super) fn inbox_add(dir: &Path, llm: &MockLlm, specs: &[&str]) -> Vec<String> {
     let mut cmd = ralph_in(dir, llm);
     cmd.args(["inbox", "add"]).args(specs);
@@ -143,21 +164,18 @@ async fn the_inbox_adds_lists_removes_clears_and_answers_queries() {
     let dir = project();
     let p = dir.path();
     let llm = MockLlm::start().await;
-    spec(p, "fix-median", "median.py", "");
-    spec(p, "fix-mean", "mean.py", "");
-    spec(p, "fix-mode", "mode.py", "");
-    let ids = inbox_add(
+    let ids = queue(
         p,
         &llm,
         &[
-            "specs/fix-median.md",
-            "specs/fix-mean.md",
-            "specs/fix-mode.md",
+            ("fix-median", "median.py", ""),
+            ("fix-mean", "mean.py", ""),
+            ("fix-mode", "mode.py", ""),
         ],
     );
     assert_eq!(ids.len(), 3);
     let list = ralph_in(p, &llm).arg("inbox").assert().code(0);
-    let list = String::from_utf8_lossy(&list.get_output().stdout).to_string();
+    let list = stdout_of(&list);
     assert!(list.starts_with("Inbox (3 specs):\n"), "{list}");
     assert!(
         list.contains(&format!(
@@ -172,8 +190,7 @@ async fn the_inbox_adds_lists_removes_clears_and_answers_queries() {
         .args(["inbox", "add", "specs/fix-median.md", "specs/nope.md"])
         .assert()
         .code(2);
-    assert!(String::from_utf8_lossy(&missing.get_output().stderr)
-        .contains("specs/nope.md: spec not found"));
+    assert!(stderr_of(&missing).contains("specs/nope.md: spec not found"));
     write(
         p,
         "specs/bad.md",
@@ -183,7 +200,7 @@ async fn the_inbox_adds_lists_removes_clears_and_answers_queries() {
         .args(["inbox", "add", "specs/bad.md"])
         .assert()
         .code(2);
-    let stderr = String::from_utf8_lossy(&bad.get_output().stderr).to_string();
+    let stderr = stderr_of(&bad);
     assert!(
         stderr.contains("specs/bad.md:3:9: budget: invalid type"),
         "{stderr}"
@@ -201,7 +218,7 @@ async fn the_inbox_adds_lists_removes_clears_and_answers_queries() {
         .args(["inbox", "remove", &ids[0]])
         .assert()
         .code(2);
-    assert!(String::from_utf8_lossy(&active.get_output().stderr).contains("is active"));
+    assert!(stderr_of(&active).contains("is active"));
     ralph_in(p, &llm)
         .args(["inbox", "remove", &ids[1]])
         .assert()
@@ -282,15 +299,15 @@ async fn a_torn_last_line_is_kept_aside_and_a_corrupt_line_stops_with_its_number
         "{warning}"
     );
     assert_eq!(std::fs::read_to_string(&inbox).unwrap(), good);
-    assert_eq!(
-        std::fs::read_to_string(p.join(".ralph/inbox.torn.jsonl")).unwrap(),
-        "{\"t\":\"inbox\",\"id\":\"q-to\n"
+    assert_file(
+        p,
+        ".ralph/inbox.torn.jsonl",
+        "{\"t\":\"inbox\",\"id\":\"q-to\n",
     );
 
     std::fs::write(&inbox, format!("not a record\n{good}")).unwrap();
     for args in [vec!["inbox"], vec!["query", "inbox"], vec!["agent"]] {
-        let corrupt = ralph_in(p, &llm).args(&args).assert().code(2);
-        let stderr = String::from_utf8_lossy(&corrupt.get_output().stderr).to_string();
+        let stderr = stderr_at(ralph_in(p, &llm).args(&args), 2);
         assert!(
             stderr.contains(".ralph/inbox.jsonl:1: not an inbox record"),
             "{args:?}: {stderr}"
@@ -303,30 +320,24 @@ async fn a_torn_last_line_is_kept_aside_and_a_corrupt_line_stops_with_its_number
 async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
     let dir = project();
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        from_prompt(|prompt| {
-            if prompt.contains("def mean") {
-                // Never right: the spec fails at its one iteration.
-                code("python", "def mean(values):\n    return 0\n")
-            } else if prompt.contains("def mode") {
-                code("python", FIXED_MODE)
-            } else {
-                code("python", FIXED_PY)
-            }
-        }),
-    );
-    spec(p, "fix-median", "median.py", "");
-    spec(p, "fix-mean", "mean.py", "max_iterations: 1\n");
-    spec(p, "fix-mode", "mode.py", "");
-    let ids = inbox_add(
+    let llm = artisan_answers(from_prompt(|prompt| {
+        if prompt.contains("def mean") {
+            // Never right: the spec fails at its one iteration.
+            code("python", "def mean(values):\n    return 0\n")
+        } else if prompt.contains("def mode") {
+            code("python", FIXED_MODE)
+        } else {
+            code("python", FIXED_PY)
+        }
+    }))
+    .await;
+    let ids = queue(
         p,
         &llm,
         &[
-            "specs/fix-median.md",
-            "specs/fix-mean.md",
-            "specs/fix-mode.md",
+            ("fix-median", "median.py", ""),
+            ("fix-mean", "mean.py", "max_iterations: 1\n"),
+            ("fix-mode", "mode.py", ""),
         ],
     );
     // Work of the user's that no spec touches stays out of every commit.
@@ -340,8 +351,7 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
         git(p, &["config", key, value]);
     }
 
-    let out = ralph_in(p, &llm).arg("agent").assert().code(1);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_in(p, &llm).arg("agent"), 1);
     assert!(
         stderr.contains("agent: Inbox empty. Agent stopping."),
         "{stderr}"
@@ -376,20 +386,14 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
     ] {
         assert!(body.contains(line), "{line} in\n{body}");
     }
-    assert_eq!(
-        std::fs::read_to_string(p.join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(p, "median.py", FIXED_PY);
     assert_eq!(
         git(p, &["status", "--porcelain"]),
         "?? notes.txt\n?? specs/\n"
     );
 
     // The failure: its work in a stash and under a private ref, the file as committed.
-    assert_eq!(
-        std::fs::read_to_string(p.join("mean.py")).unwrap(),
-        BROKEN_MEAN
-    );
+    assert_file(p, "mean.py", BROKEN_MEAN);
     assert!(git(p, &["stash", "list"]).contains("ralph: failed fix-mean"));
     let kept = git(
         p,
@@ -427,10 +431,12 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
         log.contains(&format!("FETCH: {} specs/fix-median.md", ids[0])),
         "{log}"
     );
-    assert!(log.contains("RUN: starting iteration 1"), "{log}");
-    assert!(
-        log.contains("Session summary: 2 specs completed, 1 failed"),
-        "{log}"
+    assert_has(
+        &log,
+        &[
+            "RUN: starting iteration 1",
+            "Session summary: 2 specs completed, 1 failed",
+        ],
     );
     // It ran once the session's commits were made, before the agent exited.
     let packs = std::fs::read_dir(p.join(".git/objects/pack"))
@@ -454,7 +460,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
         .args(["agent", "--max-specs", "1"])
         .assert()
         .code(0);
-    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("--max-specs reached"));
+    assert!(stderr_of(&out).contains("--max-specs reached"));
     assert_eq!(statuses(p), ["done", "pending"]);
 
     // Failures in a row: fail, done, fail with --max-failures 2 runs all three.
@@ -486,9 +492,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
         .args(["agent", "--max-failures", "2"])
         .assert()
         .code(1);
-    assert!(
-        String::from_utf8_lossy(&out.get_output().stderr).contains("2 consecutive failed specs")
-    );
+    assert!(stderr_of(&out).contains("2 consecutive failed specs"));
     let last: Vec<String> = statuses(p).into_iter().rev().take(3).collect();
     assert_eq!(last, ["pending", "failed", "failed"]);
 
@@ -496,11 +500,7 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
     ralph_in(p, &llm).args(["inbox", "clear"]).assert().code(0);
     git(p, &["reset", "-q", "--hard", "HEAD~2"]);
     inbox_add(p, &llm, &["specs/fix-median.md", "specs/fix-mode.md"]);
-    let out = ralph_in(p, &llm)
-        .args(["agent", "--max-cost", "0.0001"])
-        .assert()
-        .code(0);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_in(p, &llm).args(["agent", "--max-cost", "0.0001"]), 0);
     assert!(stderr.contains("--max-cost reached"), "{stderr}");
     let last: Vec<String> = statuses(p).into_iter().rev().take(2).collect();
     assert!(last.contains(&"pending".to_string()), "{last:?}");
@@ -512,15 +512,13 @@ async fn a_dirty_tree_is_refused_and_allow_dirty_commits_only_the_spec_s_files()
     let p = dir.path();
     let llm = MockLlm::start().await;
     fixer(&llm);
-    spec(p, "fix-median", "median.py", "");
-    inbox_add(p, &llm, &["specs/fix-median.md"]);
+    queue(p, &llm, &[("fix-median", "median.py", "")]);
     write(
         p,
         "mode.py",
         "def mode(values):\n    return values[-1]  # mine\n",
     );
-    let refused = ralph_in(p, &llm).arg("agent").assert().code(2);
-    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_in(p, &llm).arg("agent"), 2);
     assert!(
         stderr.contains("uncommitted changes (mode.py)") && stderr.contains("--allow-dirty"),
         "{stderr}"
@@ -566,19 +564,12 @@ pub(super) fn spawn_agent_to(dir: &Path, llm: &MockLlm, args: &[&str], stderr: S
 async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
     let dir = project();
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            Answer::Slow {
-                text: code("python", HALF_FIXED_PY),
-                delay: Duration::from_secs(3),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
-    spec(p, "fix-median", "median.py", "");
-    let ids = inbox_add(p, &llm, &["specs/fix-median.md"]);
+    let llm = artisan_script([
+        slow(code("python", HALF_FIXED_PY), Duration::from_secs(3)),
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
+    let ids = queue(p, &llm, &[("fix-median", "median.py", "")]);
     let mut child = spawn_agent(p, &llm, &[]);
     let start = Instant::now();
     while futures::executor::block_on(llm.requests_of("artisan")).is_empty() {
@@ -592,17 +583,14 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
     assert_eq!(wait_exit(&mut child, Duration::from_secs(60)), 130);
 
     // The iteration under way finished: its fix is on disk, its tests ran, nothing more.
-    assert_eq!(
-        std::fs::read_to_string(p.join("median.py")).unwrap(),
-        HALF_FIXED_PY
-    );
+    assert_file(p, "median.py", HALF_FIXED_PY);
     assert_eq!(llm.requests_of("artisan").await.len(), 1);
     let record = &records(p)[0];
     assert_eq!(record["status"], "pending");
     let session = read_json(&p.join(".ralph/agent-session.json"));
     assert_eq!(session["current_spec_id"], ids[0].as_str());
     let status = ralph_in(p, &llm).arg("status").assert().code(0);
-    let status = String::from_utf8_lossy(&status.get_output().stdout).to_string();
+    let status = stdout_of(&status);
     assert!(status.starts_with("Mode: agent (interrupted"), "{status}");
     assert!(
         status.contains(&format!(
@@ -657,16 +645,8 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
 async fn a_session_killed_before_its_first_save_is_started_afresh() {
     let dir = project();
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_secs(2),
-        },
-    );
-    spec(p, "fix-median", "median.py", "");
-    inbox_add(p, &llm, &["specs/fix-median.md"]);
+    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_secs(2))).await;
+    queue(p, &llm, &[("fix-median", "median.py", "")]);
     let mut child = spawn_agent(p, &llm, &[]);
     wait_for("the artisan's request", Duration::from_secs(60), || {
         !futures::executor::block_on(llm.requests_of("artisan")).is_empty()
@@ -682,10 +662,7 @@ async fn a_session_killed_before_its_first_save_is_started_afresh() {
 
     ralph_in(p, &llm).arg("agent").assert().code(0);
     assert_eq!(records(p)[0]["status"], "done", "{}", agent_log(p));
-    assert_eq!(
-        std::fs::read_to_string(p.join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(p, "median.py", FIXED_PY);
     assert!(subjects(p)[0].starts_with("ralph: complete fix-median"));
 }
 
@@ -710,7 +687,7 @@ async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
         .args(["agent", "--dry-run"])
         .assert()
         .code(0);
-    let shown = String::from_utf8_lossy(&dry.get_output().stdout).to_string();
+    let shown = stdout_of(&dry);
     assert!(
         shown.contains(&format!(
             "{}  specs/median.md  (1 target, planned by openai/",
@@ -718,12 +695,14 @@ async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
         )),
         "{shown}"
     );
-    assert!(
-        shown.contains("    median.py  (tests: test_median.py)"),
-        "{shown}"
+    assert_has(
+        &shown,
+        &[
+            "    median.py  (tests: test_median.py)",
+            "why: the median is wrong",
+            "settings: budget=$0.50",
+        ],
     );
-    assert!(shown.contains("why: the median is wrong"), "{shown}");
-    assert!(shown.contains("settings: budget=$0.50"), "{shown}");
     let planner = llm.requests_of("planner").await;
     assert_eq!(planner.len(), 1);
     let asked = user_prompt(&planner[0]);
@@ -773,13 +752,8 @@ async fn reset_puts_a_failed_spec_s_files_back_and_keeps_its_work_under_the_ref(
         "memory:\n  enabled: false\nagent:\n  on_failure: reset\n",
     );
     git(p, &["commit", "-q", "-am", "reset failed work"]);
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        text(code("python", "def mean(values):\n    return 0\n")),
-    );
-    spec(p, "fix-mean", "mean.py", "max_iterations: 1\n");
-    let ids = inbox_add(p, &llm, &["specs/fix-mean.md"]);
+    let llm = artisan_answers(text(code("python", "def mean(values):\n    return 0\n"))).await;
+    let ids = queue(p, &llm, &[("fix-mean", "mean.py", "max_iterations: 1\n")]);
 
     // A second agent is refused while the first holds the project.
     let held = std::fs::OpenOptions::new()
@@ -790,15 +764,11 @@ async fn reset_puts_a_failed_spec_s_files_back_and_keeps_its_work_under_the_ref(
         .unwrap();
     let lock = nix::fcntl::Flock::lock(held, nix::fcntl::FlockArg::LockExclusive).unwrap();
     let refused = ralph_in(p, &llm).arg("agent").assert().code(2);
-    assert!(String::from_utf8_lossy(&refused.get_output().stderr)
-        .contains("another agent is working through this inbox"));
+    assert!(stderr_of(&refused).contains("another agent is working through this inbox"));
     drop(lock);
 
     ralph_in(p, &llm).arg("agent").assert().code(1);
-    assert_eq!(
-        std::fs::read_to_string(p.join("mean.py")).unwrap(),
-        BROKEN_MEAN
-    );
+    assert_file(p, "mean.py", BROKEN_MEAN);
     assert_eq!(git(p, &["stash", "list"]), "", "no stash entry with reset");
     let kept = git(
         p,
@@ -957,24 +927,17 @@ async fn the_agent_in_the_tui_lists_the_inbox_and_skips_the_spec_asked() {
     let p = dir.path();
     spec(p, "mean", "mean.py", "");
     spec(p, "mode", "mode.py", "");
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "def mean",
-            Answer::Slow {
-                text: code("python", FIXED_MEAN),
-                delay: Duration::from_secs(30),
-            },
-            text(code("python", FIXED_MODE)),
-        ),
-    );
+    let llm = artisan_answers(if_prompt(
+        "def mean",
+        slow(code("python", FIXED_MEAN), Duration::from_secs(30)),
+        text(code("python", FIXED_MODE)),
+    ))
+    .await;
     let ids = inbox_add(p, &llm, &["specs/mean.md", "specs/mode.md"]);
     let command = format!("'{}' agent", bin().display());
     let pane = Pane::start(p, &llm.openai_env(), &command, 120, 34);
     let screen = pane.wait_for("· generate", Duration::from_secs(60));
-    assert!(screen.contains("›→ specs/mean.md"), "{screen}");
-    assert!(screen.contains("○ specs/mode.md"), "{screen}");
+    assert_has(&screen, &["›→ specs/mean.md", "○ specs/mode.md"]);
     let asked = Instant::now();
     pane.keys(&["s"]);
     pane.wait_for("Skip specs/mean.md?", Duration::from_secs(5));
@@ -1000,12 +963,6 @@ async fn the_agent_in_the_tui_lists_the_inbox_and_skips_the_spec_asked() {
             .starts_with("skipped in the view"),
         "{first}"
     );
-    assert_eq!(
-        std::fs::read_to_string(p.join("mean.py")).unwrap(),
-        BROKEN_MEAN
-    );
-    assert_eq!(
-        std::fs::read_to_string(p.join("mode.py")).unwrap(),
-        FIXED_MODE
-    );
+    assert_file(p, "mean.py", BROKEN_MEAN);
+    assert_file(p, "mode.py", FIXED_MODE);
 }

@@ -76,18 +76,11 @@ async fn an_agent_artisan_is_run_again_after_a_crash_and_only_the_target_changes
     let runs = std::fs::read_to_string(state.path().join("count")).unwrap();
     assert_eq!(runs.trim(), "2");
     let prompt = std::fs::read_to_string(state.path().join("prompt-2")).unwrap();
-    assert!(prompt.contains("test_median"), "{prompt}");
-    assert!(prompt.contains("editing `median.py` in place"), "{prompt}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_has(&prompt, &["test_median", "editing `median.py` in place"]);
+    assert_file(dir.path(), "median.py", FIXED_PY);
     // What it changed beyond the target was undone.
     assert!(!dir.path().join("scratch.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("pyproject.toml")).unwrap(),
-        pyproject
-    );
+    assert_file(dir.path(), "pyproject.toml", pyproject);
     let report = report(dir.path());
     assert_eq!(report["status"], "success", "{report:#}");
     // A plain agent reports no cost: both runs are estimated from their text, at the

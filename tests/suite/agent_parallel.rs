@@ -49,10 +49,7 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
         "artisan",
         if_prompt(
             "def median",
-            Answer::Slow {
-                text: code("python", FIXED_PY),
-                delay: Duration::from_secs(3),
-            },
+            slow(code("python", FIXED_PY), Duration::from_secs(3)),
             from_prompt(|prompt| {
                 if prompt.contains("def mean") {
                     code("python", "def mean(values):\n    return 0\n")
@@ -62,19 +59,16 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
             }),
         ),
     );
-    spec(p, "fix-median", "median.py", "");
-    spec(p, "fix-mean", "mean.py", "max_iterations: 1\n");
-    spec(p, "fix-mode", "mode.py", "");
-    // The same file as the first: it waits for the first to land, then starts from its fix.
-    spec(p, "median-again", "median.py", "");
-    let ids = inbox_add(
+    let ids = queue(
         p,
         &llm,
         &[
-            "specs/fix-median.md",
-            "specs/fix-mean.md",
-            "specs/fix-mode.md",
-            "specs/median-again.md",
+            ("fix-median", "median.py", ""),
+            ("fix-mean", "mean.py", "max_iterations: 1\n"),
+            ("fix-mode", "mode.py", ""),
+            // The same file as the first: it waits for the first to land, then starts from its
+            // fix.
+            ("median-again", "median.py", ""),
         ],
     );
     // Installed dependencies the worktrees link to, and must never remove.
@@ -87,11 +81,7 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
     );
     git(p, &["commit", "-q", "-am", "ignore node_modules"]);
 
-    let out = ralph_in(p, &llm)
-        .args(["agent", "--parallel", "3"])
-        .assert()
-        .code(1);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_in(p, &llm).args(["agent", "--parallel", "3"]), 1);
     let log = agent_log(p);
     assert!(
         stderr.contains("agent: Inbox empty. Agent stopping."),
@@ -129,18 +119,9 @@ async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
     );
 
     // The tree holds each fix; the failure's work is in a stash and under its ref.
-    assert_eq!(
-        std::fs::read_to_string(p.join("median.py")).unwrap(),
-        FIXED_PY
-    );
-    assert_eq!(
-        std::fs::read_to_string(p.join("mode.py")).unwrap(),
-        FIXED_MODE
-    );
-    assert_eq!(
-        std::fs::read_to_string(p.join("mean.py")).unwrap(),
-        BROKEN_MEAN
-    );
+    assert_file(p, "median.py", FIXED_PY);
+    assert_file(p, "mode.py", FIXED_MODE);
+    assert_file(p, "mean.py", BROKEN_MEAN);
     assert!(git(p, &["stash", "list"]).contains("ralph: failed fix-mean"));
     assert_eq!(
         git(
@@ -247,19 +228,18 @@ async fn ctrl_c_pauses_every_parallel_spec_and_a_restart_finishes_them_in_their_
         "artisan",
         if_prompt(
             "def median",
-            Answer::Slow {
-                text: code("python", HALF_FIXED_PY),
-                delay: Duration::from_secs(3),
-            },
-            Answer::Slow {
-                text: code("python", "def mode(values):\n    return values[-3]\n"),
-                delay: Duration::from_secs(3),
-            },
+            slow(code("python", HALF_FIXED_PY), Duration::from_secs(3)),
+            slow(
+                code("python", "def mode(values):\n    return values[-3]\n"),
+                Duration::from_secs(3),
+            ),
         ),
     );
-    spec(p, "fix-median", "median.py", "");
-    spec(p, "fix-mode", "mode.py", "");
-    let ids = inbox_add(p, &llm, &["specs/fix-median.md", "specs/fix-mode.md"]);
+    let ids = queue(
+        p,
+        &llm,
+        &[("fix-median", "median.py", ""), ("fix-mode", "mode.py", "")],
+    );
     let mut child = spawn_agent(p, &llm, &["--parallel", "2"]);
     wait_for("both specs' first call", || {
         futures::executor::block_on(llm.requests_of("artisan")).len() >= 2
@@ -276,10 +256,7 @@ async fn ctrl_c_pauses_every_parallel_spec_and_a_restart_finishes_them_in_their_
     assert_eq!(session["in_flight"], serde_json::json!(ids));
     let progress = read_json(&p.join(format!(".ralph/agent/{}/progress.json", ids[0])));
     let tree = progress["worktree"]["path"].as_str().unwrap().to_string();
-    assert_eq!(
-        std::fs::read_to_string(Path::new(&tree).join("median.py")).unwrap(),
-        HALF_FIXED_PY
-    );
+    assert_file(Path::new(&tree), "median.py", HALF_FIXED_PY);
 
     // Meanwhile the user edits mode.py in the tree: that spec's fix must not overwrite it.
     let mine = "def mode(values):\n    return values[0]  # mine\n";

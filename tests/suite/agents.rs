@@ -6,7 +6,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::support::isolate;
+use super::support::{isolate, stderr_at, stderr_of, stdout_of};
+
+/// A fresh folder and its empty `bin/`, the only agents' folder on PATH (see [`agents`]).
+fn with_bin() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    (dir, bin)
+}
 
 /// An executable script `name` in `bin`.
 fn script(bin: &Path, name: &str, body: &str) {
@@ -34,9 +42,7 @@ fn json(out: &[u8]) -> Value {
 
 #[test]
 fn list_says_which_agents_are_installed_and_signed_in() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     script(&bin, "claude", "exit 0");
     script(&bin, "codex", "exit 0");
     std::fs::create_dir_all(dir.path().join(".codex")).unwrap();
@@ -72,7 +78,7 @@ fn list_says_which_agents_are_installed_and_signed_in() {
         .arg("list")
         .assert()
         .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let text = stdout_of(&out);
     assert!(
         text.lines()
             .any(|l| l.starts_with("claude") && l.contains("signed in ($ANTHROPIC_API_KEY)")),
@@ -93,9 +99,7 @@ fn list_says_which_agents_are_installed_and_signed_in() {
 /// `--refresh`; a fixed one is printed as it is; a failing listing names the command.
 #[test]
 fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     let calls = dir.path().join("calls");
     script(
         &bin,
@@ -134,41 +138,22 @@ fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
         .args(["models", "claude"])
         .assert()
         .success();
-    assert_eq!(
-        String::from_utf8_lossy(&out.get_output().stdout),
-        "sonnet\nopus\nhaiku\n"
-    );
+    assert_eq!(stdout_of(&out), "sonnet\nopus\nhaiku\n");
 
     // Not installed, and an agent that lists none: both refused with what is wrong.
-    let out = agents(dir.path(), &bin)
-        .args(["models", "opencode"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).args(["models", "opencode"]), 2);
     assert!(err.contains("OpenCode is not installed"), "{err}");
-    let out = agents(dir.path(), &bin)
-        .args(["models", "goose"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).args(["models", "goose"]), 2);
     assert!(err.contains("lists no models"), "{err}");
 
     script(&bin, "cursor-agent", "echo 'not logged in' >&2; exit 3");
-    let out = agents(dir.path(), &bin)
-        .args(["models", "cursor"])
-        .assert()
-        .code(1);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).args(["models", "cursor"]), 1);
     assert!(
         err.contains("cursor-agent --list-models") && err.contains("not logged in"),
         "{err}"
     );
 
-    let out = agents(dir.path(), &bin)
-        .args(["models", "nope"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).args(["models", "nope"]), 2);
     assert!(err.contains("no agent named \"nope\""), "{err}");
 }
 
@@ -176,9 +161,7 @@ fn models_are_listed_by_the_agent_cached_and_refreshed_on_request() {
 /// hides; Claude Code has no command that lists models, and says its list is built in.
 #[test]
 fn codex_is_asked_for_its_catalog_and_claude_s_list_says_it_is_built_in() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     script(
         &bin,
         "codex",
@@ -189,11 +172,8 @@ echo '{"models":[{"slug":"gpt-6.2-sol","visibility":"list"},{"slug":"codex-auto-
         .args(["models", "codex"])
         .assert()
         .success();
-    assert_eq!(
-        String::from_utf8_lossy(&out.get_output().stdout),
-        "gpt-6.2-sol\ngpt-5.5\n"
-    );
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stdout_of(&out), "gpt-6.2-sol\ngpt-5.5\n");
+    let err = stderr_of(&out);
     assert!(
         err.contains("2 models of OpenAI Codex CLI (listed now"),
         "{err}"
@@ -203,7 +183,7 @@ echo '{"models":[{"slug":"gpt-6.2-sol","visibility":"list"},{"slug":"codex-auto-
         .args(["models", "claude"])
         .assert()
         .success();
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_of(&out);
     assert!(
         err.contains("3 models of Claude Code (built-in list: Claude Code has no command that lists its models)"),
         "{err}"
@@ -214,12 +194,10 @@ echo '{"models":[{"slug":"gpt-6.2-sol","visibility":"list"},{"slug":"codex-auto-
 /// `agents list` (text and JSON) and in `loop --help`; the ones CI runs are not.
 #[test]
 fn agents_never_run_here_are_marked_unverified() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     let unverified = ["agy", "gemini", "cursor", "auggie", "opencode", "goose"];
     let out = agents(dir.path(), &bin).arg("list").assert().success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let text = stdout_of(&out);
     for line in text.lines().filter(|l| !l.contains("agents installed")) {
         let name = line.split_whitespace().next().unwrap();
         assert_eq!(
@@ -241,7 +219,7 @@ fn agents_never_run_here_are_marked_unverified() {
     let mut help = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     let out = help.args(["loop", "--help"]).assert().success();
     // Clap wraps the text to the terminal's width: compare it as words.
-    let help = String::from_utf8_lossy(&out.get_output().stdout)
+    let help = stdout_of(&out)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
@@ -256,9 +234,7 @@ fn agents_never_run_here_are_marked_unverified() {
 /// with the file, line and key.
 #[test]
 fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     script(&bin, "my-agent", "exit 0");
     std::fs::write(
         dir.path().join("ralph.config.yaml"),
@@ -288,8 +264,7 @@ fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
         "budgets:\n  max_iterations: 3\nagents:\n  - name: mine\n    binaries: [my-agent]\n    args: [run]\n    prompt: argument\n    format: plain\n",
     )
     .unwrap();
-    let out = agents(dir.path(), &bin).arg("list").assert().code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).arg("list"), 2);
     assert!(
         err.contains("ralph.config.yaml") && err.contains("agents") && err.contains("{prompt}"),
         "{err}"
@@ -301,8 +276,7 @@ fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
         "agents:\n  - name: mine\n    binaries: [my-agent]\n    args: [run]\n    format: yaml\n",
     )
     .unwrap();
-    let out = agents(dir.path(), &bin).arg("list").assert().code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).arg("list"), 2);
     assert!(
         err.contains("agents[0].format") || err.contains("format"),
         "{err}"
@@ -330,11 +304,36 @@ fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
     !running(pid)
 }
 
-/// The pid a command under the reaper printed first, read from its stdout.
-fn first_pid(stdout: &mut impl std::io::BufRead) -> i32 {
+/// Spawns `cmd` with its stdout piped; the child, and the pid it printed first.
+fn spawn_printing_pid(cmd: &mut std::process::Command) -> (std::process::Child, i32) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    line.trim().parse().unwrap()
+    (child, line.trim().parse().unwrap())
+}
+
+/// `ralph-loop __reap <this process> -- sh -c <script>`: the reaper over a shell script.
+fn reaper(script: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
+    cmd.args(["__reap", &std::process::id().to_string(), "--", "sh", "-c"])
+        .arg(script);
+    cmd
+}
+
+/// Sends `signal` to process `pid`.
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+}
+
+/// Asserts `pid` stops running within `secs` seconds.
+#[track_caller]
+fn assert_gone_within(pid: i32, secs: u64) {
+    assert!(
+        gone_within(pid, std::time::Duration::from_secs(secs)),
+        "pid {pid} survived"
+    );
 }
 
 /// A command that starts a process in a session of its own (as Claude Code's shell tool does)
@@ -342,79 +341,42 @@ fn first_pid(stdout: &mut impl std::io::BufRead) -> i32 {
 /// descendant survives (ralph-orchestrator #204).
 #[test]
 fn the_reaper_stops_what_escaped_the_group_and_keeps_the_exit_code() {
-    let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
-    let mut child = std::process::Command::new(&bin)
-        .args(["__reap", &std::process::id().to_string(), "--", "sh", "-c"])
-        .arg("setsid sleep 300 & echo $!; exit 3")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let escaped = first_pid(&mut out);
+    let (mut child, escaped) =
+        spawn_printing_pid(&mut reaper("setsid sleep 300 & echo $!; exit 3"));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3));
-    assert!(
-        gone_within(escaped, std::time::Duration::from_secs(2)),
-        "pid {escaped} survived"
-    );
+    assert_gone_within(escaped, 2);
 }
 
 /// SIGTERM to the reaper stops the command and everything it started, in any session; the
 /// exit status says the command was terminated.
 #[test]
 fn sigterm_to_the_reaper_stops_the_whole_tree() {
-    use nix::sys::signal::{kill, Signal};
-    let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
-    let mut child = std::process::Command::new(&bin)
-        .args(["__reap", &std::process::id().to_string(), "--", "sh", "-c"])
-        .arg("setsid sh -c 'trap \"\" TERM; sleep 300' & echo $!; sleep 300")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let escaped = first_pid(&mut out);
+    let (mut child, escaped) = spawn_printing_pid(&mut reaper(
+        "setsid sh -c 'trap \"\" TERM; sleep 300' & echo $!; sleep 300",
+    ));
     assert!(running(escaped));
-    kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        Signal::SIGTERM,
-    )
-    .unwrap();
+    signal(child.id(), nix::sys::signal::Signal::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
     // It ignores SIGTERM: SIGKILL after the grace period.
-    assert!(
-        gone_within(escaped, std::time::Duration::from_secs(2)),
-        "pid {escaped} survived"
-    );
+    assert_gone_within(escaped, 2);
 }
 
 /// When ralph-loop itself dies (here a shell standing in for it, killed with SIGKILL), the
 /// reaper hears of it and stops the tree.
 #[test]
 fn the_tree_dies_with_the_process_that_started_the_reaper() {
-    use nix::sys::signal::{kill, Signal};
     let bin = assert_cmd::cargo::cargo_bin("ralph-loop");
     let script = format!(
         "{} __reap $$ -- sh -c 'setsid sleep 300 & echo $!; sleep 300' & wait",
         bin.display()
     );
-    let mut parent = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(parent.stdout.take().unwrap());
-    let escaped = first_pid(&mut out);
-    kill(
-        nix::unistd::Pid::from_raw(parent.id() as i32),
-        Signal::SIGKILL,
-    )
-    .unwrap();
+    let (mut parent, escaped) =
+        spawn_printing_pid(std::process::Command::new("sh").args(["-c", &script]));
+    signal(parent.id(), nix::sys::signal::Signal::SIGKILL);
     parent.wait().unwrap();
-    assert!(
-        gone_within(escaped, std::time::Duration::from_secs(3)),
-        "pid {escaped} survived"
-    );
+    assert_gone_within(escaped, 3);
 }
 
 mod invoke {
@@ -427,8 +389,11 @@ mod invoke {
 
     use ralph_actors::tracker::status::Found;
     use ralph_loop::agents::invoke::{invoke, AgentEnding, AgentOutcome, Invocation, Limits};
+
     use ralph_loop::process::groups::ProcessGroups;
     use tokio_util::sync::CancellationToken;
+
+    use super::super::support::assert_file;
 
     const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1"}"#;
     const TEXT: &str = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Done.\n---RALPH_STATUS---\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\n---END_RALPH_STATUS---"}]}}"#;
@@ -445,6 +410,14 @@ mod invoke {
 
     fn agent(dir: &Path, body: &str, limits: Limits) -> Invocation {
         super::super::agent_script::scripted(dir, body, limits)
+    }
+
+    /// Runs the scripted agent `body` in a fresh folder under `limits`; the folder and how it
+    /// ended.
+    fn run_script(body: &str, limits: Limits) -> (tempfile::TempDir, AgentOutcome) {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = run(agent(dir.path(), body, limits));
+        (dir, outcome)
     }
 
     fn run(invocation: Invocation) -> AgentOutcome {
@@ -471,12 +444,10 @@ mod invoke {
     /// the benchmark's; here only the bound).
     #[test]
     fn a_hung_agent_is_stopped_soon_after_its_hang_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = run(agent(
-            dir.path(),
+        let (_dir, outcome) = run_script(
             &format!("printf '%s\\n' '{INIT}'\nsleep 30"),
             limits(1000, 20_000),
-        ));
+        );
         assert_eq!(outcome.ending, AgentEnding::Hung);
         assert_eq!(outcome.silent_but_working, 0);
         assert!(
@@ -490,14 +461,12 @@ mod invoke {
     /// Silent but computing: not killed at its hang timeout, and said so.
     #[test]
     fn a_silent_agent_at_work_is_not_killed() {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = run(agent(
-            dir.path(),
+        let (_dir, outcome) = run_script(
             &format!(
                 "printf '%s\\n' '{INIT}'\nend=$(( $(date +%s) + 3 ))\nwhile [ $(date +%s) -lt $end ]; do :; done\nprintf '%s\\n' '{TEXT}'\nprintf '%s\\n' '{RESULT}'"
             ),
             limits(1000, 20_000),
-        ));
+        );
         assert_eq!(outcome.ending, AgentEnding::Exited(Some(0)));
         assert!(outcome.silent_but_working >= 1, "{outcome:?}");
         assert!(outcome.finished());
@@ -509,12 +478,10 @@ mod invoke {
     /// read once.
     #[test]
     fn an_agent_that_lingers_after_its_result_finished_its_turn() {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = run(agent(
-            dir.path(),
+        let (_dir, outcome) = run_script(
             &format!("printf '%s\\n' '{INIT}'\nprintf '%s\\n' '{TEXT}'\nprintf '%s\\n' '{RESULT}'\nsleep 30"),
             limits(10_000, 20_000),
-        ));
+        );
         assert_eq!(outcome.ending, AgentEnding::StoppedAfterResult);
         assert!(outcome.finished());
         assert_eq!(blocks(&outcome), 1, "{:?}", outcome.found);
@@ -524,12 +491,10 @@ mod invoke {
     /// Printing for ever is no way to finish: the active timeout stops it.
     #[test]
     fn an_agent_that_never_finishes_meets_its_active_timeout() {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = run(agent(
-            dir.path(),
+        let (_dir, outcome) = run_script(
             &format!("while :; do printf '%s\\n' '{INIT}'; sleep 0.1; done"),
             limits(1000, 1500),
-        ));
+        );
         assert_eq!(outcome.ending, AgentEnding::ActiveTimeout);
         assert!(!outcome.finished());
     }
@@ -538,36 +503,26 @@ mod invoke {
     /// in a session of its own is gone when the run returns.
     #[test]
     fn the_prompt_goes_on_stdin_and_nothing_outlives_the_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = run(agent(
-            dir.path(),
+        let (dir, outcome) = run_script(
             &format!(
                 "cat > prompt.txt\nsetsid sleep 300 &\necho $! > escaped.pid\nprintf '%s\\n' '{TEXT}'\nprintf '%s\\n' '{RESULT}'"
             ),
             limits(10_000, 20_000),
-        ));
-        assert_eq!(outcome.ending, AgentEnding::Exited(Some(0)));
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("prompt.txt")).unwrap(),
-            "Fix the median.\n"
         );
+        assert_eq!(outcome.ending, AgentEnding::Exited(Some(0)));
+        assert_file(dir.path(), "prompt.txt", "Fix the median.\n");
         let pid: i32 = std::fs::read_to_string(dir.path().join("escaped.pid"))
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert!(
-            super::gone_within(pid, Duration::from_secs(2)),
-            "pid {pid} survived"
-        );
+        super::assert_gone_within(pid, 2);
     }
 }
 
 #[test]
 fn agents_add_writes_a_definition_that_loads_and_keeps_the_files_comments() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    let (dir, bin) = with_bin();
     script(&bin, "my-agent", "exit 0");
     let config = dir.path().join("ralph.config.yaml");
     std::fs::write(
@@ -597,7 +552,7 @@ fn agents_add_writes_a_definition_that_loads_and_keeps_the_files_comments() {
         ])
         .assert()
         .success();
-    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let said = stdout_of(&out);
     assert!(
         said.contains("agent \"mine\" added to ralph.config.yaml"),
         "{said}"
@@ -642,13 +597,9 @@ fn agents_add_writes_a_definition_that_loads_and_keeps_the_files_comments() {
         ])
         .assert()
         .code(2);
-    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("{prompt}"));
+    assert!(stderr_of(&out).contains("{prompt}"));
     // No terminal and fields missing: said which.
-    let out = agents(dir.path(), &bin)
-        .args(["add", "third"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let err = stderr_at(agents(dir.path(), &bin).args(["add", "third"]), 2);
     assert!(err.contains("--binary, --arg, --format"), "{err}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
 }

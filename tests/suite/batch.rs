@@ -56,39 +56,35 @@ fn session_report(dir: &Path, id: &str) -> Value {
 async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summary() {
     let dir = medians(2);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     write(
         p,
         "specs/first.md",
         "---\ntargets: [median_0.py]\ntest_command: python3 -m pytest -q test_median_0.py\nmax_iterations: 3\n---\nFix the median.\n",
     );
-    let out = ralph_with_chaos(p, &llm)
-        .args([
+    let stderr = stderr_at(
+        ralph_with_chaos(p, &llm).args([
             "batch",
             "specs/first.md",
             "median_1.py",
             "--no-adversarial",
             "-t",
             "python3 -m pytest -q test_median_1.py",
-        ])
-        .assert()
-        .code(0);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        ]),
+        0,
+    );
     assert!(
         stderr.contains("batch: [1/2] specs/first.md: started"),
         "{stderr}"
     );
     // At --parallel 1 each run's live view is shown too.
-    assert!(stderr.contains("iter 1/3"), "{stderr}");
-    assert!(
-        stderr.contains("✔ median_1.py: success, 1 iteration, $"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("batch success: 2 of 2 entries succeeded"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        &[
+            "iter 1/3",
+            "✔ median_1.py: success, 1 iteration, $",
+            "batch success: 2 of 2 entries succeeded",
+        ],
     );
 
     let report = batch_report(p);
@@ -122,14 +118,7 @@ async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summa
 async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
     let dir = medians(6);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_millis(1500),
-        },
-    );
+    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_millis(1500))).await;
     let mut cmd = ralph_with_chaos(p, &llm);
     cmd.args([
         "batch",
@@ -191,27 +180,25 @@ async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
 async fn two_entries_on_one_file_never_run_at_once_and_the_worst_status_is_the_exit_code() {
     let dir = medians(1);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let llm = artisan_always("python", HALF_FIXED_PY).await;
     write(
         p,
         "specs/again.md",
         "---\ntargets: [median_0.py]\nmax_iterations: 1\n---\nFix it.\n",
     );
-    let out = ralph_with_chaos(p, &llm)
-        .args([
-            "batch",
-            "median_0.py",
-            "specs/again.md",
-            "--parallel",
-            "2",
-            "--no-adversarial",
-        ])
-        .args(["-m", "1", "-t", "python3 -m pytest -q test_median_0.py"])
-        .assert()
-        .code(4);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(
+        ralph_with_chaos(p, &llm)
+            .args([
+                "batch",
+                "median_0.py",
+                "specs/again.md",
+                "--parallel",
+                "2",
+                "--no-adversarial",
+            ])
+            .args(["-m", "1", "-t", "python3 -m pytest -q test_median_0.py"]),
+        4,
+    );
     assert!(
         !stderr.contains("is being fixed by another run"),
         "{stderr}"
@@ -231,9 +218,7 @@ async fn two_entries_on_one_file_never_run_at_once_and_the_worst_status_is_the_e
 async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_placed() {
     let dir = medians(1);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     write(
         p,
         "ralph.config.yaml",
@@ -241,18 +226,14 @@ async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_pl
     );
     ralph_with_chaos(p, &llm).arg("batch").assert().code(0);
     assert_eq!(batch_report(p)["entries"][0]["name"], "median_0.py");
-    assert_eq!(
-        std::fs::read_to_string(p.join("median_0.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(p, "median_0.py", FIXED_PY);
 
     write(
         p,
         "ralph.config.yaml",
         "batch:\n  - file: median_0.py\n    spec: specs/x.md\n",
     );
-    let bad = ralph_with_chaos(p, &llm).arg("batch").assert().code(2);
-    let stderr = String::from_utf8_lossy(&bad.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_with_chaos(p, &llm).arg("batch"), 2);
     assert!(
         stderr.contains("ralph.config.yaml:1:1: batch: entry 1 must name one of `spec` or `file`"),
         "{stderr}"
@@ -262,8 +243,7 @@ async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_pl
         "ralph.config.yaml",
         "batch:\n  - file: median_0.py\n    budgett: 1\n",
     );
-    let bad = ralph_with_chaos(p, &llm).arg("batch").assert().code(2);
-    let stderr = String::from_utf8_lossy(&bad.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph_with_chaos(p, &llm).arg("batch"), 2);
     assert!(
         stderr.contains("ralph.config.yaml:3:5: batch[0].budgett: unknown key"),
         "{stderr}"
@@ -274,14 +254,7 @@ async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_pl
 async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() {
     let dir = medians(2);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_secs(20),
-        },
-    );
+    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_secs(20))).await;
     // A missing file: refused before any entry runs.
     let missing = ralph_with_chaos(p, &llm)
         .args([
@@ -292,7 +265,7 @@ async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() 
         ])
         .assert()
         .code(2);
-    assert!(String::from_utf8_lossy(&missing.get_output().stderr).contains("nowhere.py"));
+    assert!(stderr_of(&missing).contains("nowhere.py"));
     assert!(llm.requests().await.is_empty());
 
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
@@ -355,10 +328,7 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
         "artisan",
         if_prompt(
             "median_0.py",
-            Answer::Slow {
-                text: code("python", FIXED_PY),
-                delay: Duration::from_secs(30),
-            },
+            slow(code("python", FIXED_PY), Duration::from_secs(30)),
             text(code("python", FIXED_PY)),
         ),
     );
@@ -368,9 +338,14 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
     );
     let pane = Pane::start(p, &llm.openai_env(), &command, 120, 34);
     let screen = pane.wait_for("· generate", Duration::from_secs(60));
-    assert!(screen.contains("Tasks 0/3 done"), "{screen}");
-    assert!(screen.contains("›→ specs/median-0.md"), "{screen}");
-    assert!(screen.contains("○ specs/median-2.md"), "{screen}");
+    assert_has(
+        &screen,
+        &[
+            "Tasks 0/3 done",
+            "›→ specs/median-0.md",
+            "○ specs/median-2.md",
+        ],
+    );
     // The last one, not started yet: it never starts.
     pane.keys(&["Tab"]);
     pane.keys(&["Tab"]);
@@ -417,10 +392,7 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
     );
     let events = std::fs::read_to_string(session.join("events.jsonl")).unwrap();
     assert!(events.contains("abandoned as the run stopped"), "{events}");
-    assert_eq!(
-        std::fs::read_to_string(p.join("median_1.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(p, "median_1.py", FIXED_PY);
 }
 
 /// `p` in a batch's TUI holds its runs before their next step, and `p` again lets them go on.
@@ -428,9 +400,7 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
 async fn a_batch_in_the_tui_pauses_its_runs() {
     use super::tui::{assert_restored, bin, Pane};
     let dir = medians(1);
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let command = format!(
         "'{}' batch specs/median-0.md --no-adversarial",
         bin().display()
@@ -460,14 +430,7 @@ async fn a_batch_in_the_tui_pauses_its_runs() {
 async fn a_batch_in_the_tui_aborts_as_ctrl_c_does() {
     use super::tui::{assert_restored, bin, Pane};
     let dir = medians(2);
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_secs(30),
-        },
-    );
+    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_secs(30))).await;
     let command = format!(
         "'{}' batch specs/median-0.md specs/median-1.md --no-adversarial",
         bin().display()
@@ -498,20 +461,17 @@ async fn a_batch_in_the_tui_aborts_as_ctrl_c_does() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_under_ui_web_prints_its_dashboard() {
     let dir = medians(1);
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args([
+    let llm = artisan_always("python", FIXED_PY).await;
+    let stderr = stderr_at(
+        ralph_with_chaos(dir.path(), &llm).args([
             "batch",
             "specs/median-0.md",
             "--no-adversarial",
             "--ui",
             "web",
-        ])
-        .assert()
-        .code(0);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        ]),
+        0,
+    );
     assert!(
         stderr.contains("dashboard: http://127.0.0.1:") && stderr.contains("?token="),
         "{stderr}"

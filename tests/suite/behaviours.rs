@@ -132,10 +132,8 @@ async fn adversarial_flag_turns_chaos_on_over_the_config() {
             "chaos:\n  enabled: false\n",
         );
         without_gates(dir.path());
-        let llm = MockLlm::start().await;
-        llm.helpful()
-            .always("artisan", text(code("python", FIXED_PY)))
-            .always("chaos", chaos_reply(QUIET_PY));
+        let llm = artisan_always("python", FIXED_PY).await;
+        llm.always("chaos", chaos_reply(QUIET_PY));
         ralph_with_chaos(dir.path(), &llm)
             .args(["median.py", "--output", "json"])
             .args(flags)
@@ -184,10 +182,8 @@ async fn findings_are_reported_not_fixed_when_adversarial_tests_need_not_pass() 
         let dir = fixture("py-median");
         write(dir.path(), "ralph.config.yaml", config);
         without_gates(dir.path());
-        let llm = MockLlm::start().await;
-        llm.helpful()
-            .always("artisan", text(code("python", FIXED_PY)))
-            .always("chaos", chaos_reply(OVERFLOW_PY))
+        let llm = artisan_always("python", FIXED_PY).await;
+        llm.always("chaos", chaos_reply(OVERFLOW_PY))
             .always("judge", keep_all());
         ralph_with_chaos(dir.path(), &llm)
             .args(["median.py", "--output", "json"])

@@ -213,9 +213,7 @@ async fn a_second_ctrl_c_in_agent_mode_kills_the_tests_at_once_and_the_next_agen
         "---\ntargets: [median.py]\ntest_command: sh slowtest.sh\nadversarial: false\n---\nMake the tests of median.py pass.\n",
     );
     std::fs::write(&slow, "").unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let ids = inbox_add(p, &llm, &["specs/fix-median.md"]);
     let stderr_path = outside.path().join("agent.stderr");
     let stderr = std::fs::File::create(&stderr_path).unwrap();
@@ -282,10 +280,7 @@ async fn a_second_ctrl_c_in_agent_mode_kills_the_tests_at_once_and_the_next_agen
         git(p, &["show", "--name-only", "--format=", "HEAD"]).trim(),
         "median.py"
     );
-    assert_eq!(
-        std::fs::read_to_string(p.join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(p, "median.py", FIXED_PY);
     assert_eq!(sessions(p), 1, "the interrupted session went on");
     assert!(!p.join(".ralph/agent-session.json").exists());
     let porcelain = git(p, &["status", "--porcelain"]);
@@ -412,15 +407,12 @@ fn a_second_sigterm_kills_the_agent_s_tree_at_once_and_the_next_loop_goes_on() {
     assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
 }
 
-/// docs/agents.md, Git: with `git.push: true` there is "a push after each commit and each
-/// revert": when the tests fail after an iteration's commit, the commit (pushed) is reverted
-/// and the revert pushed, so the remote's branch ends at the revert, on the tree the tests
-/// passed on.
-#[test]
-fn a_rollback_is_pushed_so_the_remote_ends_at_the_revert() {
-    let body = format!("rm done.txt\n{}\n{}", say("Removing a file."), result(0.01));
+/// A loop of one iteration of the agent `body` that rolls back on failing tests and pushes to a
+/// remote, on a tree whose tests pass (`done.txt` committed), run to its end: the tests fail
+/// after it (exit 4). The project, the remote and the loop's events.
+fn rolled_back_and_pushed(body: &str) -> (Project, PathBuf, Vec<Value>) {
     let p = loop_project(
-        &body,
+        body,
         "  rollback_on_test_failure: true\n",
         "budgets:\n  max_iterations: 1\ngit:\n  push: true\n",
     );
@@ -431,6 +423,17 @@ fn a_rollback_is_pushed_so_the_remote_ends_at_the_revert() {
 
     let (code, events) = run_loop(&p);
     assert_eq!(code, 4, "{events:#?}");
+    (p, remote, events)
+}
+
+/// docs/agents.md, Git: with `git.push: true` there is "a push after each commit and each
+/// revert": when the tests fail after an iteration's commit, the commit (pushed) is reverted
+/// and the revert pushed, so the remote's branch ends at the revert, on the tree the tests
+/// passed on.
+#[test]
+fn a_rollback_is_pushed_so_the_remote_ends_at_the_revert() {
+    let body = format!("rm done.txt\n{}\n{}", say("Removing a file."), result(0.01));
+    let (p, remote, events) = rolled_back_and_pushed(&body);
     let log = log_of(&p.root, "HEAD");
     assert_eq!(
         log[..3],
@@ -476,18 +479,7 @@ fn the_agent_s_own_commits_reverted_are_pushed_with_their_reverts() {
         say("Committed twice."),
         result(0.01)
     );
-    let p = loop_project(
-        &body,
-        "  rollback_on_test_failure: true\n",
-        "budgets:\n  max_iterations: 1\ngit:\n  push: true\n",
-    );
-    std::fs::write(p.root.join("done.txt"), "ok\n").unwrap();
-    git(&p.root, &["add", "done.txt"]);
-    git(&p.root, &["commit", "-q", "-m", "tests pass"]);
-    let remote = with_remote(&p);
-
-    let (code, events) = run_loop(&p);
-    assert_eq!(code, 4, "{events:#?}");
+    let (p, remote, events) = rolled_back_and_pushed(&body);
     let log = log_of(&p.root, "HEAD");
     assert_eq!(
         log[..5],

@@ -39,18 +39,12 @@ fn text_of(browser: &mut Browser, selector: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            Answer::Slow {
-                text: code("python", FIXED_PY),
-                delay: Duration::from_secs(30),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_script([
+        text(code("python", HALF_FIXED_PY)),
+        slow(code("python", FIXED_PY), Duration::from_secs(30)),
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
     let env = llm.openai_env();
     let root = dir.path().to_path_buf();
     let (mut served, browser) = tokio::task::spawn_blocking(move || {
@@ -172,10 +166,7 @@ async fn the_dashboards_abort_button_asks_then_stops_the_run_saved_and_resumable
     assert_eq!(resumed["status"], "success");
     assert_eq!(resumed["tests_before"]["failed"], 2, "the baseline is kept");
     assert!(resumed["cost_usd"].as_f64().unwrap() >= spent);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     assert_eq!(llm.requests_of("artisan").await.len(), 3);
 }
 
@@ -234,17 +225,6 @@ rp.run(async (req) => {
 });
 "#;
 
-fn warnings(report: &Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .map(|w| {
-            w.iter()
-                .map(|m| m.as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The events of the only session of `dir`.
 fn events(dir: &Path) -> Vec<Value> {
     std::fs::read_to_string(session_dir(dir).join("events.jsonl"))
@@ -280,14 +260,8 @@ fn fix_with(dir: &Path, llm: &MockLlm, files: &[(&str, &str)]) -> (i32, Value) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_a_success() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", FIXED_PY)),
-            text(code("python", DOCUMENTED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [FIXED_PY, DOCUMENTED_PY]).await;
+
     let (code, report) = fix_with(
         dir.path(),
         &llm,
@@ -311,9 +285,10 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
         "{report:#}"
     );
     // The file written is the plugin's change of the second proposal.
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        format!("{DOCUMENTED_PY}# house style: checked\n")
+    assert_file(
+        dir.path(),
+        "median.py",
+        format!("{DOCUMENTED_PY}# house style: checked\n"),
     );
     // The veto's reason and the change's note reached the Artisan's next prompt, not before.
     let prompts: Vec<String> = llm
@@ -389,9 +364,10 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
         );
     }
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/typescript/index.js");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join(".hook-out/sdk.js")).unwrap(),
-        std::fs::read_to_string(shipped).unwrap()
+    assert_file(
+        dir.path(),
+        ".hook-out/sdk.js",
+        std::fs::read_to_string(shipped).unwrap(),
     );
 }
 
@@ -403,14 +379,8 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
 #[tokio::test(flavor = "multi_thread")]
 async fn a_javascript_plugin_that_throws_fails_as_its_on_failure_says_and_says_why() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [HALF_FIXED_PY, FIXED_PY]).await;
+
     let (code, report) = fix_with(
         dir.path(),
         &llm,
@@ -472,12 +442,14 @@ async fn a_javascript_plugin_that_throws_fails_as_its_on_failure_says_and_says_w
         2,
         "{log}"
     );
-    assert!(
-        log.contains("coverage at on_test_fail: exited with 1"),
-        "{log}"
+    assert_has(
+        &log,
+        &[
+            "coverage at on_test_fail: exited with 1",
+            "plugins/strict-style.js:5",
+            "plugins/coverage.js:7",
+        ],
     );
-    assert!(log.contains("plugins/strict-style.js:5"), "{log}");
-    assert!(log.contains("plugins/coverage.js:7"), "{log}");
     assert!(log.contains(coverage), "{log}");
 }
 
@@ -487,9 +459,7 @@ async fn a_javascript_plugin_that_throws_fails_as_its_on_failure_says_and_says_w
 #[tokio::test(flavor = "multi_thread")]
 async fn a_throwing_javascript_plugin_under_abort_loop_stops_the_run_with_its_error() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let llm = artisan_always("python", HALF_FIXED_PY).await;
     let (code, report) = fix_with(
         dir.path(),
         &llm,

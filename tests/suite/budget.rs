@@ -34,10 +34,7 @@ async fn an_unpriced_model_is_refused_at_start_unless_allowed() {
                 .and(predicate::str::contains("budgets.allow_unpriced: true")),
         );
     assert!(llm.requests().await.is_empty(), "refused before any call");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        original
-    );
+    assert_file(dir.path(), "median.py", original);
 
     write(
         dir.path(),

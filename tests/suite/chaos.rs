@@ -46,23 +46,15 @@ fn fix_py(dir: &Path, llm: &MockLlm, code: i32) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("python", FIXED_PY)),
-                text(code("python", SAFE_PY)),
-            ],
-        )
-        .script(
-            "chaos",
-            [
-                chaos_reply("python", ATTACK_PY),
-                chaos_reply("python", QUIET_PY),
-            ],
-        )
-        .always("judge", keep_all());
+    let llm = artisan_writes("python", [FIXED_PY, SAFE_PY]).await;
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("python", ATTACK_PY),
+            chaos_reply("python", QUIET_PY),
+        ],
+    )
+    .always("judge", keep_all());
     let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 2);
@@ -107,22 +99,26 @@ async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
     // The Artisan was shown the finding and Chaos's file, apart from the unit tests.
     let artisan = llm.requests_of("artisan").await;
     let second = user_prompt(&artisan[1]);
-    assert!(second.contains("# Adversarial tests that fail"), "{second}");
-    assert!(second.contains("test_two_huge_equal_values"), "{second}");
-    assert!(second.contains("max_examples=100"), "{second}");
+    assert_has(
+        &second,
+        &[
+            "# Adversarial tests that fail",
+            "test_two_huge_equal_values",
+            "max_examples=100",
+        ],
+    );
     // Chaos's first prompt says how its file runs and what to try.
     let chaos = llm.requests_of("chaos").await;
     let first = user_prompt(&chaos[0]);
-    assert!(first.contains("Framework: pytest (python)"), "{first}");
-    assert!(
-        first.contains("Import the target exactly as: `import median"),
-        "{first}"
+    assert_has(
+        &first,
+        &[
+            "Framework: pytest (python)",
+            "Import the target exactly as: `import median",
+            "Hypothesis",
+        ],
     );
-    assert!(first.contains("Hypothesis"), "{first}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        SAFE_PY
-    );
+    assert_file(dir.path(), "median.py", SAFE_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -147,23 +143,15 @@ async fn typescript_chaos_finds_the_overflow_of_the_middle_pair() {
     // From `.ralph/session-<id>/chaos/`, as the prompt tells Chaos.
     let attack = "import { expect, it } from 'vitest';\nimport fc from 'fast-check';\nimport { median } from '../../../src/median';\n\nit('the median of two equal huge values is that value', () => {\n  expect(median([Number.MAX_VALUE, Number.MAX_VALUE])).toBe(Number.MAX_VALUE);\n});\n\nit('lies between the smallest and the largest value', () => {\n  fc.assert(\n    fc.property(fc.array(fc.integer({ min: -1000000, max: 1000000 }), { minLength: 1 }), (xs) => {\n      const m = median(xs);\n      return m >= Math.min(...xs) && m <= Math.max(...xs);\n    }),\n    { numRuns: 100, seed: 42 },\n  );\n});\n";
     let quiet = "import { expect, it } from 'vitest';\nimport { median } from '../../../src/median';\n\nit('a single value is its own median', () => {\n  expect(median([7])).toBe(7);\n});\n";
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("typescript", &fixed)),
-                text(code("typescript", &safe)),
-            ],
-        )
-        .script(
-            "chaos",
-            [
-                chaos_reply("typescript", attack),
-                chaos_reply("typescript", quiet),
-            ],
-        )
-        .always("judge", keep_all());
+    let llm = artisan_writes("typescript", [&fixed, &safe]).await;
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("typescript", attack),
+            chaos_reply("typescript", quiet),
+        ],
+    )
+    .always("judge", keep_all());
     ralph_with_chaos(dir.path(), &llm)
         .args(["src/median.ts", "--output", "json"])
         .assert()
@@ -179,16 +167,15 @@ async fn typescript_chaos_finds_the_overflow_of_the_middle_pair() {
     assert_eq!(a["tests_generated"], 3, "{a:#}");
     let chaos = llm.requests_of("chaos").await;
     let first = user_prompt(&chaos[0]);
-    assert!(first.contains("Framework: vitest (typescript)"), "{first}");
-    assert!(
-        first.contains("import { ... } from '../../../src/median';"),
-        "{first}"
+    assert_has(
+        &first,
+        &[
+            "Framework: vitest (typescript)",
+            "import { ... } from '../../../src/median';",
+            "fast-check",
+        ],
     );
-    assert!(first.contains("fast-check"), "{first}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("src/median.ts")).unwrap(),
-        safe
-    );
+    assert_file(dir.path(), "src/median.ts", safe);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -196,14 +183,11 @@ async fn a_wrong_expectation_is_dropped_by_the_critic() {
     let dir = fixture("py-median");
     without_gates(dir.path());
     let wrong = "from median import median\n\n\ndef test_empty_is_none():\n    assert median([]) is None\n\n\ndef test_single():\n    assert median([4]) == 4\n";
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script("chaos", [chaos_reply("python", wrong)])
-        .always(
-            "judge",
-            text("DROP: test_empty_is_none: the unit tests require a ValueError for an empty list"),
-        );
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.script("chaos", [chaos_reply("python", wrong)]).always(
+        "judge",
+        text("DROP: test_empty_is_none: the unit tests require a ValueError for an empty list"),
+    );
     let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 1);
@@ -225,51 +209,41 @@ async fn a_test_file_that_cannot_run_is_repaired() {
     let dir = fixture("py-median");
     without_gates(dir.path());
     let broken = QUIET_PY.replace("from median import", "from medain import");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script(
-            "chaos",
-            [
-                chaos_reply("python", &broken),
-                chaos_reply("python", QUIET_PY),
-            ],
-        );
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("python", &broken),
+            chaos_reply("python", QUIET_PY),
+        ],
+    );
     let a = fix_py(dir.path(), &llm, 0)["adversarial"].clone();
     assert_eq!(a["suites"][0]["repairs"], 1, "{a:#}");
     assert_eq!(a["tests_generated"], 2, "{a:#}");
     let chaos = llm.requests_of("chaos").await;
     assert_eq!(chaos.len(), 2);
     let repair = user_prompt(&chaos[1]);
-    assert!(
-        repair.contains("# Your last test file could not run"),
-        "{repair}"
-    );
-    assert!(repair.contains("medain"), "{repair}");
+    assert_has(&repair, &["# Your last test file could not run", "medain"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("python", FIXED_PY)),
-                // Drops the empty-list check: a unit test fails again.
-                text(code("python", HALF_FIXED_PY)),
-                text(code("python", SAFE_PY)),
-            ],
-        )
-        .script(
-            "chaos",
-            [
-                chaos_reply("python", ATTACK_PY),
-                chaos_reply("python", QUIET_PY),
-            ],
-        )
-        .always("judge", keep_all());
+    let llm = artisan_script([
+        text(code("python", FIXED_PY)),
+        // Drops the empty-list check: a unit test fails again.
+        text(code("python", HALF_FIXED_PY)),
+        text(code("python", SAFE_PY)),
+    ])
+    .await;
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("python", ATTACK_PY),
+            chaos_reply("python", QUIET_PY),
+        ],
+    )
+    .always("judge", keep_all());
     let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 3);
@@ -292,10 +266,8 @@ async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
         "ralph.config.yaml",
         "circuit_breaker:\n  entropy_threshold: 2\nchaos:\n  max_rounds: 2\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script("chaos", [chaos_reply("python", ATTACK_PY)])
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.script("chaos", [chaos_reply("python", ATTACK_PY)])
         .always("judge", keep_all());
     let report = fix_py(dir.path(), &llm, 4);
     assert_eq!(report["status"], "max_iterations", "{report:#}");
@@ -309,10 +281,7 @@ async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
     assert_eq!(llm.requests_of("chaos").await.len(), 1);
     assert_eq!(report["adversarial"]["findings"][0]["status"], "open");
     // The file left passes its unit tests.
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -324,9 +293,7 @@ async fn a_budget_too_small_for_chaos_stops_with_the_passing_fix_on_disk() {
         "ralph.config.yaml",
         "models:\n  chaos: openai/gpt-4.1\nprices:\n  openai/gpt-4.1: { input: 1000, output: 1000 }\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     ralph_with_chaos(dir.path(), &llm)
         .args([
             "median.py",
@@ -340,19 +307,14 @@ async fn a_budget_too_small_for_chaos_stops_with_the_passing_fix_on_disk() {
     assert_eq!(report["status"], "budget_exceeded", "{report:#}");
     assert_eq!(report["adversarial"]["rounds"], 1, "{report:#}");
     assert!(llm.requests_of("chaos").await.is_empty());
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_adversarial_and_micro_agent_never_call_chaos() {
     let dir = fixture("py-median");
     write(dir.path(), "ralph.config.yaml", "chaos:\n  enabled: true\n");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     ralph(dir.path(), &llm)
         .args(["median.py", "--output", "json"])
         .assert()
@@ -421,10 +383,8 @@ async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
         "chaos:\n  keep_tests: true\n",
     );
     without_gates(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script("chaos", [chaos_reply("python", QUIET_PY)]);
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.script("chaos", [chaos_reply("python", QUIET_PY)]);
     let report = fix_py(dir.path(), &llm, 0);
     let path = report["adversarial"]["kept_tests"][0]
         .as_str()
@@ -453,23 +413,15 @@ const PROPERTY_PY: &str = "from hypothesis import given, settings, strategies as
 #[tokio::test(flavor = "multi_thread")]
 async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("python", FIXED_PY)),
-                text(code("python", SAFE_PY)),
-            ],
-        )
-        .script(
-            "chaos",
-            [
-                chaos_reply("python", PROPERTY_PY),
-                chaos_reply("python", QUIET_PY),
-            ],
-        )
-        .always("judge", text("KEEP: test_two_equal_values"));
+    let llm = artisan_writes("python", [FIXED_PY, SAFE_PY]).await;
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("python", PROPERTY_PY),
+            chaos_reply("python", QUIET_PY),
+        ],
+    )
+    .always("judge", text("KEEP: test_two_equal_values"));
     let report = fix_py(dir.path(), &llm, 0);
     let a = &report["adversarial"];
     let findings = a["findings"].as_array().unwrap();
@@ -483,13 +435,12 @@ async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
     // The test is in round 1's file, replaying the input Hypothesis printed.
     let path = a["suites"][0]["path"].as_str().unwrap();
     let suite = std::fs::read_to_string(dir.path().join(path)).unwrap();
-    assert!(
-        suite.contains("def test_regression_two_equal_values():"),
-        "{suite}"
-    );
-    assert!(
-        suite.contains("test_two_equal_values.hypothesis.inner_test(x="),
-        "{suite}"
+    assert_has(
+        &suite,
+        &[
+            "def test_regression_two_equal_values():",
+            "test_two_equal_values.hypothesis.inner_test(x=",
+        ],
     );
     let notes = report["notes"].to_string();
     assert!(notes.contains("is kept as the regression test"), "{notes}");
@@ -509,10 +460,7 @@ async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
         })
         .expect("the replay ran");
     assert_eq!(case["status"], "fail", "{case}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        SAFE_PY
-    );
+    assert_file(dir.path(), "median.py", SAFE_PY);
 }
 
 /// Averages the middle pair without overflowing.
@@ -570,16 +518,12 @@ async fn a_fast_check_counterexample_becomes_a_regression_test_chaos_writes() {
     let asked = llm.requests_of("replay").await;
     assert_eq!(asked.len(), 1);
     let prompt = user_prompt(&asked[0]);
-    assert!(prompt.contains("The input it failed on: `["), "{prompt}");
-    assert!(prompt.contains("(seed 42"), "{prompt}");
+    assert_has(&prompt, &["The input it failed on: `[", "(seed 42"]);
     // The test is at the end of round 1's file.
     let path = a["suites"][0]["path"].as_str().unwrap();
     let suite = std::fs::read_to_string(dir.path().join(path)).unwrap();
     assert!(suite.trim_end().ends_with(replay.trim_end()), "{suite}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("src/median.js")).unwrap(),
-        SAFE_JS
-    );
+    assert_file(dir.path(), "src/median.js", SAFE_JS);
 }
 
 /// Averages the middle pair without overflowing.
@@ -650,21 +594,20 @@ async fn rust_chaos_finds_the_overflow_with_proptest_and_replays_its_counterexam
     // Chaos's prompt says how a Rust file reaches the crate.
     let chaos = llm.requests_of("chaos").await;
     let first = user_prompt(&chaos[0]);
-    assert!(first.contains("Framework: cargo (rust)"), "{first}");
-    assert!(first.contains("`use rs_median::...;"), "{first}");
-    assert!(
-        first.contains("integration test of the crate `rs-median`"),
-        "{first}"
+    assert_has(
+        &first,
+        &[
+            "Framework: cargo (rust)",
+            "`use rs_median::...;",
+            "integration test of the crate `rs-median`",
+            "proptest",
+        ],
     );
-    assert!(first.contains("proptest"), "{first}");
     // The files ran in a harness crate of the session folder; the project's manifest is as it
     // was, and the property ran with the fixed seed, leaving no regressions file behind.
     let session = session_dir(dir.path());
     assert!(session.join("chaos/Cargo.toml").is_file());
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap(),
-        manifest
-    );
+    assert_file(dir.path(), "Cargo.toml", manifest);
     assert!(!session.join("chaos/proptest-regressions").exists());
     let run = read_json(&session.join("test-results-chaos-iteration-1-round-1.json"));
     assert_eq!(run["framework"], "cargo", "{run:#}");
@@ -682,10 +625,7 @@ async fn rust_chaos_finds_the_overflow_with_proptest_and_replays_its_counterexam
     }
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("uses proptest"), "{warnings}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
-        SAFE_RS
-    );
+    assert_file(dir.path(), "src/lib.rs", SAFE_RS);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -715,7 +655,7 @@ async fn the_passing_fix_s_review_runs_beside_chaos_s_round_and_its_verdict_is_r
         .args(["median.py", "--output", "jsonl"])
         .assert()
         .code(0);
-    let events: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
+    let events: Vec<Value> = stdout_of(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -96,9 +96,7 @@ fn version_and_help() {
 #[tokio::test(flavor = "multi_thread")]
 async fn status_prints_the_last_report() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     ralph(dir.path(), &llm)
         .args(["median.py", "--output", "jsonl"])
         .assert()

@@ -16,9 +16,7 @@ async fn the_artisan_sees_the_helper_the_target_imports() {
         "median.py",
         &format!("from helpers import middle_pair\n\n\n{median}"),
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [text(code("python", FIXED_PY))]);
+    let llm = artisan_writes("python", [FIXED_PY]).await;
 
     let out = ralph(dir.path(), &llm)
         .args(["median.py", "--output", "jsonl"])

@@ -66,10 +66,8 @@ fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     let dir = thin_py("success_criteria:\n  mutation_score_min: null\n");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .script("chaos", [suite(ODD_ONLY_PY), suite(COVERS_PY)]);
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.script("chaos", [suite(ODD_ONLY_PY), suite(COVERS_PY)]);
     let (code, printed, report) = run(dir.path(), &llm, &["--output", "human", "--ui", "lines"]);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(code, 0);
@@ -86,14 +84,13 @@ async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     let chaos = llm.requests_of("chaos").await;
     assert_eq!(chaos.len(), 2);
     let second = user_prompt(&chaos[1]);
-    assert!(second.contains("# Changed lines no test runs"), "{second}");
-    assert!(
-        second.contains("line 3: `raise ValueError(\"median of an empty list\")`"),
-        "{second}"
-    );
-    assert!(
-        second.contains("line 8: `return (ordered[mid - 1] + ordered[mid]) / 2`"),
-        "{second}"
+    assert_has(
+        &second,
+        &[
+            "# Changed lines no test runs",
+            "line 3: `raise ValueError(\"median of an empty list\")`",
+            "line 8: `return (ordered[mid - 1] + ordered[mid]) / 2`",
+        ],
     );
     assert!(!user_prompt(&chaos[0]).contains("# Changed lines no test runs"));
     // The promise it kept, in the report and in the summary.
@@ -106,20 +103,16 @@ async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
         .as_str()
         .unwrap()
         .contains("mutation_score_min is null"));
-    assert!(
-        printed.contains("coverage: 100% of 7 changed lines by coverage.py (at least 90% asked)"),
-        "{printed}"
-    );
-    assert!(printed.contains("promise (full): tests met"), "{printed}");
-    assert!(
-        printed.contains("coverage met (100% of 7 changed line(s) by coverage.py, at least 90%)"),
-        "{printed}"
+    assert_has(
+        &printed,
+        &[
+            "coverage: 100% of 7 changed lines by coverage.py (at least 90% asked)",
+            "promise (full): tests met",
+            "coverage met (100% of 7 changed line(s) by coverage.py, at least 90%)",
+        ],
     );
     // The user's tests are as they were: Chaos's files stay in the session folder.
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("test_median.py")).unwrap(),
-        THIN_TESTS_PY
-    );
+    assert_file(dir.path(), "test_median.py", THIN_TESTS_PY);
 }
 
 /// Returns the middle element of the list as it is given: the odd-length test fails.
@@ -168,26 +161,23 @@ async fn a_thin_rust_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     assert_eq!(report["adversarial"]["rounds"], 2);
     let chaos = llm.requests_of("chaos").await;
     let second = user_prompt(&chaos[1]);
-    assert!(second.contains("# Changed lines no test runs"), "{second}");
-    assert!(second.contains("line 4: `return None;`"), "{second}");
-    assert!(
-        second.contains("line 12: `Some((ordered[mid - 1] + ordered[mid]) / 2.0)`"),
-        "{second}"
+    assert_has(
+        &second,
+        &[
+            "# Changed lines no test runs",
+            "line 4: `return None;`",
+            "line 12: `Some((ordered[mid - 1] + ordered[mid]) / 2.0)`",
+        ],
     );
     assert_eq!(check(&report, "coverage")["status"], "met");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("tests/median.rs")).unwrap(),
-        THIN_TESTS_RS
-    );
+    assert_file(dir.path(), "tests/median.rs", THIN_TESTS_RS);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rounds_spent_below_the_coverage_gate_stop_the_run_naming_the_lines() {
     let dir = thin_py("success_criteria:\n  mutation_score_min: null\nchaos:\n  max_rounds: 2\n");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)))
-        .always("chaos", suite(ODD_ONLY_PY));
+    let llm = artisan_always("python", FIXED_PY).await;
+    llm.always("chaos", suite(ODD_ONLY_PY));
     let (code, _, report) = run(dir.path(), &llm, &["--output", "json"]);
     assert_eq!(report["status"], "max_iterations", "{report:#}");
     assert_eq!(code, 4);
@@ -204,18 +194,13 @@ async fn rounds_spent_below_the_coverage_gate_stop_the_run_naming_the_lines() {
     );
     assert_eq!(check(&report, "coverage")["status"], "unmet");
     // The fix stays: its unit tests pass.
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn quick_keeps_the_tests_and_the_critic_and_says_so() {
     let dir = thin_py("");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let (code, printed, report) = run(
         dir.path(),
         &llm,
@@ -276,9 +261,7 @@ fn reports_by_target(dir: &Path) -> std::collections::BTreeMap<String, Value> {
 async fn batch_and_agent_quick_run_every_spec_quick_unless_it_sets_its_profile() {
     let dir = super::batch::medians(2);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     write(
         p,
         "specs/full.md",
@@ -326,10 +309,8 @@ async fn a_missing_tool_leaves_a_default_gate_unavailable_never_met() {
     let attack = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => {\n  assert.strictEqual(median([5]), 5);\n});\n";
     let reply = text(format!("Attacking.\n\n```javascript\n{attack}```\n"));
     let dir = fixture("js-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("javascript", FIXED_JS)))
-        .always("chaos", reply.clone());
+    let llm = artisan_always("javascript", FIXED_JS).await;
+    llm.always("chaos", reply.clone());
     let out = ralph_with_chaos(dir.path(), &llm)
         .args(["src/median.js", "--output", "json"])
         .output()
@@ -352,13 +333,12 @@ async fn a_missing_tool_leaves_a_default_gate_unavailable_never_met() {
         "{mutation}"
     );
     let notes = report["notes"].to_string();
-    assert!(
-        notes.contains("the coverage gate is unavailable"),
-        "{notes}"
-    );
-    assert!(
-        notes.contains("the mutation gate is unavailable"),
-        "{notes}"
+    assert_has(
+        &notes,
+        &[
+            "the coverage gate is unavailable",
+            "the mutation gate is unavailable",
+        ],
     );
     assert_eq!(check(&report, "adversarial")["status"], "met");
     assert!(report["adversarial"]["coverage"].is_null());

@@ -33,6 +33,28 @@ fn out_dir(project: &Path) -> std::path::PathBuf {
     out
 }
 
+/// A `py-median` project, the folder its hooks write to (see [`out_dir`]), and a server whose
+/// Artisan answers as `artisan` scripts it.
+async fn project(artisan: fn(&MockLlm)) -> (tempfile::TempDir, std::path::PathBuf, MockLlm) {
+    let dir = fixture("py-median");
+    let out = out_dir(dir.path());
+    let llm = MockLlm::start().await;
+    artisan(&llm);
+    (dir, out, llm)
+}
+
+/// Runs [`fix`] and asserts the run succeeded; its report.
+fn fixed(dir: &Path, llm: &MockLlm, yaml: &str, out: &Path) -> Value {
+    let (code, report) = fix(dir, llm, yaml, out);
+    assert_eq!(code, 0, "{report:#}");
+    report
+}
+
+fn fixes_at_once(llm: &MockLlm) {
+    llm.helpful()
+        .always("artisan", text(code("python", FIXED_PY)));
+}
+
 fn two_tries(llm: &MockLlm) {
     llm.helpful().script(
         "artisan",
@@ -43,15 +65,12 @@ fn two_tries(llm: &MockLlm) {
     );
 }
 
-fn warnings(report: &Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .map(|w| {
-            w.iter()
-                .map(|m| m.as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+/// Asserts some warning names `name` and says `what`.
+fn warned(w: &[String], name: &str, what: &str) {
+    assert!(
+        w.iter().any(|w| w.contains(name) && w.contains(what)),
+        "{name}, {what}: {w:?}"
+    );
 }
 
 /// The Artisan's prompts, in order.
@@ -65,10 +84,7 @@ async fn artisan_prompts(llm: &MockLlm) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_stage_fires_once_per_occasion_with_its_context() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    two_tries(&llm);
+    let (dir, out, llm) = project(two_tries).await;
     let record = r#"cat > "$HOOK_OUT/$RALPH_STAGE-$ITERATION.json""#;
     let yaml: String = [
         "on_before_gen",
@@ -84,8 +100,7 @@ async fn each_stage_fires_once_per_occasion_with_its_context() {
         )
     })
     .collect();
-    let (code, report) = fix(dir.path(), &llm, &format!("hooks:\n{yaml}"), &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, &format!("hooks:\n{yaml}"), &out);
     assert_eq!(report["iterations"], 2);
     let mut fired: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
@@ -128,39 +143,23 @@ async fn each_stage_fires_once_per_occasion_with_its_context() {
     let done = got("on_success-2.json");
     assert_eq!(done["code"], FIXED_PY);
     assert_eq!(done["session_id"], report["session_id"]);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shell_formatter_changes_the_written_file() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     let yaml = "hooks:\n  on_after_gen:\n    - type: shell\n      name: stamp\n      command: printf '# formatted\\n' >> \"$RALPH_PROPOSAL_FILE\"\n      on_failure: warn_continue\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        format!("{FIXED_PY}# formatted\n")
-    );
+    fixed(dir.path(), &llm, yaml, &out);
+    assert_file(dir.path(), "median.py", format!("{FIXED_PY}# formatted\n"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_veto_keeps_the_run_from_succeeding_and_its_reasons_reach_the_artisan() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     // Vetoes once (exit 2, the reason on stderr), then passes.
     let yaml = "hooks:\n  on_before_success:\n    - type: shell\n      name: docs\n      command: 'if [ ! -f \"$HOOK_OUT/vetoed\" ]; then touch \"$HOOK_OUT/vetoed\"; echo \"median needs a docstring\" >&2; exit 2; fi'\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, yaml, &out);
     assert_eq!(report["iterations"], 2, "the veto cost an iteration");
     let prompts = artisan_prompts(&llm).await;
     assert_eq!(prompts.len(), 2);
@@ -174,13 +173,9 @@ async fn a_veto_keeps_the_run_from_succeeding_and_its_reasons_reach_the_artisan(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn warn_continue_logs_the_failure_and_the_run_goes_on() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    two_tries(&llm);
+    let (dir, out, llm) = project(two_tries).await;
     let yaml = "hooks:\n  on_before_gen:\n    - type: shell\n      name: lint-db\n      command: echo 'lint db missing' >&2; exit 1\n      on_failure: warn_continue\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, yaml, &out);
     let warned: Vec<String> = warnings(&report)
         .into_iter()
         .filter(|w| w.contains("lint-db"))
@@ -207,13 +202,9 @@ async fn warn_continue_logs_the_failure_and_the_run_goes_on() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_agent_puts_the_failure_in_the_artisans_next_prompt() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    two_tries(&llm);
+    let (dir, out, llm) = project(two_tries).await;
     let yaml = "hooks:\n  on_test_fail:\n    - type: shell\n      name: coverage\n      command: echo 'coverage tool crashed' >&2; exit 3\n      on_failure: ask_agent\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, yaml, &out);
     let prompts = artisan_prompts(&llm).await;
     assert!(
         prompts[1].contains("coverage tool crashed"),
@@ -227,10 +218,7 @@ async fn ask_agent_puts_the_failure_in_the_artisans_next_prompt() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn abort_loop_stops_the_run_at_the_failing_hook() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    two_tries(&llm);
+    let (dir, out, llm) = project(two_tries).await;
     let yaml = "hooks:\n  on_test_fail:\n    - type: shell\n      name: guard\n      command: exit 1\n      on_failure: abort_loop\n";
     let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 1, "{report:#}");
@@ -246,11 +234,7 @@ async fn abort_loop_stops_the_run_at_the_failing_hook() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_aborting_gate_lets_no_success_through() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     let yaml = "hooks:\n  on_before_success:\n    - type: plugin\n      name: scanner\n      command: kill -9 $$\n      on_failure: abort_loop\n";
     let (code, report) = fix(dir.path(), &llm, yaml, &out);
     assert_eq!(code, 1, "{report:#}");
@@ -276,21 +260,18 @@ else:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn plugins_from_their_file_answer_the_protocol_and_disabled_ones_do_not_run() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    two_tries(&llm);
+    let (dir, out, llm) = project(two_tries).await;
     write(dir.path(), "plugin.py", PLUGIN);
     write(
         dir.path(),
         "ralph-plugins.yaml",
         "plugins:\n  - name: checker\n    version: 1.0.0\n    command: python3 plugin.py \"$HOOK_OUT\"\n    hooks: [on_after_gen, on_success]\n    on_failure: abort_loop\n    config: {level: strict}\n  - name: off\n    enabled: false\n    command: touch \"$HOOK_OUT/off-ran\"\n    hooks: [on_before_gen]\n    on_failure: abort_loop\n",
     );
-    let (code, report) = fix(dir.path(), &llm, "", &out);
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        format!("{FIXED_PY}# checked by plugin\n")
+    fixed(dir.path(), &llm, "", &out);
+    assert_file(
+        dir.path(),
+        "median.py",
+        format!("{FIXED_PY}# checked by plugin\n"),
     );
     let seen = std::fs::read_to_string(out.join("on_after_gen")).unwrap();
     assert_eq!(
@@ -308,35 +289,18 @@ async fn plugins_from_their_file_answer_the_protocol_and_disabled_ones_do_not_ru
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_garbage_or_flooding_plugin_is_a_logged_failure_and_the_run_goes_on() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     let yaml = "hooks:\n  on_before_gen:\n    - type: plugin\n      name: sleeper\n      command: sleep 30\n      timeout_seconds: 1\n      on_failure: warn_continue\n    - type: plugin\n      name: talker\n      command: echo 'hello, not json'\n      on_failure: warn_continue\n    - type: plugin\n      name: flood\n      command: head -c 20000000 /dev/zero | tr '\\0' x\n      on_failure: warn_continue\n";
     let started = Instant::now();
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, yaml, &out);
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "the hang was cut at its timeout"
     );
     let w = warnings(&report);
-    assert!(
-        w.iter()
-            .any(|w| w.contains("sleeper") && w.contains("timed out after 1.0 s")),
-        "{w:?}"
-    );
-    assert!(
-        w.iter()
-            .any(|w| w.contains("talker") && w.contains("answered garbage")),
-        "{w:?}"
-    );
-    assert!(
-        w.iter()
-            .any(|w| w.contains("flood") && w.contains("answered garbage")),
-        "{w:?}"
-    );
+    warned(&w, "sleeper", "timed out after 1.0 s");
+    warned(&w, "talker", "answered garbage");
+    warned(&w, "flood", "answered garbage");
     let log = std::fs::read_to_string(dir.path().join(".ralph/plugin-errors.log")).unwrap();
     for name in ["sleeper", "talker", "flood"] {
         assert!(log.contains(&format!("{name} at on_before_gen")), "{log}");
@@ -358,19 +322,18 @@ async fn bad_declarations_are_refused_with_their_file_and_line() {
         "ralph.config.yaml",
         "hooks:\n  on_success:\n    - type: shell\n      command: true\n",
     );
-    let out = ralph(dir.path(), &llm).arg("median.py").assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(stderr.contains("ralph.config.yaml:3:"), "{stderr}");
-    assert!(stderr.contains("hooks.on_success[0]"), "{stderr}");
-    assert!(stderr.contains("on_failure"), "{stderr}");
+    let stderr = stderr_at(ralph(dir.path(), &llm).arg("median.py"), 2);
+    assert_has(
+        &stderr,
+        &["ralph.config.yaml:3:", "hooks.on_success[0]", "on_failure"],
+    );
     // An unknown stage.
     write(
         dir.path(),
         "ralph.config.yaml",
         "hooks:\n  on_lunch:\n    - type: shell\n      command: true\n      on_failure: warn_continue\n",
     );
-    let out = ralph(dir.path(), &llm).arg("median.py").assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(ralph(dir.path(), &llm).arg("median.py"), 2);
     assert!(
         stderr.contains("ralph.config.yaml:2:") && stderr.contains("on_before_gen"),
         "{stderr}"
@@ -382,10 +345,8 @@ async fn bad_declarations_are_refused_with_their_file_and_line() {
         "ralph-plugins.yaml",
         "plugins:\n  - name: fmt\n    command: fmt\n    hooks: [on_after_gen]\n    on_failure: sometimes\n",
     );
-    let out = ralph(dir.path(), &llm).arg("median.py").assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(stderr.contains("ralph-plugins.yaml:5:"), "{stderr}");
-    assert!(stderr.contains("warn_continue"), "{stderr}");
+    let stderr = stderr_at(ralph(dir.path(), &llm).arg("median.py"), 2);
+    assert_has(&stderr, &["ralph-plugins.yaml:5:", "warn_continue"]);
     assert!(llm.requests().await.is_empty(), "nothing ran");
 }
 
@@ -394,9 +355,7 @@ async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
     let dir = fixture("py-median");
     let out = out_dir(dir.path());
     let outside = tempfile::tempdir().unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let port = llm
         .uri()
         .rsplit(':')
@@ -411,8 +370,7 @@ async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
         "hooks:\n  on_before_gen:\n    - type: shell\n      name: escape\n      command: touch {outside}/escaped\n      on_failure: warn_continue\n    - type: shell\n      name: inside\n      command: echo x > .hook-out/inside && echo y > \"$TMPDIR/scratch\"\n      on_failure: abort_loop\n    - type: shell\n      name: offline\n      command: {connect:?}\n      on_failure: warn_continue\n    - type: shell\n      name: online\n      command: {connect:?}\n      network: true\n      on_failure: abort_loop\n",
         outside = outside.path().display(),
     );
-    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, &yaml, &out);
     assert!(
         !outside.path().join("escaped").exists(),
         "written outside the project"
@@ -427,16 +385,8 @@ async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
         "no network by default"
     );
     let w = warnings(&report);
-    assert!(
-        w.iter()
-            .any(|w| w.contains("escape") && w.contains("Permission denied")),
-        "{w:?}"
-    );
-    assert!(
-        w.iter()
-            .any(|w| w.contains("offline") && w.contains("PermissionError")),
-        "{w:?}"
-    );
+    warned(&w, "escape", "Permission denied");
+    warned(&w, "offline", "PermissionError");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -444,25 +394,18 @@ async fn with_sandbox_hooks_off_a_hook_runs_with_the_users_rights() {
     let dir = fixture("py-median");
     let out = out_dir(dir.path());
     let outside = tempfile::tempdir().unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let yaml = format!(
         "sandbox:\n  hooks: off\nhooks:\n  on_success:\n    - type: shell\n      command: echo x > {}/written\n      on_failure: abort_loop\n",
         outside.path().display()
     );
-    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    fixed(dir.path(), &llm, &yaml, &out);
     assert!(outside.path().join("written").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     // A process of the same user, outside the run, holding a secret in its environment.
     let mut bystander = std::process::Command::new("sleep")
         .arg("60")
@@ -486,7 +429,7 @@ async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
         assert.get_output().status.code(),
         Some(0),
         "{}",
-        String::from_utf8_lossy(&assert.get_output().stderr)
+        stderr_of(&assert)
     );
     let environ = std::fs::read_to_string(out.join("environ")).unwrap_or_default();
     assert!(
@@ -505,11 +448,7 @@ async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_during_a_hook_stops_it_and_is_not_logged_as_its_failure() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     write(
         dir.path(),
         "ralph.config.yaml",
@@ -630,9 +569,7 @@ async fn without_landlock_hooks_run_unisolated_once_said_or_are_refused_when_req
     }
     let dir = fixture("py-median");
     let outside = tempfile::tempdir().unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let run = |mode: &str| {
         write(
             dir.path(),
@@ -679,11 +616,7 @@ async fn without_landlock_hooks_run_unisolated_once_said_or_are_refused_when_req
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_udp_leaves_the_sandbox_unless_the_hook_may_use_the_network() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let (dir, out, llm) = project(fixes_at_once).await;
     let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     listener
         .set_read_timeout(Some(Duration::from_millis(500)))
@@ -699,8 +632,7 @@ async fn no_udp_leaves_the_sandbox_unless_the_hook_may_use_the_network() {
         off = send("offline"),
         on = send("online"),
     );
-    let (code, report) = fix(dir.path(), &llm, &yaml, &out);
-    assert_eq!(code, 0, "{report:#}");
+    let report = fixed(dir.path(), &llm, &yaml, &out);
     let mut got = Vec::new();
     let mut buf = [0u8; 64];
     while let Ok(n) = listener.recv(&mut buf) {
@@ -708,9 +640,5 @@ async fn no_udp_leaves_the_sandbox_unless_the_hook_may_use_the_network() {
     }
     assert_eq!(got, ["online"], "only the hook with network: true sent");
     let w = warnings(&report);
-    assert!(
-        w.iter()
-            .any(|w| w.contains("udp-off") && w.contains("PermissionError")),
-        "{w:?}"
-    );
+    warned(&w, "udp-off", "PermissionError");
 }

@@ -18,14 +18,8 @@ fn trusted_run(dir: &std::path::Path, llm: &MockLlm) -> assert_cmd::assert::Asse
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_hook_asks_its_model_and_the_reply_reaches_the_artisan() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", WRONG_PY)),
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [WRONG_PY, FIXED_PY]).await;
+
     llm.always(
         "hook",
         text("Sort the values first; average the middle two."),
@@ -69,9 +63,7 @@ async fn an_agent_hook_with_an_unknown_variable_is_refused_with_its_line() {
         "ralph.config.yaml",
         "hooks:\n  on_test_fail:\n    - type: agent\n      prompt: \"Why did ${TARGET} fail? ${STACK}\"\n      on_failure: warn_continue\n",
     );
-    let out = ralph(dir.path(), &llm).args(["median.py"]).assert().code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(stderr.contains("ralph.config.yaml:"), "{stderr}");
-    assert!(stderr.contains("${STACK}"), "{stderr}");
+    let stderr = stderr_at(ralph(dir.path(), &llm).args(["median.py"]), 2);
+    assert_has(&stderr, &["ralph.config.yaml:", "${STACK}"]);
     assert!(llm.requests().await.is_empty());
 }

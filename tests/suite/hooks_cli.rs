@@ -45,9 +45,7 @@ fn store(dir: &Path) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     std::fs::create_dir(dir.path().join("plugins")).unwrap();
     write(
         dir.path(),
@@ -60,8 +58,10 @@ async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed(
     let out = run(dir.path(), &llm);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("stamp (on_after_gen): new"), "{err}");
-    assert!(err.contains("ralph-loop hooks trust"), "{err}");
+    assert_has(
+        &err,
+        &["stamp (on_after_gen): new", "ralph-loop hooks trust"],
+    );
     assert!(llm.requests().await.is_empty(), "no model was called");
     assert_eq!(sessions(dir.path()), 0, "no session was made");
 
@@ -170,9 +170,14 @@ async fn trust_by_name_trusts_only_that_hook_and_keeps_other_projects() {
     let out = run(dir.path(), &llm);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("2 hooks are not trusted"), "{err}");
-    assert!(err.contains("notes (on_before_gen): new"), "{err}");
-    assert!(err.contains("notify (on_success): new"), "{err}");
+    assert_has(
+        &err,
+        &[
+            "2 hooks are not trusted",
+            "notes (on_before_gen): new",
+            "notify (on_success): new",
+        ],
+    );
     assert!(!err.contains("checker"), "{err}");
     assert!(llm.requests().await.is_empty());
 
@@ -244,8 +249,7 @@ async fn validate_lists_each_hook_with_its_trust_and_refuses_a_bad_file() {
     let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("ralph-plugins.yaml:5:"), "{err}");
-    assert!(err.contains("on_failure"), "{err}");
+    assert_has(&err, &["ralph-plugins.yaml:5:", "on_failure"]);
     std::fs::remove_file(dir.path().join("ralph-plugins.yaml")).unwrap();
     write(
         dir.path(),
@@ -315,8 +319,10 @@ async fn claude_hooks_import_into_a_config_that_validates() {
     );
     assert_eq!(hooks["on_before_gen"][0]["command"], "cat NOTES.md");
     assert!(hooks.get("on_success").is_none());
-    assert!(yaml.contains("# - PreToolUse (matcher \"Bash\")"), "{yaml}");
-    assert!(yaml.contains("$RALPH_PROPOSAL_FILE"), "{yaml}");
+    assert_has(
+        &yaml,
+        &["# - PreToolUse (matcher \"Bash\")", "$RALPH_PROPOSAL_FILE"],
+    );
 
     // The output loads as a config: validate lists the imported hooks, not yet trusted.
     write(dir.path(), "ralph.config.yaml", &yaml);
@@ -398,8 +404,7 @@ async fn codex_notify_and_hooks_import_into_a_config_that_validates() {
         "ruff format ."
     );
     assert_eq!(parsed["hooks"]["on_after_gen"][0]["timeout_seconds"], 20);
-    assert!(yaml.contains("one JSON argument"), "{yaml}");
-    assert!(yaml.contains("# - SessionStart in"), "{yaml}");
+    assert_has(&yaml, &["one JSON argument", "# - SessionStart in"]);
 
     write(dir.path(), "ralph.config.yaml", &yaml);
     let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();

@@ -43,9 +43,7 @@ fn read(dir: &std::path::Path, name: &str) -> Option<Value> {
 async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
     let dir = medians(3);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     with_hooks(
         p,
         r#"  pre_task:
@@ -109,9 +107,7 @@ async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
 async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
     let dir = medians(3);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     with_hooks(
         p,
         r#"  pre_task:
@@ -162,9 +158,7 @@ async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
 async fn a_batch_with_an_untrusted_task_hook_starts_nothing() {
     let dir = medians(1);
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     with_hooks(
         p,
         "  pre_task:\n    - type: shell\n      name: gate\n      command: touch .hook-out/ran\n      on_failure: abort_loop\n",
@@ -173,7 +167,7 @@ async fn a_batch_with_an_untrusted_task_hook_starts_nothing() {
         .args(["batch", "specs/median-0.md", "--no-adversarial"])
         .assert()
         .code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_of(&out);
     assert!(
         stderr.contains("gate") && stderr.contains("hooks trust"),
         "{stderr}"
@@ -184,7 +178,7 @@ async fn a_batch_with_an_untrusted_task_hook_starts_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn in_agent_mode_task_hooks_fire_around_each_spec_and_a_block_sets_one_aside() {
-    use super::agent::{fixer, git, inbox_add, project, records, spec, statuses};
+    use super::agent::{fixer, git, inbox_add, project, records, spec, statuses, FIX_THREE};
     let dir = project();
     let p = dir.path();
     let llm = MockLlm::start().await;
@@ -213,15 +207,7 @@ async fn in_agent_mode_task_hooks_fire_around_each_spec_and_a_block_sets_one_asi
     );
     git(p, &["add", "-A"]);
     git(p, &["commit", "-q", "-m", "hooks"]);
-    let ids = inbox_add(
-        p,
-        &llm,
-        &[
-            "specs/fix-median.md",
-            "specs/fix-mean.md",
-            "specs/fix-mode.md",
-        ],
-    );
+    let ids = inbox_add(p, &llm, &FIX_THREE);
     ralph_with_chaos(p, &llm)
         .args(["hooks", "trust"])
         .assert()

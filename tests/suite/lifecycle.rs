@@ -52,17 +52,11 @@ fn processes_matching(pattern: &str) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_leaves_a_consistent_resumable_session() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            Answer::Slow {
-                text: code("python", FIXED_PY),
-                delay: Duration::from_secs(20),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_script([
+        slow(code("python", FIXED_PY), Duration::from_secs(20)),
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
 
     let mut child = spawn_ralph(dir.path(), &llm, &["median.py"]);
     wait_for("the baseline results", Duration::from_secs(30), || {
@@ -102,7 +96,7 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
         .assert()
         .code(0);
     // The live view goes on from what the session had spent, not from $0.
-    let stderr = String::from_utf8_lossy(&resumed.get_output().stderr).to_string();
+    let stderr = stderr_of(&resumed);
     let first_phase = stderr
         .lines()
         .find(|l| l.starts_with('['))
@@ -121,10 +115,7 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
         report["tests_before"]["failed"], 2,
         "the first run's baseline is kept"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     // A finished session cannot be resumed again.
     ralph_with_chaos(dir.path(), &llm)
         .arg("resume")
@@ -162,9 +153,7 @@ async fn a_hanging_test_command_is_killed_at_the_timeout() {
         "ralph.config.yaml",
         "testing:\n  timeout_seconds: 1\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     let marker = "sleep 39.75";
     let started = Instant::now();
 
@@ -199,14 +188,8 @@ async fn a_hanging_test_command_is_killed_at_the_timeout() {
 #[tokio::test(flavor = "multi_thread")]
 async fn replay_reproduces_a_recorded_run() {
     let recorded = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [HALF_FIXED_PY, FIXED_PY]).await;
+
     let recording = recorded.path().join("session.jsonl");
     ralph(recorded.path(), &llm)
         .args(["median.py", "--record", recording.to_str().unwrap()])
@@ -237,10 +220,7 @@ async fn replay_reproduces_a_recorded_run() {
     ] {
         assert_eq!(live[key], replay[key], "{key} differs");
     }
-    assert_eq!(
-        std::fs::read_to_string(replayed.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(replayed.path(), "median.py", FIXED_PY);
 }
 
 /// The README's first command replays this recording; it must keep fixing the example, and
@@ -274,7 +254,7 @@ fn the_bundled_demo_recording_fixes_the_example() {
     let report = report(&work);
     assert_eq!(report["iterations"], 2);
     // The live view says what Chaos found, and that it was fixed.
-    let shown = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let shown = stderr_of(&out);
     for line in [
         "chaos round 1: 4 adversarial tests, 1 failing",
         "critic kept 1 finding: test::two equal huge values: the median is that value",
@@ -300,9 +280,7 @@ async fn every_stopping_signal_kills_the_tests_and_leaves_a_resumable_session() 
         (Signal::SIGQUIT, 131, None),
     ] {
         let dir = fixture("py-median");
-        let llm = MockLlm::start().await;
-        llm.helpful()
-            .script("artisan", [text(code("python", FIXED_PY))]);
+        let llm = artisan_writes("python", [FIXED_PY]).await;
         // The tests hang while `slow` exists: long enough to be stopped mid-run.
         let marker = format!("sleep 41.{}", signal as i32);
         std::fs::write(dir.path().join("slow"), "").unwrap();
@@ -338,10 +316,7 @@ async fn every_stopping_signal_kills_the_tests_and_leaves_a_resumable_session() 
             .assert()
             .code(0);
         assert_eq!(report(dir.path())["status"], "success", "{signal:?}");
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-            FIXED_PY
-        );
+        assert_file(dir.path(), "median.py", FIXED_PY);
     }
 }
 
@@ -359,13 +334,10 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
     write(dir.path(), "test_mean.py", TEST_MEAN_PY);
     let llm = MockLlm::start().await;
     // Slow enough that the two runs overlap and the third finds its target held.
-    let slow = |code_: &str| Answer::Slow {
-        text: code("python", code_),
-        delay: Duration::from_millis(1500),
-    };
+    let slow_py = |code_: &str| slow(code("python", code_), Duration::from_millis(1500));
     llm.helpful().always(
         "artisan",
-        if_prompt("def mean(", slow(FIXED_MEAN_PY), slow(FIXED_PY)),
+        if_prompt("def mean(", slow_py(FIXED_MEAN_PY), slow_py(FIXED_PY)),
     );
     let mut median = spawn_ralph(
         dir.path(),
@@ -382,11 +354,10 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
         Duration::from_secs(30),
         || futures::executor::block_on(llm.requests_of("artisan")).len() >= 2,
     );
-    let third = ralph(dir.path(), &llm)
-        .args(["median.py", "-t", "python3 -m pytest -q test_median.py"])
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&third.get_output().stderr).to_string();
+    let stderr = stderr_at(
+        ralph(dir.path(), &llm).args(["median.py", "-t", "python3 -m pytest -q test_median.py"]),
+        2,
+    );
     assert!(
         stderr.contains("median.py is being fixed by another run (session "),
         "{stderr}"
@@ -394,14 +365,8 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
     assert!(stderr.contains(&format!("pid {}", median.id())), "{stderr}");
     assert_eq!(wait_exit(&mut median, Duration::from_secs(60)), 0);
     assert_eq!(wait_exit(&mut mean, Duration::from_secs(60)), 0);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("mean.py")).unwrap(),
-        FIXED_MEAN_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
+    assert_file(dir.path(), "mean.py", FIXED_MEAN_PY);
     // What the two runs share beside their sessions is whole: both runs' attempts in the vault,
     // and a graph cache (written by whichever saved last) that the next run reads.
     let stats = assert_cmd::Command::cargo_bin("ralph-loop")
@@ -427,15 +392,7 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "raise ValueError on an empty list",
-            text(code("python", FIXED_PY)),
-            text(code("python", HALF_FIXED_PY)),
-        ),
-    );
+    let llm = guided_artisan().await;
     ralph(dir.path(), &llm)
         .args(["median.py", "-m", "1"])
         .assert()
@@ -463,30 +420,41 @@ async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
     let asked = llm.requests_of("artisan").await;
     let last = asked.last().unwrap().to_string();
     assert!(last.contains("# The user's guidance"), "{last}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
-/// FR-019 in a real terminal: the breaker asks, the user types guidance, the Artisan follows it.
-#[tokio::test(flavor = "multi_thread")]
-async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
+/// A `py-median` project whose breaker opens after 2 like failures, and a server whose Artisan
+/// fixes the file only once the user's guidance reaches it ([`guided_artisan`]).
+pub(super) async fn breaker_project() -> (tempfile::TempDir, MockLlm) {
+    (breaker_fixture(), guided_artisan().await)
+}
+
+/// A `py-median` project whose breaker opens after 2 like failures.
+fn breaker_fixture() -> tempfile::TempDir {
     let dir = fixture("py-median");
     write(
         dir.path(),
         "ralph.config.yaml",
         "circuit_breaker:\n  entropy_threshold: 2\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "raise ValueError on an empty list",
-            text(code("python", FIXED_PY)),
-            text(code("python", HALF_FIXED_PY)),
-        ),
-    );
+    dir
+}
+
+/// A server whose Artisan fixes `median.py` only when its prompt holds the guidance "raise
+/// ValueError on an empty list", and otherwise half fixes it.
+async fn guided_artisan() -> MockLlm {
+    artisan_answers(if_prompt(
+        "raise ValueError on an empty list",
+        text(code("python", FIXED_PY)),
+        text(code("python", HALF_FIXED_PY)),
+    ))
+    .await
+}
+
+/// FR-019 in a real terminal: the breaker asks, the user types guidance, the Artisan follows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
+    let (dir, llm) = breaker_project().await;
     let (code, shown) = in_terminal(
         "ralph-loop",
         dir.path(),
@@ -505,20 +473,12 @@ async fn at_a_terminal_the_breaker_asks_and_the_user_s_guidance_fixes_it() {
         shown.contains("stuck: the same failure ended 2 iterations (threshold 2)"),
         "{shown}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 3);
 
     // Headless (no terminal), the same run stops at the breaker with exit 5, as before.
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "circuit_breaker:\n  entropy_threshold: 2\n",
-    );
+    let dir = breaker_fixture();
     ralph(dir.path(), &llm).arg("median.py").assert().code(5);
 }

@@ -8,24 +8,14 @@ use super::support::*;
 #[tokio::test(flavor = "multi_thread")]
 async fn python_fixed_in_two_iterations() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [HALF_FIXED_PY, FIXED_PY]).await;
 
     ralph(dir.path(), &llm)
         .args(["median.py", "--output", "json"])
         .assert()
         .code(0);
 
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["exit_code"], 0);
@@ -90,9 +80,7 @@ async fn python_fixed_in_two_iterations() {
 #[tokio::test(flavor = "multi_thread")]
 async fn javascript_fixed_with_node_test_runner() {
     let dir = fixture("js-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [text(code("javascript", FIXED_JS))]);
+    let llm = artisan_writes("javascript", [FIXED_JS]).await;
 
     ralph(dir.path(), &llm)
         .args(["src/median.js", "--models", "gpt-mini"])
@@ -117,22 +105,14 @@ async fn javascript_fixed_with_node_test_runner() {
 #[tokio::test(flavor = "multi_thread")]
 async fn critic_rejects_once_then_approves() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("python", HALF_FIXED_PY)),
-                text(code("python", FIXED_PY)),
-            ],
-        )
-        .script(
-            "critic",
-            [
-                text("VERDICT: REJECT\n- median([]) must raise ValueError"),
-                text("VERDICT: APPROVE"),
-            ],
-        );
+    let llm = artisan_writes("python", [HALF_FIXED_PY, FIXED_PY]).await;
+    llm.script(
+        "critic",
+        [
+            text("VERDICT: REJECT\n- median([]) must raise ValueError"),
+            text("VERDICT: APPROVE"),
+        ],
+    );
 
     ralph(dir.path(), &llm)
         .args(["median.py", "-t", "python3 -m pytest -q"])
@@ -145,13 +125,12 @@ async fn critic_rejects_once_then_approves() {
     let artisan = llm.requests_of("artisan").await;
     assert_eq!(artisan.len(), 2);
     let revision = user_prompt(&artisan[1]);
-    assert!(
-        revision.contains("The Critic rejected your previous proposal"),
-        "{revision}"
-    );
-    assert!(
-        revision.contains("median([]) must raise ValueError"),
-        "{revision}"
+    assert_has(
+        &revision,
+        &[
+            "The Critic rejected your previous proposal",
+            "median([]) must raise ValueError",
+        ],
     );
     // The rejected proposal never reached the disk or the tests: one baseline + one test run.
     assert!(!session_dir(dir.path())
@@ -162,9 +141,7 @@ async fn critic_rejects_once_then_approves() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_failure_three_times_trips_the_breaker() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let llm = artisan_always("python", HALF_FIXED_PY).await;
 
     ralph(dir.path(), &llm).args(["median.py"]).assert().code(5);
 
@@ -185,9 +162,7 @@ async fn max_iterations_stops_the_run_without_streaming() {
         "ralph.config.yaml",
         "providers:\n  openai:\n    stream: false\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let llm = artisan_always("python", HALF_FIXED_PY).await;
 
     ralph(dir.path(), &llm)
         .args(["median.py", "-m", "2"])
@@ -213,9 +188,7 @@ async fn budget_stops_before_the_cap_is_crossed() {
     let dir = fixture("py-median");
     // $10 per million tokens in and out: each call costs about a cent.
     write(dir.path(), "ralph.config.yaml", "prices:\n  openai/gpt-4.1: { input: 10, output: 10 }\n  openai/gpt-4.1-mini: { input: 10, output: 10 }\n");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", HALF_FIXED_PY)));
+    let llm = artisan_always("python", HALF_FIXED_PY).await;
 
     ralph(dir.path(), &llm)
         .args(["median.py", "--budget", "0.05"])
@@ -285,14 +258,11 @@ async fn unauthorized_names_the_provider_and_the_variable() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_run_leaves_the_best_state_and_says_where_the_original_is() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            text(code("python", "def median(values:\n    return 0\n")),
-        ],
-    );
+    let llm = artisan_script([
+        text(code("python", HALF_FIXED_PY)),
+        text(code("python", "def median(values:\n    return 0\n")),
+    ])
+    .await;
     let out = ralph(dir.path(), &llm)
         .args(["median.py", "-m", "2"])
         .assert()
@@ -346,18 +316,20 @@ async fn a_failed_run_leaves_the_best_state_and_says_where_the_original_is() {
         "{}",
         first["next_steps"]
     );
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_of(&out);
     assert!(
         stderr.contains(
             "iteration 2: the proposal made things worse (it brought a new SYNTAX failure)"
         ),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("file: median.py holds the best state reached, iteration 1's version"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        &[
+            "file: median.py holds the best state reached, iteration 1's version",
+            "1 worse proposal undone",
+        ],
     );
-    assert!(stderr.contains("1 worse proposal undone"), "{stderr}");
     let original = format!(
         "the original is in .ralph/{}/original/median.py",
         session.file_name().unwrap().to_string_lossy()

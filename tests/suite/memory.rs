@@ -29,16 +29,13 @@ fn reads_memory() -> Answer {
 
 /// The model of a run that meets the bug for the first time: a useless first try, then the fix.
 async fn learner() -> MockLlm {
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [reads_memory(), text(code("python", FIXED_PY))]);
+    let llm = artisan_script([reads_memory(), text(code("python", FIXED_PY))]).await;
     llm
 }
 
 /// The model of a later run: it fixes the bug at once only when shown how.
 async fn memory_reader() -> MockLlm {
-    let llm = MockLlm::start().await;
-    llm.helpful().always("artisan", reads_memory());
+    let llm = artisan_answers(reads_memory()).await;
     llm
 }
 
@@ -83,13 +80,12 @@ async fn a_repeated_bug_is_recalled_and_fixed_in_fewer_iterations() {
         .find("## DID NOT WORK")
         .expect("the attempt that did not");
     assert!(worked < failed, "{prompt}");
-    assert!(
-        prompt.contains("similarity 1.00; 1 of 2 attempts at this failure worked"),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains("+    return (ordered[mid - 1] + ordered[mid]) / 2"),
-        "{prompt}"
+    assert_has(
+        &prompt,
+        &[
+            "similarity 1.00; 1 of 2 attempts at this failure worked",
+            "+    return (ordered[mid - 1] + ordered[mid]) / 2",
+        ],
     );
     // The hypothesis is the reply without its code block.
     let tried = prompt
@@ -122,9 +118,7 @@ async fn a_damaged_vault_is_a_warning_and_the_run_goes_on() {
     // Where the database directory should be, a file.
     std::fs::create_dir_all(dir.path().join(".ralph")).unwrap();
     std::fs::write(vault_path(dir.path()), "not a database").unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [text(code("python", FIXED_PY))]);
+    let llm = artisan_writes("python", [FIXED_PY]).await;
     let report = run_json(dir.path(), &llm);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["memory"]["status"], "unavailable");
@@ -140,9 +134,7 @@ async fn a_damaged_vault_is_a_warning_and_the_run_goes_on() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_corrupt_table_is_a_warning_and_the_run_goes_on() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [text(code("python", FIXED_PY))]);
+    let llm = artisan_writes("python", [FIXED_PY]).await;
     assert_eq!(run_json(dir.path(), &llm)["memory"]["status"], "on");
 
     // Every manifest of the table overwritten with garbage, as a crashed disk might leave it.
@@ -156,9 +148,7 @@ async fn a_corrupt_table_is_a_warning_and_the_run_goes_on() {
     assert!(damaged > 0);
     std::fs::write(dir.path().join("median.py"), ORIGINAL_PY).unwrap();
     std::fs::remove_dir_all(session_dir(dir.path())).unwrap();
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script("artisan", [text(code("python", FIXED_PY))]);
+    let llm = artisan_writes("python", [FIXED_PY]).await;
     let report = run_json(dir.path(), &llm);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["memory"]["status"], "unavailable", "{report:#}");
@@ -403,6 +393,5 @@ async fn a_fix_shared_by_one_project_is_recalled_by_another_anonymised() {
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 1);
     let prompt = user_prompt(&llm2.requests_of("artisan").await[0]);
-    assert!(prompt.contains("; shared)"), "{prompt}");
-    assert!(prompt.contains("anonymised patterns"), "{prompt}");
+    assert_has(&prompt, &["; shared)", "anonymised patterns"]);
 }

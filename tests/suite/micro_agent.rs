@@ -13,9 +13,7 @@ fn micro_agent(dir: &std::path::Path) -> assert_cmd::Command {
 #[tokio::test(flavor = "multi_thread")]
 async fn runs_with_micro_agents_environment() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
 
     micro_agent(dir.path())
         .env("OPENAI_KEY", "sk-micro")
@@ -36,18 +34,13 @@ async fn runs_with_micro_agents_environment() {
         .await
         .iter()
         .all(|a| a == "Bearer sk-micro"));
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reads_the_ini_file_and_the_environment_wins() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     micro_agent(dir.path())
         .args(["config", "set", "OPENAI_KEY=sk-from-file", "MODEL=gpt-4o"])
         .assert()
@@ -186,14 +179,8 @@ async fn the_interactive_mode_sets_up_a_run_with_the_user_in_a_terminal() {
         shown.contains("Test file written: test_median.py"),
         "{shown}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("test_median.py")).unwrap(),
-        test
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "test_median.py", test);
+    assert_file(dir.path(), "median.py", FIXED_PY);
     assert!(
         std::fs::read_to_string(dir.path().join("median.py.prompt.md"))
             .unwrap()
@@ -248,6 +235,5 @@ fn config_without_arguments_edits_the_file_at_a_terminal() {
     assert!(!shown.contains("sk-secret"), "{shown}");
     assert!(shown.contains("one of OPENAI_KEY"), "{shown}");
     let file = std::fs::read_to_string(dir.path().join(".micro-agent")).unwrap();
-    assert!(file.contains("MODEL=gpt-4.1-mini"), "{file}");
-    assert!(file.contains("OPENAI_KEY=sk-secret-1234"), "{file}");
+    assert_has(&file, &["MODEL=gpt-4.1-mini", "OPENAI_KEY=sk-secret-1234"]);
 }

@@ -11,14 +11,8 @@ use super::support::*;
 /// The scripted fix: the Artisan half-fixes the median, then fixes it.
 async fn scripted_run(output: &str) -> (tempfile::TempDir, std::process::Output) {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            text(code("python", HALF_FIXED_PY)),
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_writes("python", [HALF_FIXED_PY, FIXED_PY]).await;
+
     let out = ralph(dir.path(), &llm)
         .args(["median.py", "--output", output])
         .output()

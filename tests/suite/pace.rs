@@ -76,10 +76,7 @@ async fn slow_tests_and_a_bad_proposal(config: Option<&str>) -> (Value, Vec<Valu
         2,
         "the baseline and the approved fix: the rejected proposal's tests judged nothing"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     // Three test runs of two seconds would take six: one was stopped early, or never started.
     assert!(elapsed < Duration::from_millis(5800), "{elapsed:?}");
     (report, iterations(dir.path()), starts)
@@ -134,7 +131,7 @@ async fn fast_tests_run_beside_the_review_and_a_passing_fix_waits_for_its_verdic
     assert_eq!(report["iterations"], 2);
     // The first review ended after the first proposal's tests did (it ran beside them, not
     // before them), and after the second Artisan call had started.
-    let events: Vec<Value> = String::from_utf8_lossy(&out.get_output().stdout)
+    let events: Vec<Value> = stdout_of(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -201,10 +198,7 @@ async fn beside_the_tests_a_rejected_passing_fix_is_a_note_and_a_late_rejection_
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 2, "{report:#}");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     let artisan = llm.requests_of("artisan").await;
     assert!(user_prompt(&artisan[1]).contains("An empty list must raise ValueError."));
     let notes = report["notes"].to_string();
@@ -333,7 +327,7 @@ async fn many_failures(
         ])
         .assert()
         .code(0);
-    let events = String::from_utf8_lossy(&out.get_output().stdout)
+    let events = stdout_of(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -31,10 +31,7 @@ async fn fix_on(
     cmd.args(["median.py", "--no-adversarial", "--models", model])
         .assert()
         .code(0);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
     assert_eq!(report["iterations"], 2);
     report
@@ -153,9 +150,7 @@ async fn a_dead_provider_falls_back_to_a_live_one() {
         "ralph.config.yaml",
         "models:\n  artisan:\n    model: anthropic/claude-sonnet-4-5\n    fallbacks: [openai/gpt-4.1]\nproviders:\n  anthropic:\n    max_retries: 1\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     ralph(dir.path(), &llm)
         .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -183,9 +178,7 @@ async fn defaults_need_only_one_providers_key() {
     // Nothing configured: the spec's defaults (Gemini, Claude, a small GPT); with only an
     // OpenAI key each role runs on its OpenAI fallback, and says so.
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     ralph(dir.path(), &llm)
         .args(["median.py"])
         .assert()
@@ -240,10 +233,7 @@ async fn three_roles_on_three_providers_in_one_run() {
         ])
         .assert()
         .code(0);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     // Each server heard only its own role.
     for (llm, role) in [
         (&gemini, "librarian"),
@@ -286,17 +276,11 @@ async fn three_roles_on_three_providers_in_one_run() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_timed_out_call_is_retried_and_retries_are_shown() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            Answer::Slow {
-                text: code("python", FIXED_PY),
-                delay: std::time::Duration::from_secs(4),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_script([
+        slow(code("python", FIXED_PY), std::time::Duration::from_secs(4)),
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
     // The Critic's first request meets a busy server, retried by the provider client.
     llm.script(
         "critic",
@@ -316,23 +300,11 @@ async fn a_timed_out_call_is_retried_and_retries_are_shown() {
         "ralph.config.yaml",
         "providers:\n  openai:\n    timeout_seconds: 1\n",
     );
-    let out = ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "gpt-mini"])
-        .assert()
-        .code(0);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(
-        stderr.contains("no reply within 1s; a slow model (a local one on a CPU) may need more: raise providers.openai.timeout_seconds"),
-        "{stderr}"
+    let stderr = stderr_at(
+        ralph(dir.path(), &llm).args(["median.py", "--models", "gpt-mini"]),
+        0,
     );
-    assert!(
-        stderr.contains("trying openai/gpt-4.1-mini once more"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("openai: status 503 (attempt 1); retrying in"),
-        "{stderr}"
-    );
+    assert_has(&stderr, &["no reply within 1s; a slow model (a local one on a CPU) may need more: raise providers.openai.timeout_seconds", "trying openai/gpt-4.1-mini once more", "openai: status 503 (attempt 1); retrying in"]);
     assert!(
         !stderr.contains("\u{1b}["),
         "no colour codes off a terminal"
@@ -340,8 +312,7 @@ async fn a_timed_out_call_is_retried_and_retries_are_shown() {
     let report = report(dir.path());
     assert_eq!(report["abandoned_calls"], 1);
     let warnings = report["warnings"].to_string();
-    assert!(warnings.contains("retrying in"), "{warnings}");
-    assert!(warnings.contains("once more"), "{warnings}");
+    assert_has(&warnings, &["retrying in", "once more"]);
 }
 
 /// A reply the provider cut short at `max_tokens` is said to the user: a warning on the run's

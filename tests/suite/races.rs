@@ -39,20 +39,16 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
         "pyproject.toml",
         "[project]\nname = \"counter\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
     );
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                // Adds, but reads and writes across an `await`: two adds at once lose one.
-                text(code(
-                    "python",
-                    &BROKEN.replace("current - n", "current + n"),
-                )),
-                text(code("python", LOCKED)),
-            ],
-        )
-        .script("chaos", [reply(INTERLEAVED), reply(CALM)])
+    let llm = artisan_script([
+        // Adds, but reads and writes across an `await`: two adds at once lose one.
+        text(code(
+            "python",
+            &BROKEN.replace("current - n", "current + n"),
+        )),
+        text(code("python", LOCKED)),
+    ])
+    .await;
+    llm.script("chaos", [reply(INTERLEAVED), reply(CALM)])
         .always(
             "judge",
             text("KEEP: test_concurrent_adds_are_not_lost\nThe contract counts every addition."),
@@ -82,10 +78,7 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
         "{finding}"
     );
     assert_eq!(finding["status"], "fixed");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("counter.py")).unwrap(),
-        LOCKED
-    );
+    assert_file(dir.path(), "counter.py", LOCKED);
     // The harness sits beside Chaos's files in the session folder, not in the project.
     let session = session_dir(dir.path());
     assert!(session.join("chaos/ralph_interleave.py").is_file());
@@ -153,16 +146,8 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
             "Adds at once may lose an update.\n\n```javascript\n{body}```\n"
         ))
     };
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [
-                text(code("javascript", &racy)),
-                text(code("javascript", SERIAL_COUNTER_JS)),
-            ],
-        )
-        .script("chaos", [js(SCHEDULED_JS), js(CALM_JS)])
+    let llm = artisan_writes("javascript", [&racy, SERIAL_COUNTER_JS]).await;
+    llm.script("chaos", [js(SCHEDULED_JS), js(CALM_JS)])
         .always("replay", js(REPLAY_JS))
         .always(
             "judge",
@@ -198,10 +183,7 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
         findings.iter().all(|f| f["status"] == "fixed"),
         "{report:#}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("src/counter.js")).unwrap(),
-        SERIAL_COUNTER_JS
-    );
+    assert_file(dir.path(), "src/counter.js", SERIAL_COUNTER_JS);
     let first = user_prompt(&llm.requests_of("chaos").await[0]);
     assert!(first.contains("fc.scheduler()"), "{first}");
 }
@@ -245,17 +227,11 @@ async fn threads_behind_a_barrier_find_a_lost_update_in_rust() {
             "Threads adding at once may lose an update.\n\n```rust\n{body}```\n"
         ))
     };
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .script(
-            "artisan",
-            [text(code("rust", &racy)), text(code("rust", &fixed))],
-        )
-        .script("chaos", [rs(BARRIER_RS), rs(CALM_RS)])
-        .always(
-            "judge",
-            text("KEEP: concurrent_adds_are_not_lost\nEvery addition must count."),
-        );
+    let llm = artisan_writes("rust", [&racy, &fixed]).await;
+    llm.script("chaos", [rs(BARRIER_RS), rs(CALM_RS)]).always(
+        "judge",
+        text("KEEP: concurrent_adds_are_not_lost\nEvery addition must count."),
+    );
     let out = ralph_with_chaos(dir.path(), &llm)
         .timeout(std::time::Duration::from_secs(300))
         .args(["src/lib.rs", "--output", "json"])
@@ -278,10 +254,7 @@ async fn threads_behind_a_barrier_find_a_lost_update_in_rust() {
         "{finding}"
     );
     assert_eq!(finding["status"], "fixed");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
-        fixed
-    );
+    assert_file(dir.path(), "src/lib.rs", fixed);
     let first = user_prompt(&llm.requests_of("chaos").await[0]);
     assert!(first.contains("std::sync::Barrier"), "{first}");
     // The file ran in the harness crate, the project's manifest untouched.

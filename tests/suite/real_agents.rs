@@ -184,8 +184,7 @@ fn run_loop(root: &Path, agent: (&str, &Path), env: &[(&str, String)]) -> Value 
 /// The prompt the loop wrote reached the model through the CLI, with the status request.
 fn asked_for_status(first_request: &Value) {
     let asked = prompt_of(first_request);
-    assert!(asked.contains("Make test_b pass"), "{asked}");
-    assert!(asked.contains("---RALPH_STATUS---"), "{asked}");
+    assert_has(&asked, &["Make test_b pass", "---RALPH_STATUS---"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -341,10 +340,7 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        FIXED_PY
-    );
+    assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 1);
@@ -354,8 +350,7 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
     assert_eq!(asked.len(), 3, "read, write, answer");
     assert_eq!(asked[0]["model"], "claude-sonnet-4-5");
     let prompt = prompt_of(&asked[0]);
-    assert!(prompt.contains("test_median"), "{prompt}");
-    assert!(prompt.contains("editing `median.py` in place"), "{prompt}");
+    assert_has(&prompt, &["test_median", "editing `median.py` in place"]);
     // The Critic read the agent's edit as a diff before it was written.
     let critic = llm.requests_of("critic").await;
     let review = prompt_of(&critic[0]);

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use super::agent::git;
-use super::support::{isolate, read_json};
+use super::support::{assert_file, assert_has, isolate, read_json};
 
 pub(super) struct Project {
     pub(super) _dir: TempDir,
@@ -273,9 +273,14 @@ fn the_loop_works_through_the_tasks_commits_each_and_ends_at_the_exit_gate() {
     isolate(&mut status, &p.root);
     let out = status.arg("status").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("agent loop: complete"), "{text}");
-    assert!(text.contains("breaker CLOSED"), "{text}");
-    assert!(text.contains("tasks TASKS.md (2 of 2 done)"), "{text}");
+    assert_has(
+        &text,
+        &[
+            "agent loop: complete",
+            "breaker CLOSED",
+            "tasks TASKS.md (2 of 2 done)",
+        ],
+    );
 }
 
 /// Iteration 1 changes only tracked files (committed without a `git add`); iteration 2 adds a
@@ -348,10 +353,15 @@ fn the_human_view_marks_the_regents_lines_with_a_shield() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("ralph-loop loop · agent fake"), "{err}");
-    assert!(err.contains("│ Writing work.txt."), "{err}");
-    assert!(err.contains("🛡 committed"), "{err}");
-    assert!(err.contains("✔ complete"), "{err}");
+    assert_has(
+        &err,
+        &[
+            "ralph-loop loop · agent fake",
+            "│ Writing work.txt.",
+            "🛡 committed",
+            "✔ complete",
+        ],
+    );
 }
 
 #[test]
@@ -626,11 +636,7 @@ fn sigint_finishes_the_iteration_and_its_commit_then_stops() {
     let mut child = p.spawn(false);
     wait_for(&p.state.join("pid"));
     std::thread::sleep(Duration::from_millis(300));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let code = super::support::wait_exit(&mut child, Duration::from_secs(30));
     assert_eq!(code, 130);
     assert!(p.root.join("work.txt").exists());
@@ -648,11 +654,7 @@ fn sigquit_kills_the_agent_now() {
     let agent: i32 = wait_for(&p.state.join("pid")).trim().parse().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let sent = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGQUIT,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGQUIT);
     let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
     assert_eq!(code, 131);
     assert!(sent.elapsed() < Duration::from_secs(3));
@@ -804,10 +806,7 @@ fn a_corrupt_state_file_is_reported_kept_aside_and_replaced() {
         .as_str()
         .unwrap()
         .contains("regent-state.json.bad"));
-    assert_eq!(
-        std::fs::read_to_string(p.root.join(".ralph/regent-state.json.bad")).unwrap(),
-        "{not json"
-    );
+    assert_file(&p.root, ".ralph/regent-state.json.bad", "{not json");
     assert_eq!(p.state_file()["status"], "complete");
 }
 
@@ -889,8 +888,7 @@ fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
     );
     pane.keys(&["p"]);
     let screen = pane.wait_for("finished: complete", Duration::from_secs(60));
-    assert!(screen.contains("All tasks are complete."), "{screen}");
-    assert!(screen.contains("✓ #2"), "{screen}");
+    assert_has(&screen, &["All tasks are complete.", "✓ #2"]);
     pane.keys(&["q"]);
     pane.wait_for("EXIT=0", Duration::from_secs(10));
     assert_restored(&pane);

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::cdp::Browser;
 use super::long_session::long_session;
+use super::support::assert_has;
 use super::tui::{assert_restored, bin, Pane};
 use super::web::Served;
 
@@ -63,8 +64,7 @@ fn lines_play_at_the_recorded_pace_divided_by_the_speed() {
         (start.elapsed(), err)
     };
     let (slow, shown) = timed("1");
-    assert!(shown.contains("success"), "{shown}");
-    assert!(shown.contains("median.js"), "{shown}");
+    assert_has(&shown, &["success", "median.js"]);
     let (fast, again) = timed("0");
     assert_eq!(shown, again, "the same lines at any speed");
     assert!(slow >= Duration::from_millis(1500), "{slow:?}");

@@ -797,8 +797,7 @@ async fn fix_run(stack: Stack, fence: &str) {
         "-qm",
         "base",
     ]);
-    let llm = MockLlm::start().await;
-    llm.helpful().script("artisan", [text(code(fence, &fixed))]);
+    let llm = artisan_script([text(code(fence, &fixed))]).await;
 
     ralph(dir.path(), &llm)
         .args([stack.module])

@@ -12,6 +12,13 @@ use tempfile::TempDir;
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+// A path, not a bare `mod`: the benches load this file by `#[path]` from another folder.
+#[path = "support/runs.rs"]
+mod runs;
+// The benches that load this file use none of these shorthands.
+#[allow(unused_imports)]
+pub use runs::*;
+
 pub const FIXED_PY: &str = "def median(values):\n    if not values:\n        raise ValueError(\"median of an empty list\")\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
 /// Fixes the even case but not the empty list.
 pub const HALF_FIXED_PY: &str = "def median(values):\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
@@ -107,6 +114,14 @@ pub fn text(t: impl Into<String>) -> Answer {
     Answer::Text {
         text: t.into(),
         completion_tokens: 200,
+    }
+}
+
+/// A reply after `delay`: a model slow enough for a test to act while it waits.
+pub fn slow(t: impl Into<String>, delay: Duration) -> Answer {
+    Answer::Slow {
+        text: t.into(),
+        delay,
     }
 }
 

@@ -86,11 +86,10 @@ fn agent_replays(dir: &Path, tape: &str, parallel: &str) -> BTreeMap<String, (f6
         .args(SPECS)
         .assert()
         .code(0);
-    let out = offline(dir)
-        .args(["agent", "--parallel", parallel, "--replay", tape])
-        .assert()
-        .code(0);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let stderr = stderr_at(
+        offline(dir).args(["agent", "--parallel", parallel, "--replay", tape]),
+        0,
+    );
     assert_eq!(statuses(dir), ["done", "done", "done"], "{stderr}");
     assert_eq!(
         subjects(dir),
@@ -202,12 +201,10 @@ fn cost_of(runs: &BTreeMap<String, (f64, u64)>) -> f64 {
 fn the_example_spec_folder_runs_offline_from_its_recording() {
     let dir = example("specs-js");
     let p = dir.path();
-    let out = offline(p)
-        .args(["batch", "--replay", BUNDLED])
-        .args(SPECS)
-        .assert()
-        .code(0);
-    let shown = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let shown = stderr_at(
+        offline(p).args(["batch", "--replay", BUNDLED]).args(SPECS),
+        0,
+    );
     assert!(
         shown.contains("3 of 3 entries succeeded (0 failed, 0 skipped), 3 iterations"),
         "the summary says what was done\n{shown}"
@@ -225,12 +222,12 @@ fn the_example_spec_folder_runs_offline_from_its_recording() {
 
     // A recording that is not there stops the batch before anything runs.
     let missing = example("specs-js");
-    let out = offline(missing.path())
-        .args(["batch", "--replay", "no-such.jsonl"])
-        .args(SPECS)
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr_at(
+        offline(missing.path())
+            .args(["batch", "--replay", "no-such.jsonl"])
+            .args(SPECS),
+        2,
+    );
     assert!(err.contains("no-such.jsonl"), "{err}");
     assert!(!missing.path().join(".ralph").exists());
 }

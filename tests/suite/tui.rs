@@ -145,20 +145,17 @@ pub(super) fn assert_restored(pane: &Pane) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fix_in_a_real_terminal_pauses_shows_its_log_and_diff_and_quits_cleanly() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            Answer::Slow {
-                text: format!(
-                    "Sorting first, then the middle.\n{}",
-                    code("python", FIXED_PY)
-                ),
-                delay: Duration::from_millis(1500),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_script([
+        Answer::Slow {
+            text: format!(
+                "Sorting first, then the middle.\n{}",
+                code("python", FIXED_PY)
+            ),
+            delay: Duration::from_millis(1500),
+        },
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
     let command = format!("'{}' median.py --no-adversarial", bin().display());
     let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 110, 32);
 
@@ -239,14 +236,7 @@ async fn a_fix_in_a_real_terminal_pauses_shows_its_log_and_diff_and_quits_cleanl
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_in_the_view_ends_the_run_saved_and_restores_the_terminal() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_secs(30),
-        }],
-    );
+    let llm = artisan_script([slow(code("python", FIXED_PY), Duration::from_secs(30))]).await;
     // Logs at debug: under the view they go to the session's stderr.log, never the screen.
     let command = format!(
         "RUST_LOG=debug '{}' median.py --no-adversarial",
@@ -278,21 +268,7 @@ async fn ctrl_c_in_the_view_ends_the_run_saved_and_restores_the_terminal() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_breaker_asks_in_the_view_and_the_typed_guidance_reaches_the_artisan() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "circuit_breaker:\n  entropy_threshold: 2\n",
-    );
-    let llm = MockLlm::start().await;
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "raise ValueError on an empty list",
-            text(code("python", FIXED_PY)),
-            text(code("python", HALF_FIXED_PY)),
-        ),
-    );
+    let (dir, llm) = super::lifecycle::breaker_project().await;
     let command = format!("'{}' median.py --no-adversarial", bin().display());
     let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 110, 32);
     let screen = pane.wait_for("raise the threshold to 4", Duration::from_secs(60));
@@ -315,9 +291,7 @@ async fn the_breaker_asks_in_the_view_and_the_typed_guidance_reaches_the_artisan
 #[tokio::test(flavor = "multi_thread")]
 async fn with_stdout_not_a_terminal_the_run_shows_lines_and_says_why_when_the_tui_was_asked() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful()
-        .always("artisan", text(code("python", FIXED_PY)));
+    let llm = artisan_always("python", FIXED_PY).await;
     // stdin is the pane's terminal, stdout a pipe: no TUI (ralph-orchestrator #160).
     let command = format!(
         "'{}' median.py --no-adversarial --ui tui | cat",
@@ -337,17 +311,11 @@ async fn with_stdout_not_a_terminal_the_run_shows_lines_and_says_why_when_the_tu
 #[tokio::test(flavor = "multi_thread")]
 async fn the_model_picker_puts_the_artisan_on_another_model_from_its_next_call() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [
-            Answer::Slow {
-                text: code("python", HALF_FIXED_PY),
-                delay: Duration::from_secs(6),
-            },
-            text(code("python", FIXED_PY)),
-        ],
-    );
+    let llm = artisan_script([
+        slow(code("python", HALF_FIXED_PY), Duration::from_secs(6)),
+        text(code("python", FIXED_PY)),
+    ])
+    .await;
     let command = format!("'{}' median.py --no-adversarial", bin().display());
     let pane = Pane::start(dir.path(), &llm.openai_env(), &command, 110, 32);
     // Chosen while the Artisan's first call is out: the next one goes to the new model.

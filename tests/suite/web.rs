@@ -463,14 +463,7 @@ fn the_view_is_folded_by_the_server_once_per_batch_and_at_most_fifty_times_a_sec
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fix_under_ui_web_is_paused_and_resumed_from_the_dashboard_and_streamed_to_its_end() {
     let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    llm.helpful().script(
-        "artisan",
-        [Answer::Slow {
-            text: code("python", FIXED_PY),
-            delay: Duration::from_millis(1500),
-        }],
-    );
+    let llm = artisan_script([slow(code("python", FIXED_PY), Duration::from_millis(1500))]).await;
     let env = llm.openai_env();
     let root = dir.path().to_path_buf();
     let mut served = tokio::task::spawn_blocking(move || {
