@@ -135,6 +135,36 @@ fn prompt_20k() -> Vec<ChatMessage> {
 }
 
 /// A line of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in KiB; 0 where there is none.
+/// The process's resident memory and its peak so far, in KiB.
+#[derive(Clone, Copy)]
+struct Resident {
+    rss: u64,
+    hwm: u64,
+}
+
+impl Resident {
+    fn now() -> Self {
+        Self {
+            rss: rss_kib("VmRSS:"),
+            hwm: rss_kib("VmHWM:"),
+        }
+    }
+}
+
+/// Prints what a one-off step took, and the resident memory and peak before and after it.
+fn print_one_off(label: &str, took: std::time::Duration, before: Resident, after: Resident) {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!(
+        "{label}: {:.1} ms, resident {:.1} -> {:.1} MiB (+{:.1}), peak {:.1} -> {:.1} MiB",
+        took.as_secs_f64() * 1000.0,
+        mib(before.rss),
+        mib(after.rss),
+        mib(after.rss.saturating_sub(before.rss)),
+        mib(before.hwm),
+        mib(after.hwm)
+    );
+}
+
 fn rss_kib(key: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -184,36 +214,28 @@ fn bench_tokens(c: &mut Criterion) {
     let counter = TiktokenCounter::new();
     let messages = prompt_20k();
     let bytes: usize = messages.iter().map(|m| m.content.len()).sum();
-    let mib = |kib: u64| kib as f64 / 1024.0;
     // What a run's first exact count costs: `o200k_base` from the compact table in the binary.
     // Then, as the baseline, what building `tiktoken-rs`'s table (which runs used before issue
     // 18) costs; both outside criterion's loop, as only a process's first count pays them.
-    let (rss_before, hwm_before) = (rss_kib("VmRSS:"), rss_kib("VmHWM:"));
+    let before = Resident::now();
     let t = Instant::now();
     let tokens = counter.count("openai/gpt-4.1", &messages);
     let first = t.elapsed();
-    let (rss_after, hwm_after) = (rss_kib("VmRSS:"), rss_kib("VmHWM:"));
-    println!(
-        "tokens/first_count (compact o200k table): {:.1} ms, resident {:.1} -> {:.1} MiB (+{:.1}), peak {:.1} -> {:.1} MiB",
-        first.as_secs_f64() * 1000.0,
-        mib(rss_before),
-        mib(rss_after),
-        mib(rss_after.saturating_sub(rss_before)),
-        mib(hwm_before),
-        mib(hwm_after)
+    let after = Resident::now();
+    print_one_off(
+        "tokens/first_count (compact o200k table)",
+        first,
+        before,
+        after,
     );
     let t = Instant::now();
     let bpe = tiktoken_rs::o200k_base().expect("bundled table");
     let build = t.elapsed();
-    let (rss_built, hwm_built) = (rss_kib("VmRSS:"), rss_kib("VmHWM:"));
-    println!(
-        "tokens/tiktoken_o200k_build (baseline, one-off): {:.1} ms, resident {:.1} -> {:.1} MiB (+{:.1}), peak {:.1} -> {:.1} MiB",
-        build.as_secs_f64() * 1000.0,
-        mib(rss_after),
-        mib(rss_built),
-        mib(rss_built.saturating_sub(rss_after)),
-        mib(hwm_after),
-        mib(hwm_built)
+    print_one_off(
+        "tokens/tiktoken_o200k_build (baseline, one-off)",
+        build,
+        after,
+        Resident::now(),
     );
     let tiktoken = |messages: &[ChatMessage]| -> usize {
         messages

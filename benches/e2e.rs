@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use process::{knob, runtime, target_dir, NO_CHAOS, RALPH};
+use process::{knob, ralph_command, runtime, target_dir, NO_CHAOS, RALPH};
 use serde_json::{json, Value};
 use support::{code, Answer, MockLlm, FIXED_JS, HALF_FIXED_JS};
 
@@ -305,18 +305,7 @@ fn fix_run(
         .expect("the test command");
     let standalone_test_ms = ms(t.elapsed());
 
-    // For a diagnosis only (the timings are then meaningless): `RALPH_BENCH_WRAPPER="strace -f
-    // -tt -o /tmp/ralph.trace"` runs every fix under that command.
-    let wrapper = std::env::var("RALPH_BENCH_WRAPPER").unwrap_or_default();
-    let mut words = wrapper.split_whitespace();
-    let mut cmd = match words.next() {
-        Some(program) => {
-            let mut c = Command::new(program);
-            c.args(words).arg(&*RALPH);
-            c
-        }
-        None => Command::new(&*RALPH),
-    };
+    let mut cmd = ralph_command();
     cmd.current_dir(dir.path())
         .env("HOME", dir.path())
         .env("OPENAI_BASE_URL", llm.base_url())
@@ -663,6 +652,28 @@ fn print_table(r: &Value) {
             s["min"].as_f64().unwrap_or(f64::NAN)
         );
     };
+    // The overhead's three phases, as the runs and the variant both print them.
+    let phase_rows = |phases: &Value, first_target: &str| {
+        for (name, key, target) in [
+            (
+                "  overhead before the first model call",
+                "before_first_call",
+                first_target,
+            ),
+            (
+                "  overhead from first to last model call",
+                "between_calls",
+                "",
+            ),
+            (
+                "  overhead after the last model call",
+                "after_last_call",
+                "",
+            ),
+        ] {
+            row(name, &phases[key], "ms", target);
+        }
+    };
     let o = &r["overhead"];
     let s = &r["startup"];
     let m = &r["memory"];
@@ -701,24 +712,7 @@ fn print_table(r: &Value) {
         "ms",
         "",
     );
-    row(
-        "  overhead before the first model call",
-        &o["phases_ms"]["before_first_call"],
-        "ms",
-        "< 15",
-    );
-    row(
-        "  overhead from first to last model call",
-        &o["phases_ms"]["between_calls"],
-        "ms",
-        "",
-    );
-    row(
-        "  overhead after the last model call",
-        &o["phases_ms"]["after_last_call"],
-        "ms",
-        "",
-    );
+    phase_rows(&o["phases_ms"], "< 15");
     row(
         "  baseline: mock HTTP cost per call",
         &o["mock_round_trip_excess_ms_per_call"],
@@ -795,24 +789,7 @@ fn print_table(r: &Value) {
         );
         row("overhead, external", &v["external_ms"], "ms", "");
         row("overhead, in-process", &v["in_process_ms"], "ms", "");
-        row(
-            "  overhead before the first model call",
-            &v["phases_ms"]["before_first_call"],
-            "ms",
-            "",
-        );
-        row(
-            "  overhead from first to last model call",
-            &v["phases_ms"]["between_calls"],
-            "ms",
-            "",
-        );
-        row(
-            "  overhead after the last model call",
-            &v["phases_ms"]["after_last_call"],
-            "ms",
-            "",
-        );
+        phase_rows(&v["phases_ms"], "");
     }
     println!(
         "model calls per run: {}; {}",

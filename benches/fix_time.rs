@@ -69,7 +69,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use process::{knob, runtime, target_dir, NO_CHAOS, RALPH};
+use process::{knob, ralph_command, runtime, target_dir, NO_CHAOS, RALPH};
 use rng::Rng;
 use serde_json::{json, Value};
 use shapes::{Lang, Shape};
@@ -515,18 +515,7 @@ fn fix(rt: &tokio::runtime::Runtime, cell: &Cell, config: &Config) -> Measured {
                 Kind::Gates if lang == Lang::JavaScript => support::link_node_modules(dir.path()),
                 _ => {}
             }
-            // For a diagnosis only (the timings then mean little): `RALPH_BENCH_WRAPPER="strace
-            // -f -ttt -o /tmp/ralph.trace"` runs every ralph-loop run under that command.
-            let wrapper = std::env::var("RALPH_BENCH_WRAPPER").unwrap_or_default();
-            let mut words = wrapper.split_whitespace();
-            let mut c = match words.next() {
-                Some(program) => {
-                    let mut c = Command::new(program);
-                    c.args(words).arg(&*RALPH);
-                    c
-                }
-                None => Command::new(&*RALPH),
-            };
+            let mut c = ralph_command();
             c.env("OPENAI_BASE_URL", llm.base_url())
                 .env("OPENAI_API_KEY", "sk-bench")
                 .args([lang.target(), "--output", "json"]);

@@ -10,6 +10,24 @@ pub static RALPH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ralph-loop").to_string())
 });
 
+/// A command that runs the binary measured: under `RALPH_BENCH_WRAPPER` when it is set (a
+/// command, such as `strace -f -tt -o /tmp/ralph.trace`: for a diagnosis only, the timings then
+/// mean little).
+// Not every benchmark that loads this file runs the binary through it.
+#[allow(dead_code)]
+pub fn ralph_command() -> std::process::Command {
+    let wrapper = std::env::var("RALPH_BENCH_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(&*RALPH);
+            c
+        }
+        None => std::process::Command::new(&*RALPH),
+    }
+}
+
 /// The flags that keep Chaos out of a run, for the binary measured: `--no-adversarial` when it
 /// knows the flag (builds before Chaos have neither the flag nor Chaos). The loop up to green
 /// tests is what these benchmarks time; the scripted server answers no Chaos role.

@@ -91,125 +91,88 @@ impl Shape {
     /// The target with the first `wrong` functions wrong.
     pub fn target(&self, wrong: usize) -> String {
         let n = self.functions();
-        let mut out = String::new();
+        let slip = |i: usize| if i < wrong { " + 1" } else { "" };
         match self.lang {
-            Lang::Python => {
-                out.push_str("\"\"\"Small conversions the rest of the program relies on.\"\"\"\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let slip = if i < wrong { " + 1" } else { "" };
-                    out.push_str(&format!(
-                        "\n\ndef step_{i:02}(x):\n    \"\"\"Step {i}: {a} times x, plus {b}.\"\"\"\n    return x * {a} + {b}{slip}\n"
-                    ));
-                }
-            }
+            Lang::Python => listing(
+                "\"\"\"Small conversions the rest of the program relies on.\"\"\"\n",
+                n,
+                |i, (a, b)| {
+                    let slip = slip(i);
+                    format!("\n\ndef step_{i:02}(x):\n    \"\"\"Step {i}: {a} times x, plus {b}.\"\"\"\n    return x * {a} + {b}{slip}\n")
+                },
+            ),
             Lang::JavaScript => {
-                out.push_str("// Small conversions the rest of the program relies on.\n");
-                let mut names = Vec::new();
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let slip = if i < wrong { " + 1" } else { "" };
-                    out.push_str(&format!(
-                        "\n// Step {i}: {a} times x, plus {b}.\nfunction step{i:02}(x) {{\n  return x * {a} + {b}{slip};\n}}\n"
-                    ));
-                    names.push(format!("step{i:02}"));
-                }
+                let mut out = listing(
+                    "// Small conversions the rest of the program relies on.\n",
+                    n,
+                    |i, (a, b)| {
+                        let slip = slip(i);
+                        format!("\n// Step {i}: {a} times x, plus {b}.\nfunction step{i:02}(x) {{\n  return x * {a} + {b}{slip};\n}}\n")
+                    },
+                );
+                let names: Vec<String> = (0..n).map(|i| format!("step{i:02}")).collect();
                 out.push_str(&format!("\nmodule.exports = {{ {} }};\n", names.join(", ")));
+                out
             }
-            Lang::Rust => {
-                out.push_str("//! Small conversions the rest of the program relies on.\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let slip = if i < wrong { " + 1" } else { "" };
-                    out.push_str(&format!(
-                        "\n/// Step {i}: {a} times x, plus {b}.\npub fn step_{i:02}(x: i64) -> i64 {{\n    x * {a} + {b}{slip}\n}}\n"
-                    ));
-                }
-            }
+            Lang::Rust => listing(
+                "//! Small conversions the rest of the program relies on.\n",
+                n,
+                |i, (a, b)| {
+                    let slip = slip(i);
+                    format!("\n/// Step {i}: {a} times x, plus {b}.\npub fn step_{i:02}(x: i64) -> i64 {{\n    x * {a} + {b}{slip}\n}}\n")
+                },
+            ),
         }
-        out
     }
 
-    /// The unit tests: one per function.
+    /// The unit tests: one per function, each at `x` = 2 to 6.
     pub fn tests(&self) -> String {
         let n = self.functions();
-        let mut out = String::new();
+        let at = |i: usize, (a, b): (usize, usize)| (2 + i % 5, (2 + i % 5) * a + b);
         match self.lang {
-            Lang::Python => {
-                out.push_str("import calc\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let x = 2 + i % 5;
-                    out.push_str(&format!(
-                        "\n\ndef test_step_{i:02}():\n    assert calc.step_{i:02}({x}) == {}\n",
-                        x * a + b
-                    ));
-                }
-            }
-            Lang::JavaScript => {
-                out.push_str("const test = require('node:test');\nconst assert = require('node:assert');\nconst calc = require('../src/calc');\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let x = 2 + i % 5;
-                    out.push_str(&format!(
-                        "\ntest('step{i:02}', () => {{\n  assert.strictEqual(calc.step{i:02}({x}), {});\n}});\n",
-                        x * a + b
-                    ));
-                }
-            }
-            Lang::Rust => {
-                out.push_str("use calc::*;\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    let x = 2 + i % 5;
-                    out.push_str(&format!(
-                        "\n#[test]\nfn step_{i:02}_works() {{\n    assert_eq!(step_{i:02}({x}), {});\n}}\n",
-                        x * a + b
-                    ));
-                }
-            }
+            Lang::Python => listing("import calc\n", n, |i, ab| {
+                let (x, want) = at(i, ab);
+                format!("\n\ndef test_step_{i:02}():\n    assert calc.step_{i:02}({x}) == {want}\n")
+            }),
+            Lang::JavaScript => listing(
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst calc = require('../src/calc');\n",
+                n,
+                |i, ab| {
+                    let (x, want) = at(i, ab);
+                    format!("\ntest('step{i:02}', () => {{\n  assert.strictEqual(calc.step{i:02}({x}), {want});\n}});\n")
+                },
+            ),
+            Lang::Rust => listing("use calc::*;\n", n, |i, ab| {
+                let (x, want) = at(i, ab);
+                format!("\n#[test]\nfn step_{i:02}_works() {{\n    assert_eq!(step_{i:02}({x}), {want});\n}}\n")
+            }),
         }
-        out
     }
 
     /// A test file Chaos might write against the fixed file: boundary values of the first
     /// functions, all passing, so that its round finds nothing.
     pub fn chaos_suite(&self) -> String {
         let n = self.functions().min(6);
-        let mut out = String::new();
+        // The value at -1.
+        let below = |(a, b): (usize, usize)| b as i64 - a as i64;
         match self.lang {
-            Lang::Python => {
-                out.push_str("import calc\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    out.push_str(&format!(
-                        "\n\ndef test_step_{i:02}_at_zero_and_below():\n    assert calc.step_{i:02}(0) == {b}\n    assert calc.step_{i:02}(-1) == {}\n",
-                        b as i64 - a as i64
-                    ));
-                }
-            }
-            Lang::JavaScript => {
-                out.push_str("const test = require('node:test');\nconst assert = require('node:assert');\nconst calc = require('../../../src/calc');\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    out.push_str(&format!(
-                        "\ntest('step{i:02} at zero and below', () => {{\n  assert.strictEqual(calc.step{i:02}(0), {b});\n  assert.strictEqual(calc.step{i:02}(-1), {});\n}});\n",
-                        b as i64 - a as i64
-                    ));
-                }
-            }
-            Lang::Rust => {
-                out.push_str("use calc::*;\n");
-                for i in 0..n {
-                    let (a, b) = coefficients(i);
-                    out.push_str(&format!(
-                        "\n#[test]\nfn step_{i:02}_at_zero_and_below() {{\n    assert_eq!(step_{i:02}(0), {b});\n    assert_eq!(step_{i:02}(-1), {});\n}}\n",
-                        b as i64 - a as i64
-                    ));
-                }
-            }
+            Lang::Python => listing("import calc\n", n, |i, (a, b)| {
+                let below = below((a, b));
+                format!("\n\ndef test_step_{i:02}_at_zero_and_below():\n    assert calc.step_{i:02}(0) == {b}\n    assert calc.step_{i:02}(-1) == {below}\n")
+            }),
+            Lang::JavaScript => listing(
+                "const test = require('node:test');\nconst assert = require('node:assert');\nconst calc = require('../../../src/calc');\n",
+                n,
+                |i, (a, b)| {
+                    let below = below((a, b));
+                    format!("\ntest('step{i:02} at zero and below', () => {{\n  assert.strictEqual(calc.step{i:02}(0), {b});\n  assert.strictEqual(calc.step{i:02}(-1), {below});\n}});\n")
+                },
+            ),
+            Lang::Rust => listing("use calc::*;\n", n, |i, (a, b)| {
+                let below = below((a, b));
+                format!("\n#[test]\nfn step_{i:02}_at_zero_and_below() {{\n    assert_eq!(step_{i:02}(0), {b});\n    assert_eq!(step_{i:02}(-1), {below});\n}}\n")
+            }),
         }
-        out
     }
 
     /// Writes the project into `dir` (a new git repository): the target as it starts, its tests
@@ -251,6 +214,16 @@ impl Shape {
 }
 
 /// Function `i`'s slope and offset.
+/// `head`, then `item(i, coefficients(i))` for each of the first `n` functions: the shape of
+/// every file a [`Shape`] writes.
+fn listing(head: &str, n: usize, item: impl Fn(usize, (usize, usize)) -> String) -> String {
+    let mut out = head.to_string();
+    for i in 0..n {
+        out.push_str(&item(i, coefficients(i)));
+    }
+    out
+}
+
 fn coefficients(i: usize) -> (usize, usize) {
     (2 + i % 5, 3 + i % 7)
 }
