@@ -36,6 +36,22 @@ fn agents(dir: &Path, bin: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// `agents list --json` run by `cmd` (see [`agents`]): every agent's entry.
+fn list_json(cmd: &mut assert_cmd::Command) -> Vec<Value> {
+    let out = cmd.args(["list", "--json"]).assert().success();
+    match json(&out.get_output().stdout) {
+        Value::Array(list) => list,
+        other => panic!("not a list: {other}"),
+    }
+}
+
+/// The entry of the agent `name` in `list`.
+fn named<'a>(list: &'a [Value], name: &str) -> &'a Value {
+    list.iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no agent {name}"))
+}
+
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out).unwrap()
 }
@@ -48,19 +64,8 @@ fn list_says_which_agents_are_installed_and_signed_in() {
     std::fs::create_dir_all(dir.path().join(".codex")).unwrap();
     std::fs::write(dir.path().join(".codex/auth.json"), "{}").unwrap();
 
-    let out = agents(dir.path(), &bin)
-        .args(["list", "--json"])
-        .assert()
-        .success();
-    let list = json(&out.get_output().stdout);
-    let entry = |name: &str| -> Value {
-        list.as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["name"] == name)
-            .cloned()
-            .unwrap()
-    };
+    let list = list_json(&mut agents(dir.path(), &bin));
+    let entry = |name: &str| named(&list, name).clone();
     let claude = entry("claude");
     assert_eq!(
         claude["binary"],
@@ -206,12 +211,8 @@ fn agents_never_run_here_are_marked_unverified() {
             "{line}"
         );
     }
-    let out = agents(dir.path(), &bin)
-        .args(["list", "--json"])
-        .assert()
-        .success();
-    let list = json(&out.get_output().stdout);
-    for entry in list.as_array().unwrap() {
+    let list = list_json(&mut agents(dir.path(), &bin));
+    for entry in &list {
         let name = entry["name"].as_str().unwrap();
         assert_eq!(entry["unverified"], unverified.contains(&name), "{name}");
     }
@@ -241,17 +242,8 @@ fn agents_from_config_are_listed_and_a_bad_one_names_its_line() {
         "agents:\n  - name: mine\n    title: My agent\n    binaries: [my-agent]\n    args: [run, \"{prompt}\"]\n    prompt: argument\n    format: plain\n",
     )
     .unwrap();
-    let out = agents(dir.path(), &bin)
-        .args(["list", "--json"])
-        .assert()
-        .success();
-    let list = json(&out.get_output().stdout);
-    let mine = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "mine")
-        .unwrap();
+    let list = list_json(&mut agents(dir.path(), &bin));
+    let mine = named(&list, "mine");
     assert_eq!(mine["configured"], true);
     assert_eq!(mine["auth"]["state"], "unknown");
     assert_eq!(
@@ -565,18 +557,8 @@ fn agents_add_writes_a_definition_that_loads_and_keeps_the_files_comments() {
     ] {
         assert!(text.contains(kept), "{kept} lost:\n{text}");
     }
-    let out = agents(dir.path(), &bin)
-        .env("MY_AGENT_KEY", "k")
-        .args(["list", "--json"])
-        .assert()
-        .success();
-    let list = json(&out.get_output().stdout);
-    let mine = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "mine")
-        .unwrap();
+    let list = list_json(agents(dir.path(), &bin).env("MY_AGENT_KEY", "k"));
+    let mine = named(&list, "mine");
     assert_eq!(mine["configured"], true);
     assert_eq!(mine["format"], "claude-stream-json");
     assert_eq!(mine["auth"]["state"], "ready");

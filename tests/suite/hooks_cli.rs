@@ -16,6 +16,14 @@ fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `cmd` and asserts it exits with 0, showing its stderr when not; its output.
+#[track_caller]
+fn succeeded(cmd: &mut assert_cmd::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -66,8 +74,7 @@ async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed(
     assert_eq!(sessions(dir.path()), 0, "no session was made");
 
     // Trusted: it runs.
-    let out = hooks_cmd(dir.path()).arg("trust").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).arg("trust"));
     let said = stdout(&out);
     assert!(said.starts_with("trusted stamp (on_after_gen) "), "{said}");
     assert!(
@@ -146,11 +153,7 @@ async fn trust_by_name_trusts_only_that_hook_and_keeps_other_projects() {
         r#"{"projects": {"/elsewhere": {"lint": "00"}}}"#,
     );
 
-    let out = hooks_cmd(dir.path())
-        .args(["trust", "checker"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).args(["trust", "checker"]));
     let said = stdout(&out);
     assert!(
         said.starts_with("trusted checker (on_after_gen,on_success) "),
@@ -230,8 +233,7 @@ async fn validate_lists_each_hook_with_its_trust_and_refuses_a_bad_file() {
         .args(["trust", "fmt"])
         .assert()
         .success();
-    let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).arg("validate"));
     insta::assert_snapshot!(stdout(&out));
     let err = stderr(&out);
     assert!(
@@ -299,11 +301,7 @@ async fn claude_hooks_import_into_a_config_that_validates() {
         "pytest -q || exit 2\n",
     );
 
-    let out = hooks_cmd(dir.path())
-        .args(["import", "--from", "claude"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).args(["import", "--from", "claude"]));
     let yaml = stdout(&out);
     insta::assert_snapshot!(yaml);
     let parsed: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
@@ -326,8 +324,7 @@ async fn claude_hooks_import_into_a_config_that_validates() {
 
     // The output loads as a config: validate lists the imported hooks, not yet trusted.
     write(dir.path(), "ralph.config.yaml", &yaml);
-    let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).arg("validate"));
     let listed = stdout(&out);
     for line in [
         "claude-user-prompt-submit-1  on_before_gen      shell  warn_continue  new",
@@ -387,12 +384,11 @@ async fn codex_notify_and_hooks_import_into_a_config_that_validates() {
         "config.toml",
         "model = \"gpt-5-codex\"\nnotify = [\"notify-send\", \"Codex is done\"]\n\n[[hooks.PostToolUse]]\nmatcher = \"apply_patch\"\n\n[[hooks.PostToolUse.hooks]]\ntype = \"command\"\ncommand = \"ruff format .\"\ntimeout = 20\n\n[[hooks.SessionStart]]\n[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = \"git status\"\n",
     );
-    let out = hooks_cmd(dir.path())
-        .env("CODEX_HOME", &codex_home)
-        .args(["import", "--from", "codex"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(
+        hooks_cmd(dir.path())
+            .env("CODEX_HOME", &codex_home)
+            .args(["import", "--from", "codex"]),
+    );
     let yaml = stdout(&out);
     let parsed: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
     assert_eq!(
@@ -407,8 +403,7 @@ async fn codex_notify_and_hooks_import_into_a_config_that_validates() {
     assert_has(&yaml, &["one JSON argument", "# - SessionStart in"]);
 
     write(dir.path(), "ralph.config.yaml", &yaml);
-    let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).arg("validate"));
     assert!(
         stdout(&out).contains("codex-notify-1         on_success    shell  warn_continue  new"),
         "{}",
@@ -422,11 +417,7 @@ async fn codex_notify_and_hooks_import_into_a_config_that_validates() {
         ".codex/config.toml",
         "notify = [\"say\", \"done\"]\n",
     );
-    let out = hooks_cmd(dir.path())
-        .args(["import", "--from", "codex"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = succeeded(hooks_cmd(dir.path()).args(["import", "--from", "codex"]));
     assert_eq!(
         stdout(&out).matches("command: \"say done\"").count(),
         1,

@@ -17,6 +17,13 @@ fn with_hooks(dir: &std::path::Path, hooks: &str) {
     std::fs::create_dir_all(dir.join(".hook-out")).unwrap();
 }
 
+/// `medians(n)` with `hooks` (see [`with_hooks`]), and a server whose Artisan fixes each file.
+async fn hooked_medians(n: usize, hooks: &str) -> (tempfile::TempDir, MockLlm) {
+    let dir = medians(n);
+    with_hooks(dir.path(), hooks);
+    (dir, artisan_always("python", FIXED_PY).await)
+}
+
 fn batch(dir: &std::path::Path, llm: &MockLlm) -> assert_cmd::assert::Assert {
     ralph_with_chaos(dir, llm)
         .args(["hooks", "trust"])
@@ -41,11 +48,8 @@ fn read(dir: &std::path::Path, name: &str) -> Option<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
-    let dir = medians(3);
-    let p = dir.path();
-    let llm = artisan_always("python", FIXED_PY).await;
-    with_hooks(
-        p,
+    let (dir, llm) = hooked_medians(
+        3,
         r#"  pre_task:
     - type: shell
       name: gate
@@ -57,7 +61,9 @@ async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
       command: 'cat > ".hook-out/post-$TASK_ID.json"'
       on_failure: warn_continue
 "#,
-    );
+    )
+    .await;
+    let p = dir.path();
     batch(p, &llm).code(0);
     let report = batch_report(p);
     let entries = report["entries"].as_array().unwrap();
@@ -105,11 +111,8 @@ async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
-    let dir = medians(3);
-    let p = dir.path();
-    let llm = artisan_always("python", FIXED_PY).await;
-    with_hooks(
-        p,
+    let (dir, llm) = hooked_medians(
+        3,
         r#"  pre_task:
     - type: shell
       name: flaky
@@ -120,7 +123,9 @@ async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
       command: 'test "$TASK_ID" != 2 || { echo "quota spent" >&2; exit 1; }'
       on_failure: abort_loop
 "#,
-    );
+    )
+    .await;
+    let p = dir.path();
     // The aborting hook failed: the batch fails with it.
     batch(p, &llm).code(1);
     let report = batch_report(p);
@@ -156,13 +161,11 @@ async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_with_an_untrusted_task_hook_starts_nothing() {
-    let dir = medians(1);
-    let p = dir.path();
-    let llm = artisan_always("python", FIXED_PY).await;
-    with_hooks(
-        p,
+    let (dir, llm) = hooked_medians(1,
         "  pre_task:\n    - type: shell\n      name: gate\n      command: touch .hook-out/ran\n      on_failure: abort_loop\n",
-    );
+    )
+    .await;
+    let p = dir.path();
     let out = ralph_with_chaos(p, &llm)
         .args(["batch", "specs/median-0.md", "--no-adversarial"])
         .assert()
