@@ -87,6 +87,15 @@ pub(super) fn ralph_in(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     ralph_with_chaos(dir, llm)
 }
 
+/// `ralph-loop status --json` in `dir`, which must succeed: what it prints.
+pub(super) fn status_json(dir: &Path, llm: &MockLlm) -> Value {
+    let out = ralph_in(dir, llm)
+        .args(["status", "--json"])
+        .assert()
+        .code(0);
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
 /// The three specs most tests queue, in the order they queue them.
 pub(super) const FIX_THREE: [&str; 3] = [
     "specs/fix-median.md",
@@ -603,11 +612,7 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
         status.contains("Inbox: 1 pending, 0 active, 0 done, 0 failed"),
         "{status}"
     );
-    let json = ralph_in(p, &llm)
-        .args(["status", "--json"])
-        .assert()
-        .code(0);
-    let json: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let json = status_json(p, &llm);
     assert_eq!(json["mode"], "agent");
     assert_eq!(json["running"], false);
     assert_eq!(json["inbox"]["pending"], 1);

@@ -11,7 +11,8 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use super::agent::{
-    git, inbox_add, project as agent_project, ralph_in, records, spawn_agent_to, subjects,
+    git, inbox_add, project as agent_project, ralph_in, records, spawn_agent_to, status_json,
+    subjects,
 };
 use super::regent::{project as loop_project, result, say, status, Project};
 use super::support::*;
@@ -256,11 +257,7 @@ async fn a_second_ctrl_c_in_agent_mode_kills_the_tests_at_once_and_the_next_agen
     assert_eq!(all[0]["status"], "active", "{all:?}");
     let session = read_json(&p.join(".ralph/agent-session.json"));
     assert_eq!(session["current_spec_id"], ids[0].as_str());
-    let json = ralph_in(p, &llm)
-        .args(["status", "--json"])
-        .assert()
-        .code(0);
-    let json: Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let json = status_json(p, &llm);
     assert_eq!(json["mode"], "agent");
     assert_eq!(json["running"], false);
     assert_eq!(json["inbox"]["active"], 1);

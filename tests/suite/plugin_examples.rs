@@ -46,6 +46,15 @@ fn fix(dir: &Path, llm: &MockLlm, target: &str) -> (i32, Value) {
     (code, report(dir))
 }
 
+/// Runs [`fix`] and asserts the run succeeded; its report.
+#[track_caller]
+fn fixed(dir: &Path, llm: &MockLlm, target: &str) -> Value {
+    let (code, report) = fix(dir, llm, target);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "success");
+    report
+}
+
 /// What `program args` prints for `input` on stdin, in `dir`: the formatter as the test runs
 /// it, outside ralph-loop.
 fn piped(dir: &Path, program: &str, args: &[&str], input: &str) -> String {
@@ -89,9 +98,7 @@ async fn the_formatter_writes_a_python_fix_as_ruff_formats_it() {
     let dir = fixture("py-median");
     install(dir.path(), &["formatter"], |_, entry| entry);
     let llm = artisan_always("python", UGLY_PY).await;
-    let (code, report) = fix(dir.path(), &llm, "median.py");
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(report["status"], "success");
+    let report = fixed(dir.path(), &llm, "median.py");
     let written = read(dir.path(), "median.py");
     let ruff = piped(
         dir.path(),
@@ -126,9 +133,7 @@ async fn the_formatter_writes_a_javascript_fix_as_prettier_formats_it() {
         entry.replace("read_paths: []", "read_paths: [node_modules]")
     });
     let llm = artisan_always("javascript", UGLY_JS).await;
-    let (code, report) = fix(dir.path(), &llm, "src/median.js");
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(report["status"], "success");
+    fixed(dir.path(), &llm, "src/median.js");
     let written = read(dir.path(), "src/median.js");
     let prettier = piped(
         dir.path(),
@@ -154,9 +159,7 @@ async fn the_formatter_writes_a_rust_fix_as_rustfmt_formats_it() {
     let dir = fixture("rs-median");
     install(dir.path(), &["formatter"], |_, entry| entry);
     let llm = artisan_always("rust", UGLY_RS).await;
-    let (code, report) = fix(dir.path(), &llm, "src/lib.rs");
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(report["status"], "success");
+    fixed(dir.path(), &llm, "src/lib.rs");
     let written = read(dir.path(), "src/lib.rs");
     let rustfmt = piped(
         dir.path(),
@@ -200,9 +203,7 @@ async fn the_security_scan_vetoes_a_shell_call_and_bandits_reason_reaches_the_ar
     install(dir.path(), &["security-scan"], |_, entry| entry);
     let llm = artisan_writes("python", [SHELL_PY, FIXED_PY]).await;
 
-    let (code, report) = fix(dir.path(), &llm, "median.py");
-    assert_eq!(code, 0, "{report:#}");
-    assert_eq!(report["status"], "success");
+    let report = fixed(dir.path(), &llm, "median.py");
     assert_eq!(report["iterations"], 2, "the veto cost an iteration");
     assert_eq!(read(dir.path(), "median.py"), FIXED_PY);
     let artisan = llm.requests_of("artisan").await;
