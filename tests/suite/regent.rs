@@ -128,6 +128,15 @@ impl Project {
         (code, events)
     }
 
+    /// Runs the loop to its end and asserts it exits with `code` (showing the events when
+    /// not): its events.
+    #[track_caller]
+    pub(super) fn run_to(&self, code: i32) -> Vec<Value> {
+        let (got, events) = self.run();
+        assert_eq!(got, code, "{events:#?}");
+        events
+    }
+
     /// Runs the loop to its end: its exit code, its events and what it said on stderr.
     pub(super) fn run_told(&self) -> (i32, Vec<Value>, String) {
         let out = self.ralph().output().unwrap();
@@ -213,8 +222,7 @@ pub(super) fn two_tasks() -> String {
 #[test]
 fn the_loop_works_through_the_tasks_commits_each_and_ends_at_the_exit_gate() {
     let p = project(&two_tasks(), "", "");
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let finished = of_type(&events, "loop_finished");
     let report = &finished[0]["report"];
     assert_eq!(report["status"], "complete");
@@ -304,8 +312,7 @@ esac"#
     ] {
         git(&p.root, &["config", key, value]);
     }
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     // No warning (an empty list is left out).
     assert!(
@@ -374,8 +381,7 @@ fn a_crash_is_restarted_after_a_backoff_and_a_finished_run_resets_the_count() {
         result(0.01)
     );
     let p = project(&body, "", "");
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let actions = regent_actions(&events);
     assert_eq!(
         actions[..3],
@@ -401,8 +407,7 @@ fn a_crash_is_restarted_after_a_backoff_and_a_finished_run_resets_the_count() {
 #[test]
 fn an_agent_that_keeps_crashing_stops_the_loop_after_max_retries() {
     let p = project("exit 1", "  max_retries: 2\n", "");
-    let (code, events) = p.run();
-    assert_eq!(code, 6, "{events:#?}");
+    let events = p.run_to(6);
     assert_eq!(of_type(&events, "agent_started").len(), 3);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "agent_failed");
@@ -429,8 +434,7 @@ fn a_hung_agent_is_killed_and_restarted_and_a_busy_silent_one_is_left_to_work() 
     );
     let p = project(&body, "  hang_timeout_seconds: 0.6\n", "");
     let started = Instant::now();
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     assert!(started.elapsed() < Duration::from_secs(20));
     let actions = regent_actions(&events);
     assert!(actions.contains(&"hung".to_string()), "{actions:?}");
@@ -477,8 +481,7 @@ fn failing_tests_after_a_commit_are_rolled_back() {
     std::fs::write(p.root.join("done.txt"), "ok\n").unwrap();
     git(&p.root, &["add", "done.txt"]);
     git(&p.root, &["commit", "-q", "-m", "tests pass"]);
-    let (code, events) = p.run();
-    assert_eq!(code, 4, "{events:#?}");
+    let events = p.run_to(4);
     let log = p.log();
     assert!(
         log[0].starts_with("Revert \"[ralph] Work on T-1"),
@@ -502,8 +505,7 @@ fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
         result(0.01)
     );
     let p = project(&body, "  rollback_on_test_failure: true\n", "");
-    let (code, events) = p.run();
-    assert_eq!(code, 7, "{events:#?}");
+    let events = p.run_to(7);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "revert_failed");
     assert!(report["reason"]
@@ -528,8 +530,7 @@ fn no_progress_opens_the_breaker_and_breaker_reset_closes_it() {
     std::fs::write(p.root.join("done.txt"), "ok\n").unwrap();
     git(&p.root, &["add", "done.txt"]);
     git(&p.root, &["commit", "-q", "-m", "tests pass"]);
-    let (code, events) = p.run();
-    assert_eq!(code, 5, "{events:#?}");
+    let events = p.run_to(5);
     let moves: Vec<(String, String)> = of_type(&events, "breaker_changed")
         .iter()
         .map(|e| {
@@ -582,8 +583,7 @@ fn an_exit_signal_the_tests_contradict_three_times_stops_with_gate_disagreement(
         result(0.0)
     );
     let p = project(&body, "", "");
-    let (code, events) = p.run();
-    assert_eq!(code, 5, "{events:#?}");
+    let events = p.run_to(5);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "gate_disagreement");
     assert_eq!(report["iterations"], 3);
@@ -616,8 +616,7 @@ fn the_budget_stops_the_loop_between_iterations_and_the_iteration_cap_kills_with
         "budgets:\n  max_iterations: 1\n",
     );
     let started = Instant::now();
-    let (code, events) = p.run();
-    assert_eq!(code, 4, "{events:#?}");
+    let events = p.run_to(4);
     assert!(started.elapsed() < Duration::from_secs(10));
     let ended = &of_type(&events, "agent_ended")[0];
     assert_eq!(ended["ending"], "over_cost");
@@ -1007,8 +1006,7 @@ fn tdd_fails_only_on_regressions_and_counts_tests_passing_anew() {
         result(0.0)
     );
     let p = tdd_project(&body, "  rollback_on_test_failure: true\n");
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let baseline = read_json(&p.root.join(".ralph/test_baseline.json"));
     assert_eq!(baseline["scope"], "global");
     assert_eq!(baseline["passing"], json!(["test_calc.py::test_a"]));
@@ -1052,8 +1050,7 @@ fn a_project_without_tests_bootstraps_then_turns_its_gates_on() {
             1,
         );
     std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let notes: Vec<String> = of_type(&events, "note")
         .iter()
         .map(|n| n["message"].as_str().unwrap().to_string())
@@ -1103,8 +1100,7 @@ fn a_task_whose_tests_are_not_required_is_not_held_to_them() {
     )
     .unwrap();
     git(&p.root, &["commit", "-qam", "tasks"]);
-    let (code, events) = p.run();
-    assert_eq!(code, 4, "{events:#?}");
+    let events = p.run_to(4);
     assert!(of_type(&events, "note").iter().any(|n| n["message"]
         .as_str()
         .unwrap()
@@ -1173,8 +1169,7 @@ fn each_commit_is_pushed_when_asked_and_a_failed_push_is_a_warning() {
         &["remote", "add", "origin", remote.to_str().unwrap()],
     );
     git(&p.root, &["push", "-q", "-u", "origin", "main"]);
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     assert_eq!(
         regent_actions(&events)
             .iter()
@@ -1187,8 +1182,7 @@ fn each_commit_is_pushed_when_asked_and_a_failed_push_is_a_warning() {
 
     // No upstream to push to: the loop goes on, and says so.
     let p = project(&two_tasks(), "", "git:\n  push: true\n");
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     assert!(of_type(&events, "warning")
         .iter()
         .any(|w| w["message"].as_str().unwrap().starts_with("cannot push")));
