@@ -97,8 +97,7 @@ async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
     let timings = &report["timings"];
     assert!(timings["test_ms"].as_u64().unwrap() > timings["overhead_ms"].as_u64().unwrap());
     // The Artisan was shown the finding and Chaos's file, apart from the unit tests.
-    let artisan = llm.requests_of("artisan").await;
-    let second = user_prompt(&artisan[1]);
+    let second = prompt_to(&llm, "artisan", 1).await;
     assert_has(
         &second,
         &[
@@ -108,8 +107,7 @@ async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
         ],
     );
     // Chaos's first prompt says how its file runs and what to try.
-    let chaos = llm.requests_of("chaos").await;
-    let first = user_prompt(&chaos[0]);
+    let first = prompt_to(&llm, "chaos", 0).await;
     assert_has(
         &first,
         &[
@@ -165,8 +163,7 @@ async fn typescript_chaos_finds_the_overflow_of_the_middle_pair() {
         "{a:#}"
     );
     assert_eq!(a["tests_generated"], 3, "{a:#}");
-    let chaos = llm.requests_of("chaos").await;
-    let first = user_prompt(&chaos[0]);
+    let first = prompt_to(&llm, "chaos", 0).await;
     assert_has(
         &first,
         &[
@@ -248,8 +245,7 @@ async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 3);
     assert_eq!(report["reverts"], 1);
-    let artisan = llm.requests_of("artisan").await;
-    let third = user_prompt(&artisan[2]);
+    let third = prompt_to(&llm, "artisan", 2).await;
     assert!(third.contains("so it was undone"), "{third}");
     assert!(third.contains(FIXED_PY.lines().nth(2).unwrap()), "{third}");
     assert!(

@@ -159,8 +159,7 @@ async fn a_thin_rust_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     assert_eq!(c["pct"], 100.0, "{c:#}");
     assert_eq!(c["runs"], 2, "{c:#}");
     assert_eq!(report["adversarial"]["rounds"], 2);
-    let chaos = llm.requests_of("chaos").await;
-    let second = user_prompt(&chaos[1]);
+    let second = prompt_to(&llm, "chaos", 1).await;
     assert_has(
         &second,
         &[

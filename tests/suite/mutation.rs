@@ -90,8 +90,7 @@ async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_lis
     let mutants = doc["files"]["median.py"]["mutants"].as_array().unwrap();
     assert_eq!(mutants.len() as u64, m["scores"]["total"].as_u64().unwrap());
     // Chaos's second call was shown the survivors to kill.
-    let chaos = llm.requests_of("chaos").await;
-    let second = user_prompt(&chaos[1]);
+    let second = prompt_to(&llm, "chaos", 1).await;
     assert_has(
         &second,
         &[
@@ -226,8 +225,7 @@ async fn javascript_weak_tests_leave_survivors_that_chaos_s_tests_kill() {
     assert_eq!(m["runs"], 2, "the changed lines, then the survivors: {m:#}");
     assert_eq!(a["mutation_score"], 100.0, "{a:#}");
     // The weak tests left survivors: Chaos was shown them, by line and edit.
-    let chaos = llm.requests_of("chaos").await;
-    let second = user_prompt(&chaos[1]);
+    let second = prompt_to(&llm, "chaos", 1).await;
     assert_has(
         &second,
         &["# Mutants your tests must kill", "ArithmeticOperator"],
@@ -366,8 +364,7 @@ async fn rust_weak_tests_leave_a_survivor_below_the_gate_and_keep_no_file() {
     assert!(s["original"].as_str().unwrap().contains("% 2"), "{s}");
     assert!(s["id"].as_str().unwrap().starts_with("9:"), "{s}");
     assert_eq!(m["runs"], 2, "the whole scope, then the survivor: {m}");
-    let chaos = llm.requests_of("chaos").await;
-    let second = user_prompt(&chaos[1]);
+    let second = prompt_to(&llm, "chaos", 1).await;
     assert!(second.contains("replace % with / in median"), "{second}");
     // The report in the open schema; the user's tree untouched: no mutant, no cargo-mutants
     // output, and no Chaos file kept by a run that did not succeed.

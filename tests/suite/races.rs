@@ -84,8 +84,7 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
     assert!(session.join("chaos/ralph_interleave.py").is_file());
     assert!(!dir.path().join("ralph_interleave.py").exists());
     // The Artisan's second prompt showed the failing interleaving.
-    let artisan = llm.requests_of("artisan").await;
-    let second = user_prompt(&artisan[1]);
+    let second = prompt_to(&llm, "artisan", 1).await;
     assert!(
         second.contains("test_concurrent_adds_are_not_lost"),
         "{second}"

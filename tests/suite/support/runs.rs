@@ -81,3 +81,12 @@ pub fn assert_has(text: &str, wants: &[&str]) {
         assert!(text.contains(want), "no {want:?} in:\n{text}");
     }
 }
+
+/// The user prompt of the `n`th request (from 0) that `role` got.
+pub async fn prompt_to(llm: &MockLlm, role: &str, n: usize) -> String {
+    let asked = llm.requests_of(role).await;
+    let request = asked
+        .get(n)
+        .unwrap_or_else(|| panic!("{role} was asked {} times, not {}", asked.len(), n + 1));
+    super::user_prompt(request)
+}
