@@ -117,6 +117,14 @@ fn loop_stderr(p: &Project) -> String {
 }
 
 /// `ralph-loop loop PROMPT.md --output jsonl` run to its end: its exit code and its events.
+/// Runs [`run_loop`] and asserts it exits with `code` (showing the events when not): its events.
+#[track_caller]
+fn run_loop_to(p: &Project, code: i32) -> Vec<Value> {
+    let (got, events) = run_loop(p);
+    assert_eq!(got, code, "{events:#?}");
+    events
+}
+
 fn run_loop(p: &Project) -> (i32, Vec<Value>) {
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, &p.root);
@@ -332,8 +340,7 @@ fn sigterm_lets_the_loop_s_iteration_finish_and_commit_then_stops_with_130() {
     assert_eq!(report["commits"].as_array().unwrap().len(), 1);
 
     // The next loop runs (the lock is free) and ends at the exit gate.
-    let (code, events) = run_loop(&p);
-    assert_eq!(code, 0, "{events:#?}");
+    run_loop_to(&p, 0);
     assert_eq!(p.state_file()["status"], "complete");
     assert_eq!(git(&p.root, &["ls-files", "done.txt"]).trim(), "done.txt");
     assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
@@ -395,8 +402,7 @@ fn a_second_sigterm_kills_the_agent_s_tree_at_once_and_the_next_loop_goes_on() {
     );
 
     // The next loop is not refused (the lock went with the process) and ends at the gate.
-    let (code, events) = run_loop(&p);
-    assert_eq!(code, 0, "{events:#?}");
+    run_loop_to(&p, 0);
     let state = p.state_file();
     assert_eq!(state["status"], "complete");
     assert_ne!(state["ralph_pid"], ralph.pid());
@@ -418,8 +424,7 @@ fn rolled_back_and_pushed(body: &str) -> (Project, PathBuf, Vec<Value>) {
     git(&p.root, &["commit", "-q", "-m", "tests pass"]);
     let remote = with_remote(&p);
 
-    let (code, events) = run_loop(&p);
-    assert_eq!(code, 4, "{events:#?}");
+    let events = run_loop_to(&p, 4);
     (p, remote, events)
 }
 
