@@ -26,6 +26,7 @@
 //!   with [`lock`] (one run per target file),
 //!   [`vault`] (the MemoryVault on LanceDB, embedders), [`guard`] (LocalGuard built from the
 //!   config, and `guard scan`).
+//! - Tests: `testkit`, the one support module of the unit tests (built only for them).
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 //!
@@ -64,5 +65,7 @@ pub(crate) mod remote;
 pub mod views;
 pub mod app;
 pub mod micro_agent;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 pub use error::{Error, Result};

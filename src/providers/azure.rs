@@ -212,8 +212,8 @@ impl super::Provider for AzureClient {
 pub(crate) mod tests {
     use super::*;
     use crate::providers::conformance::{kind_of, Wire};
-    use crate::providers::testkit::*;
     use crate::providers::Provider;
+    use crate::testkit::wire::*;
     use serde_json::json;
     use std::time::{Duration, Instant};
     use wiremock::matchers::{header, method, path, query_param};
@@ -391,7 +391,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_stalled_stream_is_sent_again() {
-        use crate::providers::http::test_server::stalling_then;
+        use crate::testkit::server::stalling_then;
         use std::sync::atomic::Ordering;
         let client = |url: String, retries: u32| {
             azure_at(&url, |o| {

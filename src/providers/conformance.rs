@@ -12,9 +12,9 @@ use ralph_actors::ports::llm::{LlmClient, LlmError};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::http::test_server;
 use super::options::ClientOptions;
-use super::testkit::{failure, garbage, request, serving};
+use crate::testkit::server;
+use crate::testkit::wire::{failure, garbage, request, serving};
 
 /// A change to a client's options.
 pub type Tweak = fn(&mut ClientOptions);
@@ -48,7 +48,7 @@ pub fn kind_of(status: u16, busy: &'static str, failed: &'static str) -> &'stati
 /// Every provider of the table.
 fn wires() -> Vec<Wire> {
     vec![
-        super::testkit::openai_wire(),
+        crate::testkit::wire::openai_wire(),
         super::anthropic::tests::wire(),
         super::gemini::tests::wire(),
         super::ollama::tests::wire(),
@@ -136,7 +136,7 @@ async fn every_provider_calls_a_page_that_is_not_its_json_an_invalid_reply() {
 async fn every_provider_sends_a_stalled_stream_again_then_reports_it() {
     each(|w| async move {
         let (first, content_type) = (w.first)();
-        let (url, served) = test_server::stalling(content_type, &first).await;
+        let (url, served) = server::stalling(content_type, &first).await;
         let stalls_briefly = (w.client)(&url, |o| {
             o.idle_timeout = Duration::from_millis(200);
             o.max_retries = 1;

@@ -437,7 +437,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::providers::conformance::{kind_of, Wire};
 
-    use crate::providers::testkit::{
+    use crate::testkit::wire::{
         failure, last_body, options_at, reply_to, request, sealed, serving, with_fast_retries,
     };
     use serde_json::json;

@@ -198,7 +198,7 @@ impl<P: Provider> Provider for Limited<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::testkit::request;
+    use crate::testkit::wire::request;
     use ralph_actors::ports::llm::ChatMessage;
     use ralph_actors::schema::usage::Usage;
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -32,9 +32,7 @@ mod source;
 pub mod tokens;
 
 #[cfg(test)]
-pub(crate) mod testkit;
-#[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 
 pub use crate::http::retry::RetryPolicy;
 pub use anthropic::AnthropicClient;

@@ -300,7 +300,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::providers::conformance::Wire;
 
-    use crate::providers::testkit::{
+    use crate::testkit::wire::{
         closed_port, failure, last_body, options_at, reply_to, serving, with_fast_retries,
     };
     use serde_json::{json, Value};

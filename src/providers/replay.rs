@@ -321,7 +321,7 @@ impl LlmClient for ReplayClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::testkit::*;
+    use crate::testkit::wire::*;
     use ralph_actors::schema::usage::Usage;
     use wiremock::matchers::{body_string_contains, method};
     use wiremock::{Mock, MockServer};

@@ -206,7 +206,7 @@ impl LlmClient for Router {
 mod tests {
     use super::*;
     use crate::providers::options::ClientOptions;
-    use crate::providers::testkit::{self, *};
+    use crate::testkit::wire::{self as testkit, *};
     use wiremock::MockServer;
 
     /// A server that streams `ok` to every request, and a router whose `openai` is that server.

@@ -97,7 +97,7 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::providers::options::ClientOptions;
-    use crate::providers::testkit::*;
+    use crate::testkit::wire::*;
 
     #[tokio::test]
     async fn builds_each_source() {

@@ -19,8 +19,6 @@ pub mod project;
 mod reading;
 pub mod report;
 pub(crate) mod sandbox;
-#[cfg(test)]
-mod testkit;
 mod tools;
 
 pub use command::{note, ProcessRunner, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT};

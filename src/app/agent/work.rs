@@ -54,7 +54,7 @@ struct Queue {
 
 /// What the agent does next with the queue's free place.
 enum Next {
-    Run(Job),
+    Run(Box<Job>),
     /// The spec fetched was skipped or failed: fetch another.
     Again,
     /// Nothing can start now.
@@ -115,7 +115,7 @@ impl Agent {
                     break;
                 }
                 let mut job = match self.next(&mut q, shared).await? {
-                    Next::Run(job) => job,
+                    Next::Run(job) => *job,
                     Next::Again => continue,
                     Next::Wait => break,
                 };
@@ -202,7 +202,7 @@ impl Agent {
             return Ok(Next::Wait);
         }
         match self.before_task(&job, shared).await {
-            Before::Run => Ok(Next::Run(job)),
+            Before::Run => Ok(Next::Run(Box::new(job))),
             Before::Skip(why) => {
                 let progress = job.progress.clone().unwrap_or_default();
                 self.failed(&job.record, &progress, why)?;

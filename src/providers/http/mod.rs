@@ -32,9 +32,6 @@ mod reply;
 mod request;
 mod transport;
 
-#[cfg(test)]
-pub(crate) mod test_server;
-
 pub(crate) use crate::http::text::{chain, shorten};
 pub(crate) use endpoint::{
     join, key_env_or, missing_key, non_empty, resolve_base_url, resolve_key, Endpoint, Site,

@@ -145,8 +145,8 @@ impl Provider for OpenAiClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::http::test_server::stalling_then;
-    use crate::providers::testkit::*;
+    use crate::testkit::server::stalling_then;
+    use crate::testkit::wire::*;
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
     use wiremock::matchers::{method, path};

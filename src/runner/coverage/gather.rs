@@ -202,9 +202,9 @@ mod tests {
 
     use super::super::tool::check_coverage_tool;
     use super::*;
-    use crate::runner::coverage::testkit::plan;
-    use crate::runner::testkit::{node_project, project};
     use crate::runner::ProcessRunner;
+    use crate::testkit::plans::plan;
+    use crate::testkit::projects::{node_project, project};
 
     async fn run(plan: &TestPlan) -> TestRun {
         let mut runner = ProcessRunner::new(

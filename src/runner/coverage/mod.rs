@@ -21,8 +21,6 @@
 mod gather;
 mod lines;
 mod summary;
-#[cfg(test)]
-mod testkit;
 mod tool;
 
 pub use gather::with_coverage;

@@ -259,9 +259,9 @@ mod tests {
     use std::ffi::OsString;
 
     use super::*;
-    use crate::runner::coverage::testkit::plan;
     use crate::runner::coverage::with_coverage;
-    use crate::runner::testkit::{bare_python, node_tools, project};
+    use crate::testkit::plans::plan;
+    use crate::testkit::projects::{bare_python, node_tools, project};
 
     #[test]
     fn vitest_without_its_coverage_provider() {

@@ -40,8 +40,8 @@ pub(super) fn shell_quote(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{options, plans_with, project};
     use crate::runner::detect::Probe;
+    use crate::testkit::plans::{options, plans_with, project};
 
     #[test]
     fn report_paths_are_quoted_for_the_shell() {

@@ -16,8 +16,6 @@ mod python;
 mod rust;
 mod search;
 mod stack;
-#[cfg(test)]
-mod testkit;
 
 pub use command::custom_plan;
 pub use plans::{detect_plans, detect_plans_with, framework_plan, DetectError};

@@ -188,10 +188,10 @@ fn is_real_script(script: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{
+    use crate::runner::detect::{detect_plans_with, DetectError, Probe};
+    use crate::testkit::plans::{
         found, options, package, plans, project, real, report_path, write,
     };
-    use crate::runner::detect::{detect_plans_with, DetectError, Probe};
 
     #[test]
     fn a_package_json_needs_a_real_test_script_or_a_test_tool() {

@@ -183,7 +183,7 @@ fn stack_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{
+    use crate::testkit::plans::{
         found, options, package, plans, plans_with, project, real, report_path,
     };
 

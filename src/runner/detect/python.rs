@@ -66,9 +66,9 @@ pub(super) fn python_plan(framework: Framework, cwd: &Path, report_dir: &Path) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{options, plans_with, project, real, report_path, write};
     use crate::runner::detect::Probe;
     use crate::runner::plan::TestingOptions;
+    use crate::testkit::plans::{options, plans_with, project, real, report_path, write};
 
     /// The plan for `pkg/calc.py` in `root`, where pytest is importable or not.
     fn calc_plan(root: &Path, opts: &TestingOptions, importable: bool) -> TestPlan {

@@ -40,8 +40,8 @@ pub(super) fn rust_plan(framework: Framework, cwd: &Path) -> TestPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{options, plans_with, project};
     use crate::runner::detect::Probe;
+    use crate::testkit::plans::{options, plans_with, project};
 
     #[test]
     fn rust_gets_nextest_when_installed_else_cargo_test_with_json() {

@@ -142,7 +142,7 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::detect::testkit::{found, project, real};
+    use crate::testkit::plans::{found, project, real};
 
     #[test]
     fn project_root_is_the_nearest_git_ancestor() {

@@ -14,8 +14,6 @@
 mod findings;
 mod plan;
 mod run;
-#[cfg(test)]
-mod testkit;
 
 pub use plan::{lint_plan, LintError, LintPlan};
 pub use run::run_lint;

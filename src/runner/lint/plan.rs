@@ -219,8 +219,8 @@ mod tests {
     use std::ffi::OsString;
 
     use super::*;
-    use crate::runner::lint::testkit::{crate_project, ESLINT_CONFIG};
-    use crate::runner::testkit::{bare_python, node_project, project};
+    use crate::testkit::projects::{bare_python, node_project, project};
+    use crate::testkit::projects::{crate_project, ESLINT_CONFIG};
 
     /// Where nothing is installed.
     fn nowhere() -> ToolEnv {

@@ -134,9 +134,9 @@ mod tests {
     use crate::runner::language::Language;
     use crate::runner::lint::lint_plan;
     use crate::runner::lint::plan::check_lint_tool;
-    use crate::runner::lint::testkit::{crate_project, ESLINT_CONFIG};
     use crate::runner::plan::SandboxKind;
-    use crate::runner::testkit::{node_project, project};
+    use crate::testkit::projects::{crate_project, ESLINT_CONFIG};
+    use crate::testkit::projects::{node_project, project};
 
     fn limits(timeout: Duration) -> Limits {
         Limits {

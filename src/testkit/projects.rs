@@ -41,3 +41,18 @@ pub(crate) fn bare_python(dir: &Path) -> PathBuf {
     assert!(made.success());
     venv.join("bin/python")
 }
+
+/// The lint tests' eslint config.
+pub(crate) const ESLINT_CONFIG: &str = "module.exports = [{ rules: { 'no-unused-vars': 'error', \
+                                 eqeqeq: 'warn' } }];\n";
+
+pub(crate) fn crate_project(lib: &str) -> tempfile::TempDir {
+    project(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+                 [workspace]\n",
+        ),
+        ("src/lib.rs", lib),
+    ])
+}

@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate, Times};
 
-use super::openai::OpenAiClient;
-use super::options::{ClientOptions, ProviderSetup, Providers};
 use crate::http::retry::RetryPolicy;
+use crate::providers::openai::OpenAiClient;
+use crate::providers::options::{ClientOptions, ProviderSetup, Providers};
 
 pub const SERVED_MODEL: &str = "gpt-4.1-mini-2025-04-14";
 
@@ -66,7 +66,7 @@ pub fn client(server: &MockServer, tweak: impl FnOnce(&mut ClientOptions)) -> Op
 
 /// An OpenAI client for the base URL `base`, as [`client`].
 pub fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiClient {
-    let opts = options_at(base, super::openai::DEFAULT_API_KEY_ENV, tweak);
+    let opts = options_at(base, crate::providers::openai::DEFAULT_API_KEY_ENV, tweak);
     with_fast_retries(opts, OpenAiClient::new, OpenAiClient::with_retry_policy)
 }
 
@@ -207,15 +207,19 @@ pub fn error_reply(status: u16, message: &str, code: &str) -> ResponseTemplate {
 
 /// OpenAI's answers (and every OpenAI-compatible server's), for the providers' conformance
 /// table.
-pub fn openai_wire() -> super::conformance::Wire {
-    super::conformance::Wire {
+pub fn openai_wire() -> crate::providers::conformance::Wire {
+    crate::providers::conformance::Wire {
         name: "openai",
         model: "openai/gpt-4o",
         client: |base, tweak| Box::new(client_at(&format!("{base}/v1"), tweak)),
         stream: |deltas| sse_reply(deltas, Some(usage_json(10, 1, 0))),
         first: || (FIRST_CHUNK.to_string(), "text/event-stream"),
         error: |status, message| {
-            let code = super::conformance::kind_of(status, "rate_limit_exceeded", "server_error");
+            let code = crate::providers::conformance::kind_of(
+                status,
+                "rate_limit_exceeded",
+                "server_error",
+            );
             error_reply(status, message, code)
         },
     }

@@ -7,7 +7,7 @@ use crate::runner::detect::{detect_plans_with, Probe};
 use crate::runner::plan::{Framework, ReportSpec, TestPlan, TestingOptions};
 
 /// A temporary project: `files` are created (with parents), a trailing `/` makes a directory.
-pub(super) fn project(files: &[&str]) -> tempfile::TempDir {
+pub(crate) fn project(files: &[&str]) -> tempfile::TempDir {
     let tmp = match tempfile::tempdir() {
         Ok(t) => t,
         Err(e) => panic!("tempdir: {e}"),
@@ -26,24 +26,24 @@ pub(super) fn project(files: &[&str]) -> tempfile::TempDir {
     tmp
 }
 
-pub(super) fn write(dir: &Path, file: &str, text: &str) {
+pub(crate) fn write(dir: &Path, file: &str, text: &str) {
     fs::write(dir.join(file), text).ok();
 }
 
-pub(super) fn real(p: &Path) -> PathBuf {
+pub(crate) fn real(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// The frameworks and directories of the plans for `target`, pytest importable and nextest
 /// not installed.
-pub(super) fn found(target: &Path) -> Vec<(Framework, PathBuf)> {
+pub(crate) fn found(target: &Path) -> Vec<(Framework, PathBuf)> {
     let opts = options(&target.with_file_name("reports"));
     detect_plans_with(target, &opts, &Probe::fixed(true, false))
         .map(|plans| plans.into_iter().map(|p| (p.framework, p.cwd)).collect())
         .unwrap_or_default()
 }
 
-pub(super) fn options(report_dir: &Path) -> TestingOptions {
+pub(crate) fn options(report_dir: &Path) -> TestingOptions {
     TestingOptions {
         command: None,
         command_cwd: None,
@@ -63,7 +63,7 @@ pub(super) fn options(report_dir: &Path) -> TestingOptions {
 }
 
 /// The plans for `target` under `tmp`, with pytest and nextest as said.
-pub(super) fn plans_with(
+pub(crate) fn plans_with(
     tmp: &Path,
     target: &str,
     opts: &TestingOptions,
@@ -75,18 +75,18 @@ pub(super) fn plans_with(
     }
 }
 
-pub(super) fn plans(tmp: &Path, target: &str) -> Vec<TestPlan> {
+pub(crate) fn plans(tmp: &Path, target: &str) -> Vec<TestPlan> {
     let opts = options(&tmp.join(".ralph/reports"));
     plans_with(tmp, target, &opts, &Probe::fixed(true, false))
 }
 
-pub(super) fn package(tmp: &Path, json: &str) {
+pub(crate) fn package(tmp: &Path, json: &str) {
     write(tmp, "package.json", json);
 }
 
 /// The report file a plan's command writes, checked to be named in its command (or its
 /// NODE_OPTIONS) and to lie in the report directory.
-pub(super) fn report_path(plan: &TestPlan, report_dir: &Path) -> PathBuf {
+pub(crate) fn report_path(plan: &TestPlan, report_dir: &Path) -> PathBuf {
     let Some(ReportSpec {
         file: Some(file), ..
     }) = &plan.report
@@ -103,4 +103,16 @@ pub(super) fn report_path(plan: &TestPlan, report_dir: &Path) -> PathBuf {
         "{plan:?}"
     );
     file.clone()
+}
+
+/// The plan the coverage tests start from.
+pub(crate) fn plan(framework: Framework, command: &str, cwd: &Path) -> TestPlan {
+    TestPlan {
+        language: None,
+        framework,
+        command: command.to_string(),
+        cwd: cwd.to_path_buf(),
+        report: None,
+        env: Vec::new(),
+    }
 }
