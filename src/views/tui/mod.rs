@@ -517,11 +517,10 @@ fn diff_lines(place: &Place) -> Vec<String> {
 /// The working tree's change against git's index and last commit (an agent loop's work since
 /// its last commit), from the repository `dir` is in.
 fn git_diff(dir: &Path) -> Vec<String> {
-    let out = std::process::Command::new("git")
-        .args(["diff", "--no-color", "HEAD"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .output();
+    let mut git = std::process::Command::new("git");
+    git.args(["diff", "--no-color", "HEAD"]).current_dir(dir);
+    // The view waits for it: a git that hangs (a lock, a slow filesystem) is given up on.
+    let out = crate::process::probe::output(git, crate::process::probe::LIMIT);
     match out {
         Ok(out) if out.status.success() && out.stdout.is_empty() => {
             vec!["no change since the last commit".into()]

@@ -434,3 +434,34 @@ fn tasks_running_side_by_side_keep_their_views_apart() {
     ui.focus = None;
     assert_eq!(views.focused(&ui).session, "other", "the one begun last");
 }
+
+/// `git` in `dir`, which must succeed.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("git runs");
+    assert!(ok.success(), "git {args:?}");
+}
+
+#[test]
+fn a_loop_s_diff_is_its_work_since_the_last_commit_read_through_the_time_limited_probe() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("work.txt"), "one\n").expect("write");
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "first"]);
+    assert_eq!(
+        super::git_diff(dir.path()),
+        ["no change since the last commit"]
+    );
+    std::fs::write(dir.path().join("work.txt"), "two\n").expect("write");
+    let lines = super::git_diff(dir.path());
+    assert!(lines.iter().any(|l| l == "-one"), "{lines:?}");
+    assert!(lines.iter().any(|l| l == "+two"), "{lines:?}");
+    let outside = tempfile::tempdir().expect("temp dir");
+    let failed = super::git_diff(outside.path());
+    assert!(failed[0].starts_with("git diff failed"), "{failed:?}");
+}
