@@ -244,6 +244,21 @@ fn project_hooks(
 }
 
 /// How a spec's run ended.
+/// Why a spec has no plan.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unplanned {
+    #[error("the spec names no targets and has no task to plan them from")]
+    NothingToPlan,
+    /// The spec file cannot be read (a dry run reads it again).
+    #[error(transparent)]
+    Spec(#[from] crate::spec::SpecError),
+    /// No Librarian to plan with (its model, key or config).
+    #[error(transparent)]
+    NoModel(#[from] Error),
+    #[error(transparent)]
+    Planner(#[from] planner::PlanError),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Ended {
     /// Every target's tests pass.
@@ -347,7 +362,7 @@ impl Entry<'_> {
     }
 
     /// The spec's plan: already made, its front matter's targets, or the Librarian's.
-    pub(crate) async fn plan(&self, shared: Option<Arc<Budget>>) -> Result<Plan, String> {
+    pub(crate) async fn plan(&self, shared: Option<Arc<Budget>>) -> Result<Plan, Unplanned> {
         let front = &self.spec.front;
         if !front.targets.is_empty() {
             return Ok(Plan {
@@ -359,7 +374,7 @@ impl Entry<'_> {
             });
         }
         if self.spec.body.trim().is_empty() {
-            return Err("the spec names no targets and has no task to plan them from".into());
+            return Err(Unplanned::NothingToPlan);
         }
         let args = RunArgs {
             file: None,
@@ -368,17 +383,15 @@ impl Entry<'_> {
                 test_file: None,
             })
         };
-        let model = assistant_for(Role::Librarian, &args, self.root, &self.overrides(), shared)
-            .map_err(|e| e.to_string())?;
-        planner::plan(
+        let model = assistant_for(Role::Librarian, &args, self.root, &self.overrides(), shared)?;
+        Ok(planner::plan(
             &model.caller,
             &model.spec,
             &model.guard,
             self.root,
             &self.spec.body,
         )
-        .await
-        .map_err(|e| e.to_string())
+        .await?)
     }
 
     /// Runs the planned spec's targets in turn from where its progress says, until one does

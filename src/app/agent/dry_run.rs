@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::agent::AgentError;
-use crate::app::entry::{agent_dir, Entry, Progress};
+use crate::app::entry::{agent_dir, Entry, Progress, Unplanned};
 use crate::app::launch::{Launch, Rule};
 use crate::app::plan::{shared_tape, Overrides};
 use crate::cli::{AgentArgs, RunArgs};
@@ -56,9 +56,9 @@ async fn planned(
     record: &Record,
     base: &RunArgs,
     overrides: &Overrides,
-) -> Result<(Spec, Plan), String> {
+) -> Result<(Spec, Plan), Unplanned> {
     let dir = agent_dir(root, &record.id);
-    let spec = Spec::load(&root.join(&record.spec)).map_err(|e| e.to_string())?;
+    let spec = Spec::load(&root.join(&record.spec))?;
     let mut progress = Progress::load(&dir).unwrap_or_default();
     if let Some(plan) = progress.plan.clone() {
         return Ok((spec, plan));
@@ -78,7 +78,7 @@ async fn planned(
 }
 
 /// How the dry run shows `record`'s plan, or why it has none.
-fn shown(record: &Record, planned: Result<(Spec, Plan), String>) -> String {
+fn shown(record: &Record, planned: Result<(Spec, Plan), Unplanned>) -> String {
     let (spec, plan) = match planned {
         Ok(planned) => planned,
         Err(why) => return format!("{}  {}  cannot be planned: {why}\n", record.id, record.spec),
