@@ -149,7 +149,8 @@ async fn diff(State(s): State<Shared>, UrlPath((id, n)): UrlPath<(String, u32)>)
         Ok(Ok(text)) => {
             ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
         }
-        Ok(Err(why)) => said(StatusCode::NOT_FOUND, why),
+        Ok(Err(why)) if why.is_absent() => said(StatusCode::NOT_FOUND, why.to_string()),
+        Ok(Err(why)) => said(StatusCode::INTERNAL_SERVER_ERROR, why.to_string()),
         Err(e) => said(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

@@ -130,9 +130,30 @@ pub fn folder(root: &Path, id: &str) -> Option<PathBuf> {
     (valid && dir.is_dir()).then_some(dir)
 }
 
+/// Why there is no change to show for an iteration.
+#[derive(Debug, thiserror::Error)]
+pub enum NoDiff {
+    #[error("iteration {0} kept no version of the file")]
+    NotKept(u32),
+    #[error("iteration {0} made no commit")]
+    NoCommit(u32),
+    /// The loop's event log, which names its commits, cannot be read.
+    #[error("{0}")]
+    Log(#[from] std::io::Error),
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+}
+
+impl NoDiff {
+    /// There is nothing to show, as opposed to something that failed while looking.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, NoDiff::NotKept(_) | NoDiff::NoCommit(_))
+    }
+}
+
 /// The change iteration `n` made: for a fix session, its checkpoint against the last one kept
-/// before it (0: the original); for a loop, the commit it made. `Err` says why there is none.
-pub fn diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
+/// before it (0: the original); for a loop, the commit it made.
+pub fn diff(root: &Path, dir: &Path, n: u32) -> Result<String, NoDiff> {
     let id = dir
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -141,8 +162,7 @@ pub fn diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
         return loop_diff(root, dir, n);
     }
     let checkpoint = |i: u32| dir.join("checkpoints").join(format!("iteration-{i}"));
-    let after = std::fs::read_to_string(checkpoint(n))
-        .map_err(|_| format!("iteration {n} kept no version of the file"))?;
+    let after = std::fs::read_to_string(checkpoint(n)).map_err(|_| NoDiff::NotKept(n))?;
     let before = (0..n)
         .rev()
         .find_map(|i| std::fs::read_to_string(checkpoint(i)).ok())
@@ -169,8 +189,8 @@ fn original(dir: &Path) -> Option<String> {
 }
 
 /// A loop's iteration `n`: its commit, as `git show` prints it.
-fn loop_diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
-    let (events, _) = event_log::read(&dir.join(event_log::FILE)).map_err(|e| e.to_string())?;
+fn loop_diff(root: &Path, dir: &Path, n: u32) -> Result<String, NoDiff> {
+    let (events, _) = event_log::read(&dir.join(event_log::FILE))?;
     let commit = events.iter().find_map(|e| match &e.event {
         ralph_actors::events::event::Event::Regent {
             iteration,
@@ -185,8 +205,42 @@ fn loop_diff(root: &Path, dir: &Path, n: u32) -> Result<String, String> {
     });
     let commit = commit
         .filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))
-        .ok_or_else(|| format!("iteration {n} made no commit"))?;
-    crate::git::Repo::new(root.to_path_buf())
-        .show(&commit)
-        .map_err(|e| e.to_string())
+        .ok_or(NoDiff::NoCommit(n))?;
+    Ok(crate::git::Repo::new(root.to_path_buf()).show(&commit)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn a_fix_session_s_iteration_is_its_checkpoint_against_the_last_before_it() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let dir = root.path().join(".ralph/session-1");
+        write(&dir.join("original/median.js"), "a\n");
+        write(&dir.join("checkpoints/iteration-2"), "b\n");
+        let text = diff(root.path(), &dir, 2).expect("a diff");
+        assert!(text.contains("-a") && text.contains("+b"), "{text}");
+        let none = diff(root.path(), &dir, 1).expect_err("no checkpoint 1");
+        assert!(none.is_absent());
+        assert_eq!(none.to_string(), "iteration 1 kept no version of the file");
+    }
+
+    #[test]
+    fn a_loop_without_a_commit_or_a_log_says_which() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let dir = root.path().join(".ralph/loop-1");
+        write(&dir.join(event_log::FILE), "");
+        let none = diff(root.path(), &dir, 1).expect_err("no commit");
+        assert!(none.is_absent());
+        assert_eq!(none.to_string(), "iteration 1 made no commit");
+        std::fs::remove_file(dir.join(event_log::FILE)).expect("remove");
+        let failed = diff(root.path(), &dir, 1).expect_err("no log");
+        assert!(!failed.is_absent(), "{failed}");
+    }
 }
