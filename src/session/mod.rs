@@ -255,14 +255,27 @@ fn store_error(e: SessionError, path: &Path, writing: bool) -> StoreError {
     }
 }
 
+/// [`SessionDir::write_json`] and [`SessionDir::read_json`] with the port's errors, which name
+/// the file and whether it was being written or read.
+impl SessionDir {
+    fn store_json<T: Serialize>(&self, name: &str, value: &T) -> Result<(), StoreError> {
+        self.write_json(name, value)
+            .map_err(|e| store_error(e, &self.path(name), true))
+    }
+
+    fn load_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, StoreError> {
+        self.read_json(name)
+            .map_err(|e| store_error(e, &self.path(name), false))
+    }
+}
+
 #[async_trait::async_trait]
 impl SessionStore for SessionDir {
     async fn last_test_results(&self) -> Result<Option<TestRun>, StoreError> {
         match self.last_results_index() {
             Some(n) => {
                 let name = format!("test-results-iteration-{n}.json");
-                self.read_json(&name)
-                    .map_err(|e| store_error(e, &self.path(&name), false))
+                self.load_json(&name)
             }
             None => Ok(None),
         }
@@ -270,8 +283,7 @@ impl SessionStore for SessionDir {
 
     async fn save_test_results(&self, iteration: u32, run: &TestRun) -> Result<(), StoreError> {
         let name = format!("test-results-iteration-{iteration}.json");
-        self.write_json(&name, run)
-            .map_err(|e| store_error(e, &self.path(&name), true))
+        self.store_json(&name, run)
     }
 
     async fn save_adversarial_results(
@@ -281,8 +293,7 @@ impl SessionStore for SessionDir {
         run: &TestRun,
     ) -> Result<(), StoreError> {
         let name = format!("test-results-chaos-iteration-{iteration}-round-{round}.json");
-        self.write_json(&name, run)
-            .map_err(|e| store_error(e, &self.path(&name), true))
+        self.store_json(&name, run)
     }
 
     async fn save_mutation_report(
@@ -290,8 +301,7 @@ impl SessionStore for SessionDir {
         document: &serde_json::Value,
     ) -> Result<String, StoreError> {
         let name = "mutation-report.json";
-        self.write_json(name, document)
-            .map_err(|e| store_error(e, &self.path(name), true))?;
+        self.store_json(name, document)?;
         Ok(format!("{RALPH_DIR}/{PREFIX}{}/{name}", self.id))
     }
 
@@ -316,19 +326,16 @@ impl SessionStore for SessionDir {
     }
 
     async fn save_state(&self, state: &SessionState) -> Result<(), StoreError> {
-        self.write_json("state.json", state)
-            .map_err(|e| store_error(e, &self.path("state.json"), true))
+        self.store_json("state.json", state)
     }
 
     async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
-        self.write_json("report.json", report)
-            .map_err(|e| store_error(e, &self.path("report.json"), true))
+        self.store_json("report.json", report)
     }
 
     async fn test_results(&self, iteration: u32) -> Result<Option<TestRun>, StoreError> {
         let name = format!("test-results-iteration-{iteration}.json");
-        self.read_json(&name)
-            .map_err(|e| store_error(e, &self.path(&name), false))
+        self.load_json(&name)
     }
 
     async fn save_checkpoint(&self, iteration: u32, content: &str) -> Result<(), StoreError> {
