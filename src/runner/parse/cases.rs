@@ -64,6 +64,21 @@ impl Cases {
     }
 }
 
+/// Where a tool's report ends: the last of `lines` that `summary` matches, and the totals of
+/// its first group's counts (see [`add_counts`]); `None` when no line matches.
+pub(crate) fn last_summary(
+    lines: &[&str],
+    summary: &regex::Regex,
+    map: fn(&str) -> Option<Bucket>,
+) -> Option<(usize, Totals)> {
+    let last = lines.iter().rposition(|l| summary.is_match(l))?;
+    let mut totals = Totals::default();
+    if let Some(c) = summary.captures(lines[last]) {
+        add_counts(&mut totals, &c[1], map);
+    }
+    Some((last, totals))
+}
+
 /// Adds `N word` counts (`3 passed`, `1 failed`, ...) to totals; `map` names the bucket of a word.
 pub(crate) fn add_counts(totals: &mut Totals, text: &str, map: fn(&str) -> Option<Bucket>) {
     let Some(re) = regex!(r"(\d+) ([a-z]+)") else {

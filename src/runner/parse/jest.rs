@@ -3,9 +3,7 @@
 
 use std::path::Path;
 
-use ralph_actors::schema::test_run::Totals;
-
-use super::cases::{add_counts, join_id, Bucket, Cases};
+use super::cases::{join_id, last_summary, Bucket, Cases};
 use crate::runner::reading::text::clip;
 use crate::runner::reading::trace::{self, regex};
 use crate::runner::reading::Parsed;
@@ -20,17 +18,12 @@ pub(crate) fn vitest(out: &str, cwd: &Path) -> Option<Parsed> {
     let summary = regex!(r"^\s*Tests\s{2,}(.*\d+ [a-z]+.*?)\s*\(\d+\)\s*$")?;
     let fail = regex!(r"^\s*FAIL\s+(?:\|[^|]+\|\s+)?(.+?)\s*$")?;
     let lines: Vec<&str> = out.lines().collect();
-    let last = lines.iter().rposition(|l| summary.is_match(l))?;
-
-    let mut totals = Totals::default();
-    if let Some(c) = summary.captures(lines[last]) {
-        add_counts(&mut totals, &c[1], |w| match w {
-            "passed" => Some(Bucket::Passed),
-            "failed" => Some(Bucket::Failed),
-            "skipped" | "todo" => Some(Bucket::Skipped),
-            _ => None,
-        });
-    }
+    let (last, mut totals) = last_summary(&lines, summary, |w| match w {
+        "passed" => Some(Bucket::Passed),
+        "failed" => Some(Bucket::Failed),
+        "skipped" | "todo" => Some(Bucket::Skipped),
+        _ => None,
+    })?;
 
     let mut cases = Cases::default();
     let mut suites_failed = 0;
@@ -89,17 +82,12 @@ pub(crate) fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
     let summary = regex!(r"^Tests:\s+(.*\d+ total)\s*$")?;
     let file_line = regex!(r"^\s*(?:FAIL|PASS)\s+(.+?)(?:\s+\(\d+(?:\.\d+)?\s*m?s\))?\s*$")?;
     let lines: Vec<&str> = out.lines().collect();
-    let last = lines.iter().rposition(|l| summary.is_match(l))?;
-
-    let mut totals = Totals::default();
-    if let Some(c) = summary.captures(lines[last]) {
-        add_counts(&mut totals, &c[1], |w| match w {
-            "passed" => Some(Bucket::Passed),
-            "failed" => Some(Bucket::Failed),
-            "skipped" | "todo" | "pending" => Some(Bucket::Skipped),
-            _ => None,
-        });
-    }
+    let (last, mut totals) = last_summary(&lines, summary, |w| match w {
+        "passed" => Some(Bucket::Passed),
+        "failed" => Some(Bucket::Failed),
+        "skipped" | "todo" | "pending" => Some(Bucket::Skipped),
+        _ => None,
+    })?;
 
     let mut cases = Cases::default();
     let mut suites_failed = 0;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use ralph_actors::schema::test_run::Totals;
 
-use super::cases::{add_counts, Bucket, Cases};
+use super::cases::{last_summary, Bucket, Cases};
 use crate::runner::reading::pytest_ids::python_node_id;
 use crate::runner::reading::text::clip;
 use crate::runner::reading::trace::{self, regex};
@@ -25,16 +25,12 @@ pub(crate) fn pytest(out: &str, cwd: &Path) -> Option<Parsed> {
     let section = regex!(r"^_{3,} (.+?) _{3,}$")?;
 
     let lines: Vec<&str> = out.lines().collect();
-    let last = lines.iter().rposition(|l| summary.is_match(l))?;
-    let mut totals = Totals::default();
-    if let Some(c) = summary.captures(lines[last]) {
-        add_counts(&mut totals, &c[1], |w| match w {
-            "passed" | "xpassed" => Some(Bucket::Passed),
-            "failed" | "error" | "errors" => Some(Bucket::Failed),
-            "skipped" | "xfailed" => Some(Bucket::Skipped),
-            _ => None,
-        });
-    }
+    let (last, totals) = last_summary(&lines, summary, |w| match w {
+        "passed" | "xpassed" => Some(Bucket::Passed),
+        "failed" | "error" | "errors" => Some(Bucket::Failed),
+        "skipped" | "xfailed" => Some(Bucket::Skipped),
+        _ => None,
+    })?;
 
     // The `E   ` lines of each FAILURES/ERRORS section, for entries whose summary line has no
     // message (a module that failed to import: `ERROR tests/test_x.py`), and the section's
