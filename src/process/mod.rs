@@ -21,3 +21,10 @@ pub mod sandbox;
 pub(crate) mod seccomp;
 pub(crate) mod supervise;
 pub(crate) mod tree;
+
+/// The binaries' first step: started as `__sandbox ...` this binary restricts itself, then
+/// becomes a hook (returning only on an error); as `__reap ...` it is the reaper of a supervised
+/// command's tree. Either way, the exit code; `None` when it was started as itself.
+pub fn helper_if_asked(args: &[std::ffi::OsString]) -> Option<u8> {
+    sandbox::run_if_asked(args).or_else(|| reaper::run_if_asked(args))
+}
