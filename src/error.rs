@@ -112,6 +112,19 @@ impl UsageError {
             message: message.into(),
         }
     }
+
+    /// `value` of `flag` when it is a positive (finite) number of `unit`; else the error that
+    /// says so, alike for every such flag.
+    pub(crate) fn positive(flag: &'static str, value: f64, unit: &str) -> Result<f64, Self> {
+        if value.is_finite() && value > 0.0 {
+            Ok(value)
+        } else {
+            Err(Self::flag(
+                flag,
+                format!("{flag} must be a positive number of {unit}, not {value}"),
+            ))
+        }
+    }
 }
 
 impl Error {

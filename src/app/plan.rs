@@ -478,24 +478,11 @@ fn apply_flags(config: &mut Config, args: &RunArgs) -> Result<()> {
         config.budgets.max_iterations = m;
     }
     if let Some(b) = args.limits.budget {
-        if !(b.is_finite() && b > 0.0) {
-            return Err(UsageError::flag(
-                "--budget",
-                format!("--budget must be a positive number of dollars, not {b}"),
-            )
-            .into());
-        }
-        config.budgets.max_cost_usd = b;
+        config.budgets.max_cost_usd = UsageError::positive("--budget", b, "dollars")?;
     }
     if let Some(d) = args.limits.max_duration {
-        if !(d.is_finite() && d > 0.0) {
-            return Err(UsageError::flag(
-                "--max-duration",
-                format!("--max-duration must be a positive number of minutes, not {d}"),
-            )
-            .into());
-        }
-        config.budgets.max_duration_minutes = Some(d);
+        let minutes = UsageError::positive("--max-duration", d, "minutes")?;
+        config.budgets.max_duration_minutes = Some(minutes);
     }
     if let Some(l) = &args.language {
         let language: Language = l

@@ -132,12 +132,8 @@ fn check_flags(args: &BatchArgs) -> Result<()> {
     if args.parallel == 0 {
         return Err(UsageError::flag("--parallel", "--parallel must be at least 1").into());
     }
-    if let Some(b) = args.total_budget.filter(|b| !(b.is_finite() && *b > 0.0)) {
-        return Err(UsageError::flag(
-            "--total-budget",
-            format!("--total-budget must be a positive number of dollars, not {b}"),
-        )
-        .into());
+    if let Some(b) = args.total_budget {
+        UsageError::positive("--total-budget", b, "dollars")?;
     }
     Ok(())
 }
