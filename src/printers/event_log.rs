@@ -122,6 +122,18 @@ mod tests {
         }
     }
 
+    /// `events` emitted on `bus` and each written to the log at `path`, appended to.
+    fn log_to(path: &Path, bus: &EventBus, events: impl IntoIterator<Item = Event>) {
+        let mut sub = bus.subscribe();
+        for e in events {
+            bus.emit(e);
+        }
+        let mut log = EventLog::append(path).expect("opens");
+        while let Some(e) = sub.try_recv() {
+            log.print(&e).expect("writes");
+        }
+    }
+
     #[test]
     fn a_resumed_session_appends_and_numbers_on() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -129,14 +141,7 @@ mod tests {
         assert_eq!(last_seq(&path), 0);
         for run in 0..2 {
             let bus = EventBus::continuing("s", last_seq(&path));
-            let mut sub = bus.subscribe();
-            let mut log = EventLog::append(&path).expect("opens");
-            for n in 0..3 {
-                bus.emit(warning(run * 3 + n));
-            }
-            while let Some(e) = sub.try_recv() {
-                log.print(&e).expect("writes");
-            }
+            log_to(&path, &bus, (0..3).map(|n| warning(run * 3 + n)));
         }
         let (events, unread) = read(&path).expect("reads");
         assert_eq!(unread, 0);
@@ -149,11 +154,7 @@ mod tests {
     fn a_line_cut_short_is_skipped_and_counted() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(FILE);
-        let bus = EventBus::new("s");
-        let mut sub = bus.subscribe();
-        bus.emit(warning(1));
-        let mut log = EventLog::append(&path).expect("opens");
-        log.print(&sub.try_recv().expect("one")).expect("writes");
+        log_to(&path, &EventBus::new("s"), [warning(1)]);
         let mut f = OpenOptions::new().append(true).open(&path).expect("opens");
         f.write_all(b"{\"session\":\"s\",\"seq\":2,\"ti")
             .expect("writes");
@@ -161,11 +162,7 @@ mod tests {
         assert_eq!((events.len(), unread), (1, 1));
         assert_eq!(last_seq(&path), 1);
         // The resumed run's lines start on a line of their own.
-        let bus = EventBus::continuing("s", 1);
-        let mut sub = bus.subscribe();
-        bus.emit(warning(2));
-        let mut log = EventLog::append(&path).expect("opens");
-        log.print(&sub.try_recv().expect("one")).expect("writes");
+        log_to(&path, &EventBus::continuing("s", 1), [warning(2)]);
         let (events, unread) = read(&path).expect("reads");
         assert_eq!((events.len(), unread), (2, 1));
         assert_eq!(last_seq(&path), 2);
@@ -175,16 +172,10 @@ mod tests {
     fn the_last_seq_is_found_behind_a_long_last_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(FILE);
-        let bus = EventBus::new("s");
-        let mut sub = bus.subscribe();
-        bus.emit(warning(1));
-        bus.emit(Event::Warning {
+        let long = Event::Warning {
             message: "x".repeat(200_000),
-        });
-        let mut log = EventLog::append(&path).expect("opens");
-        while let Some(e) = sub.try_recv() {
-            log.print(&e).expect("writes");
-        }
+        };
+        log_to(&path, &EventBus::new("s"), [warning(1), long]);
         assert_eq!(last_seq(&path), 2);
     }
 }
