@@ -128,6 +128,14 @@ mod tests {
         ]
     }
 
+    /// Where `key` moves the cursor `at` to, which must stay open (`what` it should have done).
+    fn stays(at: Cursor, key: KeyCode, rows: &[Row], what: &str) -> Cursor {
+        match at.key(key, rows) {
+            Step::Stay(at) => at,
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_choice_opens_on_the_model_in_use_and_picks_the_one_moved_to() {
         let rows = rows();
@@ -135,19 +143,11 @@ mod tests {
             row: 0,
             choice: None,
         };
-        let Step::Stay(at) = at.key(KeyCode::Down, &rows) else {
-            panic!("moves")
-        };
-        let Step::Stay(at) = at.key(KeyCode::Enter, &rows) else {
-            panic!("opens")
-        };
+        let at = stays(at, KeyCode::Down, &rows, "moves");
+        let at = stays(at, KeyCode::Enter, &rows, "opens");
         assert_eq!(at.choice, Some(1), "opens on the artisan's model now");
-        let Step::Stay(at) = at.key(KeyCode::Down, &rows) else {
-            panic!("moves")
-        };
-        let Step::Stay(at) = at.key(KeyCode::Down, &rows) else {
-            panic!("stays at the end")
-        };
+        let at = stays(at, KeyCode::Down, &rows, "moves");
+        let at = stays(at, KeyCode::Down, &rows, "stays at the end");
         assert_eq!(
             at.key(KeyCode::Enter, &rows),
             Step::Pick {
