@@ -351,6 +351,15 @@ mod tests {
             .collect()
     }
 
+    /// The run printed `n` pids first, and none of them is alive any more.
+    fn assert_all_stopped(output: &str, n: usize) {
+        let pids = pids(output);
+        assert_eq!(pids.len(), n, "{output}");
+        for pid in pids {
+            assert!(!alive(pid), "{pid} survived");
+        }
+    }
+
     /// Python that prints its pid, then allocates (and touches) 1 MB after 1 MB for ever.
     const HOG: &str = r#"python3 -c "import os; print(os.getpid(), flush=True); b=[bytearray(10**6) for _ in range(100000)]""#;
 
@@ -380,9 +389,7 @@ mod tests {
         // Over the limit, by no more than a few intervals of allocation.
         assert!((201..1024).contains(&peak), "peak {peak}");
         assert!(run.summary().contains("over the memory limit of 200 MB"));
-        let pids = pids(&run.output);
-        assert_eq!(pids.len(), 1, "{}", run.output);
-        assert!(!alive(pids[0]), "{} survived", pids[0]);
+        assert_all_stopped(&run.output, 1);
     }
 
     #[tokio::test]
@@ -393,11 +400,7 @@ mod tests {
             .await;
         assert_eq!(run.status, RunStatus::MemoryLimit, "{}", run.output);
         assert!(!run.output.contains("after"), "{}", run.output);
-        let pids = pids(&run.output);
-        assert_eq!(pids.len(), 2, "{}", run.output);
-        for pid in pids {
-            assert!(!alive(pid), "{pid} survived");
-        }
+        assert_all_stopped(&run.output, 2);
     }
 
     #[tokio::test]
@@ -422,11 +425,7 @@ mod tests {
             .unwrap_or(0);
         assert!(peak > 250, "peak {peak}");
         // Each prints its pid before it allocates.
-        let pids = pids(&run.output);
-        assert_eq!(pids.len(), 3, "{}", run.output);
-        for pid in pids {
-            assert!(!alive(pid), "{pid} survived");
-        }
+        assert_all_stopped(&run.output, 3);
     }
 
     #[tokio::test]
