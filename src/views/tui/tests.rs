@@ -24,6 +24,17 @@ fn recorded() -> Vec<Envelope> {
         .collect()
 }
 
+/// The first `n` events of the recorded run, as session `session`'s.
+fn recorded_as(session: &str, n: usize) -> Vec<Envelope> {
+    recorded()[..n]
+        .iter()
+        .map(|e| Envelope {
+            session: session.into(),
+            ..e.clone()
+        })
+        .collect()
+}
+
 fn fold(events: &[Envelope]) -> ViewState {
     let mut view = ViewState::new();
     for e in events {
@@ -370,13 +381,7 @@ fn a_tasks_next_session_starts_the_view_afresh_and_keeps_its_thought_stream() {
         view.log.len()
     };
     // A spec's second target: a session of its own, in the same task's view.
-    let next: Vec<Envelope> = recorded()[..12]
-        .iter()
-        .map(|e| Envelope {
-            session: "second".into(),
-            ..e.clone()
-        })
-        .collect();
+    let next = recorded_as("second", 12);
     events.extend(next);
     let view = fold(&events);
     assert!(!view.is_finished(), "the new session has not ended");
@@ -399,13 +404,7 @@ fn tasks_running_side_by_side_keep_their_views_apart() {
     }
     let mut views = super::Views::default();
     let first = recorded();
-    let second: Vec<Envelope> = recorded()[..10]
-        .iter()
-        .map(|e| Envelope {
-            session: "other".into(),
-            ..e.clone()
-        })
-        .collect();
+    let second = recorded_as("other", 10);
     // Interleaved, as two runs at once send them.
     for (i, e) in first.iter().enumerate() {
         views.apply("entry-1".into(), e);
