@@ -313,6 +313,13 @@ mod tests {
         e.embed(sealed_texts(texts)).await.unwrap_err().to_string()
     }
 
+    /// The error message `err` holds each of `parts`.
+    fn assert_says(err: &str, parts: &[&str]) {
+        for part in parts {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
+    }
+
     fn texts(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("text {i}")).collect()
     }
@@ -461,8 +468,7 @@ mod tests {
         let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
         let err = embed_err(&e, vec!["a".into()]).await;
         assert!(err.starts_with("openai embeddings at "), "{err}");
-        assert!(err.contains("401 Unauthorized"), "{err}");
-        assert!(err.contains("Incorrect API key provided"), "{err}");
+        assert_says(&err, &["401 Unauthorized", "Incorrect API key provided"]);
     }
 
     #[tokio::test]
@@ -500,9 +506,14 @@ mod tests {
         .await;
         let e = fast_at(EmbedProvider::Gemini, "text-embedding-004", &server.uri());
         let err = embed_err(&e, vec!["a".into()]).await;
-        assert!(err.contains("gemini embeddings"), "{err}");
-        assert!(err.contains("The model is overloaded."), "{err}");
-        assert!(err.contains("after 3 attempts"), "{err}");
+        assert_says(
+            &err,
+            &[
+                "gemini embeddings",
+                "The model is overloaded.",
+                "after 3 attempts",
+            ],
+        );
     }
 
     #[tokio::test]
@@ -543,8 +554,7 @@ mod tests {
             &format!("http://127.0.0.1:{port}"),
         );
         let err = embed_err(&e, vec!["a".into()]).await;
-        assert!(err.contains("cannot connect"), "{err}");
-        assert!(err.contains("after 3 attempts"), "{err}");
+        assert_says(&err, &["cannot connect", "after 3 attempts"]);
     }
 
     #[tokio::test]
@@ -562,8 +572,10 @@ mod tests {
             &server.uri(),
         );
         let err = embed_err(&e, vec!["a".into(), "b".into()]).await;
-        assert!(err.contains("512 numbers, expected 1536"), "{err}");
-        assert!(err.contains("memory.embedder.dims"), "{err}");
+        assert_says(
+            &err,
+            &["512 numbers, expected 1536", "memory.embedder.dims"],
+        );
     }
 
     #[tokio::test]
