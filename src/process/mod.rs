@@ -16,7 +16,7 @@ pub(crate) mod capture;
 pub mod groups;
 pub(crate) mod memory;
 pub(crate) mod probe;
-pub mod reaper;
+pub(crate) mod reaper;
 pub mod sandbox;
 pub(crate) mod seccomp;
 pub(crate) mod supervise;
