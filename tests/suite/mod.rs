@@ -50,6 +50,8 @@ mod regent_agents;
 mod regent_gates;
 mod replay;
 mod runners;
+mod runners_fix_runs;
+mod runners_plans;
 mod tape;
 mod tui;
 mod visibility;

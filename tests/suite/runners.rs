@@ -15,25 +15,25 @@ use ralph_actors::schema::test_run::{
 };
 use ralph_loop::runner::detect::{detect_plans_with, Probe};
 use ralph_loop::runner::language::Language;
-use ralph_loop::runner::plan::{
-    Framework, Limits, ReportSpec, SandboxKind, TestPlan, TestingOptions,
-};
+use ralph_loop::runner::plan::{Framework, Limits, SandboxKind, TestPlan, TestingOptions};
 use ralph_loop::runner::project::ProjectRunner;
-use ralph_loop::runner::report::ReportFormat;
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use super::support::*;
 
+mod variants;
+pub(super) use variants::module_source;
+
 /// Long enough for a cold jest or cargo start on a loaded machine; the hanging variants get
 /// [`HANG_TIMEOUT`].
-const TIMEOUT: Duration = Duration::from_secs(120);
-const HANG_TIMEOUT: Duration = Duration::from_secs(3);
-const MEMORY_LIMIT_MB: u64 = 256;
+pub(super) const TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const HANG_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const MEMORY_LIMIT_MB: u64 = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     TypeScript,
     /// CommonJS, as jest and mocha run it without a transform.
     JavaScript,
@@ -43,22 +43,22 @@ enum Kind {
 
 /// One stack: a fixture, the framework detection must pick, and where its pieces are.
 #[derive(Debug, Clone, Copy)]
-struct Stack {
-    fixture: &'static str,
-    kind: Kind,
-    framework: Framework,
+pub(super) struct Stack {
+    pub(super) fixture: &'static str,
+    pub(super) kind: Kind,
+    pub(super) framework: Framework,
     /// The module every variant replaces, relative to the project.
-    module: &'static str,
+    pub(super) module: &'static str,
     /// The test file, as the report names it (`None`: the report does not name files).
-    test_file: Option<&'static str>,
+    pub(super) test_file: Option<&'static str>,
     /// The name of the test of an even-length list, the one the logic bug and the flaky
     /// variant fail.
-    even_test: &'static str,
+    pub(super) even_test: &'static str,
     /// The report read (`None`: the tool has none, its text is read).
-    format: Option<&'static str>,
+    pub(super) format: Option<&'static str>,
 }
 
-const VITEST: Stack = Stack {
+pub(super) const VITEST: Stack = Stack {
     fixture: "ts-vitest",
     kind: Kind::TypeScript,
     framework: Framework::Vitest,
@@ -67,7 +67,7 @@ const VITEST: Stack = Stack {
     even_test: "averages the middle pair of an even list",
     format: Some("vitest-json"),
 };
-const JEST: Stack = Stack {
+pub(super) const JEST: Stack = Stack {
     fixture: "js-jest",
     kind: Kind::JavaScript,
     framework: Framework::Jest,
@@ -76,7 +76,7 @@ const JEST: Stack = Stack {
     even_test: "averages the middle pair of an even list",
     format: Some("jest-json"),
 };
-const MOCHA: Stack = Stack {
+pub(super) const MOCHA: Stack = Stack {
     fixture: "js-mocha",
     kind: Kind::JavaScript,
     framework: Framework::Mocha,
@@ -85,7 +85,7 @@ const MOCHA: Stack = Stack {
     even_test: "averages the middle pair of an even list",
     format: Some("mocha-json"),
 };
-const PYTEST: Stack = Stack {
+pub(super) const PYTEST: Stack = Stack {
     fixture: "python",
     kind: Kind::Python,
     framework: Framework::Pytest,
@@ -94,13 +94,13 @@ const PYTEST: Stack = Stack {
     even_test: "test_even_list",
     format: Some("junit-xml"),
 };
-const UNITTEST: Stack = Stack {
+pub(super) const UNITTEST: Stack = Stack {
     framework: Framework::Unittest,
     test_file: None,
     format: None,
     ..PYTEST
 };
-const CARGO: Stack = Stack {
+pub(super) const CARGO: Stack = Stack {
     fixture: "rust",
     kind: Kind::Rust,
     framework: Framework::Cargo,
@@ -109,13 +109,13 @@ const CARGO: Stack = Stack {
     even_test: "even_list",
     format: Some("libtest-json"),
 };
-const NEXTEST: Stack = Stack {
+pub(super) const NEXTEST: Stack = Stack {
     framework: Framework::Nextest,
     ..CARGO
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
+pub(super) enum Variant {
     Passing,
     Failing,
     Syntax,
@@ -125,82 +125,8 @@ enum Variant {
     MemoryHungry,
 }
 
-/// The module of `variant` in `kind`'s language; `None` for the base project's own.
-fn module_source(kind: Kind, variant: Variant) -> Option<String> {
-    let source = match (kind, variant) {
-        (_, Variant::Passing) => return None,
-        (Kind::TypeScript | Kind::JavaScript, _) => {
-            let export = |body: &str| match kind {
-                Kind::TypeScript => {
-                    format!("export function median(values: number[]): number {{\n{body}\n}}\n")
-                }
-                _ => format!(
-                    "function median(values) {{\n{body}\n}}\n\nmodule.exports = {{ median }};\n"
-                ),
-            };
-            let sorted = "  if (values.length === 0) {\n    throw new RangeError('median of an empty list');\n  }\n  const ordered = [...values].sort((a, b) => a - b);\n  const mid = Math.floor(ordered.length / 2);";
-            let import = |what: &str, from: &str| match kind {
-                Kind::TypeScript => format!("import {what} from '{from}';\n"),
-                _ => format!("const {what} = require('{from}');\n"),
-            };
-            match variant {
-                // The even case takes the upper middle value instead of the average.
-                Variant::Failing => export(&format!("{sorted}\n  return ordered[mid];")),
-                Variant::Syntax => export(&format!("{sorted}\n  return (ordered[mid - 1] + ordered[mid] / 2;")),
-                Variant::MissingDependency => format!(
-                    "{}{}",
-                    import("leftPad", "left-pad-not-installed"),
-                    export(&format!("{sorted}\n  leftPad('', 0);\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;"))
-                ),
-                // Wrong for an even list the first time only: a marker file in the project
-                // (the tests' working directory) remembers the first call.
-                Variant::Flaky => format!(
-                    "{}{}",
-                    import("fs", "node:fs"),
-                    export(&format!("{sorted}\n  if (ordered.length % 2 === 0 && !fs.existsSync('.flaky-marker')) {{\n    fs.writeFileSync('.flaky-marker', 'failed once\\n');\n    return ordered[mid];\n  }}\n  return ordered.length % 2 ? ordered[mid] : (ordered[mid - 1] + ordered[mid]) / 2;"))
-                ),
-                Variant::Hanging => export("  for (;;) {\n    values = values.slice();\n  }"),
-                // Buffers live outside V8's heap, so node's own heap limit does not stop them
-                // first; `fill` touches every page.
-                Variant::MemoryHungry => export("  const hog = [];\n  for (;;) {\n    hog.push(Buffer.alloc(16 << 20, values.length + 1));\n  }"),
-                Variant::Passing => return None,
-            }
-        }
-        (Kind::Python, _) => {
-            let sorted = "    if not values:\n        raise ValueError(\"median of an empty list\")\n    ordered = sorted(values)\n    mid = len(ordered) // 2\n";
-            let average = "    if len(ordered) % 2:\n        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n";
-            match variant {
-                Variant::Failing => format!("def median(values):\n{sorted}    return ordered[mid]\n"),
-                Variant::Syntax => format!("def median(values)\n{sorted}{average}"),
-                Variant::MissingDependency => format!("import leftpad_not_installed\n\n\ndef median(values):\n{sorted}{average}"),
-                Variant::Flaky => format!("import os\n\n\ndef median(values):\n{sorted}    if len(ordered) % 2 == 0 and not os.path.exists(\".flaky-marker\"):\n        with open(\".flaky-marker\", \"w\") as marker:\n            marker.write(\"failed once\\n\")\n        return ordered[mid]\n{average}"),
-                Variant::Hanging => "def median(values):\n    while True:\n        values = list(values)\n".to_string(),
-                // `bytes * n` writes every byte, so the memory is really used.
-                Variant::MemoryHungry => "def median(values):\n    hog = []\n    while True:\n        hog.append(b\"x\" * (16 << 20))\n".to_string(),
-                Variant::Passing => return None,
-            }
-        }
-        (Kind::Rust, _) => {
-            let sorted = "    if values.is_empty() {\n        return None;\n    }\n    let mut ordered = values.to_vec();\n    ordered.sort_by(f64::total_cmp);\n    let mid = ordered.len() / 2;\n";
-            let average = "    Some(if ordered.len() % 2 == 1 {\n        ordered[mid]\n    } else {\n        (ordered[mid - 1] + ordered[mid]) / 2.0\n    })\n";
-            let sig = "pub fn median(values: &[f64]) -> Option<f64> {\n";
-            match variant {
-                Variant::Failing => format!("{sig}{sorted}    Some(ordered[mid])\n}}\n"),
-                Variant::Syntax => format!("pub fn median(values: &[f64] -> Option<f64> {{\n{sorted}{average}}}\n"),
-                Variant::MissingDependency => format!("use left_pad_not_in_cargo_toml::pad;\n\n{sig}{sorted}    let _ = pad(\"\", 0);\n{average}}}\n"),
-                // `create_new` makes the first call win even with tests on parallel threads.
-                Variant::Flaky => format!("{sig}{sorted}    let marker = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/.flaky-marker\");\n    if ordered.len() % 2 == 0\n        && std::fs::OpenOptions::new().write(true).create_new(true).open(marker).is_ok()\n    {{\n        return Some(ordered[mid]);\n    }}\n{average}}}\n"),
-                Variant::Hanging => format!("{sig}    let mut n = values.len();\n    loop {{\n        n = std::hint::black_box(n.wrapping_add(1));\n    }}\n}}\n"),
-                Variant::MemoryHungry => format!("{sig}    let mut hog = Vec::new();\n    loop {{\n        hog.push(std::hint::black_box(vec![values.len() as u8 + 1; 16 << 20]));\n    }}\n}}\n"),
-                Variant::Passing => return None,
-            }
-        }
-    };
-    Some(source)
-}
-
 /// The base project of `stack` in a temp git repository, node_modules linked for JavaScript.
-fn project(stack: &Stack) -> TempDir {
+pub(super) fn project(stack: &Stack) -> TempDir {
     let dir = fixture(&format!("stacks/{}", stack.fixture));
     if matches!(stack.kind, Kind::TypeScript | Kind::JavaScript) {
         link_node_modules(dir.path());
@@ -208,7 +134,7 @@ fn project(stack: &Stack) -> TempDir {
     dir
 }
 
-fn limits(timeout: Duration, memory_limit_mb: Option<u64>) -> Limits {
+pub(super) fn limits(timeout: Duration, memory_limit_mb: Option<u64>) -> Limits {
     Limits {
         timeout,
         max_output_bytes: 1 << 20,
@@ -217,7 +143,7 @@ fn limits(timeout: Duration, memory_limit_mb: Option<u64>) -> Limits {
     }
 }
 
-fn options(dir: &Path, limits: Limits) -> TestingOptions {
+pub(super) fn options(dir: &Path, limits: Limits) -> TestingOptions {
     TestingOptions {
         command: None,
         command_cwd: None,
@@ -232,7 +158,7 @@ fn options(dir: &Path, limits: Limits) -> TestingOptions {
 }
 
 /// What this machine has, with pytest and nextest as the stack needs.
-fn probe(stack: &Stack) -> Probe {
+pub(super) fn probe(stack: &Stack) -> Probe {
     Probe::fixed(
         stack.framework != Framework::Unittest,
         stack.framework == Framework::Nextest,
@@ -240,7 +166,7 @@ fn probe(stack: &Stack) -> Probe {
 }
 
 /// Detects `stack`'s project in `dir` as the app does and checks the plan found.
-fn detect(stack: &Stack, dir: &Path, options: &TestingOptions) -> Vec<TestPlan> {
+pub(super) fn detect(stack: &Stack, dir: &Path, options: &TestingOptions) -> Vec<TestPlan> {
     let target = dir.join(stack.module);
     let mut plans = detect_plans_with(&target, options, &probe(stack)).unwrap();
     // Each project builds into its own target directory: one inherited from the environment
@@ -267,7 +193,7 @@ fn detect(stack: &Stack, dir: &Path, options: &TestingOptions) -> Vec<TestPlan> 
 }
 
 /// Builds the variant in a fresh project and runs it once.
-async fn run_variant(stack: &Stack, variant: Variant) -> (TempDir, TestRun) {
+pub(super) async fn run_variant(stack: &Stack, variant: Variant) -> (TempDir, TestRun) {
     let dir = project(stack);
     let (timeout, memory) = match variant {
         Variant::Hanging => (HANG_TIMEOUT, None),
@@ -305,7 +231,7 @@ async fn run_variant(stack: &Stack, variant: Variant) -> (TempDir, TestRun) {
 }
 
 /// Compiles a Rust project's tests with the plan's environment, so a run that follows only runs.
-fn prebuild(dir: &Path, plan: &TestPlan) {
+pub(super) fn prebuild(dir: &Path, plan: &TestPlan) {
     let status = std::process::Command::new("cargo")
         .args(["test", "--no-run", "--quiet"])
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
@@ -316,13 +242,13 @@ fn prebuild(dir: &Path, plan: &TestPlan) {
 }
 
 /// The serialized run, checked against the result schema.
-fn schema_valid(run: &TestRun) -> Value {
+pub(super) fn schema_valid(run: &TestRun) -> Value {
     let json = serde_json::to_value(run).unwrap();
     assert_schema_valid(&json);
     json
 }
 
-fn assert_schema_valid(json: &Value) {
+pub(super) fn assert_schema_valid(json: &Value) {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/test-results.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(&schema_path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", schema_path.display()));
@@ -334,12 +260,12 @@ fn assert_schema_valid(json: &Value) {
     assert!(errors.is_empty(), "not schema-valid: {errors:#?}\n{json:#}");
 }
 
-fn failing(run: &TestRun) -> Vec<&TestCase> {
+pub(super) fn failing(run: &TestRun) -> Vec<&TestCase> {
     run.failures().collect()
 }
 
 /// The run's context for assertion messages.
-fn shown(run: &TestRun) -> String {
+pub(super) fn shown(run: &TestRun) -> String {
     let mut run = run.clone();
     if run.output.len() > 6000 {
         let mut cut = run.output.len() - 6000;
@@ -351,7 +277,7 @@ fn shown(run: &TestRun) -> String {
     format!("{run:#?}")
 }
 
-fn assert_source(stack: &Stack, run: &TestRun) {
+pub(super) fn assert_source(stack: &Stack, run: &TestRun) {
     match stack.format {
         Some(format) => {
             assert_eq!(run.source, ResultSource::Report, "{}", shown(run));
@@ -378,7 +304,7 @@ fn assert_source(stack: &Stack, run: &TestRun) {
 }
 
 /// The one failing test is the even-list test, named and placed as the report says.
-fn assert_even_test_failed(stack: &Stack, run: &TestRun) {
+pub(super) fn assert_even_test_failed(stack: &Stack, run: &TestRun) {
     let failed = failing(run);
     assert_eq!(failed.len(), 1, "{}", shown(run));
     let case = failed[0];
@@ -396,7 +322,7 @@ fn assert_even_test_failed(stack: &Stack, run: &TestRun) {
     assert!(case.message.is_some(), "{case:#?}");
 }
 
-async fn passing(stack: Stack) {
+pub(super) async fn passing(stack: Stack) {
     let (_dir, run) = run_variant(&stack, Variant::Passing).await;
     assert_eq!(run.status, RunStatus::Passed, "{}", shown(&run));
     assert_eq!(run.exit_code, Some(0));
@@ -426,7 +352,7 @@ async fn passing(stack: Stack) {
     schema_valid(&run);
 }
 
-async fn failing_logic(stack: Stack) {
+pub(super) async fn failing_logic(stack: Stack) {
     let (_dir, run) = run_variant(&stack, Variant::Failing).await;
     assert_eq!(run.status, RunStatus::Failed, "{}", shown(&run));
     assert_ne!(run.exit_code, Some(0));
@@ -442,7 +368,7 @@ async fn failing_logic(stack: Stack) {
     schema_valid(&run);
 }
 
-async fn syntax_error(stack: Stack) {
+pub(super) async fn syntax_error(stack: Stack) {
     let (_dir, run) = run_variant(&stack, Variant::Syntax).await;
     assert_eq!(run.status, RunStatus::Failed, "{}", shown(&run));
     assert_eq!(run.category, Some(Category::Syntax), "{}", shown(&run));
@@ -451,7 +377,7 @@ async fn syntax_error(stack: Stack) {
     run_assertions_for_broken_module(&stack, &run);
 }
 
-async fn missing_dependency(stack: Stack) {
+pub(super) async fn missing_dependency(stack: Stack) {
     let (_dir, run) = run_variant(&stack, Variant::MissingDependency).await;
     assert_eq!(run.status, RunStatus::Failed, "{}", shown(&run));
     assert_eq!(run.category, Some(Category::Environment), "{}", shown(&run));
@@ -473,7 +399,7 @@ async fn missing_dependency(stack: Stack) {
 /// A module that does not load: where the tool still writes its report (jest, vitest, pytest),
 /// it is read, and the failure is on the test file; a compile error (Rust) leaves no report, and
 /// the run is read from its output.
-fn run_assertions_for_broken_module(stack: &Stack, run: &TestRun) {
+pub(super) fn run_assertions_for_broken_module(stack: &Stack, run: &TestRun) {
     assert_eq!(
         run.framework.as_deref(),
         Some(stack.framework.as_str()),
@@ -509,7 +435,7 @@ fn run_assertions_for_broken_module(stack: &Stack, run: &TestRun) {
     }
 }
 
-async fn flaky(stack: Stack) {
+pub(super) async fn flaky(stack: Stack) {
     let dir = project(&stack);
     let options = options(dir.path(), limits(TIMEOUT, None));
     let plans = detect(&stack, dir.path(), &options);
@@ -542,7 +468,7 @@ async fn flaky(stack: Stack) {
     schema_valid(&second);
 }
 
-async fn hanging(stack: Stack) {
+pub(super) async fn hanging(stack: Stack) {
     let (_dir, run) = run_variant(&stack, Variant::Hanging).await;
     assert_eq!(run.status, RunStatus::Timeout, "{}", shown(&run));
     assert_eq!(run.category, Some(Category::Performance), "{}", shown(&run));
@@ -551,7 +477,7 @@ async fn hanging(stack: Stack) {
     schema_valid(&run);
 }
 
-async fn memory_hungry(stack: Stack) {
+pub(super) async fn memory_hungry(stack: Stack) {
     let started = Instant::now();
     let (_dir, run) = run_variant(&stack, Variant::MemoryHungry).await;
     assert_eq!(run.status, RunStatus::MemoryLimit, "{}", shown(&run));
@@ -595,260 +521,6 @@ variants!(NEXTEST: passing, failing_logic, flaky, hanging);
 
 // ---------------------------------------------------------------------------------------------
 // Reading: the fallback to text, and several languages in one project
-
-/// A plan whose tool writes no report: the text is read instead, and the run says why.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_missing_report_falls_back_to_the_text() {
-    let dir = project(&PYTEST);
-    write(
-        dir.path(),
-        PYTEST.module,
-        &module_source(Kind::Python, Variant::Failing).unwrap(),
-    );
-    let report = dir.path().join(".ralph/reports/never-written.xml");
-    let plan = TestPlan {
-        language: Some(Language::Python),
-        framework: Framework::Pytest,
-        // No --junitxml: pytest writes its text only.
-        command: "python3 -m pytest -rfE".into(),
-        cwd: dir.path().to_path_buf(),
-        report: Some(ReportSpec {
-            format: ReportFormat::JunitXml,
-            file: Some(report.clone()),
-        }),
-        env: Vec::new(),
-    };
-    let options = options(dir.path(), limits(TIMEOUT, None));
-    let runner = ProjectRunner::new(vec![plan], &options, dir.path().join(PYTEST.module));
-    let run = runner.run_all(CancellationToken::new()).await.unwrap();
-    assert_eq!(run.status, RunStatus::Failed);
-    assert_eq!(run.source, ResultSource::Text, "{}", shown(&run));
-    let why = run.parse_error.clone().unwrap_or_default();
-    assert!(
-        why.contains("no report") && why.contains(&report.display().to_string()),
-        "{why}"
-    );
-    assert_eq!(run.framework.as_deref(), Some("pytest"));
-    assert_eq!((run.totals.passed, run.totals.failed), (2, 1));
-    assert_eq!(
-        run.failing_ids(),
-        ["tests/test_median.py::TestMedian::test_even_list"]
-    );
-    assert_eq!(run.category, Some(Category::Logic), "{}", shown(&run));
-    schema_valid(&run);
-
-    // Nothing recognisable at all: raw, with the exit code and the output.
-    let plan = TestPlan {
-        command: "echo 'something went wrong'; exit 3".into(),
-        ..runner.plans().next().unwrap().clone()
-    };
-    let run = ProjectRunner::new(vec![plan], &options, dir.path().join(PYTEST.module))
-        .run_all(CancellationToken::new())
-        .await
-        .unwrap();
-    assert_eq!((run.status, run.exit_code), (RunStatus::Failed, Some(3)));
-    assert_eq!(run.source, ResultSource::Raw);
-    assert!(run.parse_error.is_some() && run.tests.is_empty());
-    assert!(run.output.contains("something went wrong"));
-    schema_valid(&run);
-}
-
-/// `-t` (or `testing.command`) is run as is and read as text, whatever the manifests say.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_given_command_overrides_detection() {
-    let dir = project(&PYTEST);
-    write(
-        dir.path(),
-        PYTEST.module,
-        &module_source(Kind::Python, Variant::Failing).unwrap(),
-    );
-    let mut options = options(dir.path(), limits(TIMEOUT, None));
-    options.command = Some("python3 -m pytest -q tests".into());
-    let runner =
-        ProjectRunner::build(&dir.path().join(PYTEST.module), dir.path(), &options).unwrap();
-    let plans: Vec<&TestPlan> = runner.plans().collect();
-    assert_eq!(plans.len(), 1);
-    assert_eq!(plans[0].framework, Framework::Custom);
-    assert_eq!(plans[0].cwd, dir.path());
-    let run = runner.run_all(CancellationToken::new()).await.unwrap();
-    assert_eq!(run.command, "python3 -m pytest -q tests");
-    assert_eq!(run.source, ResultSource::Text, "{}", shown(&run));
-    assert_eq!(run.framework.as_deref(), Some("pytest"));
-    assert_eq!(run.parse_error, None);
-    assert_eq!((run.totals.passed, run.totals.failed), (2, 1));
-    assert_eq!(run.category, Some(Category::Logic), "{}", shown(&run));
-    schema_valid(&run);
-}
-
-/// A project with a package.json (jest) and a pyproject.toml: both run, in turn, into one
-/// result; `--language` picks one.
-#[tokio::test(flavor = "multi_thread")]
-async fn two_languages_in_one_project_run_in_turn() {
-    let dir = project(&PYTEST);
-    // The JavaScript half: jest's fixture beside the Python one.
-    let jest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks/js-jest");
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    for file in ["package.json", "src/median.js", "src/median.test.js"] {
-        std::fs::copy(jest.join(file), dir.path().join(file)).unwrap();
-    }
-    link_node_modules(dir.path());
-    write(
-        dir.path(),
-        "src/median.js",
-        &module_source(Kind::JavaScript, Variant::Failing).unwrap(),
-    );
-    let target = dir.path().join(PYTEST.module);
-    let options = options(dir.path(), limits(TIMEOUT, None));
-    let runner = ProjectRunner::build(&target, dir.path(), &options).unwrap();
-    let frameworks: Vec<Framework> = runner.plans().map(|p| p.framework).collect();
-    // The target's own language first.
-    assert_eq!(frameworks, [Framework::Pytest, Framework::Jest]);
-
-    let run = runner.run_all(CancellationToken::new()).await.unwrap();
-    assert_eq!(run.status, RunStatus::Failed, "{}", shown(&run));
-    assert_eq!(run.suites.len(), 2, "{}", shown(&run));
-    assert_eq!(
-        (run.suites[0].status, run.suites[1].status),
-        (RunStatus::Passed, RunStatus::Failed)
-    );
-    assert_eq!(run.suites[0].framework.as_deref(), Some("pytest"));
-    assert_eq!(run.suites[1].framework.as_deref(), Some("jest"));
-    assert!(run.suites.iter().all(|s| s.source == ResultSource::Report));
-    assert_eq!(
-        run.command,
-        format!("{} && {}", run.suites[0].command, run.suites[1].command)
-    );
-    assert_eq!((run.totals.passed, run.totals.failed), (5, 1));
-    assert_eq!(run.tests.len(), 6);
-    assert_eq!(run.category, Some(Category::Logic));
-    assert_eq!(run.source, ResultSource::Report);
-    assert_eq!(run.format.as_deref(), Some("junit-xml+jest-json"));
-    for suite in &run.suites {
-        assert!(
-            run.output
-                .contains(&format!("[ralph-loop] $ {}", suite.command)),
-            "{}",
-            run.output
-        );
-    }
-    assert_eq!(
-        run.failing_ids(),
-        ["src/median.test.js::median > averages the middle pair of an even list"]
-    );
-    schema_valid(&run);
-
-    let mut python_only = options.clone();
-    python_only.language = Some(Language::Python);
-    let runner = ProjectRunner::build(&target, dir.path(), &python_only).unwrap();
-    let run = runner.run_all(CancellationToken::new()).await.unwrap();
-    assert_eq!(run.status, RunStatus::Passed, "{}", shown(&run));
-    assert!(run.suites.is_empty());
-    assert_eq!(run.framework.as_deref(), Some("pytest"));
-}
-
-/// node's own runner writes JUnit XML through its reporter flags.
-#[tokio::test(flavor = "multi_thread")]
-async fn node_test_runner_reports_junit() {
-    let dir = fixture("js-median");
-    let target = dir.path().join("src/median.js");
-    let options = options(dir.path(), limits(TIMEOUT, None));
-    let runner = ProjectRunner::build(&target, dir.path(), &options).unwrap();
-    let run = runner.run_all(CancellationToken::new()).await.unwrap();
-    assert_eq!(run.framework.as_deref(), Some("node"));
-    assert_eq!(run.status, RunStatus::Failed, "{}", shown(&run));
-    assert_eq!(run.source, ResultSource::Report, "{}", shown(&run));
-    assert_eq!(run.format.as_deref(), Some("junit-xml"));
-    assert_eq!(run.totals.total(), 4, "{}", shown(&run));
-    assert!(run.totals.failed >= 1);
-    assert_eq!(run.category, Some(Category::Logic), "{}", shown(&run));
-    schema_valid(&run);
-}
-
-// ---------------------------------------------------------------------------------------------
-// A whole fix run in each stack, through the binary: no -t, detection finds the tests.
-
-async fn fix_run(stack: Stack, fence: &str) {
-    let dir = project(&stack);
-    let fixed = std::fs::read_to_string(dir.path().join(stack.module)).unwrap();
-    write(
-        dir.path(),
-        stack.module,
-        &module_source(stack.kind, Variant::Failing).unwrap(),
-    );
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    // node_modules is a link to the shared tools: never part of the project.
-    std::fs::write(dir.path().join(".gitignore"), "node_modules\ntarget\n").unwrap();
-    git(&["add", "-A"]);
-    git(&[
-        "-c",
-        "user.email=t@example.com",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-qm",
-        "base",
-    ]);
-    let llm = artisan_script([text(code(fence, &fixed))]).await;
-
-    ralph(dir.path(), &llm)
-        .args([stack.module])
-        .assert()
-        .code(0);
-
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join(stack.module)).unwrap(),
-        fixed
-    );
-    let session = session_dir(dir.path());
-    let before = read_json(&session.join("test-results-iteration-0.json"));
-    assert_eq!(before["status"], "failed", "{before:#}");
-    let after = read_json(&session.join("test-results-iteration-1.json"));
-    assert_schema_valid(&after);
-    assert_eq!(after["status"], "passed", "{after:#}");
-    assert_eq!(after["framework"], stack.framework.as_str(), "{after:#}");
-    assert_eq!(after["source"], "report", "{after:#}");
-    assert_eq!(after["totals"]["passed"], 3, "{after:#}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn typescript_vitest_fix_run() {
-    fix_run(VITEST, "typescript").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn javascript_jest_fix_run() {
-    fix_run(JEST, "javascript").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn javascript_mocha_fix_run() {
-    fix_run(MOCHA, "javascript").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn python_pytest_fix_run() {
-    fix_run(PYTEST, "python").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn rust_fix_run() {
-    // The binary asks this machine: nextest when installed, else cargo test.
-    let framework = if Probe::system().nextest() {
-        Framework::Nextest
-    } else {
-        Framework::Cargo
-    };
-    fix_run(Stack { framework, ..CARGO }, "rust").await;
-}
 
 #[test]
 fn every_variant_changes_the_module() {
