@@ -69,16 +69,7 @@ async fn ctrl_c_finishes_the_iteration_and_a_restart_resumes_the_spec() {
     assert_eq!(records(p)[0]["status"], "done");
     let body = git(p, &["log", "-1", "--format=%b"]);
     assert!(body.contains("Iterations: 2"), "{body}");
-    let sessions = std::fs::read_dir(p.join(".ralph"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with("session-")
-        })
-        .count();
+    let sessions = super::behaviours_agents::sessions(p);
     assert_eq!(sessions, 1, "the same session went on");
     assert!(!p.join(".ralph/agent-session.json").exists());
 }

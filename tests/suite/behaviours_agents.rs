@@ -78,8 +78,8 @@ fn pid_in(path: &Path, timeout: Duration) -> i32 {
     pid.unwrap()
 }
 
-/// The folders of the fix loop's sessions under `.ralph/`.
-fn sessions(root: &Path) -> usize {
+/// How many folders of the fix loop's sessions `.ralph/` holds.
+pub(super) fn sessions(root: &Path) -> usize {
     std::fs::read_dir(root.join(".ralph"))
         .unwrap()
         .filter(|e| {
