@@ -3,10 +3,12 @@
 //!
 //! Layout, from the binaries' edge inwards (`mod` declarations below are in the opposite order,
 //! from the leaves up: a module uses only those declared before it):
-//! - [`cli`], [`micro_agent`]: the two binaries' command lines; [`app`]: planning a run,
-//!   executing it (actor system, event printer, Ctrl+C), `resume`, `status`, `vault`, the
-//!   inbox's commands and agent mode's loop; [`error`]: the edge's typed errors and their exit
-//!   codes.
+//! - [`cli`], [`micro_agent`]: the two binaries' command lines; [`app`]: the commands, each on
+//!   the three layers below it; [`work`]: a spec as a unit of work (its targets run in turn,
+//!   its progress saved, the agent's worktrees, a batch's report); [`run`]: one fix run planned,
+//!   prepared and executed, its exit code; [`launch`]: the one launcher every command starts
+//!   through (actor system, signals, pause, the view); [`error`]: the edge's typed errors and
+//!   their exit codes.
 //! - Many runs: [`spec`] (a task as Markdown with front matter, and planning its targets),
 //!   [`inbox`] (the queue of specs), [`agent`] (agent mode's session file, lock and log),
 //!   [`git`] (the commits and stashes of finished and failed specs).
@@ -63,6 +65,9 @@ pub(crate) mod error;
 pub(crate) mod regent;
 pub(crate) mod remote;
 pub mod views;
+pub(crate) mod launch;
+pub(crate) mod run;
+pub(crate) mod work;
 pub mod app;
 pub mod micro_agent;
 #[cfg(test)]

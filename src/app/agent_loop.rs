@@ -20,12 +20,12 @@ use tokio::sync::watch;
 use crate::agents::cost::price_of;
 use crate::agents::registry::Registry;
 use crate::agents::AgentDef;
-use crate::app::launch::{Launch, Rule};
-use crate::app::stops::Stops;
-use crate::app::view::{Show, StopKey, View};
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
 use crate::config::{self, Config};
 use crate::error::{Error, Result, UsageError};
+use crate::launch::stops::Stops;
+use crate::launch::view::{Show, StopKey, View};
+use crate::launch::{Launch, Rule};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
 use crate::regent::actor::{Regent, StartLoop};
@@ -56,7 +56,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let launch = Launch::new(Rule::DrainAll, ProcessGroups::new()).announced_in(loop_dir.clone());
     let stops = launch.stops().clone();
     let hooks =
-        crate::app::entry::loop_hooks(&config, config_path.as_deref(), &root, &stops, &loop_id)?;
+        crate::work::entry::loop_hooks(&config, config_path.as_deref(), &root, &stops, &loop_id)?;
     notes.extend(hooks.note);
     let (switch_tx, switch_rx) = watch::channel(None);
     let mut show = Show::new(&root, loop_dir, StopKey::Iteration, STOP_MEANS);
@@ -169,7 +169,7 @@ fn testing(config: &Config, args: &LoopArgs, cwd: &Path, root: &Path) -> Result<
         test_command: args.test_command.clone(),
         ..RunArgs::default()
     };
-    let mut testing = crate::app::plan::testing_options(config, &run_args, cwd, root)?;
+    let mut testing = crate::run::plan::testing_options(config, &run_args, cwd, root)?;
     let coverage = config.success_criteria.coverage_threshold;
     testing.coverage = coverage.set && coverage.is_some();
     Ok(testing)
@@ -179,7 +179,7 @@ fn testing(config: &Config, args: &LoopArgs, cwd: &Path, root: &Path) -> Result<
 async fn drive(deps: LoopDeps, printers: Vec<Box<dyn printers::Printer>>) -> Option<LoopReport> {
     let events = deps.events.clone();
     let warnings = events.clone();
-    let _warnings = crate::app::edge::observe_warnings(move |message| {
+    let _warnings = crate::run::edge::observe_warnings(move |message| {
         warnings.emit(ralph_actors::events::event::Event::Warning { message });
     });
     let printers: Vec<_> = printers
@@ -208,7 +208,7 @@ fn picker(
     switch: watch::Sender<Option<(String, Price)>>,
 ) -> Box<dyn FnOnce() -> Picker> {
     let (agent, model, groups) = (agent.clone(), model.clone(), stops.groups.clone());
-    Box::new(move || crate::app::pickers::agent(&agent, model.as_deref(), prices, &groups, switch))
+    Box::new(move || crate::run::pickers::agent(&agent, model.as_deref(), prices, &groups, switch))
 }
 
 /// What the view's stop key does to the loop.

@@ -18,7 +18,7 @@ pub fn run(args: DashboardArgs) -> Result<i32> {
         .build()
         .map_err(|e| Error::io("cannot start the dashboard's runtime", e))?;
     runtime.block_on(async move {
-        let dashboard = crate::app::view::open_dashboard(&root, args.ui_bind).await?;
+        let dashboard = crate::launch::view::open_dashboard(&root, args.ui_bind).await?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dashboard of {}: {}", root.display(), dashboard.url());
         let _ = writeln!(out, "Ctrl+C stops it");
@@ -34,7 +34,7 @@ pub(crate) async fn serve_until_signal(dashboard: crate::views::web::Dashboard) 
     let stop = CancellationToken::new();
     let stopping = stop.clone();
     tokio::spawn(async move {
-        match crate::app::launch::Signals::listen() {
+        match crate::launch::Signals::listen() {
             Some(mut signals) => {
                 signals.next().await;
             }

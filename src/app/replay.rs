@@ -213,7 +213,7 @@ fn fix_files(dir: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
 
 /// The replay in the dashboard: its URL plays the run at `speed`; until Ctrl+C.
 async fn web(root: &Path, id: &str, speed: f64, bind: Option<std::net::SocketAddr>) -> Result<i32> {
-    let dashboard = crate::app::view::open_dashboard(root, bind).await?;
+    let dashboard = crate::launch::view::open_dashboard(root, bind).await?;
     println!(
         "replay of {id}: {}&speed={speed}\nCtrl+C stops it",
         dashboard.url_for(id)

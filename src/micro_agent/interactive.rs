@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::ask::Asker;
 use super::ini::{config_command, ConfigAction};
-use crate::app::plan::{assistant, Assistant};
 use crate::app::{self, Overrides};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result, UsageError};
+use crate::run::plan::{assistant, Assistant};
 
 /// The most project files shown to the model when it suggests where the code goes.
 const TREE_FILES: usize = 200;

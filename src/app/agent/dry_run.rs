@@ -3,15 +3,15 @@
 use std::path::Path;
 
 use crate::agent::AgentError;
-use crate::app::entry::{agent_dir, Entry, Progress, Unplanned};
-use crate::app::launch::{Launch, Rule};
-use crate::app::plan::{shared_tape, Overrides};
 use crate::cli::{AgentArgs, RunArgs};
 use crate::error::Result;
 use crate::inbox::{Inbox, Record, Status};
+use crate::launch::{Launch, Rule};
 use crate::process::groups::ProcessGroups;
+use crate::run::plan::{shared_tape, Overrides};
 use crate::spec::planner::Plan;
 use crate::spec::Spec;
+use crate::work::entry::{agent_dir, Entry, Progress, Unplanned};
 
 /// `agent --dry-run`: each pending spec's plan, made (and kept for the real run) where it has
 /// none; nothing runs, nothing in the inbox or the tree changes.

@@ -6,18 +6,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::changes::own_changes;
 use super::work::Job;
-use super::worktree::{self, Brought};
 use super::{Agent, Stop};
 use crate::agent::{human_duration, AgentError};
-use crate::app::entry::{Ended, Progress, SKIPPED_IN_VIEW};
 use crate::config::FailedWork;
 use crate::error::Result;
 use crate::git::Repo;
 use crate::inbox::{Record, Status};
 use crate::spec::Spec;
 use crate::views::state::Mark;
+use crate::work::changes::own_changes;
+use crate::work::entry::{Ended, Progress, SKIPPED_IN_VIEW};
+use crate::work::worktree::{self, Brought};
 
 impl Agent {
     /// Lands a finished job; a stop when the agent must start no other.

@@ -4,7 +4,7 @@
 //! - FETCH takes the first pending record (or the specs an interrupted agent was on) and marks
 //!   it active; PLAN takes the spec's targets from its front matter or asks the Librarian's
 //!   model ([`crate::spec::planner`]); RUN fixes each target with a session of the normal loop
-//!   ([`crate::app::entry`]); COMMIT commits exactly the files the spec changed.
+//!   ([`crate::work::entry`]); COMMIT commits exactly the files the spec changed.
 //! - A failed spec's changes are stashed (or reset, `agent.on_failure`) and always kept under
 //!   `refs/ralph/failed/<id>`; the record is marked failed with the reason and the next spec
 //!   starts.
@@ -16,12 +16,10 @@
 //! Ctrl+C lets the iteration under way finish, puts the spec back to pending and exits 130; the
 //! next `agent` resumes its session from its last checkpoint. A second Ctrl+C kills at once.
 
-mod changes;
 mod dry_run;
 mod land;
-mod watch;
+
 mod work;
-mod worktree;
 
 use std::path::{Path, PathBuf};
 
@@ -30,22 +28,23 @@ use ralph_actors::policy::budget::Budget;
 use crate::agent::log::AgentLog;
 use crate::agent::session::{AgentLock, AgentSession};
 use crate::agent::{elapsed_since, human_duration, AgentError};
-use crate::app::entry::{agent_dir, Entry, Progress, Shared};
-use crate::app::launch::{Launch, Rule};
-use crate::app::plan::{shared_tape, Overrides};
-use crate::app::skips::Skips;
-use crate::app::view::{Show, StopKey, View};
 use crate::cli::{AgentArgs, OutputFormat, RunArgs};
 use crate::config::FailedWork;
 use crate::error::{Error, Result};
 use crate::git::Repo;
 use crate::hooks::tasks::TaskHooks;
 use crate::inbox::{Inbox, Record, Status};
+use crate::launch::skips::Skips;
+use crate::launch::view::{Show, StopKey, View};
+use crate::launch::{Launch, Rule};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
+use crate::run::plan::{shared_tape, Overrides};
 use crate::views::board::Tasks;
 use crate::views::state::Mark;
-use changes::check_clean;
+use crate::work::changes::check_clean;
+use crate::work::entry::{agent_dir, Entry, Progress, Shared};
+use crate::work::worktree;
 
 /// Why the agent stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +81,7 @@ pub fn run(args: AgentArgs) -> Result<i32> {
     let session = begin(&root, &log, resumed, why_not_tui)?;
     let launch = Launch::new(Rule::DrainOnInterrupt, ProcessGroups::new());
     let stops = launch.stops().clone();
-    let (tasks, note) = crate::app::entry::task_hooks(
+    let (tasks, note) = crate::work::entry::task_hooks(
         &config,
         config_path.as_deref(),
         &root,
@@ -199,7 +198,7 @@ fn printers_of(
     log: &AgentLog,
     tagged: Option<impl Fn(&str) -> Box<dyn printers::Printer> + 'static>,
     parallel: usize,
-) -> crate::app::entry::Printers {
+) -> crate::work::entry::Printers {
     let log = log.clone();
     Box::new(move |label: &str| {
         if let Some(feed) = &tagged {

@@ -2,7 +2,7 @@
 //! on one file; each lands (committed, or set aside) in queue order, whichever finishes first.
 //!
 //! One at a time a spec runs in the tree itself. Several at once, each runs in a git worktree
-//! of its own ([`super::worktree`]), so no spec's tests see another's half-done files; a spec
+//! of its own ([`crate::work::worktree`]), so no spec's tests see another's half-done files; a spec
 //! whose files another spec under way holds waits for it to land, then starts on what it left.
 
 use std::collections::VecDeque;
@@ -11,19 +11,20 @@ use std::path::{Path, PathBuf};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::changes::hex;
-use super::{worktree, Agent, Stop};
+use super::{Agent, Stop};
 use crate::agent::AgentError;
-use crate::app::entry::{agent_dir, Ended, Entry, Progress, Shared};
-use crate::app::plan::Overrides;
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::git::Repo;
 use crate::hooks::protocol::{Budget as HookBudget, Task};
 use crate::hooks::tasks::Before;
 use crate::inbox::Record;
+use crate::run::plan::Overrides;
 use crate::spec::Spec;
 use crate::views::state::Mark;
+use crate::work::changes::hex;
+use crate::work::entry::{agent_dir, Ended, Entry, Progress, Shared};
+use crate::work::worktree;
 
 /// A spec the agent has taken on, from its plan until it lands.
 pub(super) struct Job {
@@ -97,7 +98,7 @@ impl Agent {
         let (base, overrides) = (self.base.clone(), self.overrides.clone());
         let parallel = self.args.parallel.max(1);
         let mut watch = match self.args.watch {
-            true => Some(super::watch::Watch::inbox(&self.root)?),
+            true => Some(crate::work::watch::Watch::inbox(&self.root)?),
             false => None,
         };
         let mut q = Queue::default();
@@ -225,7 +226,7 @@ impl Agent {
         &mut self,
         q: &mut Queue,
         limit: Option<Stop>,
-        watch: Option<&mut super::watch::Watch>,
+        watch: Option<&mut crate::work::watch::Watch>,
         shared: &Shared,
     ) -> Result<Option<Stop>> {
         if let Some(job) = q.held.take() {

@@ -21,17 +21,17 @@ use ralph_actors::supervisor::run::{MemoryDeps, RunDeps};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::launch::{Launch, Rule};
-use crate::app::plan::Plan;
-use crate::app::stops::Stops;
-use crate::app::view::{Show, StopKey, View};
 use crate::chaos::FsChaosRunner;
 use crate::cli::OutputFormat;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::launch::stops::Stops;
+use crate::launch::view::{Show, StopKey, View};
+use crate::launch::{Launch, Rule};
 use crate::printers::{self, Printer};
 use crate::process::groups::ProcessGroups;
 use crate::providers;
+use crate::run::plan::Plan;
 use crate::session::{SessionDir, WriteBehind};
 use crate::vault;
 use crate::views::tui::ui::STOP_STEP;
@@ -108,7 +108,7 @@ pub(crate) fn execute(
     if tui {
         let (settings, models) = (plan.settings.clone(), control.models.clone());
         show.picker = Some(Box::new(move || {
-            crate::app::pickers::roles(&settings, models)
+            crate::run::pickers::roles(&settings, models)
         }));
         show.target = Some(plan.root.join(&plan.target));
         show.original = Path::new(&plan.target)
@@ -246,7 +246,7 @@ fn run_deps(
         true => None,
         false => control
             .asker
-            .or_else(|| crate::app::terminal::user(plan.output)),
+            .or_else(|| crate::run::terminal::user(plan.output)),
     };
     Ok(RunDeps {
         settings: Arc::new(plan.settings),
@@ -314,14 +314,14 @@ fn heard_on(
     events: &EventBus,
 ) -> (
     crate::http::retry::RetryObserver,
-    crate::app::edge::Warnings,
+    crate::run::edge::Warnings,
 ) {
     let (retries, warnings) = (events.clone(), events.clone());
     (
         crate::http::retry::observe_retries(move |message| {
             retries.emit(Event::Warning { message });
         }),
-        crate::app::edge::observe_warnings(move |message| {
+        crate::run::edge::observe_warnings(move |message| {
             warnings.emit(Event::Warning { message });
         }),
     )

@@ -4,8 +4,13 @@
 //! What they share is set up here once: the actix system; the process groups killed on a
 //! second signal; the tokens a signal cancels, by one [`Rule`] per command; the pause (the
 //! view's key, and the dashboard's or `kill -USR1` through the run's `control.json`, see
-//! [`crate::remote`]); and the view ([`crate::app::view`]), started before the part and
-//! finished after it, once the part has dropped its feeds.
+//! [`crate::remote`]); and the view ([`view`]), started before the part and finished after it,
+//! once the part has dropped its feeds. [`stops`] is how either stops the work, [`skips`] the
+//! tasks a person skipped in the view.
+
+pub(crate) mod stops;
+pub(crate) mod skips;
+pub(crate) mod view;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -15,9 +20,9 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::app::stops::Stops;
-use crate::app::view::{Show, View};
 use crate::error::Result;
+use crate::launch::stops::Stops;
+use crate::launch::view::{Show, View};
 use crate::process::groups::ProcessGroups;
 use crate::remote;
 use crate::views;

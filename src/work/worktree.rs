@@ -11,15 +11,15 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::AgentError;
-use crate::app::entry::{Progress, Worktree};
 use crate::error::Result;
 use crate::git::Repo;
 use crate::inbox::{Record, Status};
 use crate::session::RALPH_DIR;
+use crate::work::entry::{Progress, Worktree};
 
 /// The folder of this project's worktrees: `agent.worktrees`, else
 /// `$XDG_CACHE_HOME/ralph-loop/worktrees/<name>-<project id>` (`~/.cache` without it).
-pub(super) fn home(configured: Option<&Path>, root: &Path) -> PathBuf {
+pub(crate) fn home(configured: Option<&Path>, root: &Path) -> PathBuf {
     if let Some(dir) = configured {
         return dir.to_path_buf();
     }
@@ -34,7 +34,7 @@ pub(super) fn home(configured: Option<&Path>, root: &Path) -> PathBuf {
 }
 
 /// How a finished spec's files came into the tree.
-pub(super) enum Brought {
+pub(crate) enum Brought {
     /// Copied (or already there: an agent stopped between the copy and the commit).
     Files,
     /// These files changed in the tree since the spec began: nothing was copied.
@@ -43,7 +43,7 @@ pub(super) enum Brought {
 
 /// The worktree spec `id` runs in: the one its progress names while it is still there, else a
 /// new one on `HEAD` (the progress then forgets what an earlier one held).
-pub(super) fn open(
+pub(crate) fn open(
     main: &Repo,
     home: &Path,
     id: &str,
@@ -97,7 +97,7 @@ fn link(root: &Path, tree: &Path, links: &[String]) -> Result<()> {
 
 /// Copies `files` (relative paths; deleted ones deleted) from the worktree into the tree,
 /// each only where the tree still holds what the worktree began from.
-pub(super) fn bring(main: &Repo, tree: &Worktree, files: &[PathBuf]) -> Result<Brought> {
+pub(crate) fn bring(main: &Repo, tree: &Worktree, files: &[PathBuf]) -> Result<Brought> {
     let theirs = Repo::new(tree.path.clone());
     let mut copy = Vec::new();
     let mut conflicts = Vec::new();
@@ -131,7 +131,7 @@ pub(super) fn bring(main: &Repo, tree: &Worktree, files: &[PathBuf]) -> Result<B
 }
 
 /// Removes a spec's worktree (its links first: they are the project's, never followed).
-pub(super) fn remove(main: &Repo, tree: &Worktree, links: &[String]) -> Result<()> {
+pub(crate) fn remove(main: &Repo, tree: &Worktree, links: &[String]) -> Result<()> {
     let names = std::iter::once(RALPH_DIR).chain(links.iter().map(String::as_str));
     for name in names {
         let at = tree.path.join(name);
@@ -144,7 +144,7 @@ pub(super) fn remove(main: &Repo, tree: &Worktree, links: &[String]) -> Result<(
 
 /// Where the agent's worktrees go and what they link (the config's `agent.worktrees` and
 /// `agent.worktree_links`), the worktrees of specs no longer under way removed first.
-pub(super) fn swept(
+pub(crate) fn swept(
     repo: &Repo,
     root: &Path,
     config: &crate::config::Config,
@@ -159,7 +159,7 @@ pub(super) fn swept(
 
 /// Removes the worktrees of records that ended (an agent stopped after marking its record and
 /// before removing its worktree) or are no longer in the inbox.
-pub(super) fn sweep(main: &Repo, home: &Path, records: &[Record], links: &[String]) {
+pub(crate) fn sweep(main: &Repo, home: &Path, records: &[Record], links: &[String]) {
     let Ok(entries) = std::fs::read_dir(home) else {
         return;
     };

@@ -8,18 +8,18 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::agent::AgentError;
-use crate::app::entry::Shared;
 use crate::error::Result;
+use crate::work::entry::Shared;
 
 /// A watch on `.ralph/inbox.jsonl`, from the agent's start (no change between a look at the
 /// inbox and the wait is missed: it is waiting in the channel).
-pub(super) struct Watch {
+pub(crate) struct Watch {
     _watcher: notify::RecommendedWatcher,
     changes: mpsc::UnboundedReceiver<()>,
 }
 
 impl Watch {
-    pub(super) fn inbox(root: &Path) -> Result<Watch> {
+    pub(crate) fn inbox(root: &Path) -> Result<Watch> {
         let dir = crate::session::ralph_dir(root).map_err(AgentError::io(format!(
             "cannot create {}",
             root.join(crate::session::RALPH_DIR).display()
@@ -50,7 +50,7 @@ impl Watch {
     }
 
     /// Waits for the inbox to change (true) or the user to stop the agent (false).
-    pub(super) async fn changed(&mut self, shared: &Shared) -> bool {
+    pub(crate) async fn changed(&mut self, shared: &Shared) -> bool {
         tokio::select! {
             change = self.changes.recv() => change.is_some(),
             _ = shared.stops.drain.cancelled() => false,

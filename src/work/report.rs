@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::human_duration;
-use crate::app::entry::SKIPPED_BY_USER;
 use crate::cli::{BatchArgs, BatchOutput};
+use crate::work::entry::SKIPPED_BY_USER;
 
 /// One entry, as the batch report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

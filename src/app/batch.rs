@@ -8,8 +8,6 @@
 //! entry's targets are sessions of the normal loop with their own reports; the batch writes
 //! `.ralph/batch-<id>/batch-report.json` ([`report`]) and exits with its worst entry's code.
 
-pub(crate) mod report;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -17,24 +15,24 @@ use std::time::Instant;
 use futures::stream::{FuturesUnordered, StreamExt};
 use ralph_actors::policy::budget::Budget;
 
-use crate::app::entry::{Ended, Entry, Progress, Shared};
-use crate::app::launch::{Launch, Rule};
-use crate::app::plan::{self, Overrides};
-use crate::app::skips::Skips;
-use crate::app::view::{Show, StopKey, View};
 use crate::cli::{BatchArgs, BatchOutput, OutputFormat, RunArgs};
 use crate::config::{BatchEntry, Config};
 use crate::error::{Error, Result, UsageError};
 use crate::hooks::protocol::{Budget as HookBudget, Task};
 use crate::hooks::tasks::{Before, TaskHooks};
+use crate::launch::skips::Skips;
+use crate::launch::view::{Show, StopKey, View};
+use crate::launch::{Launch, Rule};
 use crate::printers;
 use crate::process::groups::ProcessGroups;
+use crate::run::plan::{self, Overrides};
 use crate::runner::detect;
 use crate::session::RALPH_DIR;
 use crate::spec::{FrontMatter, Spec, Target};
 use crate::views::board::Tasks;
 use crate::views::state::Mark;
-use report::{BatchReport, EntryReport};
+use crate::work::entry::{Ended, Entry, Progress, Shared};
+use crate::work::report::{self, BatchReport, EntryReport};
 
 /// An entry, resolved to a spec.
 struct Item {
@@ -53,7 +51,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let id = uuid::Uuid::new_v4().to_string();
     let launch = Launch::new(Rule::EndStep, ProcessGroups::new());
     let stops = launch.stops().clone();
-    let (tasks, note) = crate::app::entry::task_hooks(
+    let (tasks, note) = crate::work::entry::task_hooks(
         &config,
         config_path.as_deref(),
         &root,
@@ -117,7 +115,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
 fn printers_of(
     tagged: Option<impl Fn(&str) -> Box<dyn printers::Printer> + 'static>,
     live: bool,
-) -> crate::app::entry::Printers {
+) -> crate::work::entry::Printers {
     Box::new(move |key| match &tagged {
         Some(feed) => vec![feed(key)],
         None if live => vec![printers::for_format(OutputFormat::Human)],

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use crate::agent::AgentError;
-use crate::app::entry::{agent_dir, Progress};
 use crate::error::Result;
 use crate::git::{GitError, Repo, Snapshot};
+use crate::work::entry::{agent_dir, Progress};
 
 /// Refuses a tree whose tracked files have changes the agent did not make (those of the specs
 /// an interrupted agent was on are its own).
-pub(super) fn check_clean(repo: &Repo, root: &Path, ours: &[String]) -> Result<()> {
+pub(crate) fn check_clean(repo: &Repo, root: &Path, ours: &[String]) -> Result<()> {
     let mut dirty = repo.dirty_tracked()?;
     for id in ours {
         let progress = Progress::load(&agent_dir(root, id))?;
@@ -52,7 +52,7 @@ fn normal(path: &Path) -> PathBuf {
 
 /// The files the spec changed: those its sessions may write whose content differs from what
 /// they held before the spec began.
-pub(super) fn own_changes(
+pub(crate) fn own_changes(
     repo: &Repo,
     before: &BTreeMap<PathBuf, Option<String>>,
     progress: &Progress,
@@ -69,7 +69,7 @@ pub(super) fn own_changes(
         .collect())
 }
 
-pub(super) fn hex(hash: &[u8; 32]) -> String {
+pub(crate) fn hex(hash: &[u8; 32]) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -4,7 +4,7 @@
 //!
 //! The view's channels exist before the command's actix system does (its printers are made
 //! with them); the view itself starts inside it ([`View::start`], called by
-//! [`crate::app::launch::Launch::run`]) and ends once every feed has been dropped and the
+//! [`crate::launch::Launch::run`]) and ends once every feed has been dropped and the
 //! person has read the end ([`Shown::finish`]).
 
 use std::net::SocketAddr;
@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::watch;
 
-use crate::app::skips::Skips;
-use crate::app::stops::Stops;
 use crate::cli::Ui;
 use crate::error::{Error, Result};
+use crate::launch::skips::Skips;
+use crate::launch::stops::Stops;
 use crate::printers::Printer;
 use crate::views::board::Tasks;
 use crate::views::tui::{self, picker::Picker, Asker, Feed, Inbox};

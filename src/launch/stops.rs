@@ -1,5 +1,5 @@
 //! How a command is stopped: the tokens its signals, its view and its hooks cancel, and the
-//! process groups a forced stop kills. Made by [`crate::app::launch::Launch`], held by
+//! process groups a forced stop kills. Made by [`crate::launch::Launch`], held by
 //! everything that runs under it.
 
 use std::sync::atomic::AtomicI32;
