@@ -42,7 +42,9 @@ pub fn run(args: AgentAddArgs, config_flag: Option<&Path>) -> Result<i32> {
         )
         .into());
     }
-    let new = insert(&text, &entry(&def)?);
+    let entry = config::edit::list_entry(&def)
+        .map_err(|e| Error::Internal(format!("cannot write the definition: {e}")))?;
+    let new = config::edit::append_to_list(&text, "agents", &entry);
     // The file as it will be must load, or nothing is written.
     config::parse(&new, &file)?;
     crate::fsutil::write_atomic(&file, new.as_bytes())
@@ -206,78 +208,6 @@ fn ask(mut args: AgentAddArgs, input: &mut impl BufRead, out: &mut impl Write) -
     build(args)
 }
 
-/// The definition as an entry of the `agents:` list, indented under it.
-fn entry(def: &AgentDef) -> Result<String> {
-    let yaml = serde_yaml::to_string(&vec![def])
-        .map_err(|e| Error::Internal(format!("cannot write the definition: {e}")))?;
-    Ok(yaml.lines().map(|l| format!("  {l}\n")).collect::<String>())
-}
-
-/// `text` with `entry` added to its top-level `agents:` list: after the list's last entry, in
-/// place of an empty `[]`, or in a new `agents:` at the end.
-fn insert(text: &str, entry: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let Some(at) = lines.iter().position(|l| is_key(l, "agents")) else {
-        let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str("agents:\n");
-        out.push_str(entry);
-        return out;
-    };
-    let head = lines[at];
-    let value = head["agents:".len()..].trim_start();
-    let mut out: Vec<String> = lines[..at].iter().map(|l| l.to_string()).collect();
-    if let Some(rest) = value.strip_prefix("[]") {
-        // `agents: []  # comment`: the list starts here, the comment stays.
-        let comment = rest.trim_start();
-        out.push(format!(
-            "agents:{}{comment}",
-            if comment.is_empty() { "" } else { " " }
-        ));
-        out.extend(entry.lines().map(str::to_string));
-        out.extend(lines[at + 1..].iter().map(|l| l.to_string()));
-    } else {
-        // The block runs while lines are indented, blank or comments; the entry goes after
-        // its last entry line, indented as its entries are.
-        out.push(head.to_string());
-        let mut last_item = at;
-        let mut indent = "  ";
-        for (i, l) in lines.iter().enumerate().skip(at + 1) {
-            if !l.is_empty() && !l.starts_with([' ', '\t', '#', '-']) {
-                break;
-            }
-            let body = l.trim_start();
-            if body.is_empty() || body.starts_with('#') {
-                continue;
-            }
-            if last_item == at && body.starts_with('-') {
-                indent = &l[..l.len() - body.len()];
-            }
-            last_item = i;
-        }
-        out.extend(lines[at + 1..=last_item].iter().map(|l| l.to_string()));
-        out.extend(
-            entry
-                .lines()
-                .map(|l| format!("{indent}{}", l.strip_prefix("  ").unwrap_or(l))),
-        );
-        out.extend(lines[last_item + 1..].iter().map(|l| l.to_string()));
-    }
-    let mut joined = out.join("\n");
-    joined.push('\n');
-    joined
-}
-
-fn is_key(line: &str, key: &str) -> bool {
-    line.strip_prefix(key)
-        .is_some_and(|rest| rest.starts_with(':'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,39 +225,16 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_goes_into_an_empty_list_a_block_or_a_new_key() {
-        let e = entry(&def()).unwrap();
-        let empty = insert(
-            "budgets:\n  max_iterations: 3\nagents: []   # yours\noutput: json\n",
-            &e,
-        );
-        assert!(
-            empty.contains("agents: # yours\n  - name: mine\n"),
-            "{empty}"
-        );
-        assert!(empty.ends_with("output: json\n"), "{empty}");
-        let parsed = config::parse(&empty, Path::new("ralph.config.yaml")).unwrap();
+    fn the_flags_give_a_definition_that_goes_into_the_file() {
+        let def = def();
+        assert_eq!(def.name, "mine");
+        assert_eq!(def.args, ["run", "{prompt}"]);
+        assert_eq!(def.prompt, PromptVia::Argument);
+        assert_eq!(def.format, Format::Plain);
+        let entry = config::edit::list_entry(&def).unwrap();
+        let text = config::edit::append_to_list("output: json\n", "agents", &entry);
+        let parsed = config::parse(&text, Path::new("ralph.config.yaml")).unwrap();
         assert_eq!(parsed.agents[0].name, "mine");
-        assert_eq!(parsed.output.as_str(), "json");
-
-        let block = "agents:\n  - name: first\n    binaries: [a]\n    args: [x]\n    format: plain\n  # a comment\n\noutput: json\n";
-        let two = insert(block, &e);
-        let parsed = config::parse(&two, Path::new("ralph.config.yaml")).unwrap();
-        let names: Vec<&str> = parsed.agents.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(names, ["first", "mine"]);
-        assert!(two.contains("# a comment"), "{two}");
-
-        let flush = insert(
-            "agents:\n- name: first\n  binaries: [a]\n  args: [x]\n  format: plain\n",
-            &e,
-        );
-        let parsed = config::parse(&flush, Path::new("ralph.config.yaml")).unwrap();
-        assert_eq!(parsed.agents.len(), 2, "{flush}");
-
-        let none = insert("output: json", &e);
-        let parsed = config::parse(&none, Path::new("ralph.config.yaml")).unwrap();
-        assert_eq!(parsed.agents.len(), 1);
-        assert_eq!(insert("", &e), format!("agents:\n{e}"));
     }
 
     #[test]

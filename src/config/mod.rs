@@ -9,11 +9,12 @@
 //! `guard` (LocalGuard's section), `regent` (the agent loop's `regent:` and `git:`),
 //! `providers` (connection settings), `hooks` (the `hooks:` section and `ralph-plugins.yaml`)
 //! `checks` (the value checks used while deserialising) and `gate` (a `success_criteria` gate
-//! that knows whether the file set it).
+//! that knows whether the file set it); `edit` adds to the file as text, its comments kept.
 //! `load` finds and parses the file, `settings` derives what a run needs from it.
 
 mod batch;
 mod checks;
+pub(crate) mod edit;
 mod error;
 mod gate;
 mod guard;
