@@ -285,6 +285,24 @@ impl Locked {
             .collect()
     }
 
+    /// The record an agent works on next, of those not `busy` (under way here): `current`, the
+    /// spec an interrupted agent was on, while it is active or pending; else an active record,
+    /// an agent's that died (with the agent's lock held, an active record not under way here
+    /// was killed before its agent saved its session); else the first pending one.
+    pub fn next(&self, busy: &[&str], current: Option<&str>) -> Option<&Record> {
+        let mut free = self
+            .records
+            .iter()
+            .filter(|r| !busy.contains(&r.id.as_str()));
+        let resumed = current.and_then(|id| {
+            free.clone()
+                .find(|r| r.id == id && matches!(r.status, Status::Active | Status::Pending))
+        });
+        resumed
+            .or_else(|| free.clone().find(|r| r.status == Status::Active))
+            .or_else(|| free.find(|r| r.status == Status::Pending))
+    }
+
     /// Sets record `id`'s status, with its timestamps and error.
     pub fn set_status(&mut self, id: &str, status: Status, error: Option<String>) -> Result<()> {
         let record = self
@@ -374,6 +392,30 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
         }
+    }
+
+    #[test]
+    fn the_next_record_is_the_one_resumed_then_an_orphan_then_the_first_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = Inbox::at(dir.path());
+        let mut locked = inbox.lock().unwrap();
+        let added = locked
+            .add(&["a.md".into(), "b.md".into(), "c.md".into()])
+            .unwrap();
+        let id = |i: usize| added[i].id.clone();
+        let next = |l: &Locked, busy: &[&str], current: Option<&str>| {
+            l.next(busy, current).map(|r| r.id.clone())
+        };
+        assert_eq!(next(&locked, &[], None), Some(id(0)));
+        assert_eq!(next(&locked, &[], Some(&id(2))), Some(id(2)));
+        locked.set_status(&id(1), Status::Active, None).unwrap();
+        assert_eq!(next(&locked, &[], None), Some(id(1)), "an orphan first");
+        assert_eq!(next(&locked, &[&id(1)], None), Some(id(0)), "not one under way");
+        locked.set_status(&id(2), Status::Done, None).unwrap();
+        assert_eq!(next(&locked, &[], Some(&id(2))), Some(id(1)), "not one done");
+        let all = [id(0).as_str(), id(1).as_str()].map(str::to_string);
+        let busy: Vec<&str> = all.iter().map(String::as_str).collect();
+        assert_eq!(next(&locked, &busy, None), None);
     }
 
     #[test]

@@ -112,7 +112,7 @@ fn validate(config: Option<&Path>, cwd: &Path, root: &Path) -> Result<i32> {
         let _ = writeln!(out, "{}", line.trim_end());
     }
     for d in &declared {
-        if let Some(program) = missing_program(&d.command, root) {
+        if let Some(program) = crate::hooks::exec::missing_program(&d.command, root) {
             eprintln!(
                 "warning: hook `{}`: `{program}` is neither on PATH nor a file",
                 d.name
@@ -146,37 +146,6 @@ fn validate(config: Option<&Path>, cwd: &Path, root: &Path) -> Result<i32> {
         );
     }
     Ok(0)
-}
-
-/// What the shell runs first in `command`, when it can be told and is not found: neither a
-/// builtin, nor on `PATH`, nor a file (absolute or in `root`).
-fn missing_program(command: &str, root: &Path) -> Option<String> {
-    const BUILTINS: &[&str] = &[
-        "!", ".", ":", "[", "[[", "{", "(", "alias", "break", "case", "cd", "command", "continue",
-        "echo", "eval", "exec", "exit", "export", "false", "for", "if", "kill", "printf", "read",
-        "return", "set", "shift", "source", "test", "times", "trap", "true", "type", "ulimit",
-        "umask", "unset", "until", "wait", "while",
-    ];
-    let first = command
-        .split_whitespace()
-        .find(|w| !w.contains('=') || w.starts_with(['=', '"', '\'']))?;
-    let program: String = first.chars().filter(|c| !matches!(c, '"' | '\'')).collect();
-    let program = program.trim_end_matches(';');
-    if program.is_empty() || program.contains(['$', '`', '(', '{']) || BUILTINS.contains(&program) {
-        return None;
-    }
-    let found = if program.contains('/') {
-        let path = Path::new(program);
-        if path.is_absolute() {
-            path.exists()
-        } else {
-            root.join(path).exists()
-        }
-    } else {
-        crate::fsutil::which(program, std::env::var_os("PATH").as_deref()).is_some()
-            || root.join(program).is_file()
-    };
-    (!found).then(|| program.to_string())
 }
 
 /// `hooks trust [NAME...]`: the current hash of each hook (or of the named ones) recorded.
@@ -253,7 +222,7 @@ fn import(from: ImportFrom, settings: Option<&Path>, cwd: &Path, root: &Path) ->
             }
             vec![file]
         }
-        None => default_settings(agent, root),
+        None => import::default_settings(agent, root),
     };
     let mut files = Vec::new();
     let mut found: Vec<Found> = Vec::new();
@@ -291,37 +260,4 @@ fn import(from: ImportFrom, settings: Option<&Path>, cwd: &Path, root: &Path) ->
     }
     print!("{}", imported.yaml);
     Ok(0)
-}
-
-/// Where each agent keeps its hooks, in the order read: the project's first.
-fn default_settings(agent: Agent, root: &Path) -> Vec<PathBuf> {
-    match agent {
-        Agent::Claude => vec![
-            root.join(".claude/settings.json"),
-            root.join(".claude/settings.local.json"),
-        ],
-        Agent::Codex => {
-            let home = std::env::var_os("CODEX_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
-            let mut files = vec![
-                root.join(".codex/config.toml"),
-                root.join(".codex/hooks.json"),
-            ];
-            if let Some(home) = home {
-                for file in [home.join("config.toml"), home.join("hooks.json")] {
-                    // The same file twice (a project in the home folder) is read once.
-                    let same = files.iter().any(|f| {
-                        std::fs::canonicalize(f).ok().is_some()
-                            && std::fs::canonicalize(f).ok() == std::fs::canonicalize(&file).ok()
-                    });
-                    if !same {
-                        files.push(file);
-                    }
-                }
-            }
-            files
-        }
-    }
 }

@@ -154,3 +154,34 @@ pub async fn run(
         Ending::OverMemory(_) => Err(Failed::Spawn("over its memory limit".into())),
     }
 }
+
+/// What the shell runs first in `command`, when it can be told and is not found: neither a
+/// builtin, nor on `PATH`, nor a file (absolute or in `root`).
+pub(crate) fn missing_program(command: &str, root: &Path) -> Option<String> {
+    const BUILTINS: &[&str] = &[
+        "!", ".", ":", "[", "[[", "{", "(", "alias", "break", "case", "cd", "command", "continue",
+        "echo", "eval", "exec", "exit", "export", "false", "for", "if", "kill", "printf", "read",
+        "return", "set", "shift", "source", "test", "times", "trap", "true", "type", "ulimit",
+        "umask", "unset", "until", "wait", "while",
+    ];
+    let first = command
+        .split_whitespace()
+        .find(|w| !w.contains('=') || w.starts_with(['=', '"', '\'']))?;
+    let program: String = first.chars().filter(|c| !matches!(c, '"' | '\'')).collect();
+    let program = program.trim_end_matches(';');
+    if program.is_empty() || program.contains(['$', '`', '(', '{']) || BUILTINS.contains(&program) {
+        return None;
+    }
+    let found = if program.contains('/') {
+        let path = Path::new(program);
+        if path.is_absolute() {
+            path.exists()
+        } else {
+            root.join(path).exists()
+        }
+    } else {
+        crate::fsutil::which(program, std::env::var_os("PATH").as_deref()).is_some()
+            || root.join(program).is_file()
+    };
+    (!found).then(|| program.to_string())
+}

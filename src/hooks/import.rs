@@ -17,6 +17,7 @@
 //! the command's.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -466,6 +467,39 @@ fn kebab(event: &str) -> String {
         });
     }
     out
+}
+
+/// Where each agent keeps its hooks, in the order read: the project's first.
+pub(crate) fn default_settings(agent: Agent, root: &Path) -> Vec<PathBuf> {
+    match agent {
+        Agent::Claude => vec![
+            root.join(".claude/settings.json"),
+            root.join(".claude/settings.local.json"),
+        ],
+        Agent::Codex => {
+            let home = std::env::var_os("CODEX_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")));
+            let mut files = vec![
+                root.join(".codex/config.toml"),
+                root.join(".codex/hooks.json"),
+            ];
+            if let Some(home) = home {
+                for file in [home.join("config.toml"), home.join("hooks.json")] {
+                    // The same file twice (a project in the home folder) is read once.
+                    let same = files.iter().any(|f| {
+                        std::fs::canonicalize(f).ok().is_some()
+                            && std::fs::canonicalize(f).ok() == std::fs::canonicalize(&file).ok()
+                    });
+                    if !same {
+                        files.push(file);
+                    }
+                }
+            }
+            files
+        }
+    }
 }
 
 #[cfg(test)]

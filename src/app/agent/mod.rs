@@ -309,34 +309,9 @@ impl Agent {
         if let Some(torn) = inbox.torn.take() {
             self.log.line(&format!("WARNING: {torn}"));
         }
-        let free = |r: &&Record| !busy.contains(&r.id.as_str());
         let current = self.session.current_spec_id.clone();
-        let resumed = current.as_deref().and_then(|id| {
-            inbox
-                .records
-                .iter()
-                .filter(free)
-                .find(|r| r.id == id && matches!(r.status, Status::Active | Status::Pending))
-        });
-        // With the agent's lock held, an active record not under way here is an agent's that
-        // died (killed before it saved its session): it is resumed before anything new.
-        let orphan = || {
-            inbox
-                .records
-                .iter()
-                .filter(free)
-                .find(|r| r.status == Status::Active)
-        };
-        let pending = || {
-            inbox
-                .records
-                .iter()
-                .filter(free)
-                .find(|r| r.status == Status::Pending)
-        };
-        let record = match resumed.or_else(orphan).or_else(pending) {
-            Some(r) => r.clone(),
-            None => return Ok(None),
+        let Some(record) = inbox.next(busy, current.as_deref()).cloned() else {
+            return Ok(None);
         };
         if record.status != Status::Active {
             inbox
