@@ -410,9 +410,17 @@ mod tests {
         assert_eq!(next(&locked, &[], Some(&id(2))), Some(id(2)));
         locked.set_status(&id(1), Status::Active, None).unwrap();
         assert_eq!(next(&locked, &[], None), Some(id(1)), "an orphan first");
-        assert_eq!(next(&locked, &[&id(1)], None), Some(id(0)), "not one under way");
+        assert_eq!(
+            next(&locked, &[&id(1)], None),
+            Some(id(0)),
+            "not one under way"
+        );
         locked.set_status(&id(2), Status::Done, None).unwrap();
-        assert_eq!(next(&locked, &[], Some(&id(2))), Some(id(1)), "not one done");
+        assert_eq!(
+            next(&locked, &[], Some(&id(2))),
+            Some(id(1)),
+            "not one done"
+        );
         let all = [id(0).as_str(), id(1).as_str()].map(str::to_string);
         let busy: Vec<&str> = all.iter().map(String::as_str).collect();
         assert_eq!(next(&locked, &busy, None), None);

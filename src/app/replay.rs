@@ -4,7 +4,7 @@
 //! of the run is changed: the replay reads its folder, and writes only what it is asked to.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 
@@ -14,10 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{OutputFormat, ReplayArgs, Ui};
 use crate::error::{Error, Result, UsageError};
-use crate::printers::{self, event_log, Printer};
+use crate::printers::{self, event_log};
 use crate::process::groups::ProcessGroups;
 use crate::runner::detect;
-use crate::session::{SessionError, RALPH_DIR};
 use crate::views::{self, pace, Chosen};
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
@@ -31,7 +30,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let root = detect::project_root(&cwd);
-    let (id, dir) = find(&root, args.session.as_deref())?;
+    let (id, dir) = views::web::sessions::find(&root, args.session.as_deref())?;
     let log = dir.join(event_log::FILE);
     let (events, unread) = event_log::read(&log)
         .map_err(|e| Error::io(format!("cannot read {}", log.display()), e))?;
@@ -65,7 +64,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
                 eprintln!("note: {why}");
             }
             let mut printer = printers::for_format(OutputFormat::Human);
-            runtime.block_on(play(
+            runtime.block_on(pace::play(
                 &events,
                 args.speed,
                 printer.as_mut(),
@@ -75,79 +74,6 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             Ok(0)
         }
         Chosen::Web => runtime.block_on(web(&root, &id, args.speed, args.view.ui_bind)),
-    }
-}
-
-/// The run `want` names (its folder's name, or the start of its id), or the most recent: its
-/// folder's name and path.
-fn find(root: &Path, want: Option<&str>) -> Result<(String, PathBuf)> {
-    let ralph = root.join(RALPH_DIR);
-    let listed = views::web::sessions::list(root);
-    if listed.is_empty() {
-        return Err(SessionError::NoSessions(ralph).into());
-    }
-    let chosen = match want {
-        None => listed[0].id.clone(),
-        Some(want) => {
-            let mut matching = listed.iter().filter(|l| {
-                l.id == want
-                    || l.id.starts_with(want)
-                    || l.id
-                        .split_once('-')
-                        .is_some_and(|(_, uuid)| uuid.starts_with(want))
-            });
-            match (matching.next(), matching.count()) {
-                (None, _) => {
-                    return Err(SessionError::NoMatch {
-                        want: want.to_string(),
-                        dir: ralph,
-                    }
-                    .into())
-                }
-                (Some(one), 0) => one.id.clone(),
-                (Some(_), more) => {
-                    return Err(SessionError::Ambiguous {
-                        want: want.to_string(),
-                        count: more + 1,
-                    }
-                    .into())
-                }
-            }
-        }
-    };
-    let dir = ralph.join(&chosen);
-    Ok((chosen, dir))
-}
-
-/// Prints `events` one after another at `speed`, holding while `pause` is `true`, until `stop`.
-async fn play(
-    events: &[Envelope],
-    speed: f64,
-    printer: &mut dyn Printer,
-    mut pause: Option<watch::Receiver<bool>>,
-    stop: CancellationToken,
-) {
-    let mut before = None;
-    for event in events {
-        let wait = pace::gap(before, Some(event.time), speed);
-        before = Some(event.time);
-        // Events of one instant (and all of them at speed 0) reach the view together.
-        if !wait.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = stop.cancelled() => return,
-            }
-        }
-        if let Some(pause) = pause.as_mut() {
-            while *pause.borrow_and_update() {
-                tokio::select! {
-                    changed = pause.changed() => if changed.is_err() { break },
-                    _ = stop.cancelled() => return,
-                }
-            }
-        }
-        // A closed stdout (`| head`) ends nothing.
-        let _ = printer.print(event);
     }
 }
 
@@ -165,7 +91,7 @@ async fn tui(dir: &Path, events: &[Envelope], speed: f64) -> Result<i32> {
         picker: None,
         skip: None,
     };
-    let (target, original) = fix_files(dir);
+    let (target, original) = views::web::sessions::fix_files(dir);
     let place = views::tui::Place {
         dir: dir.to_path_buf(),
         target,
@@ -173,42 +99,13 @@ async fn tui(dir: &Path, events: &[Envelope], speed: f64) -> Result<i32> {
         replayed: true,
     };
     let player = async move {
-        play(events, speed, &mut feed, Some(pause_rx), stop).await;
+        pace::play(events, speed, &mut feed, Some(pause_rx), stop).await;
         // The feed closes: the view shows the end and waits for `q`.
         drop(feed);
     };
     let (shown, ()) = tokio::join!(views::tui::run(inbox, handles, place), player);
     shown.map_err(|e| Error::io("the terminal view failed", e))?;
     Ok(0)
-}
-
-/// A fix session's file as its last checkpoint kept it, and as it was: the view's diff.
-fn fix_files(dir: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
-    let original = std::fs::read_dir(dir.join("original"))
-        .ok()
-        .and_then(|mut entries| entries.next())
-        .and_then(|e| e.ok())
-        .map(|e| e.path());
-    let last = std::fs::read_dir(dir.join("checkpoints"))
-        .ok()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let n: u32 = e
-                .file_name()
-                .to_string_lossy()
-                .strip_prefix("iteration-")?
-                .parse()
-                .ok()?;
-            Some((n, e.path()))
-        })
-        .max_by_key(|(n, _)| *n)
-        .map(|(_, path)| path);
-    match (last, original) {
-        (Some(last), Some(original)) => (Some(last), Some(original)),
-        _ => (None, None),
-    }
 }
 
 /// The replay in the dashboard: its URL plays the run at `speed`; until Ctrl+C.

@@ -1,10 +1,16 @@
 //! The pace of a replay (`ralph-loop replay --speed N`): the time between two recorded events,
 //! divided by the speed, a long wait (a model call, a breaker's cooldown) shortened so that a
 //! replay never stands still for long. Speed 0 plays as fast as the view can take it.
+//! [`play`] prints a run's events at that pace.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use ralph_actors::events::event::Envelope;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::printers::Printer;
 
 /// The longest wait between two events, before the speed divides it.
 pub const LONGEST_GAP: Duration = Duration::from_secs(3);
@@ -19,6 +25,38 @@ pub fn gap(prev: Option<DateTime<Utc>>, next: Option<DateTime<Utc>>, speed: f64)
     }
     let recorded = (next - prev).to_std().unwrap_or(Duration::ZERO);
     recorded.min(LONGEST_GAP).div_f64(speed)
+}
+
+/// Prints `events` one after another at `speed`, holding while `pause` is `true`, until `stop`.
+pub async fn play(
+    events: &[Envelope],
+    speed: f64,
+    printer: &mut dyn Printer,
+    mut pause: Option<watch::Receiver<bool>>,
+    stop: CancellationToken,
+) {
+    let mut before = None;
+    for event in events {
+        let wait = gap(before, Some(event.time), speed);
+        before = Some(event.time);
+        // Events of one instant (and all of them at speed 0) reach the view together.
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+        if let Some(pause) = pause.as_mut() {
+            while *pause.borrow_and_update() {
+                tokio::select! {
+                    changed = pause.changed() => if changed.is_err() { break },
+                    _ = stop.cancelled() => return,
+                }
+            }
+        }
+        // A closed stdout (`| head`) ends nothing.
+        let _ = printer.print(event);
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::printers::event_log;
-use crate::session::RALPH_DIR;
+use crate::session::{SessionError, RALPH_DIR};
 
 /// One run in the list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -181,11 +181,80 @@ pub fn diff(root: &Path, dir: &Path, n: u32) -> Result<String, NoDiff> {
 }
 
 fn original(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(original_path(dir)?).ok()
+}
+
+/// Where a fix session keeps its target as it was.
+fn original_path(dir: &Path) -> Option<PathBuf> {
     let entry = std::fs::read_dir(dir.join("original"))
         .ok()?
         .flatten()
         .next()?;
-    std::fs::read_to_string(entry.path()).ok()
+    Some(entry.path())
+}
+
+/// A fix session's file as its last checkpoint kept it, and as it was: the view's diff.
+pub fn fix_files(dir: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
+    let original = original_path(dir);
+    let last = std::fs::read_dir(dir.join("checkpoints"))
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n: u32 = e
+                .file_name()
+                .to_string_lossy()
+                .strip_prefix("iteration-")?
+                .parse()
+                .ok()?;
+            Some((n, e.path()))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, path)| path);
+    match (last, original) {
+        (Some(last), Some(original)) => (Some(last), Some(original)),
+        _ => (None, None),
+    }
+}
+
+/// The run `want` names (its folder's name, or the start of its id), or the most recent: its
+/// folder's name and path.
+pub fn find(root: &Path, want: Option<&str>) -> Result<(String, PathBuf), SessionError> {
+    let ralph = root.join(RALPH_DIR);
+    let listed = list(root);
+    if listed.is_empty() {
+        return Err(SessionError::NoSessions(ralph));
+    }
+    let chosen = match want {
+        None => listed[0].id.clone(),
+        Some(want) => {
+            let mut matching = listed.iter().filter(|l| {
+                l.id == want
+                    || l.id.starts_with(want)
+                    || l.id
+                        .split_once('-')
+                        .is_some_and(|(_, uuid)| uuid.starts_with(want))
+            });
+            match (matching.next(), matching.count()) {
+                (None, _) => {
+                    return Err(SessionError::NoMatch {
+                        want: want.to_string(),
+                        dir: ralph,
+                    })
+                }
+                (Some(one), 0) => one.id.clone(),
+                (Some(_), more) => {
+                    return Err(SessionError::Ambiguous {
+                        want: want.to_string(),
+                        count: more + 1,
+                    })
+                }
+            }
+        }
+    };
+    let dir = ralph.join(&chosen);
+    Ok((chosen, dir))
 }
 
 /// A loop's iteration `n`: its commit, as `git show` prints it.
