@@ -5,13 +5,11 @@
 //! iteration under way (its commit included) then stop, a second one quits at once; SIGQUIT
 //! kills the agent now and stops.
 
-use std::fs::File;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use actix::Actor;
-use nix::fcntl::{Flock, FlockArg};
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::policy::budget::{Price, Prices};
 use ralph_actors::schema::regent::LoopReport;
@@ -43,7 +41,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let picked = picked(&args, &config)?;
     let output = args.output.unwrap_or(config.output.into());
     let ralph_dir = root.join(crate::session::RALPH_DIR);
-    let _lock = lock(&ralph_dir)?;
+    let _lock = crate::regent::state::hold_lock(&ralph_dir)?;
     let mut notes: Vec<String> = picked.note.into_iter().collect();
     let testing = testing(&config, &args, &cwd, &root)?;
     let settings = settings(&config, &args, &root);
@@ -317,28 +315,4 @@ fn choose(registry: &Registry, config: &Config) -> Result<String> {
             return Ok((*name).to_string());
         }
     }
-}
-
-/// One loop per project at a time: an exclusive lock on `.ralph/loop.lock` (the folder made
-/// if need be), held while the returned value lives.
-fn lock(ralph_dir: &Path) -> Result<Flock<File>> {
-    std::fs::create_dir_all(ralph_dir)
-        .map_err(|e| Error::io(format!("cannot create {}", ralph_dir.display()), e))?;
-    let path = ralph_dir.join(crate::regent::state::LOCK);
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
-        UsageError::flag(
-            "loop",
-            format!(
-                "another `ralph-loop loop` runs in this project ({} is locked); `ralph-loop status` shows it",
-                path.display()
-            ),
-        )
-        .into()
-    })
 }

@@ -6,13 +6,16 @@
 //! `ralph-loop breaker reset` while a loop runs cannot write the file under it: it leaves a
 //! request (`.ralph/breaker-reset`) the loop takes before its next iteration.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
+use nix::fcntl::{Flock, FlockArg};
 use ralph_actors::schema::regent::{LoopStatus, RegentState, STATE_SCHEMA};
 use ralph_actors::tracker::circuit::Breaker;
 use ralph_actors::tracker::gate::ExitGate;
 
+use crate::error::{Error, Result, UsageError};
 use crate::fsutil::replace_unsynced;
 
 pub const FILE: &str = "regent-state.json";
@@ -168,6 +171,30 @@ pub fn fresh(agent: &str, model: Option<&str>, breaker: Option<Breaker>) -> Rege
 
 /// The lock a running loop holds on its project (`.ralph/loop.lock`): one loop per project.
 pub const LOCK: &str = "loop.lock";
+
+/// One loop per project at a time: an exclusive lock on `.ralph/loop.lock` (the folder made
+/// if need be), held while the returned value lives.
+pub fn hold_lock(ralph_dir: &Path) -> Result<Flock<File>> {
+    std::fs::create_dir_all(ralph_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", ralph_dir.display()), e))?;
+    let path = ralph_dir.join(LOCK);
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        UsageError::flag(
+            "loop",
+            format!(
+                "another `ralph-loop loop` runs in this project ({} is locked); `ralph-loop status` shows it",
+                path.display()
+            ),
+        )
+        .into()
+    })
+}
 
 /// Whether a loop runs in the project whose `.ralph/` is `ralph_dir`: its lock is held (a
 /// loop killed with SIGKILL holds it no more).

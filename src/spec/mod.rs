@@ -86,6 +86,30 @@ pub enum SpecError {
     Invalid(#[from] ConfigError),
 }
 
+impl FrontMatter {
+    /// The spec's own settings, as `key=value, ...` (empty when it has none).
+    pub fn settings(&self) -> String {
+        let f = self;
+        let mut parts = Vec::new();
+        if let Some(b) = f.budget {
+            parts.push(format!("budget=${b:.2}"));
+        }
+        if let Some(m) = f.max_iterations {
+            parts.push(format!("max_iterations={m}"));
+        }
+        if let Some(m) = &f.models {
+            parts.push(format!("models={}", m.0));
+        }
+        if let Some(t) = &f.test_command {
+            parts.push(format!("test_command={t}"));
+        }
+        if let Some(l) = &f.language {
+            parts.push(format!("language={l}"));
+        }
+        parts.join(", ")
+    }
+}
+
 impl Spec {
     /// Reads and checks the spec at `path`.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {

@@ -112,31 +112,9 @@ fn shown(record: &Record, planned: Result<(Spec, Plan), Unplanned>) -> String {
     if !plan.reason.is_empty() {
         out.push_str(&format!("    why: {}\n", plan.reason));
     }
-    let settings = describe(&spec);
+    let settings = spec.front.settings();
     if !settings.is_empty() {
         out.push_str(&format!("    settings: {settings}\n"));
     }
     out
-}
-
-/// A spec's own settings, as `key=value`.
-fn describe(spec: &Spec) -> String {
-    let f = &spec.front;
-    let mut parts = Vec::new();
-    if let Some(b) = f.budget {
-        parts.push(format!("budget=${b:.2}"));
-    }
-    if let Some(m) = f.max_iterations {
-        parts.push(format!("max_iterations={m}"));
-    }
-    if let Some(m) = &f.models {
-        parts.push(format!("models={}", m.0));
-    }
-    if let Some(t) = &f.test_command {
-        parts.push(format!("test_command={t}"));
-    }
-    if let Some(l) = &f.language {
-        parts.push(format!("language={l}"));
-    }
-    parts.join(", ")
 }
