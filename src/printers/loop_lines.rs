@@ -8,6 +8,7 @@ use std::io::Write;
 use ralph_actors::events::event::Event;
 use ralph_actors::schema::agent::AgentEvent;
 use ralph_actors::schema::regent::LoopReport;
+use ralph_actors::tracker::status::StatusBlock;
 
 /// The mark of the Regent's lines (the seed's shield).
 pub const SHIELD: &str = "🛡";
@@ -27,21 +28,15 @@ pub fn write(event: &Event, prefix: &str, out: &mut impl Write) -> std::io::Resu
             tasks_file,
             max_iterations,
             max_cost_usd,
-        } => {
-            let model = model
-                .as_deref()
-                .map(|m| format!(" ({m})"))
-                .unwrap_or_default();
-            writeln!(out, "ralph-loop loop · agent {agent}{model}")?;
-            let tasks = tasks_file
-                .as_deref()
-                .map(|t| format!(" · tasks {t}"))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "  prompt {prompt_file}{tasks} · budget ${max_cost_usd:.2}, {max_iterations} iterations"
-            )?;
-        }
+        } => loop_started(
+            agent,
+            model.as_deref(),
+            prompt_file,
+            tasks_file.as_deref(),
+            *max_iterations,
+            *max_cost_usd,
+            out,
+        )?,
         Event::AgentStarted { run, agent, .. } => {
             let again = if *run > 1 {
                 format!(" (run {run})")
@@ -50,30 +45,7 @@ pub fn write(event: &Event, prefix: &str, out: &mut impl Write) -> std::io::Resu
             };
             writeln!(out, "{prefix} ▶ {agent} started{again}")?;
         }
-        Event::AgentOutput { event, .. } => match event {
-            AgentEvent::Text { text } => {
-                // A status block is shown once read, on a line of its own.
-                for line in text
-                    .lines()
-                    .map(str::trim)
-                    .take_while(|l| !l.starts_with("---RALPH_STATUS---"))
-                    .filter(|l| !l.is_empty())
-                    .take(TEXT_LINES)
-                {
-                    writeln!(out, "{prefix}   │ {}", clean(line, TEXT_MAX))?;
-                }
-            }
-            AgentEvent::Tool { name, detail } => writeln!(
-                out,
-                "{prefix}   ⚙ {} {}",
-                clean(name, 40),
-                clean(detail, TEXT_MAX)
-            )?,
-            AgentEvent::Error { message } => {
-                writeln!(out, "{prefix}   ✗ {}", clean(message, TEXT_MAX))?
-            }
-            AgentEvent::Session { .. } | AgentEvent::Usage { .. } | AgentEvent::Result { .. } => {}
-        },
+        Event::AgentOutput { event, .. } => agent_output(event, prefix, out)?,
         Event::AgentEnded {
             ending,
             exit_code,
@@ -101,38 +73,7 @@ pub fn write(event: &Event, prefix: &str, out: &mut impl Write) -> std::io::Resu
             indicators,
             malformed,
             ..
-        } => {
-            for why in malformed {
-                writeln!(
-                    out,
-                    "warning: a RALPH_STATUS block was ignored: {}",
-                    clean(why, 200)
-                )?;
-            }
-            match block {
-                Some(b) => {
-                    let tests = b
-                        .tests_status
-                        .map(|t| format!(" · tests {}", t.as_str()))
-                        .unwrap_or_default();
-                    let advice = b
-                        .recommendation
-                        .as_deref()
-                        .map(|r| format!(" · “{}”", clean(r, 120)))
-                        .unwrap_or_default();
-                    writeln!(
-                        out,
-                        "{prefix}   status {}{tests} · exit signal {}{advice}",
-                        b.status.as_str(),
-                        b.exit_signal
-                    )?;
-                }
-                None => writeln!(out, "{prefix}   no RALPH_STATUS block")?,
-            }
-            if *indicators > 0 {
-                writeln!(out, "{prefix}   completion indicators: {indicators}")?;
-            }
-        }
+        } => status_read(block.as_ref(), *indicators, malformed, prefix, out)?,
         Event::ProgressMeasured {
             files_changed,
             tasks_checked,
@@ -169,6 +110,99 @@ pub fn write(event: &Event, prefix: &str, out: &mut impl Write) -> std::io::Resu
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The loop's first lines: its agent, prompt, tasks and limits.
+fn loop_started(
+    agent: &str,
+    model: Option<&str>,
+    prompt_file: &str,
+    tasks_file: Option<&str>,
+    max_iterations: u32,
+    max_cost_usd: f64,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let model = model.map(|m| format!(" ({m})")).unwrap_or_default();
+    writeln!(out, "ralph-loop loop · agent {agent}{model}")?;
+    let tasks = tasks_file
+        .map(|t| format!(" · tasks {t}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "  prompt {prompt_file}{tasks} · budget ${max_cost_usd:.2}, {max_iterations} iterations"
+    )?;
+    Ok(())
+}
+
+/// What the agent said: its text (up to its status block), a tool it used, an error.
+fn agent_output(event: &AgentEvent, prefix: &str, out: &mut impl Write) -> std::io::Result<()> {
+    match event {
+        AgentEvent::Text { text } => {
+            // A status block is shown once read, on a line of its own.
+            for line in text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("---RALPH_STATUS---"))
+                .filter(|l| !l.is_empty())
+                .take(TEXT_LINES)
+            {
+                writeln!(out, "{prefix}   │ {}", clean(line, TEXT_MAX))?;
+            }
+        }
+        AgentEvent::Tool { name, detail } => writeln!(
+            out,
+            "{prefix}   ⚙ {} {}",
+            clean(name, 40),
+            clean(detail, TEXT_MAX)
+        )?,
+        AgentEvent::Error { message } => {
+            writeln!(out, "{prefix}   ✗ {}", clean(message, TEXT_MAX))?
+        }
+        AgentEvent::Session { .. } | AgentEvent::Usage { .. } | AgentEvent::Result { .. } => {}
+    }
+    Ok(())
+}
+
+/// The status block read from the agent's reply (or why none was), and the completion
+/// indicators counted.
+fn status_read(
+    block: Option<&StatusBlock>,
+    indicators: u32,
+    malformed: &[String],
+    prefix: &str,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    for why in malformed {
+        writeln!(
+            out,
+            "warning: a RALPH_STATUS block was ignored: {}",
+            clean(why, 200)
+        )?;
+    }
+    match block {
+        Some(b) => {
+            let tests = b
+                .tests_status
+                .map(|t| format!(" · tests {}", t.as_str()))
+                .unwrap_or_default();
+            let advice = b
+                .recommendation
+                .as_deref()
+                .map(|r| format!(" · “{}”", clean(r, 120)))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{prefix}   status {}{tests} · exit signal {}{advice}",
+                b.status.as_str(),
+                b.exit_signal
+            )?;
+        }
+        None => writeln!(out, "{prefix}   no RALPH_STATUS block")?,
+    }
+    if indicators > 0 {
+        writeln!(out, "{prefix}   completion indicators: {indicators}")?;
+    }
+    Ok(())
 }
 
 /// The loop's last lines.

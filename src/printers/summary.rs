@@ -4,7 +4,8 @@
 
 use std::io::Write;
 
-use ralph_actors::schema::report::{FileLeft, MemoryStatus, OnFailure, Report};
+use ralph_actors::schema::adversarial::{AdversarialReport, ChangedCoverage};
+use ralph_actors::schema::report::{FileLeft, MemoryReport, MemoryStatus, OnFailure, Report};
 
 /// `SECRET_AWS_ACCESS_KEY_ID 1, PII_EMAIL 2`.
 pub(super) fn counts(kinds: &std::collections::BTreeMap<String, usize>) -> String {
@@ -56,79 +57,16 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
             report.context_resets
         )?;
     }
-    let m = &report.memory;
-    match m.status {
-        MemoryStatus::On | MemoryStatus::Failed => writeln!(
-            out,
-            "  memory: {} recalled in {} iteration{}, {} recorded{}",
-            m.recalled,
-            m.recalls,
-            if m.recalls == 1 { "" } else { "s" },
-            m.recorded,
-            m.reason
-                .as_ref()
-                .map(|r| format!(" (stopped: {r})"))
-                .unwrap_or_default()
-        )?,
-        MemoryStatus::Unavailable => writeln!(
-            out,
-            "  memory: unavailable ({})",
-            m.reason.as_deref().unwrap_or("unknown")
-        )?,
-        MemoryStatus::Off => {}
-    }
+    write_memory(&report.memory, out)?;
     if let Some(a) = &report.adversarial {
-        let open = a.open().count();
-        writeln!(
-            out,
-            "  chaos: {} round{}, {} adversarial test{} written, {} finding{} ({} fixed, {open} open), {} dropped by the critic",
-            a.rounds,
-            if a.rounds == 1 { "" } else { "s" },
-            a.tests_generated,
-            if a.tests_generated == 1 { "" } else { "s" },
-            a.failures_found,
-            if a.failures_found == 1 { "" } else { "s" },
-            a.failures_fixed,
-            a.tests_rejected
-        )?;
-        if let Some(m) = &a.mutation {
-            writeln!(
-                out,
-                "  mutation: {}% ({}% strict) by {}, {} surviving mutant{}{}",
-                m.scores.operational,
-                m.scores.strict,
-                m.tool,
-                a.surviving_mutants.len(),
-                if a.surviving_mutants.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                m.report_path
-                    .as_ref()
-                    .map(|p| format!(" · {p}"))
-                    .unwrap_or_default()
-            )?;
-        }
+        write_chaos(a, out)?;
     }
     if let Some(c) = report
         .adversarial
         .as_ref()
         .and_then(|a| a.coverage.as_ref())
     {
-        writeln!(
-            out,
-            "  coverage: {}% of {} changed line{} by {} (at least {}% asked){}",
-            c.pct,
-            c.coverable,
-            if c.coverable == 1 { "" } else { "s" },
-            c.tool,
-            c.min,
-            match c.uncovered.len() {
-                0 => String::new(),
-                n => format!(", {n} no test runs"),
-            }
-        )?;
+        write_coverage(c, out)?;
     }
     if !report.promise.checks.is_empty() {
         writeln!(out, "  {}", report.promise.summary())?;
@@ -157,6 +95,86 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
         report.session_id
     )?;
     out.flush()
+}
+
+/// What the MemoryVault recalled and recorded, or why it was not there.
+fn write_memory(m: &MemoryReport, out: &mut impl Write) -> std::io::Result<()> {
+    match m.status {
+        MemoryStatus::On | MemoryStatus::Failed => writeln!(
+            out,
+            "  memory: {} recalled in {} iteration{}, {} recorded{}",
+            m.recalled,
+            m.recalls,
+            if m.recalls == 1 { "" } else { "s" },
+            m.recorded,
+            m.reason
+                .as_ref()
+                .map(|r| format!(" (stopped: {r})"))
+                .unwrap_or_default()
+        )?,
+        MemoryStatus::Unavailable => writeln!(
+            out,
+            "  memory: unavailable ({})",
+            m.reason.as_deref().unwrap_or("unknown")
+        )?,
+        MemoryStatus::Off => {}
+    }
+    Ok(())
+}
+
+/// Chaos's rounds and findings, and the mutation score when one was measured.
+fn write_chaos(a: &AdversarialReport, out: &mut impl Write) -> std::io::Result<()> {
+    let open = a.open().count();
+    writeln!(
+        out,
+        "  chaos: {} round{}, {} adversarial test{} written, {} finding{} ({} fixed, {open} open), {} dropped by the critic",
+        a.rounds,
+        if a.rounds == 1 { "" } else { "s" },
+        a.tests_generated,
+        if a.tests_generated == 1 { "" } else { "s" },
+        a.failures_found,
+        if a.failures_found == 1 { "" } else { "s" },
+        a.failures_fixed,
+        a.tests_rejected
+    )?;
+    if let Some(m) = &a.mutation {
+        writeln!(
+            out,
+            "  mutation: {}% ({}% strict) by {}, {} surviving mutant{}{}",
+            m.scores.operational,
+            m.scores.strict,
+            m.tool,
+            a.surviving_mutants.len(),
+            if a.surviving_mutants.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            m.report_path
+                .as_ref()
+                .map(|p| format!(" · {p}"))
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+/// How much of the changed lines the tests cover, against the least asked.
+fn write_coverage(c: &ChangedCoverage, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  coverage: {}% of {} changed line{} by {} (at least {}% asked){}",
+        c.pct,
+        c.coverable,
+        if c.coverable == 1 { "" } else { "s" },
+        c.tool,
+        c.min,
+        match c.uncovered.len() {
+            0 => String::new(),
+            n => format!(", {n} no test runs"),
+        }
+    )?;
+    Ok(())
 }
 
 /// For a run that did not succeed: what the target holds now, and where the original is.

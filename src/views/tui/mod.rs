@@ -188,16 +188,7 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
     // Each task's sessions apart (one, keyed "", for a single run or a loop).
     let mut views = Views::default();
     let mut news = inbox.tasks.take();
-    let mut ui = Ui::new(screen.stderr_log().map(Path::to_path_buf));
-    if news.is_some() {
-        ui.board = Some(Board::default());
-    }
-    ui.stop_means = handles.stop_means;
-    let mut later = None;
-    if let Some(picker) = handles.picker.as_mut() {
-        ui.models = picker.rows.clone();
-        later = picker.later.take();
-    }
+    let (mut ui, mut later) = handles.ui(&screen, news.is_some());
     let mut keys = Some(EventStream::new());
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -217,25 +208,14 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
         let action = tokio::select! {
             event = inbox.feed.recv(), if feed_open => {
                 match event {
-                    Some((task, e)) => {
-                        views.apply(task, &e);
-                        // Everything already queued joins the same frame.
-                        while let Ok((task, e)) = inbox.feed.try_recv() {
-                            views.apply(task, &e);
-                        }
-                    }
+                    Some((task, e)) => views.apply_queued(task, &e, &mut inbox.feed),
                     None => {
                         feed_open = false;
-                        ui.finished = true;
-                        ui.aborting = false;
                         // Nobody can read the end (quit asked, a signal, no keys): close.
-                        if quit_when_saved
-                            || handles.stop_signal.load(Ordering::SeqCst) != 0
-                            || keys.is_none()
-                        {
+                        let signalled = handles.stop_signal.load(Ordering::SeqCst) != 0;
+                        if !ui.ended(quit_when_saved || signalled || keys.is_none()) {
                             break;
                         }
-                        ui.message = Some("the run has ended: q to quit".into());
                     }
                 }
                 Action::None
@@ -274,97 +254,25 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
                 }
                 Action::None
             }
-            listed = later_choices(&mut later) => {
-                if let Some(row) = ui.models.get_mut(listed.0) {
-                    match listed.1 {
-                        Ok(choices) => {
-                            row.choices = choices;
-                            row.note = None;
-                        }
-                        Err(why) => row.note = Some(why),
-                    }
-                }
+            (row, listed) = later_choices(&mut later) => {
+                ui.listed(row, listed);
                 later = None;
                 Action::None
             }
             _ = tick.tick() => Action::None,
         };
-        match action {
-            Action::None => {}
-            Action::TogglePause => match &handles.pause {
-                Some(pause) => {
-                    let now = !*pause.borrow();
-                    pause.send_replace(now);
-                    ui.message = Some(if now {
-                        "pausing after the step under way (p to resume)".into()
-                    } else {
-                        "resuming".into()
-                    });
-                }
-                None => ui.message = Some("this run cannot pause".into()),
-            },
-            Action::Abort => {
-                if let Some(reply) = answer.take() {
-                    let _ = reply.send(BreakerChoice::Stop);
-                }
-                handles.cancel.cancel();
-            }
-            Action::Kill => {
+        let after = handles.act(action, &mut ui, &mut answer, &place, &mut views);
+        match after {
+            After::Go => {}
+            After::Close => break,
+            After::Kill => {
                 handles.groups.kill_all();
                 drop(terminal);
                 drop(screen);
                 std::process::exit(130);
             }
-            Action::Quit if !feed_open => break,
-            Action::Quit => {
-                quit_when_saved = true;
-                ui.message = Some("quitting: the session is being saved".into());
-                if let Some(reply) = answer.take() {
-                    let _ = reply.send(BreakerChoice::Stop);
-                }
-                handles.cancel.cancel();
-            }
-            Action::Answer(choice) => {
-                if let Some(reply) = answer.take() {
-                    let _ = reply.send(choice);
-                }
-            }
-            Action::OpenDiff => {
-                ui.modal = Modal::Diff {
-                    lines: diff_lines(&place),
-                    scroll: 0,
-                }
-            }
-            Action::Export => ui.message = Some(export(&place.dir, views.focused(&ui))),
-            Action::Skip(key) => match &handles.skip {
-                Some(skip) => {
-                    skip(&key);
-                    let name = ui
-                        .board
-                        .as_ref()
-                        .and_then(|b| b.tasks.iter().find(|t| t.key == key));
-                    let name = name.map_or(key.as_str(), |t| t.name.as_str());
-                    ui.message = Some(format!(
-                        "skipping {name}: a run under way ends its step and is saved; the next task starts"
-                    ));
-                }
-                None => ui.message = Some("this run has no tasks to skip".into()),
-            },
-            Action::Pick { row, model } => {
-                let Some(picker) = handles.picker.as_mut() else {
-                    continue;
-                };
-                ui.message = Some(match (picker.choose)(row, &model) {
-                    Ok(said) => {
-                        if let Some(r) = ui.models.get_mut(row) {
-                            r.now = model;
-                        }
-                        said
-                    }
-                    Err(why) => why,
-                });
-            }
-            Action::OpenEditor => {
+            After::QuitWhenSaved => quit_when_saved = true,
+            After::Editor => {
                 // The editor owns the terminal and its keys until it exits (the key stream
                 // is dropped so that it reads none of them); the run goes on.
                 drop(keys.take());
@@ -383,6 +291,122 @@ pub async fn run(mut inbox: Inbox, mut handles: Handles, place: Place) -> std::i
     drop(terminal);
     drop(screen);
     Ok(())
+}
+
+/// What the view's loop does after an action.
+enum After {
+    Go,
+    /// The view closes.
+    Close,
+    /// A second Ctrl+C: every process group killed, the process gone.
+    Kill,
+    /// Close once the run has saved its session and ended its feed.
+    QuitWhenSaved,
+    /// The log opened in the user's editor.
+    Editor,
+}
+
+impl Handles {
+    /// The view's state as the run starts: its task list when it has tasks, what its stop key
+    /// does, the picker's rows; and the models a picker's row lists later, if any.
+    fn ui(&mut self, screen: &Screen, tasks: bool) -> (Ui, Option<picker::Later>) {
+        let mut ui = Ui::new(screen.stderr_log().map(Path::to_path_buf));
+        if tasks {
+            ui.board = Some(Board::default());
+        }
+        ui.stop_means = self.stop_means;
+        let mut later = None;
+        if let Some(picker) = self.picker.as_mut() {
+            ui.models = picker.rows.clone();
+            later = picker.later.take();
+        }
+        (ui, later)
+    }
+
+    /// Does what `action` asks of the run (pause, stop, skip, a model, the breaker's answer)
+    /// or of the view (the diff, an export); what the view's loop does next.
+    fn act(
+        &mut self,
+        action: Action,
+        ui: &mut Ui,
+        answer: &mut Option<oneshot::Sender<BreakerChoice>>,
+        place: &Place,
+        views: &mut Views,
+    ) -> After {
+        match action {
+            Action::None => {}
+            Action::TogglePause => match &self.pause {
+                Some(pause) => {
+                    let now = !*pause.borrow();
+                    pause.send_replace(now);
+                    ui.message = Some(if now {
+                        "pausing after the step under way (p to resume)".into()
+                    } else {
+                        "resuming".into()
+                    });
+                }
+                None => ui.message = Some("this run cannot pause".into()),
+            },
+            Action::Abort => {
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(BreakerChoice::Stop);
+                }
+                self.cancel.cancel();
+            }
+            Action::Kill => return After::Kill,
+            Action::Quit if ui.finished => return After::Close,
+            Action::Quit => {
+                ui.message = Some("quitting: the session is being saved".into());
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(BreakerChoice::Stop);
+                }
+                self.cancel.cancel();
+                return After::QuitWhenSaved;
+            }
+            Action::Answer(choice) => {
+                if let Some(reply) = answer.take() {
+                    let _ = reply.send(choice);
+                }
+            }
+            Action::OpenDiff => {
+                ui.modal = Modal::Diff {
+                    lines: diff_lines(place),
+                    scroll: 0,
+                }
+            }
+            Action::Export => ui.message = Some(export(&place.dir, views.focused(ui))),
+            Action::Skip(key) => match &self.skip {
+                Some(skip) => {
+                    skip(&key);
+                    let name = ui
+                        .board
+                        .as_ref()
+                        .and_then(|b| b.tasks.iter().find(|t| t.key == key));
+                    let name = name.map_or(key.as_str(), |t| t.name.as_str());
+                    ui.message = Some(format!(
+                        "skipping {name}: a run under way ends its step and is saved; the next task starts"
+                    ));
+                }
+                None => ui.message = Some("this run has no tasks to skip".into()),
+            },
+            Action::Pick { row, model } => {
+                let Some(picker) = self.picker.as_mut() else {
+                    return After::Go;
+                };
+                ui.message = Some(match (picker.choose)(row, &model) {
+                    Ok(said) => {
+                        if let Some(r) = ui.models.get_mut(row) {
+                            r.now = model;
+                        }
+                        said
+                    }
+                    Err(why) => why,
+                });
+            }
+            Action::OpenEditor => return After::Editor,
+        }
+        After::Go
+    }
 }
 
 /// Waits for a view spawned beside its run and says on stderr if it failed or stopped (the
@@ -411,6 +435,19 @@ struct Views {
 }
 
 impl Views {
+    /// `event` of `task` and everything already queued after it, to be drawn in one frame.
+    fn apply_queued(
+        &mut self,
+        task: String,
+        event: &Envelope,
+        feed: &mut mpsc::UnboundedReceiver<Tagged>,
+    ) {
+        self.apply(task, event);
+        while let Ok((task, e)) = feed.try_recv() {
+            self.apply(task, &e);
+        }
+    }
+
     fn apply(&mut self, task: String, event: &Envelope) {
         match self.by_task.iter_mut().find(|(t, _)| *t == task) {
             Some((_, view)) => view.apply(event),

@@ -97,6 +97,30 @@ pub const STOP_STEP: &str = "the step under way ends and the session is saved (r
 const PAGE: usize = 10;
 
 impl Ui {
+    /// The run has ended: the view shows its end. Whether it stays open for a person to read
+    /// it (`false` when `nobody` can).
+    pub fn ended(&mut self, nobody: bool) -> bool {
+        self.finished = true;
+        self.aborting = false;
+        if !nobody {
+            self.message = Some("the run has ended: q to quit".into());
+        }
+        !nobody
+    }
+
+    /// The models of the picker's `row`, listed later (or why they could not be).
+    pub fn listed(&mut self, row: usize, listed: Result<Vec<String>, String>) {
+        if let Some(row) = self.models.get_mut(row) {
+            match listed {
+                Ok(choices) => {
+                    row.choices = choices;
+                    row.note = None;
+                }
+                Err(why) => row.note = Some(why),
+            }
+        }
+    }
+
     pub fn new(stderr_log: Option<PathBuf>) -> Self {
         Self {
             modal: Modal::None,
