@@ -128,52 +128,15 @@ pub async fn invoke_acp(
     mut observe: impl FnMut(&AgentEvent),
 ) -> Result<AgentOutcome, SpawnError> {
     let started = Instant::now();
-    let args: Vec<std::ffi::OsString> = run
-        .def
-        .run_args("", run.model.as_deref())
-        .into_iter()
-        .map(Into::into)
-        .collect();
-    let (program, args) = match &run.reaper {
-        Some(reaper) => {
-            crate::process::reaper::wrap(reaper, run.binary.clone().into_os_string(), args)
-        }
-        None => (run.binary.clone().into_os_string(), args),
-    };
-    let mut child = tokio::process::Command::new(program)
-        .args(args)
-        .current_dir(&run.cwd)
-        .env_clear()
-        .envs(run.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(SpawnError::Spawn)?;
+    let mut child = spawn(&run)?;
     let pgid = Pid::from_raw(child.id().ok_or(SpawnError::Vanished)? as i32);
     let mut guard = groups.guard(pgid, None, run.reaper.is_some());
-    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+    let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         return Err(SpawnError::Vanished);
     };
-    let errors = Arc::new(Mutex::new(String::new()));
-    let kept = errors.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            if let Ok(mut text) = kept.lock() {
-                if text.len() < STDERR_CAP {
-                    text.push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            }
-        }
-    });
+    let errors = kept_stderr(stderr);
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cost = Arc::new(Mutex::new(None));
@@ -224,6 +187,61 @@ pub async fn invoke_acp(
     );
 
     let mut events = Vec::new();
+    let (answer, busy) = wait(
+        &mut session,
+        &mut rx,
+        &run,
+        &cancel,
+        pgid,
+        &mut events,
+        &mut observe,
+    )
+    .await;
+    // The last line of its text rarely ends with a line break.
+    if let Ok(mut lines) = lines.lock() {
+        lines.flush(&tx);
+    }
+    while let Ok(event) = rx.try_recv() {
+        observe(&event);
+        events.push(event);
+    }
+    let cost = cost.lock().ok().and_then(|c| *c);
+    let ending = ended(
+        answer,
+        session,
+        &mut child,
+        &run,
+        cost,
+        &mut events,
+        &mut observe,
+    )
+    .await;
+    terminate_group(pgid, &mut child).await;
+    let _ = child.wait().await;
+    guard.armed = false;
+    let output = errors.lock().map(|t| t.clone()).unwrap_or_default();
+    Ok(AgentOutcome {
+        ending,
+        found: scan(&events),
+        events,
+        silent_but_working: busy,
+        duration: started.elapsed(),
+        output,
+    })
+}
+
+/// Waits for the agent's answer, passing on what it says meanwhile; the cancel, the active
+/// limit or a hang (no word and no CPU time for `limits.hang`) ends the wait first. Also how
+/// often it was silent but working.
+async fn wait<F: std::future::Future + Unpin>(
+    session: &mut F,
+    rx: &mut mpsc::UnboundedReceiver<AgentEvent>,
+    run: &Invocation,
+    cancel: &CancellationToken,
+    pgid: Pid,
+    events: &mut Vec<AgentEvent>,
+    observe: &mut impl FnMut(&AgentEvent),
+) -> (Result<F::Output, AgentEnding>, u32) {
     let mut busy = 0u32;
     let reaped = run.reaper.is_some();
     let mut last = Instant::now();
@@ -231,7 +249,7 @@ pub async fn invoke_acp(
     let answer = loop {
         let hang = tokio::time::Instant::from_std(last + run.limits.hang);
         tokio::select! {
-            answer = &mut session => break Ok(answer),
+            answer = &mut *session => break Ok(answer),
             Some(event) = rx.recv() => {
                 last = Instant::now();
                 observe(&event);
@@ -256,20 +274,75 @@ pub async fn invoke_acp(
             }
         }
     };
-    // The last line of its text rarely ends with a line break.
-    if let Ok(mut lines) = lines.lock() {
-        lines.flush(&tx);
-    }
-    while let Ok(event) = rx.try_recv() {
-        observe(&event);
-        events.push(event);
-    }
-    let ending = match answer {
+    (answer, busy)
+}
+
+/// The agent's process: ralph-loop's reaper around it when there is one, in a process group of
+/// its own, its standard streams piped (ACP speaks on stdin and stdout).
+fn spawn(run: &Invocation) -> Result<tokio::process::Child, SpawnError> {
+    let args: Vec<std::ffi::OsString> = run
+        .def
+        .run_args("", run.model.as_deref())
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    let (program, args) = match &run.reaper {
+        Some(reaper) => {
+            crate::process::reaper::wrap(reaper, run.binary.clone().into_os_string(), args)
+        }
+        None => (run.binary.clone().into_os_string(), args),
+    };
+    tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(&run.cwd)
+        .env_clear()
+        .envs(run.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(SpawnError::Spawn)
+}
+
+/// The agent's stderr, read as it comes and kept up to [`STDERR_CAP`]: the run's output.
+fn kept_stderr(mut stderr: tokio::process::ChildStderr) -> Arc<Mutex<String>> {
+    let errors = Arc::new(Mutex::new(String::new()));
+    let kept = errors.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut text) = kept.lock() {
+                if text.len() < STDERR_CAP {
+                    text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        }
+    });
+    errors
+}
+
+/// How the agent's turn ended, from its `answer` (`Err`: a cancel, a limit or a hang): an
+/// answer told as its result, then the agent given a short grace to exit.
+async fn ended<S, E: std::fmt::Display>(
+    answer: Result<Result<StopReason, E>, AgentEnding>,
+    session: S,
+    child: &mut tokio::process::Child,
+    run: &Invocation,
+    cost: Option<f64>,
+    events: &mut Vec<AgentEvent>,
+    observe: &mut impl FnMut(&AgentEvent),
+) -> AgentEnding {
+    match answer {
         Ok(Ok(stop)) => {
             let result = AgentEvent::Result {
-                text: texts(&events).join("\n"),
+                text: texts(events).join("\n"),
                 is_error: !matches!(stop, StopReason::EndTurn),
-                cost_usd: cost.lock().ok().and_then(|c| *c),
+                cost_usd: cost,
                 tokens: None,
             };
             observe(&result);
@@ -296,19 +369,7 @@ pub async fn invoke_acp(
             AgentEnding::Exited(Some(code.unwrap_or(1)))
         }
         Err(ending) => ending,
-    };
-    terminate_group(pgid, &mut child).await;
-    let _ = child.wait().await;
-    guard.armed = false;
-    let output = errors.lock().map(|t| t.clone()).unwrap_or_default();
-    Ok(AgentOutcome {
-        ending,
-        found: scan(&events),
-        events,
-        silent_but_working: busy,
-        duration: started.elapsed(),
-        output,
-    })
+    }
 }
 
 #[cfg(test)]
