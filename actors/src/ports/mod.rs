@@ -7,6 +7,7 @@
 //! | [`llm`] | `LlmClient`, `TokenCounter` | one chat completion, routed by `provider/model`; prompt tokens before a call |
 //! | [`runner`] | `TestRunner` | runs the project's tests into one result |
 //! | [`chaos`] | `ChaosRunner` | how Chaos's test files fit the project; runs them into the same result schema |
+//! | [`file_io`] | — | the read and write failures the ports' errors share |
 //! | [`workspace`] | `Workspace` | the target, its test file, instructions, manifest and neighbourhood, read fresh; atomic writes of the target |
 //! | [`store`] | `SessionStore` | the session folder: results, the iteration log, state, report |
 //! | [`memory`] | `VectorStore`, `Embedder` | the MemoryVault's storage and embedding model |
@@ -14,6 +15,7 @@
 //! | [`user`] | `User` | the person at the terminal, when there is one: the breaker asks before it stops |
 
 pub mod chaos;
+pub mod file_io;
 pub mod llm;
 pub mod memory;
 pub mod runner;

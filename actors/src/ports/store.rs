@@ -2,8 +2,7 @@
 //! resume. The disk is for recovery: within a run, values travel in memory, and the store is
 //! read only when a session resumes.
 
-use std::sync::Arc;
-
+use crate::ports::file_io::FileIoError;
 use crate::schema::report::Report;
 use crate::schema::state::{IterationRecord, SessionState};
 use crate::schema::test_run::TestRun;
@@ -11,18 +10,8 @@ use crate::schema::test_run::TestRun;
 /// Why the session folder could not be read or written.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
+    #[error(transparent)]
+    Io(#[from] FileIoError),
     /// A file is there but is not what ralph-loop wrote (truncated by hand, another version).
     #[error("{path} is damaged: {message}")]
     Damaged { path: String, message: String },
@@ -30,26 +19,18 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn read(path: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Read {
-            path: path.into(),
-            source: Arc::new(source),
-        }
+        StoreError::Io(FileIoError::read(path, source))
     }
 
     pub fn write(path: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Write {
-            path: path.into(),
-            source: Arc::new(source),
-        }
+        StoreError::Io(FileIoError::write(path, source))
     }
 
     /// Whether trying again may succeed (an interrupted or busy write); a full disk, a denied
     /// permission or a damaged file stay so.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Read { source, .. } | StoreError::Write { source, .. } => {
-                crate::ports::workspace::is_transient_io(source)
-            }
+            StoreError::Io(e) => e.is_transient(),
             StoreError::Damaged { .. } => false,
         }
     }

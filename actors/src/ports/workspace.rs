@@ -1,9 +1,9 @@
 //! The port to the project's files: what an iteration reads, and the one file it writes.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
+pub use crate::ports::file_io::is_transient_io;
+use crate::ports::file_io::FileIoError;
 use crate::schema::context::ContextPack;
 
 /// A file of the project, with its path as the user gave it.
@@ -16,18 +16,8 @@ pub struct SourceFile {
 /// Why the project's files could not be read or written.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
+    #[error(transparent)]
+    Io(#[from] FileIoError),
     /// The import graph could not be built (the project root is gone, unreadable).
     #[error("{0}")]
     Graph(String),
@@ -41,40 +31,23 @@ pub enum WorkspaceError {
 
 impl WorkspaceError {
     pub fn read(path: impl Into<String>, source: std::io::Error) -> Self {
-        WorkspaceError::Read {
-            path: path.into(),
-            source: Arc::new(source),
-        }
+        WorkspaceError::Io(FileIoError::read(path, source))
     }
 
     pub fn write(path: impl Into<String>, source: std::io::Error) -> Self {
-        WorkspaceError::Write {
-            path: path.into(),
-            source: Arc::new(source),
-        }
+        WorkspaceError::Io(FileIoError::write(path, source))
     }
 
     /// Whether trying again may succeed: the system was interrupted or out of a resource for
     /// a moment. A missing file or a denied permission stays so.
     pub fn is_transient(&self) -> bool {
         match self {
-            WorkspaceError::Read { source, .. } | WorkspaceError::Write { source, .. } => {
-                is_transient_io(source)
-            }
+            WorkspaceError::Io(e) => e.is_transient(),
             WorkspaceError::Graph(_)
             | WorkspaceError::Internal(_)
             | WorkspaceError::Unrestorable(_) => false,
         }
     }
-}
-
-/// The I/O errors that say "not now" rather than "no".
-pub fn is_transient_io(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind as K;
-    matches!(
-        e.kind(),
-        K::Interrupted | K::WouldBlock | K::TimedOut | K::ResourceBusy
-    )
 }
 
 /// The project as an iteration sees it, read fresh from disk each time.
