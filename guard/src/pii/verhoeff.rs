@@ -16,16 +16,23 @@ const MUL: [[u8; 10]; 10] = [
 ];
 
 /// The position permutations: row `i` is the permutation of row 1 applied `i` times.
-const PERM: [[u8; 10]; 8] = [
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
-    [1, 5, 7, 6, 2, 8, 3, 0, 9, 4],
-    [5, 8, 0, 3, 7, 9, 6, 1, 4, 2],
-    [8, 9, 1, 6, 0, 4, 3, 5, 2, 7],
-    [9, 4, 5, 3, 1, 2, 6, 8, 7, 0],
-    [4, 2, 8, 6, 5, 7, 3, 9, 0, 1],
-    [2, 7, 9, 3, 8, 0, 6, 4, 1, 5],
-    [7, 0, 4, 6, 9, 1, 3, 2, 5, 8],
-];
+const PERM: [[u8; 10]; 8] = powers([1, 5, 7, 6, 2, 8, 3, 0, 9, 4]);
+
+/// The identity and the first seven powers of the permutation `first`: row `i` maps each digit
+/// through `first` `i` times.
+const fn powers(first: [u8; 10]) -> [[u8; 10]; 8] {
+    let mut rows = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; 8];
+    let mut i = 1;
+    while i < 8 {
+        let mut d = 0;
+        while d < 10 {
+            rows[i][d] = first[rows[i - 1][d] as usize];
+            d += 1;
+        }
+        i += 1;
+    }
+    rows
+}
 
 /// The inverses in D5.
 #[cfg(any(test, feature = "corpus"))]
@@ -68,6 +75,8 @@ mod tests {
             let next: Vec<u8> = PERM[i].iter().map(|&d| PERM[1][usize::from(d)]).collect();
             assert_eq!(next, PERM[i + 1], "row {}", i + 1);
         }
+        // The last row as Verhoeff's published table has it.
+        assert_eq!(PERM[7], [7, 0, 4, 6, 9, 1, 3, 2, 5, 8]);
     }
 
     #[test]
