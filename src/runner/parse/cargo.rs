@@ -69,12 +69,7 @@ pub(crate) fn cargo(out: &str) -> Option<Parsed> {
             .and_then(|m| clip(m.iter().map(String::as_str)));
         cases.add(join_id(key.0.as_deref(), &key.1), message);
     }
-    Some(Parsed {
-        framework: "cargo",
-        format: "cargo-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("cargo", "cargo-text", totals))
 }
 
 #[cfg(test)]

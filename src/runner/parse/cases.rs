@@ -2,11 +2,13 @@
 //! from a summary line's `N word` counts, and `file::name` ids.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase, Totals};
 
 use crate::runner::reading::text::is_timeout_message;
-use crate::runner::reading::trace::regex;
+use crate::runner::reading::trace::{self, regex};
+use crate::runner::reading::Parsed;
 
 /// Builds the result list: one case per id (the first one seen wins, later repeats fill a
 /// missing message).
@@ -56,6 +58,36 @@ impl Cases {
             if t.location.is_none() {
                 t.location = location;
             }
+        }
+    }
+
+    /// Sets where failure `n` was raised from the stack frames of its block: the lines after
+    /// line `i` of `lines` up to the first that `ends` the block, paths read from `cwd`.
+    pub(crate) fn locate_in_block(
+        &mut self,
+        n: usize,
+        lines: &[&str],
+        i: usize,
+        ends: impl Fn(&str) -> bool,
+        cwd: &Path,
+    ) {
+        let rest = &lines[i + 1..];
+        let end = rest.iter().position(|l| ends(l)).unwrap_or(rest.len());
+        self.locate(n, trace::location(&rest[..end].join("\n"), Some(cwd)));
+    }
+
+    /// The parser's result: these cases, by `framework`, read as `format`, with `totals`.
+    pub(crate) fn into_parsed(
+        self,
+        framework: &'static str,
+        format: &'static str,
+        totals: Totals,
+    ) -> Parsed {
+        Parsed {
+            framework,
+            format,
+            totals,
+            tests: self.tests,
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::cases::{join_id, last_summary, Bucket, Cases};
 use crate::runner::reading::text::clip;
-use crate::runner::reading::trace::{self, regex};
+use crate::runner::reading::trace::regex;
 use crate::runner::reading::Parsed;
 
 // ---------------------------------------------------------------------------------------------
@@ -50,20 +50,12 @@ pub(crate) fn vitest(out: &str, cwd: &Path) -> Option<Parsed> {
         }
         let n = cases.add(id, clip(body));
         // The block's frames (`❯ src/a.test.ts:9:34`) run to the next failure or rule.
-        let end = lines[i + 1..last]
-            .iter()
-            .position(|l| fail.is_match(l) || l.trim_start().starts_with('⎯'))
-            .map_or(last, |p| i + 1 + p);
-        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
+        let ends = |l: &str| fail.is_match(l) || l.trim_start().starts_with('⎯');
+        cases.locate_in_block(n, &lines[..last], i, ends, cwd);
     }
     // A file that failed to load counts no tests; count it so a failed run never shows 0 failed.
     totals.failed += suites_failed;
-    Some(Parsed {
-        framework: "vitest",
-        format: "vitest-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("vitest", "vitest-text", totals))
 }
 
 /// A source excerpt line: `  3| code` (vitest) or `> 3 | code` (jest).
@@ -136,20 +128,11 @@ pub(crate) fn jest(out: &str, cwd: &Path) -> Option<Parsed> {
             suites_failed += 1;
         }
         let n = cases.add(id, clip(body.iter().copied()));
-        let end = lines[i + 1..last]
-            .iter()
-            .position(|l| ends(l))
-            .map_or(last, |p| i + 1 + p);
-        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
+        cases.locate_in_block(n, &lines[..last], i, ends, cwd);
     }
     // A suite that failed to run counts no tests; count it so a failed run never shows 0 failed.
     totals.failed += suites_failed;
-    Some(Parsed {
-        framework: "jest",
-        format: "jest-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("jest", "jest-text", totals))
 }
 
 #[cfg(test)]

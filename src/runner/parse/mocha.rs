@@ -81,12 +81,7 @@ pub(crate) fn mocha(out: &str, cwd: &Path) -> Option<Parsed> {
             .collect();
         cases.locate(n, trace::location(&frames.join("\n"), Some(cwd)));
     }
-    Some(Parsed {
-        framework: "mocha",
-        format: "mocha-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("mocha", "mocha-text", totals))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use ralph_actors::schema::test_run::{CaseStatus, Totals};
 
 use super::cases::{join_id, Cases};
 use crate::runner::reading::text::clip;
-use crate::runner::reading::trace::{self, regex};
+use crate::runner::reading::trace::regex;
 use crate::runner::reading::Parsed;
 
 // ---------------------------------------------------------------------------------------------
@@ -151,12 +151,7 @@ pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
     } else {
         ("tap", "tap")
     };
-    Some(Parsed {
-        framework,
-        format,
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed(framework, format, totals))
 }
 
 fn unescape_tap(s: &str) -> String {
@@ -273,19 +268,11 @@ pub(crate) fn node_spec(out: &str, cwd: &Path) -> Option<Parsed> {
                 },
             );
         let n = cases.add(join_id(file, &c[1]), message);
-        let end = lines[i + 1..]
-            .iter()
-            .position(|l| location.is_match(l) || failure.is_match(l))
-            .map_or(lines.len(), |p| i + 1 + p);
-        cases.locate(n, trace::location(&lines[i + 1..end].join("\n"), Some(cwd)));
+        let ends = |l: &str| location.is_match(l) || failure.is_match(l);
+        cases.locate_in_block(n, &lines, i, ends, cwd);
         file = None;
     }
-    Some(Parsed {
-        framework: "node",
-        format: "node-spec",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("node", "node-spec", totals))
 }
 
 #[cfg(test)]
@@ -295,6 +282,14 @@ mod tests {
     use crate::runner::parse::samples::Says::*;
     use crate::runner::parse::samples::{as_expected, assert_failures, message, parsed, totals};
 
+    /// One test passed and one timed out: node counts the timeout as failed; the schema apart.
+    fn one_passed_one_timed_out() -> Totals {
+        Totals {
+            timed_out: 1,
+            ..totals(1, 1, 0)
+        }
+    }
+
     #[test]
     fn node_tap_nested_tests_yaml_errors_and_totals() {
         as_expected("node_tap");
@@ -303,14 +298,7 @@ mod tests {
     #[test]
     fn node_tap_timeouts_and_files_that_fail_to_load() {
         let p = parsed("node_tap2", "/tmp/samp/node2");
-        // node counts the timeout as failed; the schema apart.
-        assert_eq!(
-            p.totals,
-            Totals {
-                timed_out: 1,
-                ..totals(1, 1, 0)
-            }
-        );
+        assert_eq!(p.totals, one_passed_one_timed_out());
         // The load error comes from the diagnostics printed before the result.
         assert_failures(
             "node_tap2",
@@ -330,13 +318,7 @@ mod tests {
     fn node_spec_reporter() {
         as_expected("node_spec");
         let p = parsed("node_spec2", "/");
-        assert_eq!(
-            p.totals,
-            Totals {
-                timed_out: 1,
-                ..totals(1, 1, 0)
-            }
-        );
+        assert_eq!(p.totals, one_passed_one_timed_out());
         assert_eq!(p.tests[0].id, "test/slow.test.js::slow");
         assert_eq!(p.tests[0].status, CaseStatus::Timeout);
         assert_eq!(

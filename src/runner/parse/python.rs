@@ -107,12 +107,7 @@ pub(crate) fn pytest(out: &str, cwd: &Path) -> Option<Parsed> {
             }
         }
     }
-    Some(Parsed {
-        framework: "pytest",
-        format: "pytest-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("pytest", "pytest-text", totals))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,12 +194,7 @@ pub(crate) fn unittest(out: &str, cwd: &Path) -> Option<Parsed> {
         }
         i = to;
     }
-    Some(Parsed {
-        framework: "unittest",
-        format: "unittest-text",
-        totals,
-        tests: cases.tests,
-    })
+    Some(cases.into_parsed("unittest", "unittest-text", totals))
 }
 
 #[cfg(test)]
