@@ -73,14 +73,9 @@ pub(crate) fn ensure_docker(bin: &Path) -> Result<(), SandboxError> {
 
 /// Runs `docker info` once.
 fn probe_docker(bin: &Path, timeout: Duration) -> Result<(), SandboxError> {
-    let mut child = std::process::Command::new(bin)
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .stdin(Stdio::null())
+    let mut child = client_command(bin, &["info", "--format", "{{.ServerVersion}}"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .env_clear()
-        .envs(client_env())
-        .process_group(0)
         .spawn()
         .map_err(|e| SandboxError::NoClient {
             bin: bin.display().to_string(),
@@ -281,16 +276,23 @@ pub(crate) fn remove_detached(bin: &Path, name: &str) {
 }
 
 fn spawn_remove(bin: &Path, name: &str) -> std::io::Result<std::process::Child> {
-    std::process::Command::new(bin)
-        .args(["rm", "-f", name])
-        .stdin(Stdio::null())
+    client_command(bin, &["rm", "-f", name])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .spawn()
+}
+
+/// The docker client `bin` with `args`: no input, only [`client_env`], and out of the
+/// terminal's process group, so the Ctrl+C that caused a hard exit does not stop it.
+fn client_command(bin: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(bin);
+    command
+        .args(args)
+        .stdin(Stdio::null())
         .env_clear()
         .envs(client_env())
-        // Out of the terminal's group, so the Ctrl+C that caused a hard exit does not stop it.
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    command
 }
 
 /// ralph-loop's environment without secrets: the docker client needs `PATH`, `HOME` (its
@@ -310,7 +312,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use std::time::Duration;
 
-    use ralph_actors::schema::test_run::RunStatus;
+    use ralph_actors::schema::test_run::{RunStatus, TestRun};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
@@ -627,6 +629,15 @@ esac
                 .with_language(Some(Language::Python))
                 .with_docker_bin(&self.bin)
         }
+
+        /// `command` run once through this docker in a fresh temporary folder, with the tests'
+        /// default timeout.
+        async fn run_in_temp(&self, command: &str) -> TestRun {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            self.runner(command, dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
+                .run_once(CancellationToken::new())
+                .await
+        }
     }
 
     /// The value following `flag` in `args`, each time it appears.
@@ -785,11 +796,7 @@ esac
     #[tokio::test]
     async fn an_oom_killed_container_is_a_memory_limit_run() {
         let fake = FakeDocker::new(Engine::Up, true);
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let run = fake
-            .runner("exit 137", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
-            .run_once(CancellationToken::new())
-            .await;
+        let run = fake.run_in_temp("exit 137").await;
         assert_eq!(
             (run.status, run.exit_code),
             (RunStatus::MemoryLimit, Some(137)),
@@ -822,11 +829,7 @@ esac
     #[tokio::test]
     async fn exit_137_without_an_oom_kill_is_a_failure() {
         let fake = FakeDocker::new(Engine::Up, false);
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let run = fake
-            .runner("exit 137", dir.path(), DEFAULT_TIMEOUT_FOR_TESTS)
-            .run_once(CancellationToken::new())
-            .await;
+        let run = fake.run_in_temp("exit 137").await;
         assert_eq!((run.status, run.exit_code), (RunStatus::Failed, Some(137)));
         assert_eq!(fake.calls_of("inspect").len(), 1);
     }
@@ -834,14 +837,8 @@ esac
     #[tokio::test]
     async fn docker_run_failing_to_start_is_an_error_run() {
         let fake = FakeDocker::new(Engine::Up, false);
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let run = fake
-            .runner(
-                "echo 'Unable to find image' >&2; exit 125",
-                dir.path(),
-                DEFAULT_TIMEOUT_FOR_TESTS,
-            )
-            .run_once(CancellationToken::new())
+            .run_in_temp("echo 'Unable to find image' >&2; exit 125")
             .await;
         assert_eq!((run.status, run.exit_code), (RunStatus::Error, Some(125)));
         assert!(run.output.contains("docker could not start the container"));
