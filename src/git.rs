@@ -549,12 +549,18 @@ mod tests {
         assert!(ok, "git {args:?}");
     }
 
+    /// A new repository (branch `main`, no commit yet) in a temporary folder, and the folder.
+    fn new_repo() -> (tempfile::TempDir, Repo) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        run(dir.path(), &["init", "-q", "-b", "main"]);
+        let repo = Repo::new(dir.path().to_path_buf());
+        (dir, repo)
+    }
+
     #[test]
     fn one_status_says_head_and_every_kind_of_change() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let (dir, repo) = new_repo();
         let root = dir.path();
-        run(root, &["init", "-q", "-b", "main"]);
-        let repo = Repo::new(root.to_path_buf());
         std::fs::write(root.join("new file.txt"), "x").expect("write");
         let look = repo.state().expect("state");
         assert_eq!(look.head, None, "no commit yet");
@@ -594,10 +600,8 @@ mod tests {
 
     #[test]
     fn a_commit_names_itself_and_commits_only_its_paths() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let (dir, repo) = new_repo();
         let root = dir.path();
-        run(root, &["init", "-q", "-b", "main"]);
-        let repo = Repo::new(root.to_path_buf());
         std::fs::write(root.join("a.txt"), "a").expect("write");
         // The first commit: a new file, so `git add` first; git says "(root-commit)".
         let first = repo
@@ -622,9 +626,8 @@ mod tests {
 
     #[test]
     fn maintenance_waits_for_the_end_of_the_commits() {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let (dir, repo) = new_repo();
         let root = dir.path();
-        run(root, &["init", "-q", "-b", "main"]);
         // One loose object is enough for the loose-objects task, which packs them.
         for (key, value) in [
             ("maintenance.gc.enabled", "false"),
@@ -633,7 +636,6 @@ mod tests {
         ] {
             run(root, &["config", key, value]);
         }
-        let repo = Repo::new(root.to_path_buf());
         let packs = || {
             std::fs::read_dir(root.join(".git/objects/pack"))
                 .map(|d| d.count())

@@ -257,10 +257,37 @@ mod tests {
     }
 
     /// A scripted attempt's failure.
-    #[derive(Debug, PartialEq)]
+    #[derive(Debug, Clone, Copy, PartialEq)]
     struct Fail {
         transient: bool,
         delay: Option<Duration>,
+    }
+
+    impl Fail {
+        /// A failure that may pass, retried after `delay` when the server asks for one.
+        fn transient(delay: Option<Duration>) -> Fail {
+            Fail {
+                transient: true,
+                delay,
+            }
+        }
+    }
+
+    /// How many attempts `retry` makes, under `policy` and before `deadline`, of a call that
+    /// always fails with `fail`.
+    async fn attempts_failing(policy: &RetryPolicy, deadline: Option<Instant>, fail: Fail) -> u32 {
+        let attempts = AtomicU32::new(0);
+        let result: Result<(), Fail> =
+            retry(
+                policy,
+                "test",
+                deadline,
+                &attempts,
+                || async move { Err(fail) },
+            )
+            .await;
+        assert_eq!(result, Err(fail));
+        attempts.load(Ordering::Relaxed)
     }
 
     impl Attempted for Fail {
@@ -283,17 +310,8 @@ mod tests {
 
     #[tokio::test]
     async fn transient_failures_are_retried_until_the_retries_run_out() {
-        let attempts = AtomicU32::new(0);
-        let result: Result<(), Fail> = retry(&quick(2), "test", None, &attempts, || async {
-            Err(Fail {
-                transient: true,
-                delay: None,
-            })
-        })
-        .await;
-        assert!(result.is_err());
         assert_eq!(
-            attempts.load(Ordering::Relaxed),
+            attempts_failing(&quick(2), None, Fail::transient(None)).await,
             3,
             "the first try and 2 retries"
         );
@@ -301,24 +319,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_lasting_failure_is_not_retried_and_a_success_ends_the_call() {
-        let attempts = AtomicU32::new(0);
-        let result: Result<(), Fail> = retry(&quick(5), "test", None, &attempts, || async {
-            Err(Fail {
-                transient: false,
-                delay: None,
-            })
-        })
-        .await;
-        assert!(result.is_err());
-        assert_eq!(attempts.load(Ordering::Relaxed), 1);
+        let lasting = Fail {
+            transient: false,
+            delay: None,
+        };
+        assert_eq!(attempts_failing(&quick(5), None, lasting).await, 1);
 
         let tries = AtomicU32::new(0);
         let result = retry(&quick(5), "test", None, &tries, || async {
             match tries.load(Ordering::Relaxed) {
-                1 => Err(Fail {
-                    transient: true,
-                    delay: None,
-                }),
+                1 => Err(Fail::transient(None)),
                 n => Ok(n),
             }
         })
@@ -328,33 +338,20 @@ mod tests {
 
     #[tokio::test]
     async fn the_server_delay_is_honoured_and_a_retry_past_the_deadline_is_not_made() {
-        let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let policy = quick(1).with_max_server_delay(Duration::from_millis(120));
-        let _: Result<(), Fail> = retry(&policy, "test", None, &attempts, || async {
-            Err(Fail {
-                transient: true,
-                delay: Some(Duration::from_secs(3600)),
-            })
-        })
-        .await;
+        let hour = Fail::transient(Some(Duration::from_secs(3600)));
+        attempts_failing(&policy, None, hour).await;
         let waited = started.elapsed();
         assert!(
             waited >= Duration::from_millis(120) && waited < Duration::from_secs(5),
             "the server's hour was cut to the policy's 120 ms: {waited:?}"
         );
 
-        let attempts = AtomicU32::new(0);
         let deadline = Instant::now() + Duration::from_millis(50);
-        let _: Result<(), Fail> = retry(&quick(3), "test", Some(deadline), &attempts, || async {
-            Err(Fail {
-                transient: true,
-                delay: Some(Duration::from_secs(1)),
-            })
-        })
-        .await;
+        let second = Fail::transient(Some(Duration::from_secs(1)));
         assert_eq!(
-            attempts.load(Ordering::Relaxed),
+            attempts_failing(&quick(3), Some(deadline), second).await,
             1,
             "no retry after the deadline"
         );

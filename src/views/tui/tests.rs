@@ -12,6 +12,7 @@ use ralph_actors::tracker::circuit::{Reason, State};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use crate::views::board::{Board, TaskNews};
 use crate::views::state::{Mark, ViewState};
 use crate::views::tui::draw;
 use crate::views::tui::ui::{Action, Modal, Ui};
@@ -71,6 +72,15 @@ fn ui() -> Ui {
 
 fn key(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+/// A batch's board after every piece of news `rx` holds so far.
+fn board_of(rx: &mut tokio::sync::mpsc::UnboundedReceiver<TaskNews>) -> Board {
+    let mut board = Board::default();
+    while let Ok(news) = rx.try_recv() {
+        board.apply(news);
+    }
+    board
 }
 
 fn envelope(seq: u64, event: Event) -> Envelope {
@@ -339,17 +349,14 @@ fn the_header_shows_the_model_that_answered_and_the_agents_model_per_run() {
 
 #[test]
 fn a_batch_shows_its_tasks_beside_the_one_in_focus_and_asks_before_a_skip() {
-    use crate::views::board::{Board, Tasks};
+    use crate::views::board::Tasks;
     let view = fold(&recorded()[..16]);
     let (tasks, mut rx) = Tasks::new();
     tasks.cap(1.0);
     tasks.task("entry-1", "src/mean.py", Mark::Done, "success", 0.0123);
     tasks.task("entry-2", "median.js", Mark::Running, "", 0.0065);
     tasks.task("entry-3", "specs/parse.md", Mark::Pending, "", 0.0);
-    let mut board = Board::default();
-    while let Ok(news) = rx.try_recv() {
-        board.apply(news);
-    }
+    let board = board_of(&mut rx);
     let mut ui = ui();
     ui.focus = board.running();
     ui.board = Some(board);
@@ -393,15 +400,12 @@ fn a_tasks_next_session_starts_the_view_afresh_and_keeps_its_thought_stream() {
 
 #[test]
 fn tasks_running_side_by_side_keep_their_views_apart() {
-    use crate::views::board::{Board, Tasks};
+    use crate::views::board::Tasks;
     let (tasks, mut rx) = Tasks::new();
     tasks.task("entry-1", "median.js", Mark::Running, "", 0.0);
     tasks.task("entry-2", "mean.py", Mark::Running, "", 0.0);
     tasks.task("entry-3", "mode.py", Mark::Pending, "", 0.0);
-    let mut board = Board::default();
-    while let Ok(news) = rx.try_recv() {
-        board.apply(news);
-    }
+    let board = board_of(&mut rx);
     let mut views = super::Views::default();
     let first = recorded();
     let second = recorded_as("other", 10);
