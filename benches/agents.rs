@@ -20,6 +20,8 @@ use ralph_loop::agents::invoke::{invoke, AgentEnding, Limits};
 use ralph_loop::agents::output::Format;
 use ralph_loop::process::groups::ProcessGroups;
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "../tests/suite/agent_script.rs"]
 mod agent_script;
 
@@ -170,18 +172,11 @@ fn running(runs: usize) {
 }
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("agents: skipped (run it with `cargo bench --bench agents`)");
+    if !env::benchmarking("agents") {
         return;
     }
-    let runs: usize = std::env::var("RALPH_BENCH_AGENT_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30);
-    let mb: usize = std::env::var("RALPH_BENCH_AGENT_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let runs: usize = env::setting("RALPH_BENCH_AGENT_RUNS", 30);
+    let mb: usize = env::setting("RALPH_BENCH_AGENT_MB", 100);
     // `RALPH_BENCH_AGENT_ONLY=regent`: only the Regent's overhead, which times the binary
     // (`RALPH_BENCH_BIN`) and not this harness's code.
     if std::env::var("RALPH_BENCH_AGENT_ONLY").as_deref() == Ok("regent") {
@@ -410,20 +405,20 @@ fn plain_loop(
             child.stdin.take().unwrap().write_all(b"Work.\n").unwrap();
             assert!(child.wait().unwrap().success());
         }
-        let test = std::process::Command::new("sh")
-            .args(["-c", "true"])
-            .current_dir(root)
-            .status()
-            .unwrap();
-        assert!(test.success());
+        sh(root, "true");
         if commit && i > 0 {
-            let git = std::process::Command::new("sh")
-                .args(["-c", "git add -A && git commit -q -m 'Iteration'"])
-                .current_dir(root)
-                .status()
-                .unwrap();
-            assert!(git.success());
+            sh(root, "git add -A && git commit -q -m 'Iteration'");
         }
     }
     t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Runs `script` with `sh -c` in `root`, as a loop runs the tests and commits; it must succeed.
+fn sh(root: &std::path::Path, script: &str) {
+    let status = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(status.success(), "sh -c {script}");
 }

@@ -19,6 +19,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/process.rs"]
 mod process;
 #[allow(dead_code)]
@@ -34,8 +36,7 @@ use serde_json::{json, Value};
 use support::{code, Answer, MockLlm, FIXED_PY};
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("batch: skipped (run it with `cargo bench --bench batch`)");
+    if !env::benchmarking("batch") {
         return;
     }
     let specs = knob("RALPH_BENCH_SPECS", 100);
@@ -65,20 +66,8 @@ fn main() {
             "single_runs": singles,
             "entries": entries,
         },
-        "throughput": {
-            "specs": specs,
-            "latency_ms": latency.as_millis() as u64,
-            "parallel_1": p1,
-            "parallel_4": p4,
-            "wall_ratio": p1["wall_ms"].as_f64().unwrap() / p4["wall_ms"].as_f64().unwrap(),
-        },
-        "agent": {
-            "specs": specs,
-            "latency_ms": latency.as_millis() as u64,
-            "parallel_1": a1,
-            "parallel_4": a4,
-            "wall_ratio": a1["wall_ms"].as_f64().unwrap() / a4["wall_ms"].as_f64().unwrap(),
-        },
+        "throughput": parallel(specs, latency, p1, p4),
+        "agent": parallel(specs, latency, a1, a4),
         "inbox_list_10000_ms": { "list": list, "version": version },
     });
     eprintln!("{}", serde_json::to_string_pretty(&results).unwrap());
@@ -87,6 +76,19 @@ fn main() {
         Ok(()) => eprintln!("batch: wrote {}", out.display()),
         Err(e) => eprintln!("batch: cannot write {}: {e}", out.display()),
     }
+}
+
+/// One parallelism figure: `specs` specs at `latency` per model call, run one at a time (`p1`)
+/// and four at a time (`p4`), and how much faster four were.
+fn parallel(specs: usize, latency: Duration, p1: Value, p4: Value) -> Value {
+    let wall_ratio = p1["wall_ms"].as_f64().unwrap() / p4["wall_ms"].as_f64().unwrap();
+    json!({
+        "specs": specs,
+        "latency_ms": latency.as_millis() as u64,
+        "parallel_1": p1,
+        "parallel_4": p4,
+        "wall_ratio": wall_ratio,
+    })
 }
 
 /// A project of `n` broken medians, each with a spec whose test is a `grep` of the fix.

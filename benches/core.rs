@@ -5,6 +5,9 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
+
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -134,7 +137,6 @@ fn prompt_20k() -> Vec<ChatMessage> {
     ]
 }
 
-/// A line of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in KiB; 0 where there is none.
 /// The process's resident memory and its peak so far, in KiB.
 #[derive(Clone, Copy)]
 struct Resident {
@@ -145,8 +147,8 @@ struct Resident {
 impl Resident {
     fn now() -> Self {
         Self {
-            rss: rss_kib("VmRSS:"),
-            hwm: rss_kib("VmHWM:"),
+            rss: env::status_kib("VmRSS:"),
+            hwm: env::status_kib("VmHWM:"),
         }
     }
 }
@@ -163,18 +165,6 @@ fn print_one_off(label: &str, took: std::time::Duration, before: Resident, after
         mib(before.hwm),
         mib(after.hwm)
     );
-}
-
-fn rss_kib(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn bench_fingerprint(c: &mut Criterion) {

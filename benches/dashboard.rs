@@ -18,6 +18,8 @@
 #[allow(dead_code)]
 #[path = "../tests/suite/cdp.rs"]
 mod cdp;
+#[path = "common/env.rs"]
+mod env;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -169,10 +171,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let events: u64 = std::env::var("RALPH_BENCH_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let events: u64 = env::setting("RALPH_BENCH_EVENTS", 100);
     let dir = tempfile::tempdir().unwrap();
     let session = dir.path().join(".ralph").join(SESSION);
     std::fs::create_dir_all(&session).unwrap();

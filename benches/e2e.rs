@@ -25,6 +25,8 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/process.rs"]
 mod process;
 #[allow(dead_code)]
@@ -71,10 +73,7 @@ fn seeded_vault(rt: &tokio::runtime::Runtime, n: usize) -> Option<tempfile::Temp
 const CHAOS_JS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => assert.strictEqual(median([7]), 7));\ntest('repeated values', () => assert.strictEqual(median([2, 2, 2, 2]), 2));\n";
 
 fn main() {
-    // `cargo test --benches` runs this binary without `--bench`: do nothing then, benchmarks
-    // belong to `cargo bench` only.
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("e2e: skipped (run it with `cargo bench --bench e2e`)");
+    if !env::benchmarking("e2e") {
         return;
     }
     let runs = knob("RALPH_BENCH_RUNS", 15);
@@ -82,10 +81,7 @@ fn main() {
     let mem_runs = knob("RALPH_BENCH_MEM_RUNS", 5);
     let latency = Duration::from_millis(knob("RALPH_BENCH_LATENCY_MS", 50) as u64);
     let rt = runtime();
-    let attempts = std::env::var("RALPH_BENCH_VAULT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+    let attempts = env::setting("RALPH_BENCH_VAULT", 1000);
     VAULT.get_or_init(|| seeded_vault(&rt, attempts));
     eprintln!("e2e: each run starts with {attempts} attempts in its MemoryVault");
 

@@ -51,6 +51,8 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/process.rs"]
 mod process;
 #[path = "common/rng.rs"]
@@ -217,8 +219,7 @@ const APPROVAL: &str = "The proposal handles the cases the tests check.\nVERDICT
 const JUDGEMENT: &str = "KEEP: every test";
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("fix_time: skipped (run it with `cargo bench --bench fix_time`)");
+    if !env::benchmarking("fix_time") {
         return;
     }
     let langs: Vec<Lang> = list("RALPH_BENCH_LANGS", "py,js")

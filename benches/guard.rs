@@ -23,6 +23,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,13 +35,6 @@ use ralph_guard::tokens::O200k;
 use ralph_guard::{Guard, GuardConfig};
 use rand::SeedableRng;
 use serde_json::json;
-
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn guard() -> Guard {
     Guard::new(&GuardConfig {
@@ -120,8 +116,7 @@ fn mb_per_s(bytes: usize, d: Duration) -> f64 {
 }
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("guard: skipped (run it with `cargo bench --bench guard`)");
+    if !env::benchmarking("guard") {
         return;
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(16);
@@ -184,7 +179,7 @@ fn main() {
     }
 
     // Recall: each planted value in its own context, masked by a fresh guard.
-    let per_kind = knob("RALPH_BENCH_PER_KIND", 10);
+    let per_kind = env::setting::<usize>("RALPH_BENCH_PER_KIND", 10);
     let mut planted = corpus::secrets::contexts(&mut rng, per_kind);
     planted.extend(
         corpus::pii::planted(&mut rng, per_kind)
@@ -212,7 +207,7 @@ fn main() {
     );
 
     // False positives on ordinary code.
-    let lines = knob("RALPH_BENCH_LINES", 200_000);
+    let lines = env::setting::<usize>("RALPH_BENCH_LINES", 200_000);
     let ordinary = corpus::ordinary::lines(&mut rng, lines);
     let detector = g.detector();
     let mut fp: std::collections::BTreeMap<String, usize> = Default::default();

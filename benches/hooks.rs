@@ -7,6 +7,9 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
+
 use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -69,10 +72,7 @@ async fn plain(command: &str, stdin: &[u8], dir: &std::path::Path) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let runs: usize = std::env::var("RALPH_BENCH_HOOK_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+    let runs: usize = env::setting("RALPH_BENCH_HOOK_RUNS", 200);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("median.py"),

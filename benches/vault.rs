@@ -12,6 +12,8 @@
 // A benchmark that cannot set up has nothing to measure: panicking with a message is right here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/rng.rs"]
 mod rng;
 
@@ -25,13 +27,6 @@ use ralph_loop::vault::store::table_name;
 use ralph_loop::vault::{LanceStore, PROJECT_TABLE};
 use rng::Rng;
 use serde_json::json;
-
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 const ERRORS: &[&str] = &[
     "AssertionError: expected {a} to equal {b}",
@@ -83,17 +78,6 @@ fn attempt(rng: &mut Rng, n: usize) -> FixAttempt {
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
-}
-
-fn status_kib(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -205,13 +189,12 @@ fn baseline(label: &str, mut times: Vec<Duration>) -> serde_json::Value {
 }
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("vault: skipped (run it with `cargo bench --bench vault`)");
+    if !env::benchmarking("vault") {
         return;
     }
-    let total = knob("RALPH_BENCH_ATTEMPTS", 10_000);
-    let queries = knob("RALPH_BENCH_QUERIES", 1_000);
-    let singles = knob("RALPH_BENCH_SINGLE_WRITES", 300).min(total);
+    let total = env::setting::<usize>("RALPH_BENCH_ATTEMPTS", 10_000);
+    let queries = env::setting::<usize>("RALPH_BENCH_QUERIES", 1_000);
+    let singles = env::setting::<usize>("RALPH_BENCH_SINGLE_WRITES", 300).min(total);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -221,7 +204,7 @@ fn main() {
     let embedder = HashedNgrams::default();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let attempts: Vec<FixAttempt> = (0..total).map(|n| attempt(&mut rng, n)).collect();
-    let rss_start = status_kib("VmRSS:");
+    let rss_start = env::status_kib("VmRSS:");
 
     let report = rt.block_on(async {
         let started = Instant::now();
@@ -315,7 +298,7 @@ fn main() {
             "bytes_on_disk": store.bytes().await.unwrap(),
         })
     });
-    let (rss_end, hwm) = (status_kib("VmRSS:"), status_kib("VmHWM:"));
+    let (rss_end, hwm) = (env::status_kib("VmRSS:"), env::status_kib("VmHWM:"));
     eprintln!(
         "vault: memory: RSS {:.1} MiB at start, {:.1} MiB at the end, peak {:.1} MiB",
         rss_start as f64 / 1024.0,

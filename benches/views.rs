@@ -127,6 +127,8 @@ fn envelope(seq: u64, event: Event) -> Envelope {
     }
 }
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "../tests/suite/long_session.rs"]
 mod long_session;
 use long_session::long_session;
@@ -145,14 +147,8 @@ fn pct(xs: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
-    let samples: usize = std::env::var("RALPH_BENCH_VIEW_SAMPLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let idle_secs: u64 = std::env::var("RALPH_BENCH_VIEW_IDLE_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+    let samples: usize = env::setting("RALPH_BENCH_VIEW_SAMPLES", 200);
+    let idle_secs: u64 = env::setting("RALPH_BENCH_VIEW_IDLE_SECS", 10);
     let dir = tempfile::tempdir().unwrap();
 
     // The pseudo-terminal: the view's stdin and stdout are its slave side.
