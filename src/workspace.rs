@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ralph_actors::ports::file_io::FromFileIo;
 use ralph_actors::ports::workspace::{SourceFile, Workspace, WorkspaceError};
 use ralph_actors::schema::context::ContextPack;
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use futures::executor::block_on;
+use ralph_actors::ports::file_io::FromFileIo;
 use ralph_actors::ports::store::{SessionStore, StoreError};
 use ralph_actors::schema::report::Report;
 use ralph_actors::schema::state::{IterationRecord, SessionState};

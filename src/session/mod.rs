@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use ralph_actors::ports::file_io::FromFileIo;
 use ralph_actors::ports::store::{SessionStore, StoreError};
 use ralph_actors::schema::report::Report;
 use ralph_actors::schema::state::IterationRecord;

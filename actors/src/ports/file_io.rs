@@ -1,6 +1,7 @@
 //! [`FileIoError`]: a file that could not be read or written, the part the ports' own errors
 //! ([`StoreError`](super::store::StoreError), [`WorkspaceError`](super::workspace::WorkspaceError))
-//! share, and [`is_transient_io`], which of those may pass.
+//! share; [`FromFileIo`], their constructors for it; and [`is_transient_io`], which of those may
+//! pass.
 
 use std::sync::Arc;
 
@@ -43,6 +44,19 @@ impl FileIoError {
                 is_transient_io(source)
             }
         }
+    }
+}
+
+/// A port's error that a [`FileIoError`] can be: `read` and `write` make one of it.
+pub trait FromFileIo: From<FileIoError> {
+    /// `path` could not be read.
+    fn read(path: impl Into<String>, source: std::io::Error) -> Self {
+        FileIoError::read(path, source).into()
+    }
+
+    /// `path` could not be written.
+    fn write(path: impl Into<String>, source: std::io::Error) -> Self {
+        FileIoError::write(path, source).into()
     }
 }
 

@@ -2,7 +2,7 @@
 //! resume. The disk is for recovery: within a run, values travel in memory, and the store is
 //! read only when a session resumes.
 
-use crate::ports::file_io::FileIoError;
+use crate::ports::file_io::{FileIoError, FromFileIo};
 use crate::schema::report::Report;
 use crate::schema::state::{IterationRecord, SessionState};
 use crate::schema::test_run::TestRun;
@@ -17,15 +17,9 @@ pub enum StoreError {
     Damaged { path: String, message: String },
 }
 
+impl FromFileIo for StoreError {}
+
 impl StoreError {
-    pub fn read(path: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Io(FileIoError::read(path, source))
-    }
-
-    pub fn write(path: impl Into<String>, source: std::io::Error) -> Self {
-        StoreError::Io(FileIoError::write(path, source))
-    }
-
     /// Whether trying again may succeed (an interrupted or busy write); a full disk, a denied
     /// permission or a damaged file stay so.
     pub fn is_transient(&self) -> bool {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::ports::file_io::is_transient_io;
-use crate::ports::file_io::FileIoError;
+use crate::ports::file_io::{FileIoError, FromFileIo};
 use crate::schema::context::ContextPack;
 
 /// A file of the project, with its path as the user gave it.
@@ -29,15 +29,9 @@ pub enum WorkspaceError {
     Unrestorable(String),
 }
 
+impl FromFileIo for WorkspaceError {}
+
 impl WorkspaceError {
-    pub fn read(path: impl Into<String>, source: std::io::Error) -> Self {
-        WorkspaceError::Io(FileIoError::read(path, source))
-    }
-
-    pub fn write(path: impl Into<String>, source: std::io::Error) -> Self {
-        WorkspaceError::Io(FileIoError::write(path, source))
-    }
-
     /// Whether trying again may succeed: the system was interrupted or out of a resource for
     /// a moment. A missing file or a denied permission stays so.
     pub fn is_transient(&self) -> bool {

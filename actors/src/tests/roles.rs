@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::error::Error;
 use crate::events::event::Event;
+use crate::ports::file_io::FromFileIo;
 use crate::ports::llm::{ChatMessage, MockTokenCounter};
 use crate::ports::workspace::WorkspaceError;
 use crate::prompt::bundle::ContextBundle;
