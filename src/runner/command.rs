@@ -466,6 +466,16 @@ pub(crate) mod tests {
         r.run_once(CancellationToken::new()).await
     }
 
+    /// `command` run with `timeout` (and 4 KiB of output), which must time out and be stopped
+    /// within 3 s.
+    async fn timed_out(command: &str, timeout: Duration) -> TestRun {
+        let started = Instant::now();
+        let run = run(&limited(command, timeout, 4096)).await;
+        assert_within(started, Duration::from_secs(3));
+        assert_eq!(run.status, RunStatus::Timeout);
+        run
+    }
+
     /// Whether `pid` still runs. A process that died but was not reaped (the container's init
     /// may not reap orphans) is a zombie: dead for our purposes.
     pub(crate) fn alive(pid: i32) -> bool {
@@ -551,15 +561,11 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_hanging_command_and_its_grandchild_are_killed_at_the_timeout() {
-        let r = limited(
+        let run = timed_out(
             "sleep 300 & echo $!; sleep 300; wait",
             Duration::from_secs(1),
-            4096,
-        );
-        let started = Instant::now();
-        let run = run(&r).await;
-        assert_within(started, Duration::from_secs(3));
-        assert_eq!(run.status, RunStatus::Timeout);
+        )
+        .await;
         assert_output_has(&run, &["killed after 1 s"]);
         let pid: i32 = match run
             .output
@@ -575,15 +581,11 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn a_command_that_ignores_sigterm_is_killed() {
-        let r = limited(
+        timed_out(
             "trap '' TERM; echo ready; sleep 300",
             Duration::from_millis(300),
-            4096,
-        );
-        let started = Instant::now();
-        let run = run(&r).await;
-        assert_eq!(run.status, RunStatus::Timeout);
-        assert_within(started, Duration::from_secs(3));
+        )
+        .await;
     }
 
     #[tokio::test]

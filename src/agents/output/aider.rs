@@ -82,16 +82,11 @@ mod tests {
 
     #[test]
     fn the_summary_line_gives_tokens_and_the_session_cost() {
-        let mut reader = AiderReader::default();
-        let mut out = Vec::new();
-        for line in [
+        let out = super::super::reader::read_all::<AiderReader>(&[
             "I'll fix the even-length branch.",
             "Tokens: 2.5k sent, 103 received. Cost: $0.0092 message, $0.0092 session.",
             "Tokens: 1,200 sent, 1.1k received. Cost: $0.01 message, $0.0192 session.",
-        ] {
-            reader.line(line, &mut out);
-        }
-        reader.finish(&mut out);
+        ]);
         let usage = |input, output| AgentEvent::Usage {
             tokens: AgentTokens {
                 input,

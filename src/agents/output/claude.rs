@@ -135,12 +135,7 @@ mod tests {
     use super::*;
 
     fn read(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut reader = ClaudeReader::default();
-        let mut out = Vec::new();
-        for line in lines {
-            reader.line(line, &mut out);
-        }
-        out
+        super::super::reader::read_all::<ClaudeReader>(lines)
     }
 
     const STREAM: &[&str] = &[

@@ -239,12 +239,7 @@ mod tests {
     use super::*;
 
     fn read(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut reader = CodexReader::default();
-        let mut out = Vec::new();
-        for line in lines {
-            reader.line(line, &mut out);
-        }
-        out
+        super::super::reader::read_all::<CodexReader>(lines)
     }
 
     fn usage(input: u64, cached: u64, output: u64) -> AgentTokens {

@@ -10,6 +10,18 @@ pub trait Reader: Send {
     fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
 }
 
+/// Every event a new `R` reads from `lines`, its output then ended: for the readers' tests.
+#[cfg(test)]
+pub(crate) fn read_all<R: Reader + Default>(lines: &[&str]) -> Vec<AgentEvent> {
+    let mut reader = R::default();
+    let mut out = Vec::new();
+    for line in lines {
+        reader.line(line, &mut out);
+    }
+    reader.finish(&mut out);
+    out
+}
+
 /// A one-line summary of at most `max` characters.
 pub(crate) fn summary(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("").trim();

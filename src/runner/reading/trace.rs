@@ -222,6 +222,19 @@ mod tests {
         location(text, cwd.map(Path::new)).map(|l| (l.file, l.line, l.column))
     }
 
+    /// Asserts that `text`, its paths read from `cwd`, is located at `(file, line, column)`.
+    fn assert_loc(
+        text: &str,
+        cwd: Option<&str>,
+        (file, line, column): (&str, Option<u32>, Option<u32>),
+    ) {
+        assert_eq!(
+            loc(text, cwd),
+            Some((file.to_string(), line, column)),
+            "{text}"
+        );
+    }
+
     #[test]
     fn patterns_compile() {
         assert!(regex!(r"x").is_some());
@@ -233,14 +246,12 @@ mod tests {
     #[test]
     fn v8_frames_skip_libraries_and_runtime() {
         let stack = "TypeError: cannot read the list\n    at boom (/tmp/p/src/math.js:9:9)\n    at Object.boom (/tmp/p/src/math.test.js:12:7)";
-        assert_eq!(
-            loc(stack, Some("/tmp/p")),
-            Some(("src/math.js".into(), Some(9), Some(9)))
-        );
+        assert_loc(stack, Some("/tmp/p"), ("src/math.js", Some(9), Some(9)));
         let lib_first = "Error: x\n    at _getError (/w/node_modules/jest-circus/build/a.js:1985:12)\n    at new Promise (<anonymous>)\n    at node:internal/timers:483:21\n    at file:///tmp/p/src/a.test.ts:3:5";
-        assert_eq!(
-            loc(lib_first, Some("/tmp/p")),
-            Some(("src/a.test.ts".into(), Some(3), Some(5)))
+        assert_loc(
+            lib_first,
+            Some("/tmp/p"),
+            ("src/a.test.ts", Some(3), Some(5)),
         );
         // Outside the project: not its own.
         assert_eq!(loc("    at f (/elsewhere/a.js:1:2)", Some("/tmp/p")), None);
@@ -253,15 +264,9 @@ mod tests {
     #[test]
     fn python_takes_the_innermost_project_frame() {
         let tb = "Traceback (most recent call last):\n  File \"/tmp/p/tests/test_calc.py\", line 17, in test_empty\n    median([])\n  File \"/tmp/p/tests/test_calc.py\", line 6, in median\n    return s[len(s) // 2]\n  File \"/root/.pyenv/versions/3.11.7/lib/python3.11/subprocess.py\", line 1950, in _execute_child\nIndexError: list index out of range";
-        assert_eq!(
-            loc(tb, Some("/tmp/p")),
-            Some(("tests/test_calc.py".into(), Some(6), None))
-        );
+        assert_loc(tb, Some("/tmp/p"), ("tests/test_calc.py", Some(6), None));
         let long = "    def load(path):\n>       with open(path) as f:\nE       FileNotFoundError: x\n\nsrc/pkg/stats.py:7: FileNotFoundError";
-        assert_eq!(
-            loc(long, Some("/tmp/p")),
-            Some(("src/pkg/stats.py".into(), Some(7), None))
-        );
+        assert_loc(long, Some("/tmp/p"), ("src/pkg/stats.py", Some(7), None));
         assert_eq!(
             python_error_type(long).as_deref(),
             Some("FileNotFoundError")
@@ -271,19 +276,14 @@ mod tests {
     #[test]
     fn rust_panics_and_backtraces() {
         let p = "panicked at src/lib.rs:35:9:\nassertion failed";
-        assert_eq!(
-            loc(p, Some("/x")),
-            Some(("src/lib.rs".into(), Some(35), Some(9)))
-        );
+        assert_loc(p, Some("/x"), ("src/lib.rs", Some(35), Some(9)));
         // A panic inside std: the first project frame of the backtrace.
         let bt = "thread 'a' panicked at /rustc/abc/library/core/src/x.rs:1:1:\nboom\nstack backtrace:\n   0: core::x\n             at /rustc/abc/library/core/src/x.rs:1:1\n   9: it::t\n             at ./tests/it.rs:9:5";
-        assert_eq!(
-            loc(bt, Some("/x")),
-            Some(("tests/it.rs".into(), Some(9), Some(5)))
-        );
-        assert_eq!(
-            loc("error[E0432]: unresolved import\n --> src/lib.rs:1:5", None),
-            Some(("src/lib.rs".into(), Some(1), Some(5)))
+        assert_loc(bt, Some("/x"), ("tests/it.rs", Some(9), Some(5)));
+        assert_loc(
+            "error[E0432]: unresolved import\n --> src/lib.rs:1:5",
+            None,
+            ("src/lib.rs", Some(1), Some(5)),
         );
     }
 

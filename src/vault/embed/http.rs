@@ -247,6 +247,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use crate::testkit::wire::serving;
     use crate::vault::embed::sealed_texts;
     use crate::vault::embed::{build_with_env, EmbedProvider};
     use serde_json::json;
@@ -308,6 +309,14 @@ mod tests {
             .await;
     }
 
+    /// Asserts that `e` is `id` and embeds `a` and `b` as the server answered them: [`vector`]s
+    /// 0 and 1 of `dims` numbers.
+    async fn assert_embeds_a_and_b(e: &dyn Embedder, id: &str, dims: usize) {
+        assert_eq!(e.id(), id);
+        let out = embedded(e, vec!["a".into(), "b".into()]).await;
+        assert_eq!(out, vec![vector(0, dims), vector(1, dims)]);
+    }
+
     /// What `e` says when it cannot embed `texts`.
     async fn embed_err(e: &dyn Embedder, texts: Vec<String>) -> String {
         e.embed(sealed_texts(texts)).await.unwrap_err().to_string()
@@ -364,10 +373,8 @@ mod tests {
             Some(4),
         );
         let e = build_with_env(&s, env_with_key).unwrap();
-        assert_eq!(e.id(), "openai/text-embedding-3-small/4");
         assert_eq!(e.dims(), 4);
-        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
-        assert_eq!(out, vec![vector(0, 4), vector(1, 4)]);
+        assert_embeds_a_and_b(&*e, "openai/text-embedding-3-small/4", 4).await;
     }
 
     #[tokio::test]
@@ -409,9 +416,7 @@ mod tests {
             ..spec(EmbedProvider::Ollama, "all-minilm", &server.uri(), None)
         };
         let e = build_with_env(&s, |_| None).unwrap();
-        assert_eq!(e.id(), "ollama/all-minilm/384");
-        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
-        assert_eq!(out, vec![vector(0, 384), vector(1, 384)]);
+        assert_embeds_a_and_b(&*e, "ollama/all-minilm/384", 384).await;
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
     }
@@ -443,9 +448,7 @@ mod tests {
             Some(3),
         );
         let e = build_with_env(&s, env_with_key).unwrap();
-        assert_eq!(e.id(), "gemini/gemini-embedding-001/3");
-        let out = embedded(&*e, vec!["a".into(), "b".into()]).await;
-        assert_eq!(out, vec![vector(0, 3), vector(1, 3)]);
+        assert_embeds_a_and_b(&*e, "gemini/gemini-embedding-001/3", 3).await;
         let sent = &server.received_requests().await.unwrap()[0];
         assert!(!sent.headers.contains_key("authorization"));
         assert!(
@@ -456,9 +459,7 @@ mod tests {
 
     #[tokio::test]
     async fn unauthorised_names_the_provider_and_the_server_message() {
-        let server = MockServer::start().await;
-        post_answers(
-            &server,
+        let server = serving(
             ResponseTemplate::new(401).set_body_json(json!({"error": {
                 "message": "Incorrect API key provided: sk-test.", "type": "invalid_request_error",
                 "param": null, "code": "invalid_api_key"}})),
@@ -496,9 +497,7 @@ mod tests {
 
     #[tokio::test]
     async fn retries_give_up_after_three_tries() {
-        let server = MockServer::start().await;
-        post_answers(
-            &server,
+        let server = serving(
             ResponseTemplate::new(503).set_body_json(json!({"error": {
                 "code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}})),
             3,
@@ -559,9 +558,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_vector_of_the_wrong_length_is_an_error() {
-        let server = MockServer::start().await;
-        post_answers(
-            &server,
+        let server = serving(
             ResponseTemplate::new(200).set_body_json(openai_reply(2, 512)),
             ..,
         )
