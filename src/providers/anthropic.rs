@@ -130,10 +130,7 @@ impl AnthropicClient {
 
 impl super::Provider for AnthropicClient {
     fn describe(&self) -> String {
-        format!(
-            "{PROVIDER} (Claude via {}, key in {})",
-            self.endpoint.base_url, self.endpoint.transport.api_key_env
-        )
+        self.endpoint.describe("Claude")
     }
 
     fn check(&self) -> Result<(), LlmError> {
@@ -460,7 +457,8 @@ pub(crate) mod tests {
     use crate::providers::conformance::{kind_of, Wire};
 
     use crate::testkit::wire::{
-        failure, last_body, options_at, reply_to, request, sealed, serving, with_fast_retries,
+        failure, last_body, mounted, options_at, reply_to, request, sealed, serving,
+        with_fast_retries,
     };
     use serde_json::{json, Value};
 
@@ -503,13 +501,12 @@ pub(crate) mod tests {
 
     /// A server that answers every POST to the Messages API with `reply`.
     async fn messages_server(reply: ResponseTemplate) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .respond_with(reply)
-            .mount(&server)
-            .await;
-        server
+        mounted(
+            Mock::given(method("POST")).and(path("/v1/messages")),
+            reply,
+            ..,
+        )
+        .await
     }
 
     fn usage(input: u64, output: u64, written: u64, read: u64) -> Value {
@@ -579,16 +576,16 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn streams_text_and_usage_with_cache_tokens() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/messages"))
-            .and(header("x-api-key", "test-key"))
-            .and(header("anthropic-version", API_VERSION))
-            .and(header("content-type", "application/json"))
-            .respond_with(sse_reply(&["Hel", "lo"]))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path("/v1/messages"))
+                .and(header("x-api-key", "test-key"))
+                .and(header("anthropic-version", API_VERSION))
+                .and(header("content-type", "application/json")),
+            sse_reply(&["Hel", "lo"]),
+            1,
+        )
+        .await;
         let mut req = request(MODEL).into_inner();
         req.messages.insert(
             1,

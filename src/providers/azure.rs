@@ -269,12 +269,12 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn streams_text_and_usage() {
-        let server = MockServer::start().await;
-        chat_call(DEFAULT_API_VERSION)
-            .respond_with(sse_reply(&["Hel", "lo"], Some(usage_json(120, 7, 100))))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            chat_call(DEFAULT_API_VERSION),
+            sse_reply(&["Hel", "lo"], Some(usage_json(120, 7, 100))),
+            1,
+        )
+        .await;
         let reply = reply_to(&azure(&server, |_| {}), "azure/prod-chat").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, SERVED_MODEL);
@@ -293,12 +293,12 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn reads_a_whole_reply() {
-        let server = MockServer::start().await;
-        chat_call(DEFAULT_API_VERSION)
-            .respond_with(json_reply("All done.", Some(usage_json(50, 3, 0))))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            chat_call(DEFAULT_API_VERSION),
+            json_reply("All done.", Some(usage_json(50, 3, 0))),
+            1,
+        )
+        .await;
         let reply = reply_to(&azure(&server, |o| o.stream = false), "azure/prod-chat").await;
         assert_eq!(reply.text, "All done.");
         assert_eq!(
@@ -312,12 +312,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn an_older_api_version_gets_the_older_parameters() {
-        let server = MockServer::start().await;
-        chat_call("2024-06-01")
-            .respond_with(sse_reply(&["ok"], None))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(chat_call("2024-06-01"), sse_reply(&["ok"], None), 1).await;
         let reply = reply_to(
             &azure(&server, |o| o.api_version = Some("2024-06-01".into())),
             "azure/prod-chat",
@@ -333,16 +328,16 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn unauthorized_names_the_key_variable() {
-        let server = MockServer::start().await;
-        chat_call(DEFAULT_API_VERSION)
-            .respond_with(azure_error(
+        let server = mounted(
+            chat_call(DEFAULT_API_VERSION),
+            azure_error(
                 401,
                 "401",
                 "Access denied due to invalid subscription key or wrong API endpoint.",
-            ))
-            .expect(1)
-            .mount(&server)
-            .await;
+            ),
+            1,
+        )
+        .await;
         let err = failure(&azure(&server, |_| {}), "azure/prod-chat").await;
         match &err {
             LlmError::Auth {
@@ -409,12 +404,12 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn errors_name_azure() {
-        let server = MockServer::start().await;
-        chat_call(DEFAULT_API_VERSION)
-            .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
-            .expect(2)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            chat_call(DEFAULT_API_VERSION),
+            ResponseTemplate::new(500).set_body_string("upstream exploded"),
+            2,
+        )
+        .await;
         let err = failure(&azure(&server, |o| o.max_retries = 1), "azure/prod-chat").await;
         assert!(
             matches!(&err, LlmError::Server { provider, status: 500, attempts: 2, .. } if provider == PROVIDER),
@@ -438,12 +433,12 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn the_endpoint_may_end_in_openai() {
-        let server = MockServer::start().await;
-        chat_call(DEFAULT_API_VERSION)
-            .respond_with(sse_reply(&["ok"], Some(usage_json(1, 1, 0))))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            chat_call(DEFAULT_API_VERSION),
+            sse_reply(&["ok"], Some(usage_json(1, 1, 0))),
+            1,
+        )
+        .await;
         let c = azure(&server, |o| {
             o.base_url = Some(format!("{}/openai/", server.uri()))
         });

@@ -118,10 +118,7 @@ impl GeminiClient {
 
 impl super::Provider for GeminiClient {
     fn describe(&self) -> String {
-        format!(
-            "{PROVIDER} (Gemini via {}, key in {})",
-            self.endpoint.base_url, self.endpoint.transport.api_key_env
-        )
+        self.endpoint.describe("Gemini")
     }
 
     fn check(&self) -> Result<(), LlmError> {
@@ -438,7 +435,8 @@ pub(crate) mod tests {
     use crate::providers::conformance::{kind_of, Wire};
 
     use crate::testkit::wire::{
-        failure, last_body, options_at, reply_to, request, sealed, serving, with_fast_retries,
+        failure, last_body, mounted, options_at, reply_to, request, sealed, serving,
+        with_fast_retries,
     };
     use serde_json::json;
 
@@ -528,15 +526,15 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn streams_text_and_usage() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(STREAM_PATH))
-            .and(query_param("alt", "sse"))
-            .and(header("x-goog-api-key", "test-key"))
-            .respond_with(sse_reply(&["Hel", "lo"]))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path(STREAM_PATH))
+                .and(query_param("alt", "sse"))
+                .and(header("x-goog-api-key", "test-key")),
+            sse_reply(&["Hel", "lo"]),
+            1,
+        )
+        .await;
         let mut req = request(MODEL).into_inner();
         req.messages
             .push(ralph_actors::ports::llm::ChatMessage::assistant(
@@ -572,18 +570,17 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn reads_a_whole_reply_without_thoughts() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PLAIN_PATH))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        let server = mounted(
+            Mock::given(method("POST")).and(path(PLAIN_PATH)),
+            ResponseTemplate::new(200).set_body_json(json!({
                 "candidates": [{"content": {"role": "model", "parts": [
                     {"text": "Let me think", "thought": true}, {"text": "All "}, {"text": "done."}
                 ]}, "finishReason": "STOP"}],
                 "usageMetadata": usage(), "modelVersion": "gemini-2.5-pro-002"
-            })))
-            .expect(1)
-            .mount(&server)
-            .await;
+            })),
+            1,
+        )
+        .await;
         let reply = reply_to(
             &client(&server, |o| o.stream = false),
             "gemini/models/gemini-2.5-pro",

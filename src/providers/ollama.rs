@@ -301,7 +301,7 @@ pub(crate) mod tests {
     use crate::providers::conformance::Wire;
 
     use crate::testkit::wire::{
-        closed_port, failure, last_body, options_at, reply_to, serving, with_fast_retries,
+        closed_port, failure, last_body, mounted, options_at, reply_to, serving, with_fast_retries,
     };
     use serde_json::{json, Value};
 
@@ -365,13 +365,12 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn streams_text_and_usage() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/api/chat"))
-            .respond_with(ndjson_reply(&["Hel", "lo"]))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST")).and(path("/api/chat")),
+            ndjson_reply(&["Hel", "lo"]),
+            1,
+        )
+        .await;
         let reply = reply_to(&client(&server, |_| {}), MODEL).await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "qwen2.5-coder:7b");

@@ -13,7 +13,7 @@ use ralph_actors::settings::ModelSpec;
 use ralph_guard::Guard;
 use serde_json::{json, Value};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, ResponseTemplate, Times};
+use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate, Times};
 
 use crate::http::retry::RetryPolicy;
 use crate::providers::openai::OpenAiClient;
@@ -73,12 +73,18 @@ pub fn client_at(base: &str, tweak: impl FnOnce(&mut ClientOptions)) -> OpenAiCl
 /// A server that answers every POST with `reply`, and checks when it is dropped that it was
 /// asked `times` times (`..`: any number).
 pub async fn serving(reply: ResponseTemplate, times: impl Into<Times>) -> MockServer {
+    mounted(Mock::given(method("POST")), reply, times).await
+}
+
+/// A server that answers every request `mock` matches with `reply`, and checks when it is
+/// dropped that it was asked `times` times (`..`: any number).
+pub async fn mounted(
+    mock: MockBuilder,
+    reply: ResponseTemplate,
+    times: impl Into<Times>,
+) -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(reply)
-        .expect(times)
-        .mount(&server)
-        .await;
+    mock.respond_with(reply).expect(times).mount(&server).await;
     server
 }
 

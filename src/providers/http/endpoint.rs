@@ -94,6 +94,15 @@ impl Endpoint {
         }
     }
 
+    /// What [`Provider::describe`](crate::providers::Provider::describe) says of a provider
+    /// whose models are `models` (`Claude`): where it calls them, and the key's variable.
+    pub fn describe(&self, models: &str) -> String {
+        format!(
+            "{} ({models} via {}, key in {})",
+            self.transport.provider, self.base_url, self.transport.api_key_env
+        )
+    }
+
     /// The client's `Debug`: where it calls and whether it has a key, never the key.
     pub fn fmt_debug(&self, f: &mut std::fmt::Formatter<'_>, name: &str) -> std::fmt::Result {
         f.debug_struct(name)

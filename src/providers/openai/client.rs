@@ -154,13 +154,12 @@ mod tests {
 
     #[tokio::test]
     async fn streams_text_and_usage() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(sse_reply(&["Hel", "lo"], Some(usage_json(120, 7, 100))))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST")).and(path("/v1/chat/completions")),
+            sse_reply(&["Hel", "lo"], Some(usage_json(120, 7, 100))),
+            1,
+        )
+        .await;
         let reply = reply_to(&client(&server, |_| {}), "openai/gpt-4.1-mini").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(reply.model, "gpt-4.1-mini-2025-04-14");

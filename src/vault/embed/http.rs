@@ -247,7 +247,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::testkit::wire::serving;
+    use crate::testkit::wire::{mounted, serving};
     use crate::vault::embed::sealed_texts;
     use crate::vault::embed::{build_with_env, EmbedProvider};
     use serde_json::json;
@@ -352,20 +352,20 @@ mod tests {
 
     #[tokio::test]
     async fn openai_request_and_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/embeddings"))
-            .and(header("authorization", "Bearer sk-test"))
-            .and(header("content-type", "application/json"))
-            .and(body_json(json!({
-                "model": "text-embedding-3-small",
-                "input": ["a", "b"],
-                "dimensions": 4
-            })))
-            .respond_with(ResponseTemplate::new(200).set_body_json(openai_reply(2, 4)))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path("/v1/embeddings"))
+                .and(header("authorization", "Bearer sk-test"))
+                .and(header("content-type", "application/json"))
+                .and(body_json(json!({
+                    "model": "text-embedding-3-small",
+                    "input": ["a", "b"],
+                    "dimensions": 4
+                }))),
+            ResponseTemplate::new(200).set_body_json(openai_reply(2, 4)),
+            1,
+        )
+        .await;
         let s = spec(
             EmbedProvider::OpenAi,
             "text-embedding-3-small",
@@ -379,16 +379,16 @@ mod tests {
 
     #[tokio::test]
     async fn openai_sends_no_dimensions_unless_configured() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/embeddings"))
-            .and(body_json(
-                json!({"model": "text-embedding-3-small", "input": ["a"]}),
-            ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(openai_reply(1, 1536)))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path("/embeddings"))
+                .and(body_json(
+                    json!({"model": "text-embedding-3-small", "input": ["a"]}),
+                )),
+            ResponseTemplate::new(200).set_body_json(openai_reply(1, 1536)),
+            1,
+        )
+        .await;
         let e = fast_at(EmbedProvider::OpenAi, "", &server.uri());
         assert_eq!(e.id(), "openai/text-embedding-3-small/1536");
         assert_eq!(embedded(&e, vec!["a".into()]).await[0].len(), 1536);
@@ -396,20 +396,20 @@ mod tests {
 
     #[tokio::test]
     async fn ollama_request_and_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/api/embed"))
-            .and(body_json(
-                json!({"model": "all-minilm", "input": ["a", "b"]}),
-            ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path("/api/embed"))
+                .and(body_json(
+                    json!({"model": "all-minilm", "input": ["a", "b"]}),
+                )),
+            ResponseTemplate::new(200).set_body_json(json!({
                 "model": "all-minilm",
                 "embeddings": [vector(0, 384), vector(1, 384)],
                 "total_duration": 14143917, "load_duration": 1019500, "prompt_eval_count": 8
-            })))
-            .expect(1)
-            .mount(&server)
-            .await;
+            })),
+            1,
+        )
+        .await;
         // Ollama needs no key, whatever the environment holds.
         let s = EmbedderSpec {
             api_key_env: None,
@@ -423,24 +423,24 @@ mod tests {
 
     #[tokio::test]
     async fn gemini_request_and_reply() {
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(
-                "/v1beta/models/gemini-embedding-001:batchEmbedContents",
-            ))
-            .and(header("x-goog-api-key", "sk-test"))
-            .and(body_json(json!({"requests": [
-                {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "a"}]},
-                 "outputDimensionality": 3},
-                {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "b"}]},
-                 "outputDimensionality": 3}
-            ]})))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+        let server = mounted(
+            Mock::given(method("POST"))
+                .and(path(
+                    "/v1beta/models/gemini-embedding-001:batchEmbedContents",
+                ))
+                .and(header("x-goog-api-key", "sk-test"))
+                .and(body_json(json!({"requests": [
+                    {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "a"}]},
+                     "outputDimensionality": 3},
+                    {"model": "models/gemini-embedding-001", "content": {"parts": [{"text": "b"}]},
+                     "outputDimensionality": 3}
+                ]}))),
+            ResponseTemplate::new(200).set_body_json(json!({
                 "embeddings": [{"values": vector(0, 3)}, {"values": vector(1, 3)}]
-            })))
-            .expect(1)
-            .mount(&server)
-            .await;
+            })),
+            1,
+        )
+        .await;
         let s = spec(
             EmbedProvider::Gemini,
             "models/gemini-embedding-001",
