@@ -18,13 +18,12 @@ pub(crate) mod printer;
 pub use printer::{drive, Printer};
 
 use crate::cli::OutputFormat;
-use crate::printers::printer::{Stderr, Stdout};
 
 /// The printer of `--output`, writing where that format belongs.
 pub fn for_format(format: OutputFormat) -> Box<dyn Printer> {
     match format {
-        OutputFormat::Human => Box::new(human::Human::new(Stderr)),
-        OutputFormat::Jsonl => Box::new(jsonl::JsonLines::new(Stdout)),
-        OutputFormat::Json => Box::new(json::JsonReport::new(Stdout)),
+        OutputFormat::Human => Box::new(human::Human::new(std::io::stderr())),
+        OutputFormat::Jsonl => Box::new(jsonl::JsonLines::new(std::io::stdout())),
+        OutputFormat::Json => Box::new(json::JsonReport::new(std::io::stdout())),
     }
 }

@@ -1,7 +1,6 @@
 //! What every printer is: a [`Printer`] that renders events as a subscriber of the session's
-//! bus, [`drive`]n until the session finishes, writing to [`Stdout`] or [`Stderr`].
-
-use std::io::Write;
+//! bus, [`drive`]n until the session finishes, writing to stdout or stderr (each write takes the
+//! stream's lock, as [`std::io::Stdout`] and [`std::io::Stderr`] do).
 
 use ralph_actors::events::bus::Subscription;
 use ralph_actors::events::event::{Envelope, Event};
@@ -26,34 +25,4 @@ pub async fn drive(mut printer: Box<dyn Printer>, mut events: Subscription) -> O
         }
     }
     None
-}
-
-/// stdout, locked for each write.
-pub struct Stdout;
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::io::stdout().lock().write(buf)
-    }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        std::io::stdout().lock().write_all(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stdout().lock().flush()
-    }
-}
-
-/// stderr, locked for each write.
-pub struct Stderr;
-
-impl Write for Stderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::io::stderr().lock().write(buf)
-    }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        std::io::stderr().lock().write_all(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().lock().flush()
-    }
 }

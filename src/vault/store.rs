@@ -513,12 +513,17 @@ mod tests {
         }
     }
 
-    async fn embedded(embedder: &HashedNgrams, a: FixAttempt) -> (FixAttempt, Vec<f32>) {
-        let v = embedder
-            .embed(sealed_texts(vec![a.signature.clone()]))
+    /// The vector `embedder` makes of `text`.
+    async fn vector_of(embedder: &HashedNgrams, text: &str) -> Vec<f32> {
+        embedder
+            .embed(sealed_texts(vec![text.to_string()]))
             .await
             .unwrap()
-            .remove(0);
+            .remove(0)
+    }
+
+    async fn embedded(embedder: &HashedNgrams, a: FixAttempt) -> (FixAttempt, Vec<f32>) {
+        let v = vector_of(embedder, &a.signature).await;
         (a, v)
     }
 
@@ -566,11 +571,7 @@ mod tests {
             ),
         ];
         let (store, embedder) = store_with(dir.path(), &rows).await;
-        let query = embedder
-            .embed(sealed_texts(vec![rows[0].signature.clone()]))
-            .await
-            .unwrap()
-            .remove(0);
+        let query = vector_of(&embedder, &rows[0].signature).await;
 
         let found = store.search(&query, 10, 0.85).await.unwrap();
         let ids: Vec<&str> = found.iter().map(|s| s.attempt.id.as_str()).collect();
@@ -662,11 +663,7 @@ mod tests {
         };
         // In the log: the table is still empty, and so there is no snapshot.
         assert_eq!(current(&store), None);
-        let query = embedder
-            .embed(sealed_texts(vec![sig.into()]))
-            .await
-            .unwrap()
-            .remove(0);
+        let query = vector_of(&embedder, sig).await;
         assert_eq!(store.search(&query, 5, 0.5).await.unwrap().len(), 1);
         store
             .add(vec![(attempt("b", sig, true), query.clone())])
@@ -702,11 +699,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let signature = "LOGIC test_total: AssertionError: expected 3 to equal 4";
         let (store, embedder) = store_with(dir.path(), &[attempt("first", signature, false)]).await;
-        let query = embedder
-            .embed(sealed_texts(vec![signature.into()]))
-            .await
-            .unwrap()
-            .remove(0);
+        let query = vector_of(&embedder, signature).await;
         let ids = |found: Vec<Scored>| {
             let mut ids: Vec<String> = found.into_iter().map(|s| s.attempt.id).collect();
             ids.sort();
@@ -764,11 +757,7 @@ mod tests {
         // The crash: the log is back after the commit.
         std::fs::write(&store.pending, &log).unwrap();
         let (again, _) = store_with(dir.path(), &[]).await;
-        let query = embedder
-            .embed(sealed_texts(vec![sig.into()]))
-            .await
-            .unwrap()
-            .remove(0);
+        let query = vector_of(&embedder, sig).await;
         assert_eq!(again.search(&query, 10, 0.5).await.unwrap().len(), 2);
         assert_eq!(again.count().await.unwrap(), 2);
         assert_eq!(again.all().await.unwrap().len(), 2);
