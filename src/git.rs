@@ -533,26 +533,12 @@ fn git_in(dir: &Path, args: &[&str], pid_file: Option<&Path>) -> Result<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "T")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "T")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .expect("git")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use crate::testkit::projects::git;
 
     /// A new repository (branch `main`, no commit yet) in a temporary folder, and the folder.
     fn new_repo() -> (tempfile::TempDir, Repo) {
         let dir = tempfile::tempdir().expect("tempdir");
-        run(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["init", "-q", "-b", "main"]);
         let repo = Repo::new(dir.path().to_path_buf());
         (dir, repo)
     }
@@ -571,11 +557,11 @@ mod tests {
         for name in ["a.txt", "b.txt", "c.txt"] {
             std::fs::write(root.join(name), name).expect("write");
         }
-        run(root, &["add", "-A"]);
-        run(root, &["commit", "-q", "-m", "one"]);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
         let head = repo.head().expect("head");
         std::fs::write(root.join("a.txt"), "changed").expect("write");
-        run(root, &["mv", "b.txt", "b moved.txt"]);
+        git(root, &["mv", "b.txt", "b moved.txt"]);
         std::fs::remove_file(root.join("c.txt")).expect("remove");
         std::fs::create_dir(root.join("d")).expect("dir");
         std::fs::write(root.join("d/e.txt"), "e").expect("write");
@@ -610,7 +596,7 @@ mod tests {
         assert_eq!(first, repo.head().expect("head")[..first.len()]);
         std::fs::write(root.join("a.txt"), "changed").expect("write");
         std::fs::write(root.join("staged.txt"), "s").expect("write");
-        run(root, &["add", "staged.txt"]);
+        git(root, &["add", "staged.txt"]);
         let second = repo
             .commit_tracked(&[PathBuf::from("a.txt")], "two", "body")
             .expect("commit");
@@ -634,7 +620,7 @@ mod tests {
             ("maintenance.loose-objects.enabled", "true"),
             ("maintenance.loose-objects.auto", "1"),
         ] {
-            run(root, &["config", key, value]);
+            git(root, &["config", key, value]);
         }
         let packs = || {
             std::fs::read_dir(root.join(".git/objects/pack"))

@@ -21,6 +21,15 @@ fn claude_auth() -> Auth {
     }
 }
 
+/// Google's sign-in, shared by Antigravity and the Gemini CLI: a Gemini key or the Gemini
+/// CLI's OAuth credentials.
+fn google_auth() -> Auth {
+    Auth {
+        env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+        files: strings(&["~/.gemini/oauth_creds.json"]),
+    }
+}
+
 /// The built-ins whose definitions follow their vendors' documentation but that no test here
 /// runs (their CLIs do not install from a registry this project's CI reaches): `agents list`,
 /// `--help` and the README call them unverified. The others (`claude`, `codex`, `aider`,
@@ -82,10 +91,7 @@ pub fn builtins() -> Vec<AgentDef> {
             name: "agy".into(),
             title: "Google Antigravity".into(),
             binaries: strings(&["agy"]),
-            auth: Auth {
-                env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
-                files: strings(&["~/.gemini/oauth_creds.json"]),
-            },
+            auth: google_auth(),
             models: ModelSource::Fixed {
                 names: strings(&["gemini-3-pro", "gemini-2.5-pro", "gemini-2.5-flash"]),
             },
@@ -98,10 +104,7 @@ pub fn builtins() -> Vec<AgentDef> {
             name: "gemini".into(),
             title: "Gemini CLI (retired: see agy)".into(),
             binaries: strings(&["gemini"]),
-            auth: Auth {
-                env: strings(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
-                files: strings(&["~/.gemini/oauth_creds.json"]),
-            },
+            auth: google_auth(),
             models: ModelSource::Fixed {
                 names: strings(&["gemini-2.5-pro", "gemini-2.5-flash"]),
             },

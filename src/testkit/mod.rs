@@ -3,8 +3,8 @@
 //!
 //! - [`wire`]: the providers' scripted servers (wiremock) and what their tests ask and expect.
 //! - [`server`]: a raw TCP server for what wiremock cannot send (a stream that stalls midway).
-//! - [`projects`]: temporary projects on disk, linked to the JavaScript test tools, and the
-//!   lint tests' fixtures.
+//! - [`projects`]: temporary projects on disk, linked to the JavaScript test tools, the lint
+//!   tests' fixtures, and `git` run in them.
 //! - [`plans`]: temporary projects for test detection, the plans found in them, and the plan
 //!   the coverage tests start from.
 

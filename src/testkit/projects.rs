@@ -56,3 +56,15 @@ pub(crate) fn crate_project(lib: &str) -> tempfile::TempDir {
         ("src/lib.rs", lib),
     ])
 }
+
+/// `git` with `args` in `dir`, committing as the tests' author (`T <t@example.com>`); it must
+/// succeed.
+pub(crate) fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+}

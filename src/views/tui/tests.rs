@@ -12,6 +12,7 @@ use ralph_actors::tracker::circuit::{Reason, State};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use crate::testkit::projects::git;
 use crate::views::board::{Board, TaskNews};
 use crate::views::state::{Mark, ViewState};
 use crate::views::tui::draw;
@@ -436,17 +437,6 @@ fn tasks_running_side_by_side_keep_their_views_apart() {
     assert!(view.items.is_empty());
     ui.focus = None;
     assert_eq!(views.focused(&ui).session, "other", "the one begun last");
-}
-
-/// `git` in `dir`, which must succeed.
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .expect("git runs");
-    assert!(ok.success(), "git {args:?}");
 }
 
 #[test]
