@@ -75,7 +75,6 @@ pub fn pack(
     let distances = graph.distances(&target);
     let by_path: HashMap<&Path, &Distance> =
         distances.iter().map(|d| (d.path.as_path(), d)).collect();
-    let shown = |p: &Path| p.to_string_lossy().replace('\\', "/");
 
     let mut used: u32 = 0;
     let mut placed = Vec::new();
@@ -120,19 +119,10 @@ pub fn pack(
         });
     }
 
-    let mut candidates: Vec<Candidate> = distances
+    let others = distances
         .iter()
-        .filter(|d| d.path != target && Some(&d.path) != test_file.as_ref())
-        .map(|d| Candidate {
-            path: d.path.clone(),
-            distance: d.distance,
-            relation: d.relation,
-            bytes: std::fs::metadata(root.join(&d.path)).map_or(u64::MAX, |m| m.len()),
-        })
-        .collect();
-    candidates.sort_by(|a, b| {
-        (a.distance, a.relation, a.bytes, &a.path).cmp(&(b.distance, b.relation, b.bytes, &b.path))
-    });
+        .filter(|d| d.path != target && Some(&d.path) != test_file.as_ref());
+    let candidates = ranked(root, others);
 
     let mut related = Vec::new();
     let mut left_out: Vec<(Candidate, Option<String>)> = Vec::new();
@@ -169,7 +159,29 @@ pub fn pack(
     }
 
     let excluded_count = u32::try_from(left_out.len()).unwrap_or(u32::MAX);
-    let mut allowance = (f64::from(request.budget) * EXCLUDED_ALLOWANCE).floor() as u32;
+    let allowance = (f64::from(request.budget) * EXCLUDED_ALLOWANCE).floor() as u32;
+    let excluded = listed(graph, left_out, allowance, &read, &tokens_of);
+
+    ContextPack {
+        placed,
+        related,
+        excluded,
+        excluded_count,
+        tokens: used,
+        budget: request.budget,
+        warnings: graph.warnings().to_vec(),
+    }
+}
+
+/// The files left out, nearest first, each with its exported signatures while they fit in
+/// `allowance` tokens, then by name alone, until not even a name fits.
+fn listed(
+    graph: &ImportGraph,
+    left_out: Vec<(Candidate, Option<String>)>,
+    mut allowance: u32,
+    read: &dyn Fn(&Path) -> Option<String>,
+    tokens_of: &dyn Fn(&str) -> u32,
+) -> Vec<ExcludedFile> {
     let mut excluded = Vec::new();
     for (candidate, content) in left_out {
         let name = shown(&candidate.path);
@@ -202,16 +214,29 @@ pub fn pack(
             signatures: entry,
         });
     }
+    excluded
+}
 
-    ContextPack {
-        placed,
-        related,
-        excluded,
-        excluded_count,
-        tokens: used,
-        budget: request.budget,
-        warnings: graph.warnings().to_vec(),
-    }
+/// The target's neighbours ranked: nearest first; at one distance what the target imports,
+/// then what imports it, then the rest; then the smaller file, then by path.
+fn ranked<'a>(root: &Path, others: impl Iterator<Item = &'a Distance>) -> Vec<Candidate> {
+    let mut candidates: Vec<Candidate> = others
+        .map(|d| Candidate {
+            path: d.path.clone(),
+            distance: d.distance,
+            relation: d.relation,
+            bytes: std::fs::metadata(root.join(&d.path)).map_or(u64::MAX, |m| m.len()),
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        (a.distance, a.relation, a.bytes, &a.path).cmp(&(b.distance, b.relation, b.bytes, &b.path))
+    });
+    candidates
+}
+
+/// A path as the prompt names it, with forward slashes.
+fn shown(p: &Path) -> String {
+    p.to_string_lossy().replace('\\', "/")
 }
 
 /// [`pack`] with two counters: `bound`, cheap and never below the true count (bytes: every

@@ -24,9 +24,6 @@ const ALLOWED: &[(&str, &str, usize)] = &[
     // To split.
     ("src/runner/command.rs", "run_once", 169),
     ("src/runner/coverage/gather.rs", "coverage_plan", 149),
-    ("actors/src/supervisor/chaos.rs", "new_round", 156),
-    ("src/context/pack.rs", "pack", 152),
-    ("actors/src/supervisor/promise.rs", "promise", 149),
     ("src/runner/parse/node.rs", "node_tap", 135),
 ];
 

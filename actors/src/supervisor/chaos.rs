@@ -33,6 +33,15 @@ use crate::schema::test_run::{CaseStatus, TestRun};
 use crate::supervisor::run::Run;
 use crate::supervisor::steps::Step;
 
+/// Chaos's file of one round, after its repairs.
+struct Attack {
+    /// The file and its run on the fix; `None`: it never ran.
+    ran: Option<(String, SuiteRun)>,
+    repairs: u32,
+    /// The survivors Chaos argued equivalent.
+    equivalent: Vec<Equivalent>,
+}
+
 impl Run {
     /// Whether a fix whose unit tests pass goes to Chaos before the run may succeed.
     pub(super) fn chaos_due(&self) -> bool {
@@ -122,12 +131,60 @@ impl Run {
     ) -> Result<(u32, Vec<Equivalent>), Outcome> {
         let n = it.n;
         let context = self.fix_context(it)?;
+        let Attack {
+            ran,
+            repairs,
+            equivalent,
+        } = self
+            .written_and_run(chaos, n, round, &context, survivors, uncovered)
+            .await?;
+        let Some((suite, SuiteRun { run, path })) = ran else {
+            return Ok((0, equivalent));
+        };
+        let tests = run.tests.len() as u32;
+        let failures = candidates(&run, &[]);
+        let report = self.adversarial();
+        report.tests_generated += tests;
+        report.suites.push(Suite {
+            round,
+            path: path.clone(),
+            tests,
+            repairs,
+        });
+        self.events.emit(Event::ChaosSuite {
+            iteration: n,
+            round,
+            path,
+            tests,
+            failed: failures.len() as u32,
+            repairs,
+        });
+        if failures.is_empty() {
+            return Ok((0, equivalent));
+        }
+        let kept = self
+            .judged(chaos, n, round, (context, suite), &run, failures)
+            .await?;
+        Ok((kept, equivalent))
+    }
+
+    /// Chaos's test file of round `round`, written and run on the fix: one that cannot be
+    /// written or run goes back to Chaos to repair, up to `chaos.max_repairs` times (then the
+    /// round finds nothing, said in a warning).
+    async fn written_and_run(
+        &mut self,
+        chaos: &Addr<Chaos>,
+        n: u32,
+        round: u32,
+        context: &Arc<ContextBundle>,
+        survivors: Vec<Mutant>,
+        uncovered: Vec<UncoveredLine>,
+    ) -> Result<Attack, Outcome> {
         let earlier = self.earlier_tests();
         let max_repairs = self.settings.chaos.max_repairs;
         let mut repair = None;
         let mut repairs = 0;
-        let mut equivalent;
-        let (suite, SuiteRun { run, path }) = loop {
+        loop {
             let attack = self
                 .ask(
                     Role::Chaos,
@@ -144,7 +201,7 @@ impl Run {
                     },
                 )
                 .await?;
-            equivalent = attack.equivalent;
+            let equivalent = attack.equivalent;
             let (suite, problem) = match attack.suite {
                 None => (
                     attack.reply,
@@ -168,7 +225,13 @@ impl Run {
                         .await?;
                     self.adversarial_ran(n, round, &ran.run).await?;
                     match could_not_run(&ran.run) {
-                        None => break (suite, ran),
+                        None => {
+                            return Ok(Attack {
+                                ran: Some((suite, ran)),
+                                repairs,
+                                equivalent,
+                            })
+                        }
                         Some(why) => (suite, why),
                     }
                     }
@@ -180,35 +243,31 @@ impl Run {
                     plural(repairs),
                     first_line(&problem)
                 ));
-                return Ok((0, equivalent));
+                return Ok(Attack {
+                    ran: None,
+                    repairs,
+                    equivalent,
+                });
             }
             repairs += 1;
             repair = Some(Repair {
                 suite,
                 error: problem,
             });
-        };
-        let tests = run.tests.len() as u32;
-        let failures = candidates(&run, &[]);
-        let report = self.adversarial();
-        report.tests_generated += tests;
-        report.suites.push(Suite {
-            round,
-            path: path.clone(),
-            tests,
-            repairs,
-        });
-        self.events.emit(Event::ChaosSuite {
-            iteration: n,
-            round,
-            path,
-            tests,
-            failed: failures.len() as u32,
-            repairs,
-        });
-        if failures.is_empty() {
-            return Ok((0, equivalent));
         }
+    }
+
+    /// The Critic judges the failures of round `round`'s file: those it keeps are findings,
+    /// open (and kept as regression tests), those it drops are rejected. How many it kept.
+    async fn judged(
+        &mut self,
+        chaos: &Addr<Chaos>,
+        n: u32,
+        round: u32,
+        (context, suite): (Arc<ContextBundle>, String),
+        run: &TestRun,
+        failures: Vec<Candidate>,
+    ) -> Result<u32, Outcome> {
         let judgement = self
             .ask(
                 Role::Critic,
@@ -257,7 +316,7 @@ impl Run {
             kept: kept_ids.clone(),
             dropped: judgement.dropped,
         });
-        self.regressions(chaos, n, round, &run, &kept_ids).await?;
+        self.regressions(chaos, n, round, run, &kept_ids).await?;
         let report = self.adversarial();
         report.failures_found = report.findings.len() as u32;
         let open = report.open().count() as u32;
@@ -266,7 +325,7 @@ impl Run {
             iteration: on_disk,
             open,
         });
-        Ok((kept.len() as u32, equivalent))
+        Ok(kept.len() as u32)
     }
 
     /// Re-runs the files holding open findings on the fix on disk; marks those it passes
