@@ -153,37 +153,7 @@ impl ProcessRunner {
                 Err(why) => return self.error_run(started, why),
             },
         };
-        let mut spec = match &container {
-            None => Spec::new(
-                "sh",
-                [OsString::from("-c"), OsString::from(&self.command)],
-                &self.cwd,
-                env.clone(),
-                self.timeout,
-                self.max_output_bytes,
-            ),
-            Some(c) => Spec::new(
-                &self.docker_bin,
-                c.args.clone(),
-                &self.cwd,
-                env.clone(),
-                self.timeout,
-                self.max_output_bytes,
-            ),
-        };
-        match &container {
-            // In a container the local group is only the docker client; the engine enforces the
-            // memory limit there, and killing the client would leave the container running.
-            Some(c) => {
-                let (bin, kill_env, name) = (self.docker_bin.clone(), env.clone(), c.name.clone());
-                spec.before_stop = Some(Box::pin(async move {
-                    sandbox::docker_kill(&bin, &kill_env, &name).await;
-                }));
-                let (bin, name) = (self.docker_bin.clone(), c.name.clone());
-                spec.cleanup = Some(Arc::new(move || sandbox::remove_detached(&bin, &name)));
-            }
-            None => spec.memory_limit_mb = self.memory_limit_mb,
-        }
+        let spec = self.spec(container.as_ref(), &env);
         let outcome = match supervise::run(spec, cancel, &self.groups).await {
             Ok(outcome) => outcome,
             Err(SpawnError::Spawn(e)) => {
@@ -223,67 +193,12 @@ impl ProcessRunner {
         let mut output = strip_ansi(&outcome.output).into_owned();
         let parsed = parse(&output, &self.cwd);
 
-        let limit_text = self
-            .memory_limit_mb
-            .map(|m| format!(" of {m} MB"))
-            .unwrap_or_default();
-        let (status, exit_code) = match &outcome.ending {
-            Ending::Exited(Some(st)) if st.success() => (RunStatus::Passed, Some(0)),
-            Ending::Exited(Some(st)) if oom_killed => {
-                note(
-                    &mut output,
-                    &format!(
-                        "killed: the container ran out of memory (Docker's memory limit{limit_text})"
-                    ),
-                );
-                (RunStatus::MemoryLimit, st.code())
-            }
-            // `docker run` itself failed (no such image, a bad option): the tests never ran.
-            Ending::Exited(Some(st)) if container.is_some() && st.code() == Some(125) => {
-                note(
-                    &mut output,
-                    "docker could not start the container (exit 125): see docker's message above",
-                );
-                (RunStatus::Error, st.code())
-            }
-            Ending::Exited(Some(st)) => {
-                if let Some(sig) = st.signal() {
-                    note(
-                        &mut output,
-                        &format!("the test command was killed by signal {sig}"),
-                    );
-                }
-                (RunStatus::Failed, st.code())
-            }
-            Ending::Exited(None) => (RunStatus::Failed, None),
-            // The test runner sets no idle limit; were one set, it is a timeout too.
-            Ending::TimedOut | Ending::Idle => {
-                let secs = self.timeout.as_secs_f64();
-                note(
-                    &mut output,
-                    &format!("killed after {secs} s: the test command ran past its timeout"),
-                );
-                (RunStatus::Timeout, None)
-            }
-            Ending::Cancelled => {
-                note(
-                    &mut output,
-                    "interrupted: the test run was cancelled and its processes stopped",
-                );
-                (RunStatus::Error, None)
-            }
-            Ending::OverMemory(used) => {
-                note(
-                    &mut output,
-                    &format!(
-                        "killed: the test command's processes used {} MB, over the memory \
-                         limit{limit_text}",
-                        mib_ceil(*used)
-                    ),
-                );
-                (RunStatus::MemoryLimit, None)
-            }
-        };
+        let (status, exit_code) = self.status_of(
+            &outcome.ending,
+            container.is_some(),
+            oom_killed,
+            &mut output,
+        );
         if outcome.stopped_leftovers {
             note(
                 &mut output,
@@ -310,6 +225,115 @@ impl ProcessRunner {
             output,
             output_truncated: outcome.truncated,
             ..TestRun::new(self.command.clone(), status)
+        }
+    }
+
+    /// How the test command runs: `sh -c` in its own process group with a memory limit, or the
+    /// docker client of its container, which is killed and removed through docker.
+    fn spec(&self, container: Option<&Container>, env: &[(OsString, OsString)]) -> Spec {
+        let mut spec = match container {
+            None => Spec::new(
+                "sh",
+                [OsString::from("-c"), OsString::from(&self.command)],
+                &self.cwd,
+                env.to_vec(),
+                self.timeout,
+                self.max_output_bytes,
+            ),
+            Some(c) => Spec::new(
+                &self.docker_bin,
+                c.args.clone(),
+                &self.cwd,
+                env.to_vec(),
+                self.timeout,
+                self.max_output_bytes,
+            ),
+        };
+        match container {
+            // In a container the local group is only the docker client; the engine enforces the
+            // memory limit there, and killing the client would leave the container running.
+            Some(c) => {
+                let (bin, kill_env, name) = (self.docker_bin.clone(), env.to_vec(), c.name.clone());
+                spec.before_stop = Some(Box::pin(async move {
+                    sandbox::docker_kill(&bin, &kill_env, &name).await;
+                }));
+                let (bin, name) = (self.docker_bin.clone(), c.name.clone());
+                spec.cleanup = Some(Arc::new(move || sandbox::remove_detached(&bin, &name)));
+            }
+            None => spec.memory_limit_mb = self.memory_limit_mb,
+        }
+        spec
+    }
+
+    /// The run's status and exit code from how its process ended, with a note in `output`
+    /// where the tests' own output would not say it (a timeout, a kill, no container).
+    fn status_of(
+        &self,
+        ending: &Ending,
+        in_container: bool,
+        oom_killed: bool,
+        output: &mut String,
+    ) -> (RunStatus, Option<i32>) {
+        let limit_text = self
+            .memory_limit_mb
+            .map(|m| format!(" of {m} MB"))
+            .unwrap_or_default();
+        match ending {
+            Ending::Exited(Some(st)) if st.success() => (RunStatus::Passed, Some(0)),
+            Ending::Exited(Some(st)) if oom_killed => {
+                note(
+                    output,
+                    &format!(
+                        "killed: the container ran out of memory (Docker's memory limit{limit_text})"
+                    ),
+                );
+                (RunStatus::MemoryLimit, st.code())
+            }
+            // `docker run` itself failed (no such image, a bad option): the tests never ran.
+            Ending::Exited(Some(st)) if in_container && st.code() == Some(125) => {
+                note(
+                    output,
+                    "docker could not start the container (exit 125): see docker's message above",
+                );
+                (RunStatus::Error, st.code())
+            }
+            Ending::Exited(Some(st)) => {
+                if let Some(sig) = st.signal() {
+                    note(
+                        output,
+                        &format!("the test command was killed by signal {sig}"),
+                    );
+                }
+                (RunStatus::Failed, st.code())
+            }
+            Ending::Exited(None) => (RunStatus::Failed, None),
+            // The test runner sets no idle limit; were one set, it is a timeout too.
+            Ending::TimedOut | Ending::Idle => {
+                let secs = self.timeout.as_secs_f64();
+                note(
+                    output,
+                    &format!("killed after {secs} s: the test command ran past its timeout"),
+                );
+                (RunStatus::Timeout, None)
+            }
+            Ending::Cancelled => {
+                note(
+                    output,
+                    "interrupted: the test run was cancelled and its processes stopped",
+                );
+                (RunStatus::Error, None)
+            }
+            Ending::OverMemory(used) => {
+                note(
+                    output,
+                    &format!(
+                        "killed: the test command's processes used {} MB, over the memory \
+                         limit{limit_text}",
+                        mib_ceil(*used)
+                    ),
+                );
+                (RunStatus::MemoryLimit, None)
+            }
         }
     }
 

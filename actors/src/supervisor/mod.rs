@@ -27,6 +27,7 @@ mod coverage;
 mod driver;
 mod finish;
 mod hook_points;
+mod judgement;
 mod memory;
 mod mutation;
 mod next_steps;

@@ -2,7 +2,7 @@
 //! file ([`with_coverage`]), by flags for jest and vitest, by wrapping for c8, coverage.py,
 //! cargo-llvm-cov and cargo-tarpaulin; the [`CoverageReader`] returned reads that file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::summary::CoverageReader;
 use super::tool::{
@@ -79,65 +79,8 @@ fn coverage_plan(
             );
             istanbul
         }
-        CoverageTool::CoveragePy => {
-            let py = split_python(&plan.command).ok_or_else(|| unsupported_python(plan))?;
-            let summary = dir.join("coverage.json");
-            let data = dir.join(".coverage");
-            let omit = if has_coverage_config(&plan.cwd) {
-                String::new()
-            } else {
-                // Test files are not the code under test; jest, vitest and c8 leave them out by
-                // default too. A project with its own coverage config decides for itself.
-                format!(" '--omit={PY_TEST_FILES}'")
-            };
-            // `coverage json` must run even when the tests fail, and the tests' exit status
-            // is the command's.
-            out.command = format!(
-                "rm -f {summary_q} {data_q} && {python} -m coverage run --data-file={data_q} \
-                 --branch{omit} -m {module}{rest}; status=$?; {python} -m coverage json \
-                 --data-file={data_q} -o {summary_q} -q; exit $status",
-                summary_q = sh_quote(&summary),
-                data_q = sh_quote(&data),
-                python = py.python,
-                module = py.module,
-                rest = py.rest,
-            );
-            summary
-        }
-        CoverageTool::LlvmCov => {
-            let summary = dir.join("llvm-cov.json");
-            let (sub, rest) = split_cargo(plan).ok_or_else(|| unsupported_cargo(plan))?;
-            let sub = if sub == CargoTests::Nextest {
-                " nextest"
-            } else {
-                ""
-            };
-            let summary_q = sh_quote(&summary);
-            out.command = match dependency {
-                // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a
-                // run with a failing test writes no summary (NoSummary). The export keeps each
-                // file's segments (the changed lines are read from them), not its functions.
-                None => format!(
-                    "rm -f {summary_q} && cargo llvm-cov{sub} --json --skip-functions \
-                     --output-path {summary_q}{rest}"
-                ),
-                // A dependency measured: the tests run with it instrumented (`--dep-coverage`)
-                // and no report, then the report is made from the tested crate's manifest
-                // (cargo-llvm-cov's own report of a dependency keeps only a registry crate's
-                // files, never a path dependency's). The tests' exit status is the command's.
-                Some(dep) => format!(
-                    "rm -f {summary_q} && cargo llvm-cov{sub} --no-report --dep-coverage \
-                     {package}{rest}; status=$?; cargo llvm-cov report --json \
-                     --skip-functions --output-path {summary_q} --manifest-path {manifest}; \
-                     exit $status",
-                    package = sh_quote(&dep.package),
-                    manifest = sh_quote(&dep.manifest),
-                ),
-            };
-            // Fail instead of asking on a closed stdin to install llvm-tools.
-            out.env.push(("CARGO_LLVM_COV_SETUP".into(), "no".into()));
-            summary
-        }
+        CoverageTool::CoveragePy => coverage_py(plan, &dir, &mut out)?,
+        CoverageTool::LlvmCov => llvm_cov(plan, &dir, dependency, &mut out)?,
         CoverageTool::Tarpaulin => {
             let summary = dir.join("tarpaulin-report.json");
             let (sub, rest) = split_cargo(plan).ok_or_else(|| unsupported_cargo(plan))?;
@@ -176,6 +119,76 @@ fn coverage_plan(
             target: None,
         },
     ))
+}
+
+/// `plan`'s command under coverage.py (`run`, then `json` even when the tests fail); the
+/// summary it writes.
+fn coverage_py(plan: &TestPlan, dir: &Path, out: &mut TestPlan) -> Result<PathBuf, CoverageError> {
+    let py = split_python(&plan.command).ok_or_else(|| unsupported_python(plan))?;
+    let summary = dir.join("coverage.json");
+    let data = dir.join(".coverage");
+    let omit = if has_coverage_config(&plan.cwd) {
+        String::new()
+    } else {
+        // Test files are not the code under test; jest, vitest and c8 leave them out by
+        // default too. A project with its own coverage config decides for itself.
+        format!(" '--omit={PY_TEST_FILES}'")
+    };
+    // `coverage json` must run even when the tests fail, and the tests' exit status
+    // is the command's.
+    out.command = format!(
+        "rm -f {summary_q} {data_q} && {python} -m coverage run --data-file={data_q} \
+         --branch{omit} -m {module}{rest}; status=$?; {python} -m coverage json \
+         --data-file={data_q} -o {summary_q} -q; exit $status",
+        summary_q = sh_quote(&summary),
+        data_q = sh_quote(&data),
+        python = py.python,
+        module = py.module,
+        rest = py.rest,
+    );
+    Ok(summary)
+}
+
+/// `plan`'s command under cargo-llvm-cov, of the tested crate or of `dependency`; the summary
+/// it writes.
+fn llvm_cov(
+    plan: &TestPlan,
+    dir: &Path,
+    dependency: Option<&DependencyCoverage>,
+    out: &mut TestPlan,
+) -> Result<PathBuf, CoverageError> {
+    let summary = dir.join("llvm-cov.json");
+    let (sub, rest) = split_cargo(plan).ok_or_else(|| unsupported_cargo(plan))?;
+    let sub = if sub == CargoTests::Nextest {
+        " nextest"
+    } else {
+        ""
+    };
+    let summary_q = sh_quote(&summary);
+    out.command = match dependency {
+        // Without --ignore-run-fail: with it, failing tests would exit 0. The price: a
+        // run with a failing test writes no summary (NoSummary). The export keeps each
+        // file's segments (the changed lines are read from them), not its functions.
+        None => format!(
+            "rm -f {summary_q} && cargo llvm-cov{sub} --json --skip-functions \
+             --output-path {summary_q}{rest}"
+        ),
+        // A dependency measured: the tests run with it instrumented (`--dep-coverage`)
+        // and no report, then the report is made from the tested crate's manifest
+        // (cargo-llvm-cov's own report of a dependency keeps only a registry crate's
+        // files, never a path dependency's). The tests' exit status is the command's.
+        Some(dep) => format!(
+            "rm -f {summary_q} && cargo llvm-cov{sub} --no-report --dep-coverage \
+             {package}{rest}; status=$?; cargo llvm-cov report --json \
+             --skip-functions --output-path {summary_q} --manifest-path {manifest}; \
+             exit $status",
+            package = sh_quote(&dep.package),
+            manifest = sh_quote(&dep.manifest),
+        ),
+    };
+    // Fail instead of asking on a closed stdin to install llvm-tools.
+    out.env.push(("CARGO_LLVM_COV_SETUP".into(), "no".into()));
+    Ok(summary)
 }
 
 /// Files coverage.py leaves out when the project has no coverage config of its own.

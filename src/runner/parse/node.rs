@@ -23,6 +23,54 @@ struct TapResult {
     comments: Vec<String>,
 }
 
+impl TapResult {
+    /// The failed test this result is, as its id, status and message; `None` when it passed,
+    /// was skipped, or is a suite (or a test) failing only because its subtests did.
+    fn failure(&self, cwd: &Path) -> Option<(String, CaseStatus, Option<String>)> {
+        let get = |k: &str| {
+            self.yaml
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        // A suite, or a test failing only because its subtests did, is not a failure itself.
+        if self.ok || self.directive || get("type") == Some("suite") {
+            return None;
+        }
+        if get("failureType") == Some("subtestsFailed") {
+            return None;
+        }
+        let file = get("location").map(|loc| relative(strip_line_col(loc), cwd));
+        let mut path = self.ancestors.clone();
+        path.push(self.name.clone());
+        let name = path.join(" > ");
+        // A file that failed to load is reported under its own (absolute) path.
+        let id = if file.as_deref().is_some_and(|f| relative(&name, cwd) == f) {
+            relative(&name, cwd)
+        } else {
+            join_id(file.as_deref(), &name)
+        };
+        let error = get("error").filter(|e| !e.is_empty() && *e != "test failed");
+        let message = match error {
+            Some(e) => clip(e.lines()),
+            // The load error without its stack.
+            None => clip(
+                self.comments
+                    .iter()
+                    .map(String::as_str)
+                    .take_while(|l| !l.trim_start().starts_with("at ")),
+            )
+            .or_else(|| get("error").map(String::from)),
+        };
+        let status = if get("failureType") == Some("testTimeoutFailure") {
+            CaseStatus::Timeout
+        } else {
+            CaseStatus::Fail
+        };
+        Some((id, status, message))
+    }
+}
+
 pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
     let result = regex!(r"^(\s*)(not ok|ok) \d+(?: - (.*?))?(?: # (SKIP|TODO|skip|todo)\b.*)?$")?;
     let plan = regex!(r"^\s*1\.\.\d+")?;
@@ -94,12 +142,6 @@ pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
 
     let mut cases = Cases::default();
     for r in &results {
-        let get = |k: &str| {
-            r.yaml
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.as_str())
-        };
         if !have_counts && r.ancestors.is_empty() {
             match (r.ok, r.directive) {
                 (_, true) => totals.skipped += 1,
@@ -107,41 +149,9 @@ pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
                 (false, false) => totals.failed += 1,
             }
         }
-        // A suite, or a test failing only because its subtests did, is not a failure itself.
-        if r.ok || r.directive || get("type") == Some("suite") {
-            continue;
+        if let Some((id, status, message)) = r.failure(cwd) {
+            cases.add_with(id, status, message);
         }
-        if get("failureType") == Some("subtestsFailed") {
-            continue;
-        }
-        let file = get("location").map(|loc| relative(strip_line_col(loc), cwd));
-        let mut path = r.ancestors.clone();
-        path.push(r.name.clone());
-        let name = path.join(" > ");
-        // A file that failed to load is reported under its own (absolute) path.
-        let id = if file.as_deref().is_some_and(|f| relative(&name, cwd) == f) {
-            relative(&name, cwd)
-        } else {
-            join_id(file.as_deref(), &name)
-        };
-        let error = get("error").filter(|e| !e.is_empty() && *e != "test failed");
-        let message = match error {
-            Some(e) => clip(e.lines()),
-            // The load error without its stack.
-            None => clip(
-                r.comments
-                    .iter()
-                    .map(String::as_str)
-                    .take_while(|l| !l.trim_start().starts_with("at ")),
-            )
-            .or_else(|| get("error").map(String::from)),
-        };
-        let status = if get("failureType") == Some("testTimeoutFailure") {
-            CaseStatus::Timeout
-        } else {
-            CaseStatus::Fail
-        };
-        cases.add_with(id, status, message);
     }
     if !have_counts && totals.failed < cases.len() {
         totals.failed = cases.len();

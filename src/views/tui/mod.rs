@@ -13,6 +13,7 @@
 
 pub(crate) mod cast;
 pub(crate) mod draw;
+mod files;
 pub(crate) mod lists;
 pub(crate) mod picker;
 pub(crate) mod term;
@@ -39,6 +40,7 @@ use crate::views::board::{Board, TaskNews, Tasks};
 use crate::views::state::ViewState;
 use crate::views::tui::term::Screen;
 use crate::views::tui::ui::{Action, Modal, Ui};
+use files::{export, git_diff, join, open_editor};
 
 /// Whether this terminal can hold the TUI: stdin and stdout both a terminal (keys in, frames
 /// out: one without the other is a pipe someone reads or writes, ralph-orchestrator PR #94),
@@ -503,30 +505,6 @@ async fn later_choices(later: &mut Option<picker::Later>) -> (usize, Result<Vec<
     }
 }
 
-/// Opens `path` in `$VISUAL` or `$EDITOR` (else `vi`), waiting for it off the run's thread.
-async fn open_editor(path: PathBuf) -> String {
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".into());
-    let shown = path.display().to_string();
-    let waited = tokio::task::spawn_blocking(move || {
-        // The editor may be a command with flags (`code --wait`): the shell splits it.
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{editor} \"$1\""))
-            .arg("sh")
-            .arg(&path)
-            .status()
-    })
-    .await;
-    match waited {
-        Ok(Ok(status)) if status.success() => format!("the log is {shown}"),
-        Ok(Ok(status)) => format!("the editor ended with {status}; the log is {shown}"),
-        Ok(Err(e)) => format!("cannot start the editor ({e}); the log is {shown}"),
-        Err(e) => format!("the editor failed ({e}); the log is {shown}"),
-    }
-}
-
 /// The change to the target so far, as a unified diff.
 fn diff_lines(place: &Place) -> Vec<String> {
     let (Some(target), Some(original)) = (&place.target, &place.original) else {
@@ -549,54 +527,6 @@ fn diff_lines(place: &Place) -> Vec<String> {
         .lines()
         .map(crate::views::state::clean)
         .collect()
-}
-
-/// The working tree's change against git's index and last commit (an agent loop's work since
-/// its last commit), from the repository `dir` is in.
-fn git_diff(dir: &Path) -> Vec<String> {
-    let mut git = std::process::Command::new("git");
-    git.args(["diff", "--no-color", "HEAD"]).current_dir(dir);
-    // The view waits for it: a git that hangs (a lock, a slow filesystem) is given up on.
-    let out = crate::process::probe::output(git, crate::process::probe::LIMIT);
-    match out {
-        Ok(out) if out.status.success() && out.stdout.is_empty() => {
-            vec!["no change since the last commit".into()]
-        }
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(crate::views::state::clean)
-            .collect(),
-        Ok(out) => vec![format!(
-            "git diff failed: {}",
-            crate::views::state::clean(&String::from_utf8_lossy(&out.stderr))
-        )],
-        Err(e) => vec![format!("cannot run git: {e}")],
-    }
-}
-
-/// Writes the thought stream and the log to a file in the session's folder (ralph-orchestrator
-/// #189: a view's buffers can be taken away); says where, or why not.
-fn export(dir: &Path, view: &ViewState) -> String {
-    let name = format!("view-export-{}.txt", Utc::now().format("%Y%m%d-%H%M%S"));
-    let path = dir.join(name);
-    let text = format!(
-        "# Thought stream\n\n{}\n\n# Log\n\n{}\n",
-        join(&view.thought),
-        join(&view.log)
-    );
-    match std::fs::write(&path, text) {
-        Ok(()) => format!("exported to {}", path.display()),
-        Err(e) => format!("cannot export to {}: {e}", path.display()),
-    }
-}
-
-fn join(lines: &std::collections::VecDeque<String>) -> String {
-    let mut text = String::new();
-    for line in lines {
-        text.push_str(line);
-        text.push('\n');
-    }
-    text
 }
 
 #[cfg(test)]
