@@ -44,16 +44,24 @@ pub fn link_node_modules(dir: &Path) {
 
 /// `node --test PATH` in `dir` passes.
 pub fn node_tests_pass(dir: &Path, path: &str) {
-    let out = std::process::Command::new("node")
-        .args(["--test", path])
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    run_ok(
+        std::process::Command::new("node")
+            .args(["--test", path])
+            .current_dir(dir),
+    );
+}
+
+/// Runs `cmd` to its end and asserts it succeeded (showing it, its stdout and its stderr when
+/// not): its output.
+pub fn run_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        "{cmd:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 pub fn fixture(name: &str) -> TempDir {
@@ -191,19 +199,19 @@ pub fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// The only session folder under `dir/.ralph`.
-pub fn session_dir(dir: &Path) -> PathBuf {
-    let mut sessions: Vec<PathBuf> = std::fs::read_dir(dir.join(".ralph"))
+/// The folders under `dir/.ralph` whose names start with `prefix`.
+pub fn ralph_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir.join(".ralph"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("session-")
-        })
-        .collect();
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+/// The only session folder under `dir/.ralph`.
+pub fn session_dir(dir: &Path) -> PathBuf {
+    let mut sessions = ralph_dirs(dir, "session-");
     assert_eq!(sessions.len(), 1, "expected one session: {sessions:?}");
     sessions.pop().unwrap()
 }

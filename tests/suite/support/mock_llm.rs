@@ -464,12 +464,15 @@ impl MockLlm {
         ]
     }
 
+    /// Every request the server got so far, as it came.
+    async fn received(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+
     /// Every chat request so far, as JSON, with its role.
     pub async fn requests(&self) -> Vec<(String, Value)> {
-        self.server
-            .received_requests()
+        self.received()
             .await
-            .unwrap_or_default()
             .iter()
             .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
             .map(|b| (role_of_system(&system_text(self.protocol, &b)), b))
@@ -478,10 +481,8 @@ impl MockLlm {
 
     /// The model each request asked for, wherever its protocol puts it.
     pub async fn models(&self) -> Vec<String> {
-        self.server
-            .received_requests()
+        self.received()
             .await
-            .unwrap_or_default()
             .iter()
             .map(|r| {
                 let body = serde_json::from_slice::<Value>(&r.body).unwrap_or(Value::Null);
@@ -492,10 +493,8 @@ impl MockLlm {
 
     /// One header of every request.
     pub async fn headers(&self, name: &str) -> Vec<String> {
-        self.server
-            .received_requests()
+        self.received()
             .await
-            .unwrap_or_default()
             .iter()
             .map(|r| {
                 let value = r.headers.get(name).and_then(|v| v.to_str().ok());
@@ -511,19 +510,7 @@ impl MockLlm {
 
     /// The `Authorization` header of every request.
     pub async fn authorizations(&self) -> Vec<String> {
-        self.server
-            .received_requests()
-            .await
-            .unwrap_or_default()
-            .iter()
-            .map(|r| {
-                r.headers
-                    .get("authorization")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .collect()
+        self.headers("authorization").await
     }
 
     pub async fn requests_of(&self, role: &str) -> Vec<Value> {

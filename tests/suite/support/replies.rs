@@ -41,8 +41,8 @@ pub(super) fn reply(
     match protocol {
         Protocol::OpenAi | Protocol::Azure => completion(model, text, prompt, out, asked.stream),
         Protocol::Anthropic => anthropic_reply(model, text, prompt, out, asked.stream, cache),
-        Protocol::Gemini => gemini_reply(model, text, prompt, out, asked.stream),
-        Protocol::Ollama => ollama_reply(model, text, prompt, out, asked.stream),
+        Protocol::Gemini => gemini_reply(asked, text, prompt, out),
+        Protocol::Ollama => ollama_reply(asked, text, prompt, out),
     }
 }
 
@@ -98,13 +98,8 @@ pub(super) fn anthropic_reply(
     sse(events)
 }
 
-pub(super) fn gemini_reply(
-    model: &str,
-    text: &str,
-    prompt: u64,
-    out: u64,
-    stream: bool,
-) -> ResponseTemplate {
+pub(super) fn gemini_reply(asked: &Asked, text: &str, prompt: u64, out: u64) -> ResponseTemplate {
+    let (model, stream) = (asked.model.as_str(), asked.stream);
     let chunk = |t: &str, last: bool| {
         let mut c = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}],
                            "modelVersion": model});
@@ -127,13 +122,8 @@ pub(super) fn gemini_reply(
         .collect())
 }
 
-pub(super) fn ollama_reply(
-    model: &str,
-    text: &str,
-    prompt: u64,
-    out: u64,
-    stream: bool,
-) -> ResponseTemplate {
+pub(super) fn ollama_reply(asked: &Asked, text: &str, prompt: u64, out: u64) -> ResponseTemplate {
+    let (model, stream) = (asked.model.as_str(), asked.stream);
     let line = |content: &str, done: bool| {
         let mut l = json!({"model": model, "created_at": "2026-11-22T07:05:07Z",
                            "message": {"role": "assistant", "content": content}, "done": done});

@@ -6,7 +6,7 @@ use std::path::Path;
 use assert_cmd::assert::Assert;
 use serde_json::Value;
 
-use super::{code, text, Answer, MockLlm};
+use super::{code, fixture, text, write, Answer, MockLlm};
 
 /// A server with the usual Librarian and Critic ([`MockLlm::helpful`]) whose Artisan always
 /// answers with `body` as a whole `lang` file.
@@ -89,4 +89,111 @@ pub async fn prompt_to(llm: &MockLlm, role: &str, n: usize) -> String {
         .get(n)
         .unwrap_or_else(|| panic!("{role} was asked {} times, not {}", asked.len(), n + 1));
     super::user_prompt(request)
+}
+
+/// A copy of the fixture `name` (as [`fixture`] makes it) with `yaml` as its `ralph.config.yaml`.
+pub fn fixture_with_config(name: &str, yaml: &str) -> tempfile::TempDir {
+    let dir = fixture(name);
+    write_config(dir.path(), yaml);
+    dir
+}
+
+/// Writes `yaml` as the `ralph.config.yaml` of the project in `dir`.
+pub fn write_config(dir: &Path, yaml: &str) {
+    write(dir, "ralph.config.yaml", yaml);
+}
+
+/// The user prompts `role` got, in order, asserting it was asked `times` times.
+pub async fn prompts_of(llm: &MockLlm, role: &str, times: usize) -> Vec<String> {
+    let asked = llm.requests_of(role).await;
+    assert_eq!(asked.len(), times, "{role} was asked {} times", asked.len());
+    asked.iter().map(super::user_prompt).collect()
+}
+
+/// The user prompt of the last request `role` got, asserting it was asked `times` times.
+pub async fn last_prompt_of(llm: &MockLlm, role: &str, times: usize) -> String {
+    prompts_of(llm, role, times).await.pop().unwrap()
+}
+
+/// Asserts `want` is in the second of `prompts` and not the first: what the first iteration
+/// told the next one's call.
+#[track_caller]
+pub fn assert_told_next(prompts: &[String], want: &str) {
+    assert!(
+        !prompts[0].contains(want),
+        "{want:?} already in:\n{}",
+        prompts[0]
+    );
+    assert!(prompts[1].contains(want), "no {want:?} in:\n{}", prompts[1]);
+}
+
+/// Runs [`super::ralph`] in `dir` with `args`, asserts it exits with `code`, and returns the
+/// session's report.
+pub fn ralph_report(dir: &Path, llm: &MockLlm, args: &[&str], code: i32) -> Value {
+    super::ralph(dir, llm).args(args).assert().code(code);
+    super::report(dir)
+}
+
+/// What `ralph-loop vault stats --json` prints in `dir` (its `HOME` there too).
+pub fn vault_stats(dir: &Path) -> Value {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
+        .current_dir(dir)
+        .env("HOME", dir)
+        .args(["vault", "stats", "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Asserts the finished process `out` exited with `code`, showing its stdout and stderr when not.
+#[track_caller]
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `cmd`, asserts it exits with `code` and that its stderr holds each of `wants`.
+#[track_caller]
+pub fn assert_exits_saying(cmd: &mut assert_cmd::Command, code: i32, wants: &[&str]) {
+    assert_has(&stderr_at(cmd, code), wants);
+}
+
+/// `ralph-loop args` started in `dir` against `llm`, `HOME` there and no `RUST_LOG`: its stdin
+/// and stdout null, its stderr to `stderr`.
+pub fn start_ralph(
+    dir: &Path,
+    llm: &MockLlm,
+    args: &[&str],
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("OPENAI_BASE_URL", llm.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Asserts the file `name` in `dir` is as the fixture `fixture` has it (`why` says why it must
+/// be).
+#[track_caller]
+pub fn assert_untouched(dir: &Path, fixture: &str, name: &str, why: &str) {
+    let original = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture)
+        .join(name);
+    let original = std::fs::read_to_string(original).unwrap();
+    let now = std::fs::read_to_string(dir.join(name)).unwrap();
+    assert_eq!(now, original, "{name}: {why}");
 }
