@@ -25,16 +25,7 @@ pub(super) const TEST_MODE: &str =
     "from mode import mode\n\n\ndef test_mode():\n    assert mode([1, 2, 2]) == 2\n";
 
 pub(super) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(Command::new("git").args(args).current_dir(dir));
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
@@ -49,7 +40,7 @@ pub(super) fn project() -> TempDir {
     write(p, "test_mode.py", TEST_MODE);
     write(p, ".gitignore", "__pycache__/\n.pytest_cache/\n");
     // Each spec's model answers from the file it is shown: no recalled attempts at others.
-    write(p, "ralph.config.yaml", "memory:\n  enabled: false\n");
+    write_config(p, "memory:\n  enabled: false\n");
     std::fs::create_dir(p.join("specs")).unwrap();
     git(p, &["config", "user.name", "Test"]);
     git(p, &["config", "user.email", "test@example.com"]);
@@ -83,6 +74,14 @@ pub(super) fn fixer(llm: &MockLlm) {
     );
 }
 
+/// A [`project`] and a server whose Artisan is the [`fixer`].
+pub(super) async fn project_and_fixer() -> (TempDir, MockLlm) {
+    let dir = project();
+    let llm = MockLlm::start().await;
+    fixer(&llm);
+    (dir, llm)
+}
+
 pub(super) fn ralph_in(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     ralph_with_chaos(dir, llm)
 }
@@ -101,6 +100,13 @@ pub(super) const FIX_THREE: [&str; 3] = [
     "specs/fix-median.md",
     "specs/fix-mean.md",
     "specs/fix-mode.md",
+];
+
+/// The three specs, `fix-mean` allowed one iteration, in the order most tests queue them.
+pub(super) const THREE_MEAN_ONCE: [(&str, &str, &str); 3] = [
+    ("fix-median", "median.py", ""),
+    ("fix-mean", "mean.py", "max_iterations: 1\n"),
+    ("fix-mode", "mode.py", ""),
 ];
 
 /// Writes each spec `(name, target, extra)` (see [`spec`]) and queues them all in that order;
@@ -331,19 +337,7 @@ pub(super) fn spawn_agent(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
 
 /// `ralph-loop agent args` in `dir`, its stderr to `stderr`.
 pub(super) fn spawn_agent_to(dir: &Path, llm: &MockLlm, args: &[&str], stderr: Stdio) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
-        .arg("agent")
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .unwrap()
+    start_ralph(dir, llm, &[&["agent"], args].concat(), stderr)
 }
 
 /// `k` broken copies of the median, each with its test and a spec; the model gives the

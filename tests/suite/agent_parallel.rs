@@ -18,9 +18,8 @@ fn parallel_project() -> (TempDir, TempDir) {
     let dir = project();
     let trees = tempfile::tempdir().unwrap();
     let p = dir.path();
-    write(
+    write_config(
         p,
-        "ralph.config.yaml",
         &format!(
             "memory:\n  enabled: false\nagent:\n  worktrees: {}\n",
             trees.path().display()
@@ -43,34 +42,23 @@ fn position(log: &str, needle: &str) -> usize {
 async fn parallel_specs_run_in_worktrees_and_land_in_queue_order() {
     let (dir, trees) = parallel_project();
     let p = dir.path();
-    let llm = MockLlm::start().await;
     // The first spec's model is slow: the third finishes first, and waits for it to land.
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "def median",
-            slow(code("python", FIXED_PY), Duration::from_secs(3)),
-            from_prompt(|prompt| {
-                if prompt.contains("def mean") {
-                    code("python", "def mean(values):\n    return 0\n")
-                } else {
-                    code("python", FIXED_MODE)
-                }
-            }),
-        ),
-    );
-    let ids = queue(
-        p,
-        &llm,
-        &[
-            ("fix-median", "median.py", ""),
-            ("fix-mean", "mean.py", "max_iterations: 1\n"),
-            ("fix-mode", "mode.py", ""),
-            // The same file as the first: it waits for the first to land, then starts from its
-            // fix.
-            ("median-again", "median.py", ""),
-        ],
-    );
+    let llm = artisan_answers(if_prompt(
+        "def median",
+        slow(code("python", FIXED_PY), Duration::from_secs(3)),
+        from_prompt(|prompt| {
+            if prompt.contains("def mean") {
+                code("python", "def mean(values):\n    return 0\n")
+            } else {
+                code("python", FIXED_MODE)
+            }
+        }),
+    ))
+    .await;
+    // The fourth, on the same file as the first: it waits for the first to land, then starts
+    // from its fix.
+    let specs = [&THREE_MEAN_ONCE[..], &[("median-again", "median.py", "")]].concat();
+    let ids = queue(p, &llm, &specs);
     // Installed dependencies the worktrees link to, and must never remove.
     std::fs::create_dir_all(p.join("node_modules/pkg")).unwrap();
     write(p, "node_modules/pkg/index.js", "module.exports = 1;\n");
@@ -166,10 +154,8 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_picks_up_specs_added_later_and_idles_without_spinning() {
-    let dir = project();
+    let (dir, llm) = project_and_fixer().await;
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    fixer(&llm);
     spec(p, "fix-median", "median.py", "");
     spec(p, "fix-mode", "mode.py", "");
     let err = tempfile::NamedTempFile::new().unwrap();
@@ -222,19 +208,16 @@ async fn watch_picks_up_specs_added_later_and_idles_without_spinning() {
 async fn ctrl_c_pauses_every_parallel_spec_and_a_restart_finishes_them_in_their_worktrees() {
     let (dir, trees) = parallel_project();
     let p = dir.path();
-    let llm = MockLlm::start().await;
     // Each first fix is slow and not yet right.
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "def median",
-            slow(code("python", HALF_FIXED_PY), Duration::from_secs(3)),
-            slow(
-                code("python", "def mode(values):\n    return values[-3]\n"),
-                Duration::from_secs(3),
-            ),
+    let llm = artisan_answers(if_prompt(
+        "def median",
+        slow(code("python", HALF_FIXED_PY), Duration::from_secs(3)),
+        slow(
+            code("python", "def mode(values):\n    return values[-3]\n"),
+            Duration::from_secs(3),
         ),
-    );
+    ))
+    .await;
     let ids = queue(
         p,
         &llm,

@@ -19,15 +19,7 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
         }
     }))
     .await;
-    let ids = queue(
-        p,
-        &llm,
-        &[
-            ("fix-median", "median.py", ""),
-            ("fix-mean", "mean.py", "max_iterations: 1\n"),
-            ("fix-mode", "mode.py", ""),
-        ],
-    );
+    let ids = queue(p, &llm, &THREE_MEAN_ONCE);
     // Work of the user's that no spec touches stays out of every commit.
     write(p, "notes.txt", "my own notes\n");
     // git's automatic maintenance, with a task that packs loose objects as soon as there is one.
@@ -135,10 +127,8 @@ async fn the_agent_commits_each_spec_in_order_and_stashes_a_failure() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
-    let dir = project();
+    let (dir, llm) = project_and_fixer().await;
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    fixer(&llm);
     spec(p, "fix-median", "median.py", "");
     spec(p, "fix-mode", "mode.py", "");
     spec(p, "missing", "nowhere.py", "");
@@ -196,10 +186,8 @@ async fn each_limit_stops_the_agent_and_a_success_resets_the_failure_count() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dirty_tree_is_refused_and_allow_dirty_commits_only_the_spec_s_files() {
-    let dir = project();
+    let (dir, llm) = project_and_fixer().await;
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    fixer(&llm);
     queue(p, &llm, &[("fix-median", "median.py", "")]);
     write(
         p,
@@ -229,10 +217,8 @@ async fn a_dirty_tree_is_refused_and_allow_dirty_commits_only_the_spec_s_files()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
-    let dir = project();
+    let (dir, llm) = project_and_fixer().await;
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    fixer(&llm);
     llm.always(
         "planner",
         text("{\"targets\": [{\"file\": \"median.py\", \"test_file\": \"test_median.py\"}], \"reason\": \"the median is wrong\"}"),
@@ -264,9 +250,7 @@ async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
             "settings: budget=$0.50",
         ],
     );
-    let planner = llm.requests_of("planner").await;
-    assert_eq!(planner.len(), 1);
-    let asked = user_prompt(&planner[0]);
+    let asked = last_prompt_of(&llm, "planner", 1).await;
     assert!(
         asked.contains("median.py (python)") && asked.contains("def median(values)"),
         "{asked}"
@@ -307,9 +291,8 @@ async fn a_spec_without_targets_is_planned_shown_by_dry_run_then_run() {
 async fn reset_puts_a_failed_spec_s_files_back_and_keeps_its_work_under_the_ref() {
     let dir = project();
     let p = dir.path();
-    write(
+    write_config(
         p,
-        "ralph.config.yaml",
         "memory:\n  enabled: false\nagent:\n  on_failure: reset\n",
     );
     git(p, &["commit", "-q", "-am", "reset failed work"]);

@@ -28,23 +28,14 @@ pub(super) fn medians(n: usize) -> tempfile::TempDir {
             &format!("---\ntargets: [median_{i}.py]\ntest_command: python3 -m pytest -q test_median_{i}.py\n---\nFix the median.\n"),
         );
     }
-    write(p, "ralph.config.yaml", "memory:\n  enabled: false\n");
+    write_config(p, "memory:\n  enabled: false\n");
     dir
 }
 
+/// The report of the (first) batch run in `dir`.
 pub(super) fn batch_report(dir: &Path) -> Value {
-    let ralph = dir.join(".ralph");
-    let batch = std::fs::read_dir(&ralph)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("batch-")
-        })
-        .expect("a batch folder");
+    let batch = ralph_dirs(dir, "batch-");
+    let batch = batch.first().expect("a batch folder");
     read_json(&batch.join("batch-report.json"))
 }
 
@@ -114,12 +105,9 @@ async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summa
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
-    let dir = medians(6);
-    let p = dir.path();
-    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_millis(1500))).await;
-    let mut cmd = ralph_with_chaos(p, &llm);
+/// `batch --parallel 3 --output json` of the six specs of [`medians`]`(6)` in `dir`.
+fn six_at_a_time(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
+    let mut cmd = ralph_with_chaos(dir, llm);
     cmd.args([
         "batch",
         "--parallel",
@@ -131,7 +119,15 @@ async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
     for i in 0..6 {
         cmd.arg(format!("specs/median-{i}.md"));
     }
-    let out = cmd.assert().code(0);
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
+    let dir = medians(6);
+    let p = dir.path();
+    let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_millis(1500))).await;
+    let out = six_at_a_time(p, &llm).assert().code(0);
     let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(report["totals"]["succeeded"], 6, "{report}");
     // Three at once: the six 1.5 s replies took about two rounds of three, not six in a row.
@@ -145,20 +141,10 @@ async fn parallel_entries_overlap_within_a_total_budget_no_entry_overdraws() {
     let total = one * 2.5;
     let again = medians(6);
     let q = again.path();
-    let mut cmd = ralph_with_chaos(q, &llm);
-    cmd.args([
-        "batch",
-        "--parallel",
-        "3",
-        "--no-adversarial",
-        "--output",
-        "json",
-    ])
-    .args(["--total-budget", &format!("{total}")]);
-    for i in 0..6 {
-        cmd.arg(format!("specs/median-{i}.md"));
-    }
-    let out = cmd.assert().code(3);
+    let out = six_at_a_time(q, &llm)
+        .args(["--total-budget", &format!("{total}")])
+        .assert()
+        .code(3);
     let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(report["status"], "budget_exceeded");
     let mut spent = 0.0;
@@ -219,30 +205,18 @@ async fn the_config_s_batch_section_runs_without_arguments_and_a_bad_entry_is_pl
     let dir = medians(1);
     let p = dir.path();
     let llm = artisan_always("python", FIXED_PY).await;
-    write(
-        p,
-        "ralph.config.yaml",
-        "memory:\n  enabled: false\nbatch:\n  - file: median_0.py\n    test_file: test_median_0.py\n    test_command: python3 -m pytest -q test_median_0.py\n    adversarial: false\n",
-    );
+    write_config(p, "memory:\n  enabled: false\nbatch:\n  - file: median_0.py\n    test_file: test_median_0.py\n    test_command: python3 -m pytest -q test_median_0.py\n    adversarial: false\n");
     ralph_with_chaos(p, &llm).arg("batch").assert().code(0);
     assert_eq!(batch_report(p)["entries"][0]["name"], "median_0.py");
     assert_file(p, "median_0.py", FIXED_PY);
 
-    write(
-        p,
-        "ralph.config.yaml",
-        "batch:\n  - file: median_0.py\n    spec: specs/x.md\n",
-    );
+    write_config(p, "batch:\n  - file: median_0.py\n    spec: specs/x.md\n");
     let stderr = stderr_at(ralph_with_chaos(p, &llm).arg("batch"), 2);
     assert!(
         stderr.contains("ralph.config.yaml:1:1: batch: entry 1 must name one of `spec` or `file`"),
         "{stderr}"
     );
-    write(
-        p,
-        "ralph.config.yaml",
-        "batch:\n  - file: median_0.py\n    budgett: 1\n",
-    );
+    write_config(p, "batch:\n  - file: median_0.py\n    budgett: 1\n");
     let stderr = stderr_at(ralph_with_chaos(p, &llm).arg("batch"), 2);
     assert!(
         stderr.contains("ralph.config.yaml:3:5: batch[0].budgett: unknown key"),
@@ -268,22 +242,17 @@ async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() 
     assert!(stderr_of(&missing).contains("nowhere.py"));
     assert!(llm.requests().await.is_empty());
 
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
-        .args([
+    let mut child = start_ralph(
+        p,
+        &llm,
+        &[
             "batch",
             "specs/median-0.md",
             "specs/median-1.md",
             "--no-adversarial",
-        ])
-        .current_dir(p)
-        .env("HOME", p)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+        std::process::Stdio::null(),
+    );
     let start = std::time::Instant::now();
     while llm.requests_of("artisan").await.is_empty() {
         assert!(
@@ -322,16 +291,13 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
     use super::tui::{assert_restored, bin, Pane};
     let dir = medians(3);
     let p = dir.path();
-    let llm = MockLlm::start().await;
     // The first entry's call is the slow one (the mock counts only answered calls).
-    llm.helpful().always(
-        "artisan",
-        if_prompt(
-            "median_0.py",
-            slow(code("python", FIXED_PY), Duration::from_secs(30)),
-            text(code("python", FIXED_PY)),
-        ),
-    );
+    let llm = artisan_answers(if_prompt(
+        "median_0.py",
+        slow(code("python", FIXED_PY), Duration::from_secs(30)),
+        text(code("python", FIXED_PY)),
+    ))
+    .await;
     let command = format!(
         "'{}' batch specs/median-0.md specs/median-1.md specs/median-2.md --no-adversarial",
         bin().display()

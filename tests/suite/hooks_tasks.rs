@@ -9,11 +9,7 @@ use super::support::*;
 
 /// `pre_task` and `post_task` hooks in the config (memory off, as `medians` has it).
 fn with_hooks(dir: &std::path::Path, hooks: &str) {
-    write(
-        dir,
-        "ralph.config.yaml",
-        &format!("memory:\n  enabled: false\nhooks:\n{hooks}"),
-    );
+    write_config(dir, &format!("memory:\n  enabled: false\nhooks:\n{hooks}"));
     std::fs::create_dir_all(dir.join(".hook-out")).unwrap();
 }
 
@@ -24,11 +20,10 @@ async fn hooked_medians(n: usize, hooks: &str) -> (tempfile::TempDir, MockLlm) {
     (dir, artisan_always("python", FIXED_PY).await)
 }
 
-fn batch(dir: &std::path::Path, llm: &MockLlm) -> assert_cmd::assert::Assert {
-    ralph_with_chaos(dir, llm)
-        .args(["hooks", "trust"])
-        .assert()
-        .success();
+/// Trusts the hooks, runs the batch of the three medians' specs, asserts it exits with `code`;
+/// the batch's report.
+fn batch(dir: &std::path::Path, llm: &MockLlm, code: i32) -> Value {
+    trust_hooks(dir);
     ralph_with_chaos(dir, llm)
         .args([
             "batch",
@@ -38,6 +33,26 @@ fn batch(dir: &std::path::Path, llm: &MockLlm) -> assert_cmd::assert::Assert {
             "--no-adversarial",
         ])
         .assert()
+        .code(code);
+    batch_report(dir)
+}
+
+/// A `pre_task` hook `gate` that records each request and blocks the tasks whose name holds
+/// `blocked`, saying `why`; a `post_task` hook `after` that records each request.
+fn gate_and_after(blocked: &str, why: &str) -> String {
+    format!(
+        r#"  pre_task:
+    - type: shell
+      name: gate
+      command: 'cat > ".hook-out/pre-$TASK_ID.json"; case "$TASK_NAME" in *{blocked}*) echo "{why}" >&2; exit 2;; esac'
+      on_failure: abort_loop
+  post_task:
+    - type: shell
+      name: after
+      command: 'cat > ".hook-out/post-$TASK_ID.json"'
+      on_failure: warn_continue
+"#
+    )
 }
 
 fn read(dir: &std::path::Path, name: &str) -> Option<Value> {
@@ -48,24 +63,9 @@ fn read(dir: &std::path::Path, name: &str) -> Option<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn task_hooks_fire_around_each_entry_and_a_block_skips_one() {
-    let (dir, llm) = hooked_medians(
-        3,
-        r#"  pre_task:
-    - type: shell
-      name: gate
-      command: 'cat > ".hook-out/pre-$TASK_ID.json"; case "$TASK_NAME" in *median-1*) echo "not today" >&2; exit 2;; esac'
-      on_failure: abort_loop
-  post_task:
-    - type: shell
-      name: after
-      command: 'cat > ".hook-out/post-$TASK_ID.json"'
-      on_failure: warn_continue
-"#,
-    )
-    .await;
+    let (dir, llm) = hooked_medians(3, &gate_and_after("median-1", "not today")).await;
     let p = dir.path();
-    batch(p, &llm).code(0);
-    let report = batch_report(p);
+    let report = batch(p, &llm, 0);
     let entries = report["entries"].as_array().unwrap();
     let statuses: Vec<&str> = entries
         .iter()
@@ -127,8 +127,7 @@ async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
     .await;
     let p = dir.path();
     // The aborting hook failed: the batch fails with it.
-    batch(p, &llm).code(1);
-    let report = batch_report(p);
+    let report = batch(p, &llm, 1);
     assert_eq!(report["status"], "error");
     assert!(report["stopped_by_hook"]
         .as_str()
@@ -181,28 +180,13 @@ async fn a_batch_with_an_untrusted_task_hook_starts_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn in_agent_mode_task_hooks_fire_around_each_spec_and_a_block_sets_one_aside() {
-    use super::agent::{fixer, git, inbox_add, project, records, spec, statuses, FIX_THREE};
-    let dir = project();
+    use super::agent::{git, inbox_add, project_and_fixer, records, spec, statuses, FIX_THREE};
+    let (dir, llm) = project_and_fixer().await;
     let p = dir.path();
-    let llm = MockLlm::start().await;
-    fixer(&llm);
     spec(p, "fix-median", "median.py", "");
     spec(p, "fix-mean", "mean.py", "");
     spec(p, "fix-mode", "mode.py", "");
-    with_hooks(
-        p,
-        r#"  pre_task:
-    - type: shell
-      name: gate
-      command: 'cat > ".hook-out/pre-$TASK_ID.json"; case "$TASK_NAME" in *fix-mean*) echo "not now" >&2; exit 2;; esac'
-      on_failure: abort_loop
-  post_task:
-    - type: shell
-      name: after
-      command: 'cat > ".hook-out/post-$TASK_ID.json"'
-      on_failure: warn_continue
-"#,
-    );
+    with_hooks(p, &gate_and_after("fix-mean", "not now"));
     write(
         p,
         ".gitignore",
@@ -211,10 +195,7 @@ async fn in_agent_mode_task_hooks_fire_around_each_spec_and_a_block_sets_one_asi
     git(p, &["add", "-A"]);
     git(p, &["commit", "-q", "-m", "hooks"]);
     let ids = inbox_add(p, &llm, &FIX_THREE);
-    ralph_with_chaos(p, &llm)
-        .args(["hooks", "trust"])
-        .assert()
-        .success();
+    trust_hooks(p);
     // The spec set aside counts as failed: exit 1, as for any failed spec.
     ralph_with_chaos(p, &llm).arg("agent").assert().code(1);
     assert_eq!(statuses(p), ["done", "failed", "done"]);
