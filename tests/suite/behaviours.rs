@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::agent::git;
-use super::regent::{of_type, project, result, say, status, Project};
+use super::regent::{of_type, project, result, say, status, then_completes, Project};
 use super::support::*;
 
 /// Chaos's file that finds nothing: plain pytest, no Hypothesis to install.
@@ -45,11 +45,9 @@ fn strings(v: &Value) -> Vec<String> {
 /// the key; a missing one is refused naming the path.
 #[tokio::test(flavor = "multi_thread")]
 async fn config_flag_uses_the_named_file_and_not_the_projects_own() {
-    let dir = fixture("py-median");
     // Read, this file would stop the run at once (exit 2).
-    write(
-        dir.path(),
-        "ralph.config.yaml",
+    let dir = fixture_with_config(
+        "py-median",
         "budgets:\n  max_iterations: 7\nno_such_key: true\n",
     );
     let elsewhere = tempfile::Builder::new()
@@ -107,13 +105,11 @@ async fn config_flag_uses_the_named_file_and_not_the_projects_own() {
     assert!(!stderr.contains("ralph.config.yaml"), "{stderr}");
 
     // A path that names no file.
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--config", "nowhere.yaml"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains(
-            "nowhere.yaml: config file not found",
-        ));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py", "--config", "nowhere.yaml"]),
+        2,
+        &["nowhere.yaml: config file not found"],
+    );
     // Neither refused run called a model.
     assert_eq!(llm.requests_of("artisan").await.len(), 1);
 }
@@ -125,12 +121,7 @@ async fn config_flag_uses_the_named_file_and_not_the_projects_own() {
 #[tokio::test(flavor = "multi_thread")]
 async fn adversarial_flag_turns_chaos_on_over_the_config() {
     let run = |flags: &'static [&'static str]| async move {
-        let dir = fixture("py-median");
-        write(
-            dir.path(),
-            "ralph.config.yaml",
-            "chaos:\n  enabled: false\n",
-        );
+        let dir = fixture_with_config("py-median", "chaos:\n  enabled: false\n");
         without_gates(dir.path());
         let llm = artisan_always("python", FIXED_PY).await;
         llm.always("chaos", chaos_reply(QUIET_PY));
@@ -180,7 +171,7 @@ async fn adversarial_flag_turns_chaos_on_over_the_config() {
 async fn findings_are_reported_not_fixed_when_adversarial_tests_need_not_pass() {
     let run = |config: &'static str, exit: i32| async move {
         let dir = fixture("py-median");
-        write(dir.path(), "ralph.config.yaml", config);
+        write_config(dir.path(), config);
         without_gates(dir.path());
         let llm = artisan_always("python", FIXED_PY).await;
         llm.always("chaos", chaos_reply(OVERFLOW_PY))
@@ -271,12 +262,7 @@ fn set_testing(p: &Project, testing: &str) {
 /// disagreement), and `regent.rollback_on_test_failure` reverts nothing.
 #[test]
 fn report_mode_runs_and_records_the_tests_and_judges_nothing() {
-    let body = format!(
-        "echo $n > work-$n.txt\n{}\n{}\n{}",
-        say("All tasks are complete."),
-        status("COMPLETE", true),
-        result(0.0)
-    );
+    let body = then_completes("echo $n > work-$n.txt", 0.0);
     let p = project(&body, "  rollback_on_test_failure: true\n", "");
     set_testing(
         &p,
@@ -393,12 +379,7 @@ fn bootstrap_check_holds_the_test_gate_off_until_it_fails() {
 /// starts afresh), counted in `context_resets` and a `context_reset` event.
 #[tokio::test(flavor = "multi_thread")]
 async fn context_reset_frequency_keeps_history_and_drops_it_every_n_iterations() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "memory:\n  context_reset_frequency: 2\ncircuit_breaker:\n  entropy_threshold: 10\nbudgets:\n  max_iterations: 4\n",
-    );
+    let dir = fixture_with_config("py-median", "memory:\n  context_reset_frequency: 2\ncircuit_breaker:\n  entropy_threshold: 10\nbudgets:\n  max_iterations: 4\n");
     let llm = MockLlm::start().await;
     // The same partial fix every time: four iterations, the same failure.
     llm.helpful()

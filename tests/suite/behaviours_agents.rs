@@ -14,7 +14,7 @@ use super::agent::{
     git, inbox_add, project as agent_project, ralph_in, records, spawn_agent_to, status_json,
     subjects,
 };
-use super::regent::{project as loop_project, result, say, status, Project};
+use super::regent::{project as loop_project, result, say, status, then_says, Project};
 use super::support::*;
 
 /// A process the test started, killed and reaped if the test ends before it exits, with the
@@ -434,7 +434,7 @@ fn rolled_back_and_pushed(body: &str) -> (Project, PathBuf, Vec<Value>) {
 /// passed on.
 #[test]
 fn a_rollback_is_pushed_so_the_remote_ends_at_the_revert() {
-    let body = format!("rm done.txt\n{}\n{}", say("Removing a file."), result(0.01));
+    let body = then_says("rm done.txt", "Removing a file.", 0.01);
     let (p, remote, events) = rolled_back_and_pushed(&body);
     let log = log_of(&p.root, "HEAD");
     assert_eq!(
@@ -476,11 +476,7 @@ fn a_rollback_is_pushed_so_the_remote_ends_at_the_revert() {
 /// push after the revert brings the remote to the reverted tree.
 #[test]
 fn the_agent_s_own_commits_reverted_are_pushed_with_their_reverts() {
-    let body = format!(
-        "git rm -q done.txt && git commit -q -m 'agent: drop done.txt' && echo x > extra.txt && git add extra.txt && git commit -q -m 'agent: add extra'\n{}\n{}",
-        say("Committed twice."),
-        result(0.01)
-    );
+    let body = then_says("git rm -q done.txt && git commit -q -m 'agent: drop done.txt' && echo x > extra.txt && git add extra.txt && git commit -q -m 'agent: add extra'", "Committed twice.", 0.01);
     let (p, remote, events) = rolled_back_and_pushed(&body);
     let log = log_of(&p.root, "HEAD");
     assert_eq!(

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::cdp::{artifacts, Browser};
-use super::regent::{project, result, say, status};
+use super::regent::{ends, project, say};
 
 const GREEN: &str = "rgb(63, 185, 80)";
 const YELLOW: &str = "rgb(210, 153, 34)";
@@ -20,10 +20,9 @@ fn the_dashboard_in_chromium_shows_the_breaker_open_and_its_button_closes_it() {
     // Each iteration: two seconds of an agent that does nothing and costs a cent. Two without
     // progress: HALF_OPEN; the probe fails too: OPEN, cooling down for ten minutes.
     let body = format!(
-        "sleep 2\n{}\n{}\n{}",
+        "sleep 2\n{}\n{}",
         say("Nothing to do. <b>not bold</b>"),
-        status("IN_PROGRESS", false),
-        result(0.01)
+        ends("IN_PROGRESS", false, 0.01)
     );
     let p = project(
         &body,

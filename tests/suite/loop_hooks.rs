@@ -5,7 +5,7 @@
 //! each turn, `on_test_fail`, `on_success`, and a veto at the exit gate (`on_before_success`).
 
 use super::agent::git;
-use super::regent::{of_type, project, two_tasks, Project};
+use super::regent::{messages_of, of_type, project, two_tasks, Project};
 use super::support::*;
 
 /// A shell hook `name` at `stage` running `command` (a YAML block, so any quotes go).
@@ -40,8 +40,7 @@ fn each_task_of_the_list_gets_its_pre_task_and_its_post_task_once() {
         &(hook("pre_task", "before", LOG, "warn_continue")
             + &hook("post_task", "after", LOG, "warn_continue")),
     );
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    p.run_to(0);
     assert_eq!(
         logged(&p),
         [
@@ -72,12 +71,8 @@ fn a_skipped_task_is_left_to_the_agent_and_a_stopped_loop_ends_its_task() {
             .replacen("regent:\n", "budgets:\n  max_iterations: 1\nregent:\n", 1),
     )
     .unwrap();
-    let (code, events) = p.run();
-    assert_eq!(code, 4, "{events:#?}");
-    let notes: Vec<String> = of_type(&events, "note")
-        .iter()
-        .map(|e| e["message"].as_str().unwrap().to_string())
-        .collect();
+    let events = p.run_to(4);
+    let notes = messages_of(&events, "note");
     assert!(
         notes
             .iter()
@@ -107,8 +102,7 @@ fn abort_loop_at_a_task_stops_the_loop_with_an_error() {
         &(hook("pre_task", "gate", gate, "abort_loop")
             + &hook("post_task", "after", LOG, "warn_continue")),
     );
-    let (code, events) = p.run();
-    assert_eq!(code, 1, "{events:#?}");
+    let events = p.run_to(1);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "error");
     assert_eq!(report["iterations"], 1);
@@ -138,8 +132,7 @@ fn the_loop_s_stages_reach_the_hooks_as_a_fix_run_s_do() {
             + &hook("on_test_fail", "failed", STAGE_LOG, "warn_continue")
             + &hook("on_success", "done", STAGE_LOG, "warn_continue")),
     );
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    p.run_to(0);
     assert_eq!(
         logged(&p),
         [
@@ -156,8 +149,7 @@ fn a_veto_at_the_exit_gate_keeps_the_loop_going_and_tells_the_agent_why() {
     // The first time the loop would end complete, the hook blocks it (exit 2) with a reason.
     let veto = r#"if [ ! -e .ralph/vetoed ]; then touch .ralph/vetoed; echo "the changelog is missing" >&2; exit 2; fi"#;
     let p = with_hooks(&hook("on_before_success", "release", veto, "warn_continue"));
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "complete");
     assert_eq!(report["iterations"], 3, "one more iteration after the veto");
@@ -178,8 +170,7 @@ fn a_stage_hook_that_aborts_the_loop_stops_it_once_its_iteration_is_closed() {
     // The tests fail after iteration 1; the hook's failure (exit 1) under abort_loop stops the
     // loop, after that iteration is judged and committed.
     let p = with_hooks(&hook("on_test_fail", "pager", "exit 1", "abort_loop"));
-    let (code, events) = p.run();
-    assert_eq!(code, 1, "{events:#?}");
+    let events = p.run_to(1);
     let report = &of_type(&events, "loop_finished")[0]["report"];
     assert_eq!(report["status"], "error");
     assert_eq!(report["iterations"], 1);
@@ -201,13 +192,9 @@ fn a_hook_in_the_loop_is_told_no_target_and_an_agent_hook_fails_as_its_on_failur
     let target = r#"printf 'target=[%s]\n' "$RALPH_TARGET" >> .ralph/hooks.log"#;
     let agent = "  on_test_fail:\n    - type: agent\n      name: explain\n      prompt: \"Why?\"\n      on_failure: warn_continue\n";
     let p = with_hooks(&(hook("on_before_gen", "where", target, "warn_continue") + agent));
-    let (code, events) = p.run();
-    assert_eq!(code, 0, "{events:#?}");
+    let events = p.run_to(0);
     assert_eq!(logged(&p), ["target=[]", "target=[]"], "one a turn");
-    let warnings: Vec<String> = of_type(&events, "warning")
-        .iter()
-        .map(|e| e["message"].as_str().unwrap().to_string())
-        .collect();
+    let warnings = messages_of(&events, "warning");
     assert!(
         warnings
             .iter()

@@ -192,8 +192,37 @@ pub(super) fn status(status: &str, exit: bool) -> String {
     ))
 }
 
+/// An agent's body: the shell `script`, then it says `words` and ends costing `cost`.
+pub(super) fn then_says(script: &str, words: &str, cost: f64) -> String {
+    format!("{script}\n{}\n{}", say(words), result(cost))
+}
+
+/// An agent's body: the shell `script`, then it says all tasks are complete, with a status that
+/// asks to exit, and ends costing `cost`.
+pub(super) fn then_completes(script: &str, cost: f64) -> String {
+    format!(
+        "{script}\n{}\n{}",
+        say("All tasks are complete."),
+        ends("COMPLETE", true, cost)
+    )
+}
+
+/// The end of an agent's run: its status block (`status`, asking to exit when `exit`) and its
+/// result costing `cost`.
+pub(super) fn ends(status_word: &str, exit: bool, cost: f64) -> String {
+    format!("{}\n{}", status(status_word, exit), result(cost))
+}
+
 pub(super) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The messages of the events of type `kind`, in order.
+pub(super) fn messages_of(events: &[Value], kind: &str) -> Vec<String> {
+    of_type(events, kind)
+        .iter()
+        .map(|e| e["message"].as_str().unwrap().to_string())
+        .collect()
 }
 
 pub(super) fn regent_actions(events: &[Value]) -> Vec<String> {
@@ -349,10 +378,9 @@ fn the_state_file_follows_a_working_agent_s_output() {
     // Output every 0.2 s for about 3 s: `last_output_at` is rewritten while it works (at most
     // once a second), not only when it ends.
     let body = format!(
-        "i=0\nwhile [ $i -lt 15 ]; do\n{}\nsleep 0.2\ni=$((i+1))\ndone\necho done > done.txt\n{}\n{}",
+        "i=0\nwhile [ $i -lt 15 ]; do\n{}\nsleep 0.2\ni=$((i+1))\ndone\necho done > done.txt\n{}",
         say("Working."),
-        status("COMPLETE", true),
-        result(0.01)
+        ends("COMPLETE", true, 0.01)
     );
     let p = project(&body, "", "budgets:\n  max_iterations: 1\n");
     let mut child = p.spawn(false);
@@ -391,8 +419,7 @@ fn a_corrupt_state_file_is_reported_kept_aside_and_replaced() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("cannot be read"));
 
-    let (code, events) = p.run();
-    assert_eq!(code, 0);
+    let events = p.run_to(0);
     let warning = of_type(&events, "warning")
         .into_iter()
         .find(|w| w["message"].as_str().unwrap().contains("could not be read"))

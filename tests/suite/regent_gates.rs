@@ -166,7 +166,7 @@ fn the_human_view_marks_the_regents_lines_with_a_shield() {
 fn failing_tests_after_a_commit_are_rolled_back() {
     // The tests pass at first; the agent deletes done.txt, the loop commits, the tests fail,
     // and the commit is reverted.
-    let body = format!("rm done.txt\n{}\n{}", say("Removing a file."), result(0.01));
+    let body = then_says("rm done.txt", "Removing a file.", 0.01);
     let p = project(
         &body,
         "  rollback_on_test_failure: true\n",
@@ -193,11 +193,7 @@ fn failing_tests_after_a_commit_are_rolled_back() {
 #[test]
 fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
     // The agent makes a merge commit: `git revert` cannot revert it without a parent.
-    let body = format!(
-        "git checkout -q -b side && echo a > side.txt && git add side.txt && git commit -q -m side && git checkout -q main && git merge -q --no-ff -m merge side\n{}\n{}",
-        say("Merged."),
-        result(0.01)
-    );
+    let body = then_says("git checkout -q -b side && echo a > side.txt && git add side.txt && git commit -q -m side && git checkout -q main && git merge -q --no-ff -m merge side", "Merged.", 0.01);
     let p = project(&body, "  rollback_on_test_failure: true\n", "");
     let events = p.run_to(7);
     let report = &of_type(&events, "loop_finished")[0]["report"];
@@ -214,10 +210,9 @@ fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
 #[test]
 fn no_progress_opens_the_breaker_and_breaker_reset_closes_it() {
     let body = format!(
-        "{}\n{}\n{}",
+        "{}\n{}",
         say("Nothing to do."),
-        status("IN_PROGRESS", false),
-        result(0.0)
+        ends("IN_PROGRESS", false, 0.0)
     );
     let p = project(&body, "", "");
     // The tests pass throughout: the breaker opens for want of progress alone.
@@ -254,8 +249,7 @@ fn no_progress_opens_the_breaker_and_breaker_reset_closes_it() {
     assert_eq!(state["breaker"]["state"], "OPEN");
 
     // A new loop finds the breaker open and stops at once.
-    let (code, events) = p.run();
-    assert_eq!(code, 5);
+    let events = p.run_to(5);
     assert!(of_type(&events, "iteration_started").is_empty());
 
     let mut reset = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
@@ -270,12 +264,7 @@ fn no_progress_opens_the_breaker_and_breaker_reset_closes_it() {
 
 #[test]
 fn an_exit_signal_the_tests_contradict_three_times_stops_with_gate_disagreement() {
-    let body = format!(
-        "echo $n > work-$n.txt\n{}\n{}\n{}",
-        say("All tasks are complete."),
-        status("COMPLETE", true),
-        result(0.0)
-    );
+    let body = then_completes("echo $n > work-$n.txt", 0.0);
     let p = project(&body, "", "");
     let events = p.run_to(5);
     let report = &of_type(&events, "loop_finished")[0]["report"];
@@ -288,11 +277,7 @@ fn an_exit_signal_the_tests_contradict_three_times_stops_with_gate_disagreement(
 
 #[test]
 fn the_budget_stops_the_loop_between_iterations_and_the_iteration_cap_kills_within_one() {
-    let body = format!(
-        "echo $n > work-$n.txt\n{}\n{}",
-        say("Working."),
-        result(0.3)
-    );
+    let body = then_says("echo $n > work-$n.txt", "Working.", 0.3);
     let p = project(&body, "", "");
     let out = p.ralph().args(["--budget", "0.5"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
@@ -402,10 +387,7 @@ fn a_project_without_tests_bootstraps_then_turns_its_gates_on() {
         );
     std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
     let events = p.run_to(0);
-    let notes: Vec<String> = of_type(&events, "note")
-        .iter()
-        .map(|n| n["message"].as_str().unwrap().to_string())
-        .collect();
+    let notes = messages_of(&events, "note");
     assert!(
         notes
             .iter()
@@ -435,10 +417,10 @@ fn a_project_without_tests_bootstraps_then_turns_its_gates_on() {
 
 #[test]
 fn a_task_whose_tests_are_not_required_is_not_held_to_them() {
-    let body = format!(
-        "echo setup > setup.txt\nsed -i 's/- \\[ \\] T-1/- [x] T-1/' TASKS.md\n{}\n{}",
-        say("Set up."),
-        result(0.0)
+    let body = then_says(
+        "echo setup > setup.txt\nsed -i 's/- \\[ \\] T-1/- [x] T-1/' TASKS.md",
+        "Set up.",
+        0.0,
     );
     let p = project(
         &body,
@@ -463,10 +445,10 @@ fn a_task_whose_tests_are_not_required_is_not_held_to_them() {
 
 #[test]
 fn breaker_reset_while_a_loop_runs_is_taken_before_its_next_iteration() {
-    let body = format!(
-        "echo $n > work-$n.txt\nif [ $n -eq 1 ]; then sleep 1.5; fi\n{}\n{}",
-        say("Working."),
-        result(0.0)
+    let body = then_says(
+        "echo $n > work-$n.txt\nif [ $n -eq 1 ]; then sleep 1.5; fi",
+        "Working.",
+        0.0,
     );
     let p = project(&body, "", "budgets:\n  max_iterations: 2\n");
     let child = p.spawn(true);
