@@ -28,6 +28,17 @@ pub(super) fn chaos_reply(lang: &str, suite: &str) -> Answer {
     ))
 }
 
+/// Scripts Chaos's two rounds: the Python suite `first`, then [`QUIET_PY`], which finds nothing.
+pub(super) fn chaos_then_quiet<'a>(llm: &'a MockLlm, first: &str) -> &'a MockLlm {
+    llm.script(
+        "chaos",
+        [
+            chaos_reply("python", first),
+            chaos_reply("python", QUIET_PY),
+        ],
+    )
+}
+
 pub(super) fn keep_all() -> Answer {
     text(
         "KEEP: test_two_huge_equal_values\nKEEP: the median of two equal huge values is that value",
@@ -47,14 +58,7 @@ pub(super) fn fix_py(dir: &Path, llm: &MockLlm, code: i32) -> Value {
 async fn python_chaos_finds_an_overflow_and_the_next_round_finds_nothing() {
     let dir = fixture("py-median");
     let llm = artisan_writes("python", [FIXED_PY, SAFE_PY]).await;
-    llm.script(
-        "chaos",
-        [
-            chaos_reply("python", ATTACK_PY),
-            chaos_reply("python", QUIET_PY),
-        ],
-    )
-    .always("judge", keep_all());
+    chaos_then_quiet(&llm, ATTACK_PY).always("judge", keep_all());
     let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 2);
@@ -207,19 +211,11 @@ async fn a_test_file_that_cannot_run_is_repaired() {
     without_gates(dir.path());
     let broken = QUIET_PY.replace("from median import", "from medain import");
     let llm = artisan_always("python", FIXED_PY).await;
-    llm.script(
-        "chaos",
-        [
-            chaos_reply("python", &broken),
-            chaos_reply("python", QUIET_PY),
-        ],
-    );
+    chaos_then_quiet(&llm, &broken);
     let a = fix_py(dir.path(), &llm, 0)["adversarial"].clone();
     assert_eq!(a["suites"][0]["repairs"], 1, "{a:#}");
     assert_eq!(a["tests_generated"], 2, "{a:#}");
-    let chaos = llm.requests_of("chaos").await;
-    assert_eq!(chaos.len(), 2);
-    let repair = user_prompt(&chaos[1]);
+    let repair = last_prompt_of(&llm, "chaos", 2).await;
     assert_has(&repair, &["# Your last test file could not run", "medain"]);
 }
 
@@ -233,14 +229,7 @@ async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
         text(code("python", SAFE_PY)),
     ])
     .await;
-    llm.script(
-        "chaos",
-        [
-            chaos_reply("python", ATTACK_PY),
-            chaos_reply("python", QUIET_PY),
-        ],
-    )
-    .always("judge", keep_all());
+    chaos_then_quiet(&llm, ATTACK_PY).always("judge", keep_all());
     let report = fix_py(dir.path(), &llm, 0);
     assert_eq!(report["status"], "success", "{report:#}");
     assert_eq!(report["iterations"], 3);
@@ -256,10 +245,8 @@ async fn a_proposal_that_breaks_the_unit_tests_mid_round_is_undone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
+    let dir = fixture_with_config(
+        "py-median",
         "circuit_breaker:\n  entropy_threshold: 2\nchaos:\n  max_rounds: 2\n",
     );
     let llm = artisan_always("python", FIXED_PY).await;
@@ -282,13 +269,8 @@ async fn findings_left_open_spend_the_rounds_and_never_trip_the_breaker() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_budget_too_small_for_chaos_stops_with_the_passing_fix_on_disk() {
-    let dir = fixture("py-median");
     // Chaos's model costs so much that its prompt alone is over what is left of the budget.
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "models:\n  chaos: openai/gpt-4.1\nprices:\n  openai/gpt-4.1: { input: 1000, output: 1000 }\n",
-    );
+    let dir = fixture_with_config("py-median", "models:\n  chaos: openai/gpt-4.1\nprices:\n  openai/gpt-4.1: { input: 1000, output: 1000 }\n");
     let llm = artisan_always("python", FIXED_PY).await;
     ralph_with_chaos(dir.path(), &llm)
         .args([
@@ -309,7 +291,7 @@ async fn a_budget_too_small_for_chaos_stops_with_the_passing_fix_on_disk() {
 #[tokio::test(flavor = "multi_thread")]
 async fn no_adversarial_and_micro_agent_never_call_chaos() {
     let dir = fixture("py-median");
-    write(dir.path(), "ralph.config.yaml", "chaos:\n  enabled: true\n");
+    write_config(dir.path(), "chaos:\n  enabled: true\n");
     let llm = artisan_always("python", FIXED_PY).await;
     ralph(dir.path(), &llm)
         .args(["median.py", "--output", "json"])
@@ -317,12 +299,7 @@ async fn no_adversarial_and_micro_agent_never_call_chaos() {
         .code(0);
     assert!(report(dir.path()).get("adversarial").is_none());
 
-    let again = fixture("py-median");
-    write(
-        again.path(),
-        "ralph.config.yaml",
-        "chaos:\n  enabled: true\n",
-    );
+    let again = fixture_with_config("py-median", "chaos:\n  enabled: true\n");
     let mut cmd = assert_cmd::Command::cargo_bin("micro-agent").unwrap();
     isolate(&mut cmd, again.path());
     cmd.env("OPENAI_API_ENDPOINT", llm.base_url())
@@ -337,12 +314,7 @@ async fn no_adversarial_and_micro_agent_never_call_chaos() {
 #[tokio::test(flavor = "multi_thread")]
 async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
     // JavaScript: the file lands beside the unit tests, its import rewritten for there.
-    let dir = fixture("js-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "chaos:\n  keep_tests: true\n",
-    );
+    let dir = fixture_with_config("js-median", "chaos:\n  keep_tests: true\n");
     let llm = MockLlm::start().await;
     let quiet = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => {\n  assert.strictEqual(median([7]), 7);\n});\n";
     llm.helpful()
@@ -372,12 +344,7 @@ async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
     assert!(!unit.contains("a single value"));
 
     // Python: beside test_median.py, run by the project's pytest.
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "chaos:\n  keep_tests: true\n",
-    );
+    let dir = fixture_with_config("py-median", "chaos:\n  keep_tests: true\n");
     without_gates(dir.path());
     let llm = artisan_always("python", FIXED_PY).await;
     llm.script("chaos", [chaos_reply("python", QUIET_PY)]);
@@ -404,12 +371,7 @@ async fn keep_tests_adds_chaos_s_files_to_the_project_and_they_run_there() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_passing_fix_s_review_runs_beside_chaos_s_round_and_its_verdict_is_reported() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "critic: { mode: parallel }\n",
-    );
+    let dir = fixture_with_config("py-median", "critic: { mode: parallel }\n");
     let llm = MockLlm::start().await;
     let slow = |text: String, ms: u64| Answer::Slow {
         text,

@@ -12,14 +12,7 @@ const PROPERTY_PY: &str = "from hypothesis import given, settings, strategies as
 async fn a_counterexample_becomes_a_named_regression_test_that_must_pass() {
     let dir = fixture("py-median");
     let llm = artisan_writes("python", [FIXED_PY, SAFE_PY]).await;
-    llm.script(
-        "chaos",
-        [
-            chaos_reply("python", PROPERTY_PY),
-            chaos_reply("python", QUIET_PY),
-        ],
-    )
-    .always("judge", text("KEEP: test_two_equal_values"));
+    chaos_then_quiet(&llm, PROPERTY_PY).always("judge", text("KEEP: test_two_equal_values"));
     let report = fix_py(dir.path(), &llm, 0);
     let a = &report["adversarial"];
     let findings = a["findings"].as_array().unwrap();
@@ -113,9 +106,7 @@ async fn a_fast_check_counterexample_becomes_a_regression_test_chaos_writes() {
         .starts_with("replays the counterexample of"));
     assert!(findings.iter().all(|f| f["status"] == "fixed"), "{a:#}");
     // Chaos's model was shown the counterexample fast-check printed, with its seed.
-    let asked = llm.requests_of("replay").await;
-    assert_eq!(asked.len(), 1);
-    let prompt = user_prompt(&asked[0]);
+    let prompt = last_prompt_of(&llm, "replay", 1).await;
     assert_has(&prompt, &["The input it failed on: `[", "(seed 42"]);
     // The test is at the end of round 1's file.
     let path = a["suites"][0]["path"].as_str().unwrap();
@@ -129,12 +120,7 @@ const SAFE_RS: &str = "/// The median of a list of numbers; `None` for an empty 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rust_chaos_finds_the_overflow_with_proptest_and_replays_its_counterexample() {
-    let dir = fixture("rs-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "chaos:\n  keep_tests: true\n",
-    );
+    let dir = fixture_with_config("rs-median", "chaos:\n  keep_tests: true\n");
     let manifest = std::fs::read_to_string(dir.path().join("Cargo.toml")).unwrap();
     let llm = MockLlm::start().await;
     let attack = "use proptest::prelude::*;\nuse rs_median::median;\n\n#[test]\nfn two_huge_equal_values() {\n    assert_eq!(median(&[1e308, 1e308]), Some(1e308));\n}\n\nproptest! {\n    #![proptest_config(ProptestConfig::with_cases(100))]\n    #[test]\n    fn two_equal_values_give_that_value(x in 1e307f64..1e308) {\n        prop_assert_eq!(median(&[x, x]), Some(x));\n    }\n}\n";

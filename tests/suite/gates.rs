@@ -34,7 +34,7 @@ fn thin_py(config: &str) -> tempfile::TempDir {
     let dir = fixture("py-median");
     write(dir.path(), "median.py", UNSORTED_PY);
     write(dir.path(), "test_median.py", THIN_TESTS_PY);
-    write(dir.path(), "ralph.config.yaml", config);
+    write_config(dir.path(), config);
     dir
 }
 
@@ -81,18 +81,16 @@ async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     assert_eq!(c["min"], 90.0, "the default gate: {c:#}");
     assert_eq!(report["adversarial"]["rounds"], 2);
     // The second Chaos call was shown the lines no test ran, with their code.
-    let chaos = llm.requests_of("chaos").await;
-    assert_eq!(chaos.len(), 2);
-    let second = user_prompt(&chaos[1]);
+    let chaos = prompts_of(&llm, "chaos", 2).await;
     assert_has(
-        &second,
+        &chaos[1],
         &[
             "# Changed lines no test runs",
             "line 3: `raise ValueError(\"median of an empty list\")`",
             "line 8: `return (ordered[mid - 1] + ordered[mid]) / 2`",
         ],
     );
-    assert!(!user_prompt(&chaos[0]).contains("# Changed lines no test runs"));
+    assert!(!chaos[0].contains("# Changed lines no test runs"));
     // The promise it kept, in the report and in the summary.
     assert_eq!(report["promise"]["profile"], "full");
     assert_eq!(check(&report, "coverage")["status"], "met");
@@ -136,9 +134,8 @@ async fn a_thin_rust_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     let dir = fixture("rs-median");
     write(dir.path(), "src/lib.rs", UNSORTED_RS);
     write(dir.path(), "tests/median.rs", THIN_TESTS_RS);
-    write(
+    write_config(
         dir.path(),
-        "ralph.config.yaml",
         "success_criteria:\n  mutation_score_min: null\n",
     );
     let llm = MockLlm::start().await;
@@ -345,9 +342,8 @@ async fn a_missing_tool_leaves_a_default_gate_unavailable_never_met() {
     // With c8 in the project, its per-line report is read: the unit tests run every changed line.
     let dir = fixture("js-median");
     link_node_modules(dir.path());
-    write(
+    write_config(
         dir.path(),
-        "ralph.config.yaml",
         "success_criteria:\n  mutation_score_min: null\n",
     );
     let out = ralph_with_chaos(dir.path(), &llm)
@@ -366,12 +362,7 @@ async fn a_missing_tool_leaves_a_default_gate_unavailable_never_met() {
     assert_eq!(check(&report, "coverage")["status"], "met");
 
     // A gate the config sets, with its tool missing, stops the run before any model is called.
-    let dir = fixture("js-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "success_criteria:\n  coverage_threshold: 90\n",
-    );
+    let dir = fixture_with_config("js-median", "success_criteria:\n  coverage_threshold: 90\n");
     let calls = llm.requests().await.len();
     let out = ralph_with_chaos(dir.path(), &llm)
         .args(["src/median.js"])

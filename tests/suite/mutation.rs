@@ -36,7 +36,7 @@ fn run(dir: &Path, llm: &MockLlm, target: &str) -> (i32, Value) {
 
 fn py_project(config: &str) -> tempfile::TempDir {
     let dir = fixture("py-median");
-    write(dir.path(), "ralph.config.yaml", config);
+    write_config(dir.path(), config);
     dir
 }
 
@@ -139,12 +139,7 @@ async fn chaos_kills_the_survivors_and_argues_one_equivalent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn javascript_mutation_score_is_reported_without_a_gate() {
-    let dir = fixture("js-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "chaos:\n  strategies: [boundary, mutation]\n",
-    );
+    let dir = fixture_with_config("js-median", "chaos:\n  strategies: [boundary, mutation]\n");
     link_node_modules(dir.path());
     let llm = MockLlm::start().await;
     let quiet = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n\ntest('a single value', () => {\n  assert.strictEqual(median([7]), 7);\n});\n";
@@ -172,12 +167,7 @@ async fn javascript_mutation_score_is_reported_without_a_gate() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_mutation_tool_stops_the_run_before_any_model_is_called() {
-    let dir = fixture("js-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "success_criteria:\n  mutation_score_min: 80\n",
-    );
+    let dir = fixture_with_config("js-median", "success_criteria:\n  mutation_score_min: 80\n");
     let llm = MockLlm::start().await;
     llm.helpful();
     let out = ralph_with_chaos(dir.path(), &llm)
@@ -203,7 +193,7 @@ async fn javascript_weak_tests_leave_survivors_that_chaos_s_tests_kill() {
         "test/median.test.js",
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../src/median');\n\ntest('sorts numbers numerically', () => {\n  assert.strictEqual(median([10, 9, 1]), 9);\n});\n",
     );
-    write(dir.path(), "ralph.config.yaml", GATE);
+    write_config(dir.path(), GATE);
     let header = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../../../src/median');\n";
     let quiet = format!(
         "{header}\ntest('a single value', () => {{\n  assert.strictEqual(median([7]), 7);\n}});\n"
@@ -321,10 +311,8 @@ const KILL_RS: &str = "use rs_median::median;\n\n#[test]\nfn a_single_value() {\
 /// The Rust crate under a 95 % gate, fixed by `FIXED_RS`, with Chaos answering `chaos` in
 /// turn and `config` added: its directory, the exit code and the report.
 async fn gated_rs(chaos: [Answer; 2], config: &str) -> (tempfile::TempDir, MockLlm, i32, Value) {
-    let dir = fixture("rs-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
+    let dir = fixture_with_config(
+        "rs-median",
         &format!("success_criteria:\n  mutation_score_min: 95\nchaos:\n  max_rounds: 2\n{config}"),
     );
     let llm = artisan_always("rust", FIXED_RS).await;
@@ -420,9 +408,8 @@ async fn a_rust_file_of_many_functions_has_its_whole_listing_read() {
     let dir = fixture("rs-median");
     let broken = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
     write(dir.path(), "src/lib.rs", &format!("{broken}{padding}"));
-    write(
+    write_config(
         dir.path(),
-        "ralph.config.yaml",
         "success_criteria:\n  coverage_threshold: null\n",
     );
     let fixed = format!("{FIXED_RS}{padding}");

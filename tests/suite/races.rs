@@ -29,6 +29,43 @@ fn reply(body: &str) -> Answer {
     ))
 }
 
+/// Fixes `target` in `dir` with Chaos on, which must succeed: the report, and its findings,
+/// asserted to be `n`.
+fn fixed_with_findings(
+    dir: &std::path::Path,
+    llm: &MockLlm,
+    target: &str,
+    n: usize,
+) -> (Value, Vec<Value>) {
+    let out = ralph_with_chaos(dir, llm)
+        .timeout(std::time::Duration::from_secs(300))
+        .args([target, "--output", "json"])
+        .output()
+        .unwrap();
+    let report = report(dir);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let findings = report["adversarial"]["findings"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(findings.len(), n, "{report:#}");
+    (report, findings)
+}
+
+/// Asserts `finding` was fixed, its test's name holds `test` and its message `message`.
+#[track_caller]
+fn assert_fixed_finding(finding: &Value, test: &str, message: &str) {
+    assert!(
+        finding["test"].as_str().unwrap().contains(test),
+        "{finding}"
+    );
+    assert!(
+        finding["message"].as_str().unwrap().contains(message),
+        "{finding}"
+    );
+    assert_eq!(finding["status"], "fixed");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,31 +90,16 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
             "judge",
             text("KEEP: test_concurrent_adds_are_not_lost\nThe contract counts every addition."),
         );
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args(["counter.py", "--output", "json"])
-        .output()
-        .unwrap();
-    let report: Value = report(dir.path());
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
-    assert_eq!(report["status"], "success");
-    let a = &report["adversarial"];
     // Round 1's interleavings fail on the racy fix, for real; the Critic keeps the finding,
     // and the locked fix passes every one of them.
-    let findings = a["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1, "{a:#}");
-    let finding = &findings[0];
-    assert!(finding["test"]
-        .as_str()
-        .unwrap()
-        .contains("test_concurrent_adds_are_not_lost"));
-    assert!(
-        finding["message"]
-            .as_str()
-            .unwrap()
-            .contains("an update was lost under seed"),
-        "{finding}"
+    let (report, findings) = fixed_with_findings(dir.path(), &llm, "counter.py", 1);
+    assert_eq!(report["status"], "success");
+    let a = &report["adversarial"];
+    assert_fixed_finding(
+        &findings[0],
+        "test_concurrent_adds_are_not_lost",
+        "an update was lost under seed",
     );
-    assert_eq!(finding["status"], "fixed");
     assert_file(dir.path(), "counter.py", LOCKED);
     // The harness sits beside Chaos's files in the session folder, not in the project.
     let session = session_dir(dir.path());
@@ -90,7 +112,7 @@ async fn a_lost_update_in_an_async_counter_is_found_kept_and_fixed() {
         "{second}"
     );
     // Chaos was told how to run interleavings in this stack.
-    let first = user_prompt(&llm.requests_of("chaos").await[0]);
+    let first = prompt_to(&llm, "chaos", 0).await;
     assert!(
         first.contains("from ralph_interleave import interleavings"),
         "{first}"
@@ -152,27 +174,14 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
             "judge",
             text("KEEP: concurrent adds are not lost\nEvery addition must count."),
         );
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args(["src/counter.js", "--output", "json"])
-        .output()
-        .unwrap();
-    let report: Value = report(dir.path());
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
     // The property's finding, with fast-check's counterexample (the order of the scheduled
-    // calls), and its replay by hand: both fail on the racy fix and pass on the serial one.
-    let findings = report["adversarial"]["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 2, "{report:#}");
-    let property = &findings[0];
-    assert!(property["test"]
-        .as_str()
-        .unwrap()
-        .contains("concurrent adds are not lost"));
-    assert!(
-        property["message"]
-            .as_str()
-            .unwrap()
-            .contains("Counterexample"),
-        "fast-check's own report of the interleaving: {property}"
+    // calls: fast-check's own report of the interleaving), and its replay by hand: both fail on
+    // the racy fix and pass on the serial one.
+    let (report, findings) = fixed_with_findings(dir.path(), &llm, "src/counter.js", 2);
+    assert_fixed_finding(
+        &findings[0],
+        "concurrent adds are not lost",
+        "Counterexample",
     );
     assert!(findings[1]["test"]
         .as_str()
@@ -183,7 +192,7 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
         "{report:#}"
     );
     assert_file(dir.path(), "src/counter.js", SERIAL_COUNTER_JS);
-    let first = user_prompt(&llm.requests_of("chaos").await[0]);
+    let first = prompt_to(&llm, "chaos", 0).await;
     assert!(first.contains("fc.scheduler()"), "{first}");
 }
 
@@ -231,30 +240,19 @@ async fn threads_behind_a_barrier_find_a_lost_update_in_rust() {
         "judge",
         text("KEEP: concurrent_adds_are_not_lost\nEvery addition must count."),
     );
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .timeout(std::time::Duration::from_secs(300))
-        .args(["src/lib.rs", "--output", "json"])
-        .output()
-        .unwrap();
-    let report: Value = report(dir.path());
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
-    let findings = report["adversarial"]["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1, "{report:#}");
+    let (_, findings) = fixed_with_findings(dir.path(), &llm, "src/lib.rs", 1);
     let finding = &findings[0];
     assert!(finding["test"]
         .as_str()
         .unwrap()
         .ends_with("concurrent_adds_are_not_lost"));
-    assert!(
-        finding["message"]
-            .as_str()
-            .unwrap()
-            .contains("an update was lost in run"),
-        "{finding}"
+    assert_fixed_finding(
+        finding,
+        "concurrent_adds_are_not_lost",
+        "an update was lost in run",
     );
-    assert_eq!(finding["status"], "fixed");
     assert_file(dir.path(), "src/lib.rs", fixed);
-    let first = user_prompt(&llm.requests_of("chaos").await[0]);
+    let first = prompt_to(&llm, "chaos", 0).await;
     assert!(first.contains("std::sync::Barrier"), "{first}");
     // The file ran in the harness crate, the project's manifest untouched.
     assert!(session_dir(dir.path()).join("chaos/Cargo.toml").is_file());
