@@ -41,7 +41,7 @@ fn fixer_run(dir: &Path, llm: &MockLlm, bin: &Path, state: &Path) -> assert_cmd:
     std::fs::write(&script, FIXER).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(state.join("fixed.py"), FIXED_PY).unwrap();
-    write(dir, "ralph.config.yaml", CONFIG);
+    write_config(dir, CONFIG);
     let mut cmd = ralph(dir, llm);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     cmd.env("PATH", path).env("FIXER_STATE", state);
@@ -65,13 +65,7 @@ async fn an_agent_artisan_is_run_again_after_a_crash_and_only_the_target_changes
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     // The crash was run again after the backoff; the second run's edit was the proposal.
     let runs = std::fs::read_to_string(state.path().join("count")).unwrap();
     assert_eq!(runs.trim(), "2");
@@ -96,29 +90,35 @@ async fn an_agent_is_refused_for_any_role_but_the_artisan_and_when_unknown() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
     let (bin, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    fixer_run(dir.path(), &llm, bin.path(), state.path())
-        .args(["median.py", "--models", "critic=agent:fixer"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains(
-            "the critic cannot be an agent CLI (agent/fixer)",
-        ));
-    fixer_run(dir.path(), &llm, bin.path(), state.path())
-        .args(["median.py", "--models", "artisan=agent:nosuch"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("no agent named \"nosuch\""));
-    fixer_run(dir.path(), &llm, bin.path(), state.path())
-        .args([
+    assert_exits_saying(
+        fixer_run(dir.path(), &llm, bin.path(), state.path()).args([
+            "median.py",
+            "--models",
+            "critic=agent:fixer",
+        ]),
+        2,
+        &["the critic cannot be an agent CLI (agent/fixer)"],
+    );
+    assert_exits_saying(
+        fixer_run(dir.path(), &llm, bin.path(), state.path()).args([
+            "median.py",
+            "--models",
+            "artisan=agent:nosuch",
+        ]),
+        2,
+        &["no agent named \"nosuch\""],
+    );
+    assert_exits_saying(
+        fixer_run(dir.path(), &llm, bin.path(), state.path()).args([
             "median.py",
             "--models",
             "artisan=agent:fixer",
             "--record",
             "tape.jsonl",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("cannot be recorded or replayed"));
+        ]),
+        2,
+        &["cannot be recorded or replayed"],
+    );
     // Nothing ran and nothing was asked.
     assert!(!state.path().join("count").exists());
     assert!(llm.requests().await.is_empty());

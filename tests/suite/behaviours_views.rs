@@ -288,19 +288,8 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
         format!("{DOCUMENTED_PY}# house style: checked\n"),
     );
     // The veto's reason and the change's note reached the Artisan's next prompt, not before.
-    let prompts: Vec<String> = llm
-        .requests_of("artisan")
-        .await
-        .iter()
-        .map(user_prompt)
-        .collect();
-    assert_eq!(prompts.len(), 2);
-    assert!(!prompts[0].contains("median.py: every function needs a docstring"));
-    assert!(
-        prompts[1].contains("median.py: every function needs a docstring"),
-        "{}",
-        prompts[1]
-    );
+    let prompts = prompts_of(&llm, "artisan", 2).await;
+    assert_told_next(&prompts, "median.py: every function needs a docstring");
     assert!(
         prompts[1].contains("house-style stamped median.py (python)"),
         "{}",
@@ -419,14 +408,8 @@ async fn a_javascript_plugin_that_throws_fails_as_its_on_failure_says_and_says_w
         "{warned:?}"
     );
     // ask_agent: the async failure reached the Artisan's next prompt.
-    let prompts: Vec<String> = llm
-        .requests_of("artisan")
-        .await
-        .iter()
-        .map(user_prompt)
-        .collect();
-    assert!(!prompts[0].contains(coverage));
-    assert!(prompts[1].contains(coverage), "{}", prompts[1]);
+    let prompts = prompts_of(&llm, "artisan", 2).await;
+    assert_told_next(&prompts, coverage);
     assert!(
         !prompts[1].contains("ENOENT"),
         "warn_continue tells the Artisan nothing"
@@ -484,13 +467,10 @@ async fn a_throwing_javascript_plugin_under_abort_loop_stops_the_run_with_its_er
         1,
         "no second iteration"
     );
-    let original = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py-median/median.py"),
-    )
-    .unwrap();
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        original,
-        "the proposal its plugin could not check is never written"
+    assert_untouched(
+        dir.path(),
+        "py-median",
+        "median.py",
+        "the proposal its plugin could not check is never written",
     );
 }

@@ -3,8 +3,6 @@
 //! replies without usage on every protocol, a proxy's own cost, and a provider that ignores
 //! `max_tokens`.
 
-use predicates::prelude::*;
-
 use super::support::*;
 
 /// A fix that takes two iterations on the Python fixture.
@@ -24,28 +22,25 @@ async fn an_unpriced_model_is_refused_at_start_unless_allowed() {
     let llm = MockLlm::start().await;
     two_iterations(&llm);
     let original = std::fs::read_to_string(dir.path().join("median.py")).unwrap();
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "openai/smollm2-135m"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("no price is known for openai/smollm2-135m")
-                .and(predicate::str::contains("prices:"))
-                .and(predicate::str::contains("budgets.allow_unpriced: true")),
-        );
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py", "--models", "openai/smollm2-135m"]),
+        2,
+        &[
+            "no price is known for openai/smollm2-135m",
+            "prices:",
+            "budgets.allow_unpriced: true",
+        ],
+    );
     assert!(llm.requests().await.is_empty(), "refused before any call");
     assert_file(dir.path(), "median.py", original);
 
-    write(
+    write_config(dir.path(), "budgets:\n  allow_unpriced: true\n");
+    let report = ralph_report(
         dir.path(),
-        "ralph.config.yaml",
-        "budgets:\n  allow_unpriced: true\n",
+        &llm,
+        &["median.py", "--models", "openai/smollm2-135m"],
+        0,
     );
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "openai/smollm2-135m"])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
     assert_eq!(report["cost_usd"], 0.0);
     let notes = report["notes"].to_string();
     assert!(
@@ -83,9 +78,8 @@ async fn a_server_counting_more_tokens_than_estimated_cannot_cross_the_budget() 
                 },
             );
         }
-        write(
+        write_config(
             dir.path(),
-            "ralph.config.yaml",
             "prices:\n  openai/smollm2-135m: { input: 1.0, output: 0.01 }\n\
              circuit_breaker:\n  entropy_threshold: 100\n",
         );
@@ -171,16 +165,8 @@ async fn a_proxy_s_reported_cost_is_what_is_charged() {
         ..Billing::default()
     });
     two_iterations(&llm);
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "providers:\n  openai:\n    stream: false\n",
-    );
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "gpt-mini"])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
+    write_config(dir.path(), "providers:\n  openai:\n    stream: false\n");
+    let report = ralph_report(dir.path(), &llm, &["median.py", "--models", "gpt-mini"], 0);
     let calls = llm.requests().await.len() as f64;
     let cost = report["cost_usd"].as_f64().unwrap();
     assert!(
@@ -206,11 +192,7 @@ async fn a_provider_ignoring_max_tokens_stops_the_run_and_is_named() {
             completion_tokens: 200_000,
         }],
     );
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "gpt-mini"])
-        .assert()
-        .code(3);
-    let report = report(dir.path());
+    let report = ralph_report(dir.path(), &llm, &["median.py", "--models", "gpt-mini"], 3);
     assert_eq!(report["status"], "budget_exceeded");
     let overruns = report["overruns"].as_array().expect("overruns");
     assert_eq!(overruns.len(), 1, "{report}");

@@ -8,11 +8,11 @@ use super::support::*;
 async fn missing_file_is_a_usage_error() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["nope.py"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("target file not found: nope.py"));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["nope.py"]),
+        2,
+        &["target file not found: nope.py"],
+    );
     assert!(
         !dir.path().join(".ralph").exists(),
         "nothing is written for a run that never started"
@@ -21,35 +21,23 @@ async fn missing_file_is_a_usage_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_config_names_file_line_and_key() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
+    let dir = fixture_with_config(
+        "py-median",
         "budgets:\n  max_iterations: 5\n  max_cost: 1.0\n",
     );
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["median.py"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("ralph.config.yaml:3")
-                .and(predicate::str::contains("max_cost")),
-        );
-
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "budgets:\n  max_cost_usd: lots\n",
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py"]),
+        2,
+        &["ralph.config.yaml:3", "max_cost"],
     );
-    ralph(dir.path(), &llm)
-        .args(["median.py"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("ralph.config.yaml:2")
-                .and(predicate::str::contains("budgets.max_cost_usd")),
-        );
+
+    write_config(dir.path(), "budgets:\n  max_cost_usd: lots\n");
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py"]),
+        2,
+        &["ralph.config.yaml:2", "budgets.max_cost_usd"],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -57,25 +45,22 @@ async fn no_test_command_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "lonely.py", "x = 1\n");
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["lonely.py"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no tests found").and(predicate::str::contains("-t")));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["lonely.py"]),
+        2,
+        &["no tests found", "-t"],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_without_its_key_is_refused_at_start() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--models", "artisan=claude"])
-        .assert()
-        .code(1)
-        .stderr(
-            predicate::str::contains("anthropic")
-                .and(predicate::str::contains("ANTHROPIC_API_KEY")),
-        );
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py", "--models", "artisan=claude"]),
+        1,
+        &["anthropic", "ANTHROPIC_API_KEY"],
+    );
     assert!(!dir.path().join(".ralph").exists());
 }
 
@@ -130,9 +115,10 @@ fn a_missing_key_is_named_before_any_work() {
     let dir = fixture("py-median");
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir.path());
-    cmd.args(["median.py"]).assert().code(1).stderr(
-        predicate::str::contains("openai")
-            .and(predicate::str::contains("OPENAI_API_KEY is not set")),
+    assert_exits_saying(
+        cmd.args(["median.py"]),
+        1,
+        &["openai", "OPENAI_API_KEY is not set"],
     );
     assert!(
         !dir.path().join(".ralph").exists(),
@@ -144,31 +130,26 @@ fn a_missing_key_is_named_before_any_work() {
 async fn an_unknown_or_absent_language_is_a_usage_error() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--language", "cobol"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "--language: unknown language `cobol`",
-        ));
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--language", "rust"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("rust"));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py", "--language", "cobol"]),
+        2,
+        &["--language: unknown language `cobol`"],
+    );
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py", "--language", "rust"]),
+        2,
+        &["rust"],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_test_file_target_needs_allow_test_edits() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    ralph(dir.path(), &llm)
-        .args(["test_median.py"])
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains("is a test file")
-                .and(predicate::str::contains("--allow-test-edits")),
-        );
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["test_median.py"]),
+        2,
+        &["is a test file", "--allow-test-edits"],
+    );
     assert!(llm.requests().await.is_empty());
 }

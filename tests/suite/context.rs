@@ -39,9 +39,7 @@ async fn the_artisan_sees_the_helper_the_target_imports() {
     assert_eq!(gathered[0]["included"][2]["path"], "helpers.py");
     assert_eq!(gathered[0]["included"][2]["relation"], "imported");
 
-    let artisan = llm.requests_of("artisan").await;
-    assert_eq!(artisan.len(), 1);
-    let prompt = user_prompt(&artisan[0]);
+    let prompt = last_prompt_of(&llm, "artisan", 1).await;
     assert!(
         prompt.contains(&format!(
             "# Related files, nearest first\n\n## `helpers.py` (imported by target)\n```python\n{HELPER}\n```"

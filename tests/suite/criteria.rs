@@ -15,7 +15,7 @@ const BUGGY: &str = "def median(values):\n    if not values:\n        raise Valu
 fn project(module: &str, config: &str) -> tempfile::TempDir {
     let dir = fixture("stacks/python");
     write(dir.path(), MODULE, module);
-    write(dir.path(), "ralph.config.yaml", config);
+    write_config(dir.path(), config);
     dir
 }
 
@@ -78,9 +78,7 @@ async fn a_proposal_that_skips_tests_is_sent_back_with_the_reason() {
     let report = report(dir.path());
     assert_eq!(report["test_integrity_rejections"], 1, "{report:#}");
     assert_eq!(report["iterations"], 1);
-    let artisan = llm.requests_of("artisan").await;
-    assert_eq!(artisan.len(), 2);
-    let second = user_prompt(&artisan[1]);
+    let second = last_prompt_of(&llm, "artisan", 2).await;
     assert_has(&second, &["test-integrity check", "pytest.skip()"]);
     assert_eq!(
         std::fs::read_to_string(dir.path().join(MODULE)).unwrap(),

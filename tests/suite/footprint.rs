@@ -143,11 +143,7 @@ async fn a_run_with_a_full_vault_holds_little_more_than_one_without() {
     let full = example("median-js");
     seed_vault(full.path(), 1000).await;
     let off = example("median-js");
-    write(
-        off.path(),
-        "ralph.config.yaml",
-        "memory: { enabled: false }\n",
-    );
+    write_config(off.path(), "memory: { enabled: false }\n");
 
     let (with_vault, log) = peak_of_run(
         full.path(),
@@ -170,13 +166,7 @@ async fn a_run_with_a_full_vault_holds_little_more_than_one_without() {
          share regressed"
     );
     // The run's attempt was recorded; a prune waits until the vault holds a tenth more.
-    let out = Command::new(env!("CARGO_BIN_EXE_ralph-loop"))
-        .current_dir(full.path())
-        .env("HOME", full.path())
-        .args(["vault", "stats", "--json"])
-        .output()
-        .unwrap();
-    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stats = vault_stats(full.path());
     assert_eq!(stats["attempts"], 1001, "{stats}");
 }
 
@@ -192,24 +182,11 @@ const VAULT_MIB: u64 = 45;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_that_leaves_a_tenth_more_prunes_back_to_the_limit() {
     let dir = example("median-js");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "memory:\n  max_patterns: 50\n",
-    );
+    write_config(dir.path(), "memory:\n  max_patterns: 50\n");
     seed_vault(dir.path(), 54).await;
     peak_of_run(dir.path(), &[]);
-    let stats = |dir: &Path| -> serde_json::Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_ralph-loop"))
-            .current_dir(dir)
-            .env("HOME", dir)
-            .args(["vault", "stats", "--json"])
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
     // 54 + 1 = 55, a tenth over 50: pruned to 50, in one file.
-    let after = stats(dir.path());
+    let after = vault_stats(dir.path());
     assert_eq!(after["attempts"], 50, "{after}");
     assert_eq!(after["fragments"], 1, "{after}");
 
@@ -225,5 +202,5 @@ async fn a_run_that_leaves_a_tenth_more_prunes_back_to_the_limit() {
         &[("RUST_LOG", "lance=info,ralph_loop::exit=debug")],
     );
     assert!(!log.contains("plan_run"), "{log}");
-    assert_eq!(stats(again.path())["attempts"], 51);
+    assert_eq!(vault_stats(again.path())["attempts"], 51);
 }

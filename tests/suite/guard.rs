@@ -240,9 +240,7 @@ async fn a_mangled_placeholder_is_sent_back_and_never_guessed() {
     llm.helpful().script("artisan", [mangled, fixer()]);
     fix(dir.path(), &llm);
     assert_file(dir.path(), "settings.py", target.replace(BUG, FIX));
-    let asked = llm.requests_of("artisan").await;
-    assert_eq!(asked.len(), 2);
-    let second = user_prompt(&asked[1]);
+    let second = last_prompt_of(&llm, "artisan", 2).await;
     assert_has(
         &second,
         &[
@@ -254,16 +252,20 @@ async fn a_mangled_placeholder_is_sent_back_and_never_guessed() {
 
 /// Fixes `settings.py` in `dir` through `llm`, which must succeed.
 fn fix(dir: &Path, llm: &MockLlm) {
-    ralph(dir, llm)
-        .args([
-            "settings.py",
-            "-t",
-            "python3 -m pytest -q",
-            "--output",
-            "json",
-        ])
-        .assert()
-        .code(0);
+    fix_settings(dir, llm).assert().code(0);
+}
+
+/// `ralph-loop settings.py` in `dir` through `llm`, under pytest, its report printed as JSON.
+fn fix_settings(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
+    let mut cmd = ralph(dir, llm);
+    cmd.args([
+        "settings.py",
+        "-t",
+        "python3 -m pytest -q",
+        "--output",
+        "json",
+    ]);
+    cmd
 }
 
 /// The file a model would give back, from the target shown in `prompt`.
@@ -288,22 +290,9 @@ fn fixer() -> Answer {
 #[tokio::test(flavor = "multi_thread")]
 async fn block_mode_refuses_the_call_and_names_the_kind_and_file() {
     let (dir, target) = small_project();
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "local_guard:\n  mode: block\n",
-    );
+    write_config(dir.path(), "local_guard:\n  mode: block\n");
     let llm = artisan_answers(fixer()).await;
-    let out = ralph(dir.path(), &llm)
-        .args([
-            "settings.py",
-            "-t",
-            "python3 -m pytest -q",
-            "--output",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = fix_settings(dir.path(), &llm).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let report = report(dir.path());
     let reason = report["reason"].as_str().unwrap();
@@ -405,9 +394,8 @@ fn guard_scan_lists_what_would_be_masked_and_exits_1() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["hits"].as_array().unwrap().len(), 0);
     assert_eq!(json["files"], 1);
-    write(
+    write_config(
         clean.path(),
-        "ralph.config.yaml",
         "local_guard:\n  patterns:\n    bad: '(unclosed'\n",
     );
     let out = guard_scan(clean.path(), &["guard", "scan"]);

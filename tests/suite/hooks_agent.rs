@@ -24,11 +24,7 @@ async fn an_agent_hook_asks_its_model_and_the_reply_reaches_the_artisan() {
         "hook",
         text("Sort the values first; average the middle two."),
     );
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_test_fail:\n    - type: agent\n      name: explain\n      model: openai/gpt-4o-mini\n      prompt: \"Iteration ${ITERATION}: the tests of ${TARGET} failed (${TESTS_SUMMARY}).\\n${FAILURES}\\nWhy?\"\n      on_failure: warn_continue\n",
-    );
+    write_config(dir.path(), "hooks:\n  on_test_fail:\n    - type: agent\n      name: explain\n      model: openai/gpt-4o-mini\n      prompt: \"Iteration ${ITERATION}: the tests of ${TARGET} failed (${TESTS_SUMMARY}).\\n${FAILURES}\\nWhy?\"\n      on_failure: warn_continue\n");
     let assert = trusted_run(dir.path(), &llm);
     assert_eq!(assert.get_output().status.code(), Some(0));
     let report = report(dir.path());
@@ -58,11 +54,7 @@ async fn an_agent_hook_asks_its_model_and_the_reply_reaches_the_artisan() {
 async fn an_agent_hook_with_an_unknown_variable_is_refused_with_its_line() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_test_fail:\n    - type: agent\n      prompt: \"Why did ${TARGET} fail? ${STACK}\"\n      on_failure: warn_continue\n",
-    );
+    write_config(dir.path(), "hooks:\n  on_test_fail:\n    - type: agent\n      prompt: \"Why did ${TARGET} fail? ${STACK}\"\n      on_failure: warn_continue\n");
     let stderr = stderr_at(ralph(dir.path(), &llm).args(["median.py"]), 2);
     assert_has(&stderr, &["ralph.config.yaml:", "${STACK}"]);
     assert!(llm.requests().await.is_empty());

@@ -60,7 +60,7 @@ async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed(
         "plugins/stamp.sh",
         "printf '# stamped\\n' >> \"$RALPH_PROPOSAL_FILE\"\n",
     );
-    write(dir.path(), "ralph.config.yaml", STAMP_CONFIG);
+    write_config(dir.path(), STAMP_CONFIG);
 
     // New: refused before anything runs.
     let out = run(dir.path(), &llm);
@@ -114,9 +114,8 @@ async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed(
 
     // Trusted again, then its command changed: refused again.
     trust_hooks(dir.path());
-    write(
+    write_config(
         dir.path(),
-        "ralph.config.yaml",
         &STAMP_CONFIG.replace("sh plugins/stamp.sh", "bash plugins/stamp.sh"),
     );
     let out = run(dir.path(), &llm);
@@ -134,11 +133,7 @@ async fn an_untrusted_hook_refuses_the_run_until_trusted_and_again_once_changed(
 async fn trust_by_name_trusts_only_that_hook_and_keeps_other_projects() {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_before_gen:\n    - type: shell\n      name: notes\n      command: echo hi\n      on_failure: warn_continue\n  on_success:\n    - type: shell\n      name: notify\n      command: echo done\n      on_failure: warn_continue\n",
-    );
+    write_config(dir.path(), "hooks:\n  on_before_gen:\n    - type: shell\n      name: notes\n      command: echo hi\n      on_failure: warn_continue\n  on_success:\n    - type: shell\n      name: notify\n      command: echo done\n      on_failure: warn_continue\n");
     write(
         dir.path(),
         "ralph-plugins.yaml",
@@ -217,12 +212,7 @@ async fn trust_by_name_trusts_only_that_hook_and_keeps_other_projects() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn validate_lists_each_hook_with_its_trust_and_refuses_a_bad_file() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_after_gen:\n    - type: shell\n      name: fmt\n      command: python3 -c pass\n      on_failure: warn_continue\n  on_test_fail:\n    - type: shell\n      name: ghost\n      command: no-such-tool --check\n      on_failure: ask_agent\n",
-    );
+    let dir = fixture_with_config("py-median", "hooks:\n  on_after_gen:\n    - type: shell\n      name: fmt\n      command: python3 -c pass\n      on_failure: warn_continue\n  on_test_fail:\n    - type: shell\n      name: ghost\n      command: no-such-tool --check\n      on_failure: ask_agent\n");
     write(
         dir.path(),
         "ralph-plugins.yaml",
@@ -253,11 +243,7 @@ async fn validate_lists_each_hook_with_its_trust_and_refuses_a_bad_file() {
     let err = stderr(&out);
     assert_has(&err, &["ralph-plugins.yaml:5:", "on_failure"]);
     std::fs::remove_file(dir.path().join("ralph-plugins.yaml")).unwrap();
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_lunch:\n    - type: shell\n      command: 'true'\n      on_failure: warn_continue\n",
-    );
+    write_config(dir.path(), "hooks:\n  on_lunch:\n    - type: shell\n      command: 'true'\n      on_failure: warn_continue\n");
     let out = hooks_cmd(dir.path()).arg("validate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -323,7 +309,7 @@ async fn claude_hooks_import_into_a_config_that_validates() {
     );
 
     // The output loads as a config: validate lists the imported hooks, not yet trusted.
-    write(dir.path(), "ralph.config.yaml", &yaml);
+    write_config(dir.path(), &yaml);
     let out = succeeded(hooks_cmd(dir.path()).arg("validate"));
     let listed = stdout(&out);
     for line in [
@@ -402,7 +388,7 @@ async fn codex_notify_and_hooks_import_into_a_config_that_validates() {
     assert_eq!(parsed["hooks"]["on_after_gen"][0]["timeout_seconds"], 20);
     assert_has(&yaml, &["one JSON argument", "# - SessionStart in"]);
 
-    write(dir.path(), "ralph.config.yaml", &yaml);
+    write_config(dir.path(), &yaml);
     let out = succeeded(hooks_cmd(dir.path()).arg("validate"));
     assert!(
         stdout(&out).contains("codex-notify-1         on_success    shell  warn_continue  new"),

@@ -73,7 +73,7 @@ async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
     let yaml = format!(
         "hooks:\n  on_before_gen:\n    - type: shell\n      name: snoop\n      command: {snoop:?}\n      on_failure: abort_loop\n"
     );
-    write(dir.path(), "ralph.config.yaml", &yaml);
+    write_config(dir.path(), &yaml);
     trust_hooks(dir.path());
     let assert = ralph(dir.path(), &llm)
         .env("SNOOP_PID", bystander.id().to_string())
@@ -105,11 +105,7 @@ async fn a_sandboxed_hook_cannot_read_or_signal_other_processes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_during_a_hook_stops_it_and_is_not_logged_as_its_failure() {
     let (dir, out, llm) = project(fixes_at_once).await;
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "hooks:\n  on_before_gen:\n    - type: shell\n      name: slow\n      command: touch .hook-out/started; exec sleep 120\n      on_failure: abort_loop\n",
-    );
+    write_config(dir.path(), "hooks:\n  on_before_gen:\n    - type: shell\n      name: slow\n      command: touch .hook-out/started; exec sleep 120\n      on_failure: abort_loop\n");
     trust_hooks(dir.path());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
         .args(["median.py", "--no-adversarial"])
@@ -227,14 +223,10 @@ async fn without_landlock_hooks_run_unisolated_once_said_or_are_refused_when_req
     let outside = tempfile::tempdir().unwrap();
     let llm = artisan_always("python", FIXED_PY).await;
     let run = |mode: &str| {
-        write(
-            dir.path(),
-            "ralph.config.yaml",
-            &format!(
+        write_config(dir.path(), &format!(
                 "sandbox:\n  hooks: {mode}\nhooks:\n  on_success:\n    - type: shell\n      name: escape\n      command: touch {}/escaped-{mode}\n      on_failure: warn_continue\n",
                 outside.path().display()
-            ),
-        );
+            ));
         trust_hooks(dir.path());
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"));
         cmd.args(["median.py", "--no-adversarial", "--output", "json"])

@@ -6,24 +6,16 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use predicates::prelude::*;
 
 use super::support::*;
 
 fn spawn_ralph(dir: &Path, llm: &MockLlm, args: &[&str]) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("ralph-loop"))
-        .args(args)
-        .arg("--no-adversarial")
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("OPENAI_BASE_URL", llm.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    start_ralph(
+        dir,
+        llm,
+        &[args, &["--no-adversarial"]].concat(),
+        Stdio::piped(),
+    )
 }
 
 fn sigint(child: &Child) {
@@ -79,14 +71,11 @@ async fn ctrl_c_leaves_a_consistent_resumable_session() {
     assert_eq!(state["status"], "interrupted");
     assert_eq!(report(dir.path())["status"], "interrupted");
     assert_eq!(report(dir.path())["exit_code"], 130);
-    let original = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py-median/median.py"),
-    )
-    .unwrap();
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("median.py")).unwrap(),
-        original,
-        "the target is untouched"
+    assert_untouched(
+        dir.path(),
+        "py-median",
+        "median.py",
+        "the target is untouched",
     );
 
     // Resume: no second baseline, the cost so far carries over, and the fix lands.
@@ -147,12 +136,7 @@ async fn a_second_ctrl_c_exits_at_once_and_kills_the_tests() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hanging_test_command_is_killed_at_the_timeout() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "testing:\n  timeout_seconds: 1\n",
-    );
+    let dir = fixture_with_config("py-median", "testing:\n  timeout_seconds: 1\n");
     let llm = artisan_always("python", FIXED_PY).await;
     let marker = "sleep 39.75";
     let started = Instant::now();
@@ -369,14 +353,7 @@ async fn two_runs_on_two_targets_at_once_and_a_third_on_a_held_target_refused() 
     assert_file(dir.path(), "mean.py", FIXED_MEAN_PY);
     // What the two runs share beside their sessions is whole: both runs' attempts in the vault,
     // and a graph cache (written by whichever saved last) that the next run reads.
-    let stats = assert_cmd::Command::cargo_bin("ralph-loop")
-        .unwrap()
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .args(["vault", "stats", "--json"])
-        .output()
-        .unwrap();
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let stats = vault_stats(dir.path());
     assert_eq!(stats["attempts"], 2, "{stats:#}");
     assert_eq!(stats["successful"], 2, "{stats:#}");
     assert!(dir.path().join(".ralph/graph-cache.bin").is_file());
@@ -402,11 +379,11 @@ async fn a_stopped_session_resumes_with_a_new_limit_and_the_user_s_guidance() {
     assert!(steps.contains("ralph-loop resume"), "{steps}");
 
     // The same limit would stop it again at once.
-    ralph_with_chaos(dir.path(), &llm)
-        .arg("resume")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("pass -m N with N above 1"));
+    assert_exits_saying(
+        ralph_with_chaos(dir.path(), &llm).arg("resume"),
+        2,
+        &["pass -m N with N above 1"],
+    );
 
     ralph_with_chaos(dir.path(), &llm)
         .args(["resume", "-m", "3", "--guidance"])
@@ -431,13 +408,7 @@ pub(super) async fn breaker_project() -> (tempfile::TempDir, MockLlm) {
 
 /// A `py-median` project whose breaker opens after 2 like failures.
 fn breaker_fixture() -> tempfile::TempDir {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "circuit_breaker:\n  entropy_threshold: 2\n",
-    );
-    dir
+    fixture_with_config("py-median", "circuit_breaker:\n  entropy_threshold: 2\n")
 }
 
 /// A server whose Artisan fixes `median.py` only when its prompt holds the guidance "raise

@@ -1,6 +1,5 @@
 //! Whole runs of the loop on real projects against the local model server.
 
-use predicates::prelude::*;
 use serde_json::Value;
 
 use super::support::*;
@@ -82,11 +81,11 @@ async fn javascript_fixed_with_node_test_runner() {
     let dir = fixture("js-median");
     let llm = artisan_writes("javascript", [FIXED_JS]).await;
 
-    ralph(dir.path(), &llm)
-        .args(["src/median.js", "--models", "gpt-mini"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains("success"));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["src/median.js", "--models", "gpt-mini"]),
+        0,
+        &["success"],
+    );
 
     let report = report(dir.path());
     assert_eq!(report["iterations"], 1);
@@ -114,17 +113,15 @@ async fn critic_rejects_once_then_approves() {
         ],
     );
 
-    ralph(dir.path(), &llm)
-        .args(["median.py", "-t", "python3 -m pytest -q"])
-        .assert()
-        .code(0);
-
-    let report = report(dir.path());
+    let report = ralph_report(
+        dir.path(),
+        &llm,
+        &["median.py", "-t", "python3 -m pytest -q"],
+        0,
+    );
     assert_eq!(report["iterations"], 1);
     assert_eq!(report["critic_rejections"], 1);
-    let artisan = llm.requests_of("artisan").await;
-    assert_eq!(artisan.len(), 2);
-    let revision = user_prompt(&artisan[1]);
+    let revision = last_prompt_of(&llm, "artisan", 2).await;
     assert_has(
         &revision,
         &[
@@ -156,20 +153,10 @@ async fn the_same_failure_three_times_trips_the_breaker() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_iterations_stops_the_run_without_streaming() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "providers:\n  openai:\n    stream: false\n",
-    );
+    let dir = fixture_with_config("py-median", "providers:\n  openai:\n    stream: false\n");
     let llm = artisan_always("python", HALF_FIXED_PY).await;
 
-    ralph(dir.path(), &llm)
-        .args(["median.py", "-m", "2"])
-        .assert()
-        .code(4);
-
-    let report = report(dir.path());
+    let report = ralph_report(dir.path(), &llm, &["median.py", "-m", "2"], 4);
     assert_eq!(report["status"], "max_iterations");
     assert_eq!(report["iterations"], 2);
     assert_eq!(
@@ -187,15 +174,10 @@ async fn max_iterations_stops_the_run_without_streaming() {
 async fn budget_stops_before_the_cap_is_crossed() {
     let dir = fixture("py-median");
     // $10 per million tokens in and out: each call costs about a cent.
-    write(dir.path(), "ralph.config.yaml", "prices:\n  openai/gpt-4.1: { input: 10, output: 10 }\n  openai/gpt-4.1-mini: { input: 10, output: 10 }\n");
+    write_config(dir.path(), "prices:\n  openai/gpt-4.1: { input: 10, output: 10 }\n  openai/gpt-4.1-mini: { input: 10, output: 10 }\n");
     let llm = artisan_always("python", HALF_FIXED_PY).await;
 
-    ralph(dir.path(), &llm)
-        .args(["median.py", "--budget", "0.05"])
-        .assert()
-        .code(3);
-
-    let report = report(dir.path());
+    let report = ralph_report(dir.path(), &llm, &["median.py", "--budget", "0.05"], 3);
     assert_eq!(report["status"], "budget_exceeded");
     let spent = report["cost_usd"].as_f64().unwrap();
     assert!(spent > 0.0 && spent <= 0.05, "spent {spent}");
@@ -243,11 +225,11 @@ async fn unauthorized_names_the_provider_and_the_variable() {
         },
     );
 
-    ralph(dir.path(), &llm)
-        .args(["median.py"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("openai").and(predicate::str::contains("OPENAI_API_KEY")));
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py"]),
+        1,
+        &["openai", "OPENAI_API_KEY"],
+    );
 
     assert_eq!(report(dir.path())["status"], "error");
 }

@@ -99,14 +99,7 @@ async fn a_repeated_bug_is_recalled_and_fixed_in_fewer_iterations() {
     assert!(!shown.contains("def median"), "{shown}");
 
     // Three attempts on disk: `vault stats` counts them.
-    let stats = assert_cmd::Command::cargo_bin("ralph-loop")
-        .unwrap()
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .args(["vault", "stats", "--json"])
-        .output()
-        .unwrap();
-    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let stats = vault_stats(dir.path());
     assert_eq!(stats["attempts"], 3, "{stats:#}");
     assert_eq!(stats["successful"], 2, "{stats:#}");
     assert_eq!(stats["by_language"]["python"], 3, "{stats:#}");

@@ -1,7 +1,5 @@
 //! The `micro-agent` binary: micro-agent's flags, environment and `~/.micro-agent` file.
 
-use predicates::prelude::*;
-
 use super::support::*;
 
 fn micro_agent(dir: &std::path::Path) -> assert_cmd::Command {
@@ -60,18 +58,17 @@ async fn reads_the_ini_file_and_the_environment_wins() {
         .success()
         .stdout("MODEL=gpt-4o\n");
 
-    micro_agent(dir.path())
-        .env("MODEL", "gpt-4.1-nano")
-        .args([
+    assert_exits_saying(
+        micro_agent(dir.path()).env("MODEL", "gpt-4.1-nano").args([
             "median.py",
             "-t",
             "python3 -m pytest",
             "--thread",
             "thread_abc",
-        ])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains("--thread thread_abc is ignored"));
+        ]),
+        0,
+        &["--thread thread_abc is ignored"],
+    );
 
     let requests = llm.requests().await;
     assert!(requests.iter().all(|(_, r)| r["model"] == "gpt-4.1-nano"));
@@ -85,35 +82,32 @@ async fn reads_the_ini_file_and_the_environment_wins() {
 #[test]
 fn what_it_cannot_honour_is_said_plainly() {
     let dir = fixture("py-median");
-    micro_agent(dir.path())
-        .args(["median.py", "-t", "pytest", "-v", "http://localhost:3000"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("visual matching"));
+    assert_exits_saying(
+        micro_agent(dir.path()).args(["median.py", "-t", "pytest", "-v", "http://localhost:3000"]),
+        2,
+        &["visual matching"],
+    );
     // Without a terminal, the interactive mode says what is missing.
-    micro_agent(dir.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "no file path given, and micro-agent's interactive mode needs a terminal to ask for it",
-        ));
-    micro_agent(dir.path())
-        .arg("median.py")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no test command given (-t)"));
-    micro_agent(dir.path())
-        .arg("config")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "`micro-agent config` without arguments edits ~/.micro-agent at a terminal",
-        ));
-    micro_agent(dir.path())
-        .args(["config", "set", "COLOR=blue"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("Invalid config property: COLOR"));
+    assert_exits_saying(
+        &mut micro_agent(dir.path()),
+        2,
+        &["no file path given, and micro-agent's interactive mode needs a terminal to ask for it"],
+    );
+    assert_exits_saying(
+        micro_agent(dir.path()).arg("median.py"),
+        2,
+        &["no test command given (-t)"],
+    );
+    assert_exits_saying(
+        micro_agent(dir.path()).arg("config"),
+        2,
+        &["`micro-agent config` without arguments edits ~/.micro-agent at a terminal"],
+    );
+    assert_exits_saying(
+        micro_agent(dir.path()).args(["config", "set", "COLOR=blue"]),
+        2,
+        &["Invalid config property: COLOR"],
+    );
 }
 
 /// micro-agent's interactive mode in a real terminal: what to build, the suggested file, a test

@@ -29,6 +29,25 @@ fn test_runs(dir: &Path) -> usize {
         .count()
 }
 
+/// Fixes `src/median.js` in `dir` under `node --test`, which must succeed; the events it printed
+/// (`--output jsonl`).
+fn fix_js_events(dir: &Path, llm: &MockLlm) -> Vec<Value> {
+    let out = ralph(dir, llm)
+        .args([
+            "src/median.js",
+            "-t",
+            "node --test test/",
+            "--output",
+            "jsonl",
+        ])
+        .assert()
+        .code(0);
+    stdout_of(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 const BROKEN_PY: &str = "def median(values:\n    return None\n";
 
 /// py-median whose tests take a second and count their starts in `starts`; the Artisan's first
@@ -37,7 +56,7 @@ const BROKEN_PY: &str = "def median(values:\n    return None\n";
 async fn slow_tests_and_a_bad_proposal(config: Option<&str>) -> (Value, Vec<Value>, usize) {
     let dir = fixture("py-median");
     if let Some(config) = config {
-        write(dir.path(), "ralph.config.yaml", config);
+        write_config(dir.path(), config);
     }
     let llm = MockLlm::start().await;
     llm.script(
@@ -116,25 +135,12 @@ async fn fast_tests_run_beside_the_review_and_a_passing_fix_waits_for_its_verdic
     .always("critic", slow("Correct.\nVERDICT: APPROVE".into()));
     // `node --test` takes well under the 1.5 s a reply takes here: `auto` resolves to
     // `parallel`.
-    let out = ralph(dir.path(), &llm)
-        .args([
-            "src/median.js",
-            "-t",
-            "node --test test/",
-            "--output",
-            "jsonl",
-        ])
-        .assert()
-        .code(0);
+    let events = fix_js_events(dir.path(), &llm);
     let report = report(dir.path());
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 2);
     // The first review ended after the first proposal's tests did (it ran beside them, not
     // before them), and after the second Artisan call had started.
-    let events: Vec<Value> = stdout_of(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let at = |kind: &str, role: Option<&str>, iteration: u64| {
         events
             .iter()
@@ -165,12 +171,7 @@ async fn fast_tests_run_beside_the_review_and_a_passing_fix_waits_for_its_verdic
 #[tokio::test(flavor = "multi_thread")]
 async fn beside_the_tests_a_rejected_passing_fix_is_a_note_and_a_late_rejection_reaches_the_artisan(
 ) {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "critic: { mode: parallel }\n",
-    );
+    let dir = fixture_with_config("py-median", "critic: { mode: parallel }\n");
     let llm = MockLlm::start().await;
     llm.always(
         "artisan",
@@ -185,17 +186,18 @@ async fn beside_the_tests_a_rejected_passing_fix_is_a_note_and_a_late_rejection_
         text("An empty list must raise ValueError.\nVERDICT: REJECT"),
     );
     // The tests take a second; the review comes in while they run.
-    ralph(dir.path(), &llm)
-        .args([
+    let report = ralph_report(
+        dir.path(),
+        &llm,
+        &[
             "median.py",
             "-t",
             "sleep 1; python3 -m pytest -q test_median.py",
             "--output",
             "json",
-        ])
-        .assert()
-        .code(0);
-    let report = report(dir.path());
+        ],
+        0,
+    );
     assert_eq!(report["status"], "success");
     assert_eq!(report["iterations"], 2, "{report:#}");
     assert_file(dir.path(), "median.py", FIXED_PY);
@@ -225,7 +227,7 @@ fn after(ms: u64, answer: &str) -> Answer {
 async fn unfixed_until_analysed(config: Option<&str>) -> (Value, Vec<Value>, MockLlm) {
     let dir = fixture("py-median");
     if let Some(config) = config {
-        write(dir.path(), "ralph.config.yaml", config);
+        write_config(dir.path(), config);
     }
     let llm = MockLlm::start().await;
     let original = std::fs::read_to_string(dir.path().join("median.py")).unwrap();
@@ -293,7 +295,7 @@ async fn many_failures(
         "const test = require('node:test');\nconst assert = require('node:assert');\nconst { median } = require('../src/median');\n\ntest('an empty array is an error', () => {\n  assert.throws(() => median([]));\n});\n",
     );
     if let Some(config) = config {
-        write(dir.path(), "ralph.config.yaml", config);
+        write_config(dir.path(), config);
     }
     let fixed = FIXED_JS.replace(
         "function median(values) {\n",
@@ -317,20 +319,7 @@ async fn many_failures(
             after(1200, &code("javascript", HALF_FIXED_JS)),
         ),
     );
-    let out = ralph(dir.path(), &llm)
-        .args([
-            "src/median.js",
-            "-t",
-            "node --test test/",
-            "--output",
-            "jsonl",
-        ])
-        .assert()
-        .code(0);
-    let events = stdout_of(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = fix_js_events(dir.path(), &llm);
     (report(dir.path()), events, iterations(dir.path()))
 }
 

@@ -206,12 +206,11 @@ async fn the_security_scan_vetoes_a_shell_call_and_bandits_reason_reaches_the_ar
     let report = fixed(dir.path(), &llm, "median.py");
     assert_eq!(report["iterations"], 2, "the veto cost an iteration");
     assert_eq!(read(dir.path(), "median.py"), FIXED_PY);
-    let artisan = llm.requests_of("artisan").await;
-    assert_eq!(artisan.len(), 2);
-    assert!(!user_prompt(&artisan[0]).contains("B602"));
-    let second = user_prompt(&artisan[1]);
+    let artisan = prompts_of(&llm, "artisan", 2).await;
+    assert!(!artisan[0].contains("B602"));
+    let second = &artisan[1];
     assert_has(
-        &second,
+        second,
         &[
             "bandit B602 (HIGH): subprocess call with shell=True",
             "at median.py:6",

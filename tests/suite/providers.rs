@@ -1,8 +1,6 @@
 //! A whole fix run on each provider's own protocol, fallbacks from a dead provider, and the
 //! cost of each run against the bundled price table.
 
-use predicates::prelude::*;
-
 use super::support::*;
 
 /// Fixes the Python fixture with every role on `model`, served by `llm`; returns the report.
@@ -14,7 +12,7 @@ async fn fix_on(
 ) -> serde_json::Value {
     let dir = fixture("py-median");
     if let Some(config) = config {
-        write(dir.path(), "ralph.config.yaml", config);
+        write_config(dir.path(), config);
     }
     llm.helpful().script(
         "artisan",
@@ -144,20 +142,16 @@ async fn fixes_on_openai_priced_to_the_cent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_dead_provider_falls_back_to_a_live_one() {
-    let dir = fixture("py-median");
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "models:\n  artisan:\n    model: anthropic/claude-sonnet-4-5\n    fallbacks: [openai/gpt-4.1]\nproviders:\n  anthropic:\n    max_retries: 1\n",
-    );
+    let dir = fixture_with_config("py-median", "models:\n  artisan:\n    model: anthropic/claude-sonnet-4-5\n    fallbacks: [openai/gpt-4.1]\nproviders:\n  anthropic:\n    max_retries: 1\n");
     let llm = artisan_always("python", FIXED_PY).await;
-    ralph(dir.path(), &llm)
-        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .args(["median.py"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains("falling back to openai/gpt-4.1"));
+    assert_exits_saying(
+        ralph(dir.path(), &llm)
+            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
+            .args(["median.py"]),
+        0,
+        &["falling back to openai/gpt-4.1"],
+    );
     let report = report(dir.path());
     let fallbacks = report["fallbacks"].as_array().unwrap();
     assert_eq!(fallbacks.len(), 1, "{report}");
@@ -179,14 +173,11 @@ async fn defaults_need_only_one_providers_key() {
     // OpenAI key each role runs on its OpenAI fallback, and says so.
     let dir = fixture("py-median");
     let llm = artisan_always("python", FIXED_PY).await;
-    ralph(dir.path(), &llm)
-        .args(["median.py"])
-        .assert()
-        .code(0)
-        .stderr(
-            predicate::str::contains("the artisan runs on openai/gpt-4.1")
-                .and(predicate::str::contains("ANTHROPIC_API_KEY")),
-        );
+    assert_exits_saying(
+        ralph(dir.path(), &llm).args(["median.py"]),
+        0,
+        &["the artisan runs on openai/gpt-4.1", "ANTHROPIC_API_KEY"],
+    );
     let models = llm.models().await;
     assert!(
         models.iter().all(|m| m == "gpt-4.1" || m == "gpt-4.1-mini"),
@@ -210,13 +201,8 @@ async fn three_roles_on_three_providers_in_one_run() {
             text(code("python", FIXED_PY)),
         ],
     );
-    let dir = fixture("py-median");
     // The Librarian's analysis on every failure, so that its provider is called.
-    write(
-        dir.path(),
-        "ralph.config.yaml",
-        "librarian: { analyze: always }\n",
-    );
+    let dir = fixture_with_config("py-median", "librarian: { analyze: always }\n");
     let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
     isolate(&mut cmd, dir.path());
     cmd.env("GEMINI_BASE_URL", gemini.uri())
@@ -295,9 +281,8 @@ async fn a_timed_out_call_is_retried_and_retries_are_shown() {
             text("VERDICT: APPROVE"),
         ],
     );
-    write(
+    write_config(
         dir.path(),
-        "ralph.config.yaml",
         "providers:\n  openai:\n    timeout_seconds: 1\n",
     );
     let stderr = stderr_at(

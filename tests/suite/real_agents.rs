@@ -218,24 +218,28 @@ async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
     assert!(report["total_cost_usd"].as_f64().unwrap() > 0.0);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn claude_code_edits_the_project_in_the_loop_with_its_tools() {
-    let claude = npm_agent("claude");
-    let dir = project(
-        "regent:\n  agent: claude\n  model: claude-sonnet-4-5\nbudgets:\n  max_iterations: 2\n",
-    );
-    let calc = dir.path().join("calc.py").display().to_string();
-    // Claude Code edits a file only after reading it.
-    let wire = AgentWire::start(vec![
+/// Claude Code's steps on the project in `dir`: it reads `calc.py` (it edits a file only after
+/// reading it), makes `b` return 2, and answers `answer`.
+fn edit_calc_then_say(dir: &Path, answer: &str) -> Vec<Step> {
+    let calc = dir.join("calc.py").display().to_string();
+    vec![
         tool("Read", json!({"file_path": calc})),
         tool(
             "Edit",
             json!({"file_path": calc, "old_string": "    raise NotImplementedError",
                    "new_string": "    return 2"}),
         ),
-        Step::Text(DONE.into()),
-    ])
-    .await;
+        Step::Text(answer.into()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_edits_the_project_in_the_loop_with_its_tools() {
+    let claude = npm_agent("claude");
+    let dir = project(
+        "regent:\n  agent: claude\n  model: claude-sonnet-4-5\nbudgets:\n  max_iterations: 2\n",
+    );
+    let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE)).await;
     let report = run_loop(dir.path(), ("claude", &claude), &claude_env(&wire));
     let requests = wire.bodies("/v1/messages").await;
     assert_eq!(requests.len(), 3, "read, edit, answer");
@@ -333,13 +337,7 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
     assert_eq!(report["status"], "success", "{report:#}");
@@ -372,18 +370,8 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
 async fn claude_code_over_acp_edits_the_project_in_the_loop() {
     let acp = npm_agent("claude-code-acp");
     let dir = project("regent:\n  agent: claude-acp\nbudgets:\n  max_iterations: 2\n");
-    let calc = dir.path().join("calc.py").display().to_string();
-    let wire = AgentWire::start(vec![
-        tool("Read", json!({"file_path": calc})),
-        tool(
-            "Edit",
-            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
-                   "new_string": "    return 2"}),
-        ),
-        // Its last line ends with no line break, as a model's answer usually does.
-        Step::Text(DONE.trim_end().into()),
-    ])
-    .await;
+    // Its last line ends with no line break, as a model's answer usually does.
+    let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE.trim_end())).await;
     // Its caches and logs (npm's, the SDK's) go to a home of their own, not the project.
     let home = tempfile::tempdir().unwrap();
     let report = run_loop(
