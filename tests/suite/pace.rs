@@ -393,12 +393,7 @@ async fn the_artisan_s_stable_prompt_prefix_is_read_from_anthropic_s_cache_on_it
         ],
     );
     let dir = fixture("py-median");
-    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    isolate(&mut cmd, dir.path());
-    cmd.env("ANTHROPIC_BASE_URL", anthropic.uri())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("OPENAI_BASE_URL", openai.base_url())
-        .env("OPENAI_API_KEY", "sk-test")
+    ralph_with_env(dir.path(), &[anthropic.env(), openai.env()].concat())
         .args([
             "median.py",
             "--no-adversarial",

@@ -21,12 +21,8 @@ async fn fix_on(
             text(code("python", FIXED_PY)),
         ],
     );
-    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    isolate(&mut cmd, dir.path());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.args(["median.py", "--no-adversarial", "--models", model])
+    ralph_with_env(dir.path(), env)
+        .args(["median.py", "--no-adversarial", "--models", model])
         .assert()
         .code(0);
     assert_file(dir.path(), "median.py", FIXED_PY);
@@ -203,14 +199,8 @@ async fn three_roles_on_three_providers_in_one_run() {
     );
     // The Librarian's analysis on every failure, so that its provider is called.
     let dir = fixture_with_config("py-median", "librarian: { analyze: always }\n");
-    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
-    isolate(&mut cmd, dir.path());
-    cmd.env("GEMINI_BASE_URL", gemini.uri())
-        .env("GEMINI_API_KEY", "g-test")
-        .env("ANTHROPIC_BASE_URL", anthropic.uri())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("OPENAI_BASE_URL", openai.base_url())
-        .env("OPENAI_API_KEY", "sk-test")
+    let env = [gemini.env(), anthropic.env(), openai.env()].concat();
+    ralph_with_env(dir.path(), &env)
         .args([
             "median.py",
             "--no-adversarial",

@@ -464,6 +464,28 @@ impl MockLlm {
         ]
     }
 
+    /// The variables that point `ralph-loop` at this server, with a key, as its protocol names
+    /// them.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let uri = self.uri();
+        match self.protocol {
+            Protocol::OpenAi => self.openai_env(),
+            Protocol::Anthropic => vec![
+                ("ANTHROPIC_BASE_URL", uri),
+                ("ANTHROPIC_API_KEY", "sk-ant-test".into()),
+            ],
+            Protocol::Gemini => vec![
+                ("GEMINI_BASE_URL", uri),
+                ("GEMINI_API_KEY", "g-test".into()),
+            ],
+            Protocol::Azure => vec![
+                ("AZURE_OPENAI_ENDPOINT", uri),
+                ("AZURE_OPENAI_API_KEY", "az-test".into()),
+            ],
+            Protocol::Ollama => vec![("OLLAMA_HOST", uri)],
+        }
+    }
+
     /// Every request the server got so far, as it came.
     async fn received(&self) -> Vec<Request> {
         self.server.received_requests().await.unwrap_or_default()

@@ -197,3 +197,12 @@ pub fn assert_untouched(dir: &Path, fixture: &str, name: &str, why: &str) {
     let now = std::fs::read_to_string(dir.join(name)).unwrap();
     assert_eq!(now, original, "{name}: {why}");
 }
+
+/// `ralph-loop` in `dir`, isolated as [`super::ralph`] is, with only `env` set: for runs
+/// against servers of other protocols (see [`MockLlm::env`]).
+pub fn ralph_with_env(dir: &Path, env: &[(&str, String)]) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    super::isolate(&mut cmd, dir);
+    cmd.envs(env.iter().cloned());
+    cmd
+}
