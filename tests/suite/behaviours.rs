@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::agent::git;
-use super::regent::{of_type, project, result, say, status, then_completes, Project};
+use super::regent::{loop_report, of_type, project, result, say, status, then_completes, Project};
 use super::support::*;
 
 /// Chaos's file that finds nothing: plain pytest, no Hypothesis to install.
@@ -91,13 +91,12 @@ async fn config_flag_uses_the_named_file_and_not_the_projects_own() {
     let relative = Path::new("..")
         .join(elsewhere.path().file_name().unwrap())
         .join("bad.yaml");
-    let out = ralph(dir.path(), &llm)
-        .args(["median.py", "--config"])
-        .arg(&relative)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = stderr_at(
+        ralph(dir.path(), &llm)
+            .args(["median.py", "--config"])
+            .arg(&relative),
+        2,
+    );
     assert!(
         stderr.contains("bad.yaml:3:3: budgets.max_cost: unknown key"),
         "{stderr}"
@@ -249,11 +248,7 @@ fn messages(events: &[Value], kind: &str) -> Vec<String> {
 
 /// Replaces the loop project's `testing:` section with `testing`, and commits the change.
 fn set_testing(p: &Project, testing: &str) {
-    let path = p.root.join("ralph.config.yaml");
-    let config = std::fs::read_to_string(&path).unwrap();
-    let replaced = config.replacen("testing:\n  command: test -f done.txt\n", testing, 1);
-    assert_ne!(replaced, config);
-    std::fs::write(&path, replaced).unwrap();
+    p.edit_config("testing:\n  command: test -f done.txt\n", testing);
     git(&p.root, &["commit", "-qam", "testing"]);
 }
 
@@ -270,7 +265,7 @@ fn report_mode_runs_and_records_the_tests_and_judges_nothing() {
     );
     let (code, events, stderr) = p.run_told();
     assert_eq!(code, 0, "{stderr}\n{events:#?}");
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "complete", "{report:#}");
     assert_eq!(report["iterations"], 1, "{report:#}");
     // The tests ran before and after the iteration, and failed both times: recorded.
@@ -352,7 +347,7 @@ fn bootstrap_check_holds_the_test_gate_off_until_it_fails() {
         .map(|t| t["iteration"].as_u64().unwrap())
         .collect();
     assert_eq!(tests, [2, 3], "{events:#?}");
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "complete", "{report:#}");
     assert_eq!(report["iterations"], 3, "{report:#}");
     // Iteration 2's completion was held to the tests, which failed.
@@ -384,12 +379,10 @@ async fn context_reset_frequency_keeps_history_and_drops_it_every_n_iterations()
     // The same partial fix every time: four iterations, the same failure.
     llm.helpful()
         .always("artisan", text(code("python", HALF_FIXED_PY)));
-    let out = ralph(dir.path(), &llm)
-        .args(["median.py", "--ui", "lines"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let stderr = stderr_at(
+        ralph(dir.path(), &llm).args(["median.py", "--ui", "lines"]),
+        4,
+    );
     let warning = "context_reset_frequency is 2: the Artisan and Critic keep their conversation for 2 iterations";
     assert!(stderr.contains(warning), "{stderr}");
     let report = report(dir.path());

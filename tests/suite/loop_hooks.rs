@@ -5,7 +5,7 @@
 //! each turn, `on_test_fail`, `on_success`, and a veto at the exit gate (`on_before_success`).
 
 use super::agent::git;
-use super::regent::{messages_of, of_type, project, two_tasks, Project};
+use super::regent::{loop_report, messages_of, of_type, project, two_tasks, Project};
 use super::support::*;
 
 /// A shell hook `name` at `stage` running `command` (a YAML block, so any quotes go).
@@ -103,7 +103,7 @@ fn abort_loop_at_a_task_stops_the_loop_with_an_error() {
             + &hook("post_task", "after", LOG, "warn_continue")),
     );
     let events = p.run_to(1);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "error");
     assert_eq!(report["iterations"], 1);
     let reason = report["reason"].as_str().unwrap();
@@ -150,7 +150,7 @@ fn a_veto_at_the_exit_gate_keeps_the_loop_going_and_tells_the_agent_why() {
     let veto = r#"if [ ! -e .ralph/vetoed ]; then touch .ralph/vetoed; echo "the changelog is missing" >&2; exit 2; fi"#;
     let p = with_hooks(&hook("on_before_success", "release", veto, "warn_continue"));
     let events = p.run_to(0);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "complete");
     assert_eq!(report["iterations"], 3, "one more iteration after the veto");
     let vetoed = of_type(&events, "success_vetoed");
@@ -171,7 +171,7 @@ fn a_stage_hook_that_aborts_the_loop_stops_it_once_its_iteration_is_closed() {
     // loop, after that iteration is judged and committed.
     let p = with_hooks(&hook("on_test_fail", "pager", "exit 1", "abort_loop"));
     let events = p.run_to(1);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "error");
     assert_eq!(report["iterations"], 1);
     assert!(

@@ -85,6 +85,15 @@ pub(super) fn project(body: &str, regent: &str, extra: &str) -> Project {
 }
 
 impl Project {
+    /// Rewrites the first `from` in the project's `ralph.config.yaml` as `to`; `from` must be
+    /// there.
+    pub(super) fn edit_config(&self, from: &str, to: &str) {
+        let path = self.root.join("ralph.config.yaml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        assert!(config.contains(from), "no {from:?} in:\n{config}");
+        std::fs::write(&path, config.replacen(from, to, 1)).unwrap();
+    }
+
     /// `ralph-loop loop PROMPT.md --tasks TASKS.md --output jsonl` here.
     pub(super) fn ralph(&self) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
@@ -217,12 +226,28 @@ pub(super) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
+/// The report the loop's `loop_finished` event carries.
+pub(super) fn loop_report(events: &[Value]) -> &Value {
+    &of_type(events, "loop_finished")[0]["report"]
+}
+
 /// The messages of the events of type `kind`, in order.
 pub(super) fn messages_of(events: &[Value], kind: &str) -> Vec<String> {
     of_type(events, kind)
         .iter()
         .map(|e| e["message"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// Sends SIGINT to the loop `child` and asserts it exits with 130 within `within`: when it was
+/// sent.
+fn sigint_exits_within(child: &mut std::process::Child, within: Duration) -> Instant {
+    let sent = Instant::now();
+    signal(child, nix::sys::signal::Signal::SIGINT);
+    let code = super::support::wait_exit(child, Duration::from_secs(10));
+    assert_eq!(code, 130);
+    assert!(sent.elapsed() < within, "{:?}", sent.elapsed());
+    sent
 }
 
 pub(super) fn regent_actions(events: &[Value]) -> Vec<String> {
@@ -323,15 +348,7 @@ fn a_second_sigint_stops_the_agent_and_what_escaped_its_group_and_exits_at_once(
         "the first SIGINT stopped the loop"
     );
     assert!(!gone(agent));
-    let sent = Instant::now();
-    signal(&child, nix::sys::signal::Signal::SIGINT);
-    let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(code, 130);
-    assert!(
-        sent.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        sent.elapsed()
-    );
+    let sent = sigint_exits_within(&mut child, Duration::from_secs(1));
     // The reaper stops the rest within its grace.
     while !(gone(agent) && gone(escaped)) && sent.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
@@ -355,15 +372,7 @@ fn sigint_during_a_restart_backoff_stops_without_waiting_it_out() {
     wait_for(&p.state.join("pid"));
     // The crash is seen and the 30 s backoff begun.
     std::thread::sleep(Duration::from_millis(800));
-    let sent = Instant::now();
-    signal(&child, nix::sys::signal::Signal::SIGINT);
-    let code = super::support::wait_exit(&mut child, Duration::from_secs(10));
-    assert_eq!(code, 130);
-    assert!(
-        sent.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        sent.elapsed()
-    );
+    sigint_exits_within(&mut child, Duration::from_secs(3));
     assert_eq!(
         std::fs::read_to_string(p.state.join("n")).unwrap().trim(),
         "1"

@@ -37,7 +37,7 @@ fn a_crash_is_restarted_after_a_backoff_and_a_finished_run_resets_the_count() {
     let ended: Vec<&Value> = of_type(&events, "agent_ended");
     assert_eq!(ended[0]["exit_code"], 3);
     assert_eq!(ended[1]["exit_code"], 0);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["history"][0]["runs"], 2);
     assert_eq!(p.state_file()["consecutive_errors"], 0);
 }
@@ -47,7 +47,7 @@ fn an_agent_that_keeps_crashing_stops_the_loop_after_max_retries() {
     let p = project("exit 1", "  max_retries: 2\n", "");
     let events = p.run_to(6);
     assert_eq!(of_type(&events, "agent_started").len(), 3);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "agent_failed");
     assert!(report["reason"]
         .as_str()
@@ -110,10 +110,7 @@ fn a_hung_agent_is_killed_and_restarted_and_a_busy_silent_one_is_left_to_work() 
 fn without_an_agent_chosen_a_headless_run_refuses_with_the_list_and_a_terminal_asks() {
     let p = project(&two_tasks(), "", "");
     // No `regent.agent`: nothing is chosen.
-    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
-        .unwrap()
-        .replace("  agent: fake\n", "");
-    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    p.edit_config("  agent: fake\n", "");
     let out = p.ralph().output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -142,13 +139,10 @@ fn without_an_agent_chosen_a_headless_run_refuses_with_the_list_and_a_terminal_a
 #[test]
 fn an_agent_not_signed_in_is_refused_naming_its_variable() {
     let p = project(&two_tasks(), "", "");
-    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
-        .unwrap()
-        .replace(
-            "    prompt: stdin\n",
-            "    prompt: stdin\n    auth:\n      env: [FAKE_AGENT_KEY]\n",
-        );
-    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    p.edit_config(
+        "    prompt: stdin\n",
+        "    prompt: stdin\n    auth:\n      env: [FAKE_AGENT_KEY]\n",
+    );
     let out = p.ralph().env_remove("FAKE_AGENT_KEY").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -158,19 +152,25 @@ fn an_agent_not_signed_in_is_refused_naming_its_variable() {
     );
 }
 
-/// The loop in the TUI, in a real terminal: the agent's text in the thought stream, a pause
-/// between iterations, the end, and the terminal restored after `q`.
-#[test]
-fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
-    use super::tui::{assert_restored, bin, Pane};
-    // Each iteration takes a second, so that the pause lands between the two.
-    let p = project(&format!("sleep 1\n{}", two_tasks()), "", "");
+/// `ralph-loop loop PROMPT.md --tasks TASKS.md` in `p`, in its TUI in a real terminal.
+fn loop_in_tui(p: &Project) -> super::tui::Pane {
     let env = [
         ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
         ("FAKE_STATE", p.state.display().to_string()),
     ];
-    let command = format!("'{}' loop PROMPT.md --tasks TASKS.md", bin().display());
-    let pane = Pane::start(&p.root, &env, &command, 110, 30);
+    let bin = super::tui::bin();
+    let command = format!("'{}' loop PROMPT.md --tasks TASKS.md", bin.display());
+    super::tui::Pane::start(&p.root, &env, &command, 110, 30)
+}
+
+/// The loop in the TUI, in a real terminal: the agent's text in the thought stream, a pause
+/// between iterations, the end, and the terminal restored after `q`.
+#[test]
+fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
+    use super::tui::quit;
+    // Each iteration takes a second, so that the pause lands between the two.
+    let p = project(&format!("sleep 1\n{}", two_tasks()), "", "");
+    let pane = loop_in_tui(&p);
     pane.wait_for("RALPH LOOP │ PROMPT.md", Duration::from_secs(30));
     pane.wait_for("→ #1", Duration::from_secs(30));
     pane.keys(&["p"]);
@@ -185,9 +185,7 @@ fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
     pane.keys(&["p"]);
     let screen = pane.wait_for("finished: complete", Duration::from_secs(60));
     assert_has(&screen, &["All tasks are complete.", "✓ #2"]);
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     assert_eq!(p.state_file()["status"], "complete");
 }
 
@@ -195,26 +193,18 @@ fn the_loop_in_the_tui_pauses_between_iterations_and_shows_the_agents_text() {
 /// runs the next iteration, and the state file says so.
 #[test]
 fn the_loops_model_picker_runs_the_next_iteration_on_the_chosen_model() {
-    use super::tui::{assert_restored, bin, Pane};
+    use super::tui::quit;
     let body = format!(
         "echo \"$@\" > \"$FAKE_STATE/args-$n.txt\"\nsleep 3\n{}",
         two_tasks()
     );
     let p = project(&body, "  model: small\n", "");
-    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
-        .unwrap()
-        .replace(
-            "    args: [-p]\n",
-            "    args: [-p, --model, \"{model}\"]\n    models:\n      fixed: { names: [small, large] }\n",
-        );
-    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    p.edit_config(
+        "    args: [-p]\n",
+        "    args: [-p, --model, \"{model}\"]\n    models:\n      fixed: { names: [small, large] }\n",
+    );
     git(&p.root, &["commit", "-qam", "models"]);
-    let env = [
-        ("PATH", format!("{}:/usr/bin:/bin", p.bin.display())),
-        ("FAKE_STATE", p.state.display().to_string()),
-    ];
-    let command = format!("'{}' loop PROMPT.md --tasks TASKS.md", bin().display());
-    let pane = Pane::start(&p.root, &env, &command, 110, 30);
+    let pane = loop_in_tui(&p);
     pane.wait_for("→ #1", Duration::from_secs(30));
     pane.keys(&["m"]);
     let screen = pane.wait_for("Models ·", Duration::from_secs(5));
@@ -236,9 +226,7 @@ fn the_loops_model_picker_runs_the_next_iteration_on_the_chosen_model() {
         screen.contains("model large"),
         "the header shows it:\n{screen}"
     );
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     let args = |n: u32| std::fs::read_to_string(p.state.join(format!("args-{n}.txt"))).unwrap();
     assert!(args(1).contains("--model small"), "{}", args(1));
     assert!(args(2).contains("--model large"), "{}", args(2));

@@ -104,7 +104,7 @@ esac"#
         git(&p.root, &["config", key, value]);
     }
     let events = p.run_to(0);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     // No warning (an empty list is left out).
     assert!(
         report["warnings"].as_array().is_none_or(Vec::is_empty),
@@ -185,7 +185,7 @@ fn failing_tests_after_a_commit_are_rolled_back() {
     assert!(p.root.join("done.txt").exists());
     let actions = regent_actions(&events);
     assert!(actions.contains(&"reverted".to_string()), "{actions:?}");
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["reverts"].as_array().unwrap().len(), 1);
     assert!(p.prompt(1).contains("Make the tests pass."));
 }
@@ -196,7 +196,7 @@ fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
     let body = then_says("git checkout -q -b side && echo a > side.txt && git add side.txt && git commit -q -m side && git checkout -q main && git merge -q --no-ff -m merge side", "Merged.", 0.01);
     let p = project(&body, "  rollback_on_test_failure: true\n", "");
     let events = p.run_to(7);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "revert_failed");
     assert!(report["reason"]
         .as_str()
@@ -267,7 +267,7 @@ fn an_exit_signal_the_tests_contradict_three_times_stops_with_gate_disagreement(
     let body = then_completes("echo $n > work-$n.txt", 0.0);
     let p = project(&body, "", "");
     let events = p.run_to(5);
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     assert_eq!(report["status"], "gate_disagreement");
     assert_eq!(report["iterations"], 3);
     assert!(p
@@ -309,10 +309,7 @@ fn tdd_project(body: &str, regent: &str) -> Project {
     // pytest is wherever this machine has it.
     p.path = format!("{}:{}", p.bin.display(), std::env::var("PATH").unwrap());
     // The project's own `testing:` replaces the helper's command: pytest is detected.
-    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
-        .unwrap()
-        .replacen("testing:\n  command: test -f done.txt\n", "", 1);
-    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    p.edit_config("testing:\n  command: test -f done.txt\n", "");
     std::fs::write(p.root.join("pytest.ini"), "[pytest]\n").unwrap();
     std::fs::write(
         p.root.join("calc.py"),
@@ -347,7 +344,7 @@ fn tdd_fails_only_on_regressions_and_counts_tests_passing_anew() {
     assert_eq!(baseline["scope"], "global");
     assert_eq!(baseline["passing"], json!(["test_calc.py::test_a"]));
     assert_eq!(baseline["failing"], json!(["test_calc.py::test_b"]));
-    let report = &of_type(&events, "loop_finished")[0]["report"];
+    let report = loop_report(&events);
     let history = report["history"].as_array().unwrap();
     assert_eq!(history[0]["newly_passing"], 1);
     assert!(history[0]["reverted"].is_null(), "no regression in 1");
@@ -378,14 +375,10 @@ fn a_project_without_tests_bootstraps_then_turns_its_gates_on() {
     );
     let mut p = project(&body, "", "");
     p.path = format!("{}:{}", p.bin.display(), std::env::var("PATH").unwrap());
-    let config = std::fs::read_to_string(p.root.join("ralph.config.yaml"))
-        .unwrap()
-        .replacen(
-            "testing:\n  command: test -f done.txt\n",
-            "testing:\n  mode: tdd\n",
-            1,
-        );
-    std::fs::write(p.root.join("ralph.config.yaml"), config).unwrap();
+    p.edit_config(
+        "testing:\n  command: test -f done.txt\n",
+        "testing:\n  mode: tdd\n",
+    );
     let events = p.run_to(0);
     let notes = messages_of(&events, "note");
     assert!(
