@@ -122,7 +122,7 @@ async fn kill_9_at_a_hundred_random_points_loses_no_record_and_redoes_at_most_an
 /// mid-call (its record failed as skipped, not counted as a failure), the next one committed.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_agent_in_the_tui_lists_the_inbox_and_skips_the_spec_asked() {
-    use super::tui::{assert_restored, bin, Pane};
+    use super::tui::{bin, quit, Pane};
     let dir = project();
     let p = dir.path();
     spec(p, "mean", "mean.py", "");
@@ -149,10 +149,8 @@ async fn the_agent_in_the_tui_lists_the_inbox_and_skips_the_spec_asked() {
     );
     assert!(screen.contains("⊘ specs/mean.md"), "{screen}");
     pane.wait_for("q to quit", Duration::from_secs(30));
-    pane.keys(&["q"]);
-    let screen = pane.wait_for("EXIT=0", Duration::from_secs(10));
+    let screen = quit(&pane, 0);
     assert!(screen.contains("1 specs completed, 1 failed"), "{screen}");
-    assert_restored(&pane);
     assert_eq!(statuses(p), ["failed", "done"]);
     let first = &records(p)[0];
     assert_eq!(first["id"], ids[0].as_str());

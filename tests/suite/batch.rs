@@ -108,17 +108,9 @@ async fn files_and_specs_run_in_order_each_with_its_report_and_the_batch_s_summa
 /// `batch --parallel 3 --output json` of the six specs of [`medians`]`(6)` in `dir`.
 fn six_at_a_time(dir: &Path, llm: &MockLlm) -> assert_cmd::Command {
     let mut cmd = ralph_with_chaos(dir, llm);
-    cmd.args([
-        "batch",
-        "--parallel",
-        "3",
-        "--no-adversarial",
-        "--output",
-        "json",
-    ]);
-    for i in 0..6 {
-        cmd.arg(format!("specs/median-{i}.md"));
-    }
+    cmd.args(["batch", "--no-adversarial"])
+        .args(["--parallel", "3", "--output", "json"])
+        .args((0..6).map(|i| format!("specs/median-{i}.md")));
     cmd
 }
 
@@ -288,7 +280,7 @@ async fn ctrl_c_stops_the_batch_and_a_bad_entry_stops_it_before_anything_runs() 
 /// were skipped, and the batch does not fail for them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
-    use super::tui::{assert_restored, bin, Pane};
+    use super::tui::{bin, quit, Pane};
     let dir = medians(3);
     let p = dir.path();
     // The first entry's call is the slow one (the mock counts only answered calls).
@@ -335,10 +327,8 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
     pane.wait_for("q to quit", Duration::from_secs(30));
     let screen = pane.wait_for("⊘ specs/median-2.md", Duration::from_secs(5));
     assert!(screen.contains("Tasks 1/3 done"), "{screen}");
-    pane.keys(&["q"]);
-    let screen = pane.wait_for("EXIT=0", Duration::from_secs(10));
+    let screen = quit(&pane, 0);
     assert!(screen.contains("1 of 3 entries succeeded"), "{screen}");
-    assert_restored(&pane);
     let report = batch_report(p);
     let status: Vec<&str> = report["entries"]
         .as_array()
@@ -364,7 +354,7 @@ async fn a_batch_in_the_tui_lists_its_tasks_and_skips_the_ones_asked() {
 /// `p` in a batch's TUI holds its runs before their next step, and `p` again lets them go on.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_in_the_tui_pauses_its_runs() {
-    use super::tui::{assert_restored, bin, Pane};
+    use super::tui::{bin, quit, Pane};
     let dir = medians(1);
     let llm = artisan_always("python", FIXED_PY).await;
     let command = format!(
@@ -384,9 +374,7 @@ async fn a_batch_in_the_tui_pauses_its_runs() {
     );
     pane.keys(&["p"]);
     pane.wait_for("✓ specs/median-0.md", Duration::from_secs(60));
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     assert_eq!(batch_report(dir.path())["entries"][0]["status"], "success");
 }
 
@@ -394,7 +382,7 @@ async fn a_batch_in_the_tui_pauses_its_runs() {
 /// no other entry starts.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_in_the_tui_aborts_as_ctrl_c_does() {
-    use super::tui::{assert_restored, bin, Pane};
+    use super::tui::{bin, quit, Pane};
     let dir = medians(2);
     let llm = artisan_answers(slow(code("python", FIXED_PY), Duration::from_secs(30))).await;
     let command = format!(
@@ -415,9 +403,7 @@ async fn a_batch_in_the_tui_aborts_as_ctrl_c_does() {
         asked.elapsed() < Duration::from_secs(20),
         "the call was waited for"
     );
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=130", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 130);
     let report = batch_report(dir.path());
     assert_eq!(report["entries"][0]["status"], "interrupted");
     assert_eq!(report["entries"][1]["status"], "interrupted");

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::cdp::Browser;
 use super::long_session::long_session;
 use super::support::assert_has;
-use super::tui::{assert_restored, bin, Pane};
+use super::tui::{bin, quit, Pane};
 use super::web::Served;
 
 /// A project whose `.ralph/` holds one recorded session, `events`; its folder name.
@@ -94,9 +94,7 @@ fn a_100_iteration_session_replays_at_full_speed_in_the_tui() {
     // from that capture.
     let screen = pane.wait_for("#200", Duration::from_secs(10));
     assert!(screen.contains("RALPH LOOP │ median.js"), "{screen}");
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     // The run's own files are as they were: a replay writes none of them.
     let session = dir.path().join(".ralph").join(&id);
     assert!(!session.join("stderr.log").exists());

@@ -129,6 +129,15 @@ pub(super) fn bin() -> PathBuf {
 }
 
 /// The terminal after the view: the main screen, the shell's cooked mode with echo, a cursor.
+/// Quits the view with `q`, waits for its command to exit with `code` and asserts the terminal
+/// was restored: the screen at the exit.
+pub(super) fn quit(pane: &Pane, code: i32) -> String {
+    pane.keys(&["q"]);
+    let screen = pane.wait_for(&format!("EXIT={code}"), Duration::from_secs(10));
+    assert_restored(pane);
+    screen
+}
+
 pub(super) fn assert_restored(pane: &Pane) {
     let screen = pane.wait_for("icanon", Duration::from_secs(10));
     assert!(
@@ -210,11 +219,9 @@ async fn a_fix_in_a_real_terminal_pauses_shows_its_log_and_diff_and_quits_cleanl
     pane.keys(&["x"]);
     pane.wait_for("exported to", Duration::from_secs(5));
 
-    pane.keys(&["q"]);
-    let screen = pane.wait_for("EXIT=0", Duration::from_secs(10));
+    let screen = quit(&pane, 0);
     // The summary stays in the terminal once the view has gone.
     assert!(screen.contains("success"), "{screen}");
-    assert_restored(&pane);
     let session = session_dir(dir.path());
     let exported: Vec<_> = std::fs::read_dir(&session)
         .unwrap()
@@ -281,9 +288,7 @@ async fn the_breaker_asks_in_the_view_and_the_typed_guidance_reaches_the_artisan
     pane.keys(&["-l", "raise ValueError on an empty list"]);
     pane.keys(&["Enter"]);
     pane.wait_for("finished: success", Duration::from_secs(60));
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     let last = llm.requests_of("artisan").await.last().unwrap().to_string();
     assert!(last.contains("raise ValueError on an empty list"), "{last}");
 }
@@ -342,9 +347,7 @@ async fn the_model_picker_puts_the_artisan_on_another_model_from_its_next_call()
         screen.contains("artisan openai/gpt-4.1-mini"),
         "the header shows the model that answered:\n{screen}"
     );
-    pane.keys(&["q"]);
-    pane.wait_for("EXIT=0", Duration::from_secs(10));
-    assert_restored(&pane);
+    quit(&pane, 0);
     let asked: Vec<String> = llm
         .requests_of("artisan")
         .await
