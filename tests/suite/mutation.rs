@@ -40,25 +40,36 @@ fn py_project(config: &str) -> tempfile::TempDir {
     dir
 }
 
-/// The Python project under `GATE`, fixed by `FIXED_PY`, with Chaos answering `chaos` in
-/// turn: its directory, the mock, the exit code and the report.
-async fn gated_py(chaos: [Answer; 2]) -> (tempfile::TempDir, MockLlm, i32, Value) {
+/// How a gated run must end, its status and its exit code: below the gate, all rounds spent.
+const BELOW_GATE: (&str, i32) = ("max_iterations", 4);
+/// How a gated run must end, its status and its exit code: the gate cleared.
+const CLEARED: (&str, i32) = ("success", 0);
+
+/// Asserts `report`'s run, which exited with `code`, ended as `want` (see [`BELOW_GATE`]).
+#[track_caller]
+fn assert_ended(report: &Value, code: i32, want: (&str, i32)) {
+    assert_eq!(report["status"], want.0, "{report:#}");
+    assert_eq!(code, want.1);
+}
+
+/// The Python project under `GATE`, fixed by `FIXED_PY`, with Chaos's round 1 breaking nothing
+/// and its round 2 answering `second`, its run asserted to end as `want`: its directory, the
+/// mock and the report.
+async fn gated_py(second: Answer, want: (&str, i32)) -> (tempfile::TempDir, MockLlm, Value) {
     let dir = py_project(GATE);
     let llm = artisan_always("python", FIXED_PY).await;
-    llm.script("chaos", chaos);
+    llm.script(
+        "chaos",
+        [suite("python", QUIET_PY, "Nothing breaks."), second],
+    );
     let (code, report) = run(dir.path(), &llm, "median.py");
-    (dir, llm, code, report)
+    assert_ended(&report, code, want);
+    (dir, llm, report)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_listed() {
-    let (dir, llm, code, report) = gated_py([
-        suite("python", QUIET_PY, "Nothing breaks."),
-        suite("python", QUIET_PY, "Trying again."),
-    ])
-    .await;
-    assert_eq!(report["status"], "max_iterations", "{report:#}");
-    assert_eq!(code, 4);
+    let (dir, llm, report) = gated_py(suite("python", QUIET_PY, "Trying again."), BELOW_GATE).await;
     let reason = report["reason"].as_str().unwrap();
     assert_has(reason, &["mutation score", "mutation_score_min is 90%"]);
     let a = &report["adversarial"];
@@ -105,17 +116,8 @@ async fn weak_tests_leave_the_python_score_below_the_gate_with_the_survivors_lis
 
 #[tokio::test(flavor = "multi_thread")]
 async fn chaos_kills_the_survivors_and_argues_one_equivalent() {
-    let (_dir, _llm, code, report) = gated_py([
-        suite("python", QUIET_PY, "Nothing breaks."),
-        suite(
-            "python",
-            KILL_PY,
-            "EQUIVALENT: median.x_median__mutmut_3: the message still contains the words, and the contract names only the words\nEQUIVALENT: median.x_median__mutmut_4: over the tenth",
-        ),
-    ])
-    .await;
-    assert_eq!(report["status"], "success", "{report:#}");
-    assert_eq!(code, 0);
+    let kill = suite("python", KILL_PY, "EQUIVALENT: median.x_median__mutmut_3: the message still contains the words, and the contract names only the words\nEQUIVALENT: median.x_median__mutmut_4: over the tenth");
+    let (_dir, _llm, report) = gated_py(kill, CLEARED).await;
     let a = &report["adversarial"];
     let m = &a["mutation"];
     let equivalent = m["equivalent"].as_array().unwrap();
@@ -170,12 +172,10 @@ async fn a_missing_mutation_tool_stops_the_run_before_any_model_is_called() {
     let dir = fixture_with_config("js-median", "success_criteria:\n  mutation_score_min: 80\n");
     let llm = MockLlm::start().await;
     llm.helpful();
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .args(["src/median.js"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = stderr_at(
+        ralph_with_chaos(dir.path(), &llm).args(["src/median.js"]),
+        2,
+    );
     assert!(
         stderr.contains("npm install --save-dev @stryker-mutator/core"),
         "{stderr}"
@@ -251,13 +251,14 @@ async fn a_python_without_mutmut_is_refused_with_the_install_command() {
     );
     let llm = MockLlm::start().await;
     llm.helpful();
-    let out = ralph_with_chaos(dir.path(), &llm)
-        .env("PATH", path)
-        .args(["median.py", "-t", "python3 -m unittest"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = stderr_at(
+        ralph_with_chaos(dir.path(), &llm).env("PATH", path).args([
+            "median.py",
+            "-t",
+            "python3 -m unittest",
+        ]),
+        2,
+    );
     assert!(stderr.contains("pip install 'mutmut>=3.8'"), "{stderr}");
     assert!(llm.requests().await.is_empty());
 }
@@ -308,15 +309,23 @@ const QUIET_RS: &str = "use rs_median::median;\n\n#[test]\nfn negative_values() 
 /// Kills it: one value is odd, 1 / 2 is not 1.
 const KILL_RS: &str = "use rs_median::median;\n\n#[test]\nfn a_single_value() {\n    assert_eq!(median(&[7.0]), Some(7.0));\n}\n";
 
-/// The Rust crate under a 95 % gate, fixed by `FIXED_RS`, with Chaos answering `chaos` in
-/// turn and `config` added: its directory, the exit code and the report.
-async fn gated_rs(chaos: [Answer; 2], config: &str) -> (tempfile::TempDir, MockLlm, i32, Value) {
+/// The Rust crate under a 95 % gate, fixed by `FIXED_RS`, with Chaos's round 1 breaking nothing
+/// and its round 2 answering `second`, and `config` added, its run asserted to end as `want`:
+/// its directory, the mock and the report.
+async fn gated_rs(
+    second: Answer,
+    config: &str,
+    want: (&str, i32),
+) -> (tempfile::TempDir, MockLlm, Value) {
     let dir = fixture_with_config(
         "rs-median",
         &format!("success_criteria:\n  mutation_score_min: 95\nchaos:\n  max_rounds: 2\n{config}"),
     );
     let llm = artisan_always("rust", FIXED_RS).await;
-    llm.script("chaos", chaos);
+    llm.script(
+        "chaos",
+        [suite("rust", QUIET_RS, "Nothing breaks."), second],
+    );
     let mut cmd = ralph_with_chaos(dir.path(), &llm);
     let out = cmd
         .timeout(std::time::Duration::from_secs(300))
@@ -324,21 +333,18 @@ async fn gated_rs(chaos: [Answer; 2], config: &str) -> (tempfile::TempDir, MockL
         .output()
         .unwrap();
     let report = report(dir.path());
-    (dir, llm, out.status.code().unwrap_or(-1), report)
+    assert_ended(&report, out.status.code().unwrap_or(-1), want);
+    (dir, llm, report)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rust_weak_tests_leave_a_survivor_below_the_gate_and_keep_no_file() {
-    let (dir, llm, code, report) = gated_rs(
-        [
-            suite("rust", QUIET_RS, "Nothing breaks."),
-            suite("rust", QUIET_RS, "Trying again."),
-        ],
+    let (dir, llm, report) = gated_rs(
+        suite("rust", QUIET_RS, "Trying again."),
         "  keep_tests: true\n",
+        BELOW_GATE,
     )
     .await;
-    assert_eq!(report["status"], "max_iterations", "{report:#}");
-    assert_eq!(code, 4);
     let a = &report["adversarial"];
     let m = &a["mutation"];
     assert_eq!(m["tool"], "cargo-mutants", "{a:#}");
@@ -376,16 +382,12 @@ async fn rust_weak_tests_leave_a_survivor_below_the_gate_and_keep_no_file() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rust_chaos_s_test_kills_the_survivor_and_the_score_clears_the_gate() {
-    let (_dir, _llm, code, report) = gated_rs(
-        [
-            suite("rust", QUIET_RS, "Nothing breaks."),
-            suite("rust", KILL_RS, "A single value has an odd length."),
-        ],
+    let (_dir, _llm, report) = gated_rs(
+        suite("rust", KILL_RS, "A single value has an odd length."),
         "",
+        CLEARED,
     )
     .await;
-    assert_eq!(report["status"], "success", "{report:#}");
-    assert_eq!(code, 0);
     let a = &report["adversarial"];
     assert_eq!(a["mutation_score"], 100.0, "{a:#}");
     assert!(a["surviving_mutants"].is_null(), "{a:#}");
