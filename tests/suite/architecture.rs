@@ -27,13 +27,14 @@ pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The `src` folders of the workspace's three crates.
+fn crate_sources() -> [PathBuf; 3] {
+    ["src", "actors/src", "guard/src"].map(|src| root().join(src))
+}
+
 #[test]
 fn no_crate_has_a_module_cycle() {
-    for src in [
-        root().join("src"),
-        root().join("actors/src"),
-        root().join("guard/src"),
-    ] {
+    for src in crate_sources() {
         let krate = Crate::load(&src);
         assert!(
             krate.modules.len() > 20,
@@ -55,11 +56,7 @@ fn no_crate_has_a_module_cycle() {
 #[test]
 fn each_top_level_module_uses_only_those_before_it() {
     let mut found = Vec::new();
-    for src in [
-        root().join("src"),
-        root().join("actors/src"),
-        root().join("guard/src"),
-    ] {
+    for src in crate_sources() {
         let krate = Crate::load(&src);
         found.extend(
             layer_breaks(&krate, &lib_order(&src))
@@ -189,11 +186,7 @@ fn the_binaries_are_linked_position_dependent() {
 #[test]
 fn no_file_has_over_600_lines_of_non_test_code() {
     let mut over = Vec::new();
-    for src in [
-        root().join("src"),
-        root().join("actors/src"),
-        root().join("guard/src"),
-    ] {
+    for src in crate_sources() {
         for file in rust_files(&src) {
             // Test-only files: the actors' test suite and `mod tests;` files.
             let text = std::fs::read_to_string(&file).unwrap();
@@ -215,11 +208,7 @@ fn no_file_has_over_600_lines_of_non_test_code() {
 
 #[test]
 fn the_crate_docs_name_every_top_level_module() {
-    for src in [
-        root().join("src"),
-        root().join("actors/src"),
-        root().join("guard/src"),
-    ] {
+    for src in crate_sources() {
         let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
         let docs: String = lib
             .lines()
@@ -265,21 +254,13 @@ pub(super) fn is_test_file(file: &Path) -> bool {
         || text.contains(&format!("#[cfg(test)]\npub(crate) mod {stem};"))
 }
 
+/// Every `.rs` file under `dir` (which must be there), sorted.
 pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    assert!(dir.is_dir(), "{} is not a folder", dir.display());
+    super::support::files_below(dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect()
 }
 
 /// Lines of `text` outside `#[cfg(test)] mod ... { }` blocks, every line counted.

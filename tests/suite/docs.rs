@@ -110,6 +110,17 @@ fn our_flags() -> BTreeSet<String> {
     flags
 }
 
+/// Asserts a scan of the docs checked more than `at_least` `what` and found none of them
+/// `unknown`, which `problem` names.
+#[track_caller]
+fn assert_scanned(checked: usize, at_least: usize, what: &str, unknown: &[String], problem: &str) {
+    assert!(
+        checked > at_least,
+        "only {checked} {what} found: is the scan broken?"
+    );
+    assert!(unknown.is_empty(), "{problem}:\n{}", unknown.join("\n"));
+}
+
 #[test]
 fn every_documented_flag_is_one_the_binaries_take() {
     let ours = our_flags();
@@ -137,14 +148,12 @@ fn every_documented_flag_is_one_the_binaries_take() {
             }
         }
     }
-    assert!(
-        checked > 100,
-        "only {checked} flags found: is the scan broken?"
-    );
-    assert!(
-        unknown.is_empty(),
-        "documented flags neither binary takes (fix the doc, or add another program's flag to FOREIGN):\n{}",
-        unknown.join("\n")
+    assert_scanned(
+        checked,
+        100,
+        "flags",
+        &unknown,
+        "documented flags neither binary takes (fix the doc, or add another program's flag to FOREIGN)",
     );
     // The allow-list holds no flag of ours: one of ours is checked wherever it is shown.
     for (name, _) in FOREIGN {
@@ -227,14 +236,12 @@ fn every_documented_config_key_is_one_the_config_takes() {
             }
         }
     }
-    assert!(
-        checked > 50,
-        "only {checked} keys found: is the scan broken?"
-    );
-    assert!(
-        unknown.is_empty(),
-        "documented config keys ralph.config.yaml does not take:\n{}",
-        unknown.join("\n")
+    assert_scanned(
+        checked,
+        50,
+        "keys",
+        &unknown,
+        "documented config keys ralph.config.yaml does not take",
     );
 }
 

@@ -70,19 +70,10 @@ fn planting() -> Planting {
 
 /// Every file under `dir`, with its bytes.
 fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            out.push((path.display().to_string(), bytes));
-        }
-    }
-    out
+    files_below(dir)
+        .into_iter()
+        .filter_map(|path| Some((path.display().to_string(), std::fs::read(&path).ok()?)))
+        .collect()
 }
 
 /// The planted values found in `bytes`, as they are or as JSON escapes them.

@@ -132,7 +132,9 @@ async fn a_corrupt_table_is_a_warning_and_the_run_goes_on() {
 
     // Every manifest of the table overwritten with garbage, as a crashed disk might leave it.
     let mut damaged = 0;
-    for entry in walk(&vault_path(dir.path())) {
+    let vault = vault_path(dir.path());
+    assert!(vault.is_dir(), "{}", vault.display());
+    for entry in files_below(&vault) {
         if entry.extension().is_some_and(|e| e == "manifest") {
             std::fs::write(&entry, b"\x00garbage").unwrap();
             damaged += 1;
@@ -155,19 +157,6 @@ async fn a_corrupt_table_is_a_warning_and_the_run_goes_on() {
     assert_eq!(report["memory"]["status"], "unavailable", "{report:#}");
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("without memory"), "{warnings}");
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 const WRITERS: usize = 8;

@@ -93,6 +93,24 @@ fn copy_to_git(folder: &str, name: &str) -> TempDir {
     dir
 }
 
+/// Every file under `dir`, in its subfolders too, sorted; none when `dir` cannot be read.
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_below(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Copies the folder `from` and all it holds to `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -225,6 +243,18 @@ pub fn read_json(path: &Path) -> Value {
         &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
     )
     .unwrap()
+}
+
+/// Each line of `text` as JSON.
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Each line of the file at `path` as JSON.
+pub fn read_json_lines(path: &Path) -> Vec<Value> {
+    json_lines(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
 pub fn write(dir: &Path, name: &str, content: &str) {

@@ -9,19 +9,10 @@ use super::architecture::root;
 
 /// Every `.rs` (or `.md`) file under `dir`.
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(files(&path, ext));
-        } else if path.extension().is_some_and(|e| e == ext) {
-            found.push(path);
-        }
-    }
-    found
+    super::support::files_below(dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|e| e == ext))
+        .collect()
 }
 
 /// The module path of a source file of `src/` (`views/tui/mod.rs`: `views::tui`); `None` for
