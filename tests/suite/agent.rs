@@ -138,11 +138,7 @@ pub(super) fn inbox_add(dir: &Path, llm: &MockLlm, specs: &[&str]) -> Vec<String
 }
 
 pub(super) fn records(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join(".ralph/inbox.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_json_lines(&dir.join(".ralph/inbox.jsonl"))
 }
 
 /// Each record's status, in queue order.

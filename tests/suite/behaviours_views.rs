@@ -224,11 +224,7 @@ rp.run(async (req) => {
 
 /// The events of the only session of `dir`.
 fn events(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(session_dir(dir).join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_json_lines(&session_dir(dir).join("events.jsonl"))
 }
 
 /// Writes `files` into `dir`, trusts the project's hooks as a user who read them would, and
@@ -316,11 +312,7 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
     );
     // What the plugin was asked, through the SDK: each stage once per occasion, with its
     // config, and the SDK it got is the repository's `sdk/typescript/index.js`.
-    let seen: Vec<Value> = std::fs::read_to_string(dir.path().join(".hook-out/requests.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let seen: Vec<Value> = read_json_lines(&dir.path().join(".hook-out/requests.jsonl"));
     let stages: Vec<String> = seen
         .iter()
         .map(|s| format!("{} {}", s["stage"].as_str().unwrap(), s["iteration"]))

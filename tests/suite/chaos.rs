@@ -391,10 +391,7 @@ async fn the_passing_fix_s_review_runs_beside_chaos_s_round_and_its_verdict_is_r
         .args(["median.py", "--output", "jsonl"])
         .assert()
         .code(0);
-    let events: Vec<Value> = stdout_of(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events: Vec<Value> = json_lines(&stdout_of(&out));
     let first = |what: &dyn Fn(&Value) -> bool| events.iter().position(what).unwrap();
     // Chaos's round began before the review of the fix it attacks came in.
     let attack = first(&|e| e["type"] == "phase_changed" && e["phase"] == "adversarial");

@@ -25,11 +25,7 @@ async fn the_artisan_sees_the_helper_the_target_imports() {
         .get_output()
         .stdout
         .clone();
-    let events: Vec<Value> = String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events: Vec<Value> = json_lines(&String::from_utf8(out).unwrap());
     let gathered: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "context_gathered")

@@ -45,10 +45,7 @@ async fn python_fixed_in_two_iterations() {
 
     let session = session_dir(dir.path());
     let log = std::fs::read_to_string(session.join("iterations.log")).unwrap();
-    let lines: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = json_lines(&log);
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["passed"], false);
     assert_eq!(lines[1]["passed"], true);

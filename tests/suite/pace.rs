@@ -11,11 +11,7 @@ use super::support::*;
 
 /// The iterations' lines of the session's `iterations.log`.
 fn iterations(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(session_dir(dir).join("iterations.log"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    read_json_lines(&session_dir(dir).join("iterations.log"))
 }
 
 /// Test runs the session made (the baseline is iteration 0).
@@ -42,10 +38,7 @@ fn fix_js_events(dir: &Path, llm: &MockLlm) -> Vec<Value> {
         ])
         .assert()
         .code(0);
-    stdout_of(&out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&stdout_of(&out))
 }
 
 const BROKEN_PY: &str = "def median(values:\n    return None\n";

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::agent::git;
 use super::regent::*;
-use super::support::{assert_has, isolate, read_json};
+use super::support::{assert_has, isolate, json_lines, read_json};
 
 #[test]
 fn the_loop_works_through_the_tasks_commits_each_and_ends_at_the_exit_gate() {
@@ -459,10 +459,7 @@ fn breaker_reset_while_a_loop_runs_is_taken_before_its_next_iteration() {
 
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4));
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events: Vec<Value> = json_lines(&String::from_utf8_lossy(&out.stdout));
     let reset = of_type(&events, "breaker_changed");
     assert_eq!(reset.len(), 1, "{reset:?}");
     assert_eq!(reset[0]["reason"], "manual_reset");

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::cdp::Browser;
 use super::long_session::long_session;
-use super::support::assert_has;
+use super::support::{assert_has, json_lines};
 use super::tui::{bin, quit, Pane};
 use super::web::Served;
 
@@ -186,10 +186,7 @@ fn a_session_exports_as_a_page_that_stands_alone_and_as_an_asciicast() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&cast).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = json_lines(&text);
     assert_eq!(lines[0]["version"], 3);
     let mut screen = vt100::Parser::new(30, 100, 0);
     for frame in &lines[1..] {

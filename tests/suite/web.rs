@@ -348,11 +348,7 @@ fn the_dashboard_lets_in_only_its_token_and_local_host_names() {
 fn events_stream_in_order_resume_after_the_last_id_and_reach_ten_clients_live() {
     let (dir, log) = recorded_project();
     let served = Served::start(dir.path(), &["dashboard", "--ui-bind", "127.0.0.1:0"], &[]);
-    let recorded: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recorded: Vec<Value> = read_json_lines(&log);
     let last = recorded.len() as u64;
     // Ten clients at once: every event, in order, its seq as its id.
     let mut clients: Vec<Events> = (0..10).map(|_| served.follow(RECORDED_ID, None)).collect();
