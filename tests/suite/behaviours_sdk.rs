@@ -1,8 +1,7 @@
 //! The documented JavaScript plugin, run by hand with the SDK from the repository.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
@@ -11,22 +10,13 @@ use super::support::*;
 /// Runs `node plugin` in `dir` with `request` on stdin and no `NODE_PATH`: its exit code,
 /// stdout and stderr.
 fn by_hand(dir: &Path, plugin: &str, request: &str) -> (i32, String, String) {
-    let mut child = Command::new("node")
-        .arg(plugin)
-        .current_dir(dir)
-        .env_remove("NODE_PATH")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_stdin(
+        Command::new("node")
+            .arg(plugin)
+            .current_dir(dir)
+            .env_remove("NODE_PATH"),
+        request,
+    );
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

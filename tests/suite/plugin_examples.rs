@@ -5,7 +5,7 @@
 //! reason reaches the Artisan, the docs plugin writes the fixed file's API docs.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -58,22 +58,7 @@ fn fixed(dir: &Path, llm: &MockLlm, target: &str) -> Value {
 /// What `program args` prints for `input` on stdin, in `dir`: the formatter as the test runs
 /// it, outside ralph-loop.
 fn piped(dir: &Path, program: &str, args: &[&str], input: &str) -> String {
-    use std::io::Write;
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_stdin(Command::new(program).args(args).current_dir(dir), input);
     assert!(
         out.status.success(),
         "{program}: {}",

@@ -139,11 +139,7 @@ impl Served {
 
 impl Drop for Served {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
 }
 

@@ -206,3 +206,31 @@ pub fn ralph_with_env(dir: &Path, env: &[(&str, String)]) -> assert_cmd::Command
     cmd.envs(env.iter().cloned());
     cmd
 }
+
+/// Runs `cmd` with `input` on its stdin, to its end: its output (stdout and stderr piped).
+pub fn output_with_stdin(cmd: &mut std::process::Command, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Kills `child`'s whole process group and reaps it, as a `Drop` of a server or browser does.
+pub fn kill_group(child: &mut std::process::Child) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+}
