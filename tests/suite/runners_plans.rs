@@ -15,14 +15,20 @@ use super::runners::*;
 use super::support::*;
 
 /// A plan whose tool writes no report: the text is read instead, and the run says why.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_missing_report_falls_back_to_the_text() {
+/// The pytest stack's project with its module's failing variant.
+fn failing_pytest() -> tempfile::TempDir {
     let dir = project(&PYTEST);
     write(
         dir.path(),
         PYTEST.module,
         &module_source(Kind::Python, Variant::Failing).unwrap(),
     );
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_report_falls_back_to_the_text() {
+    let dir = failing_pytest();
     let report = dir.path().join(".ralph/reports/never-written.xml");
     let plan = TestPlan {
         language: Some(Language::Python),
@@ -74,12 +80,7 @@ async fn a_missing_report_falls_back_to_the_text() {
 /// `-t` (or `testing.command`) is run as is and read as text, whatever the manifests say.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_given_command_overrides_detection() {
-    let dir = project(&PYTEST);
-    write(
-        dir.path(),
-        PYTEST.module,
-        &module_source(Kind::Python, Variant::Failing).unwrap(),
-    );
+    let dir = failing_pytest();
     let mut options = options(dir.path(), limits(TIMEOUT, None));
     options.command = Some("python3 -m pytest -q tests".into());
     let runner =
