@@ -97,10 +97,10 @@ async fn a_thin_suite_reaches_the_coverage_gate_through_a_chaos_round() {
     assert_eq!(check(&report, "adversarial")["status"], "met");
     let mutation = check(&report, "mutation");
     assert_eq!(mutation["status"], "off", "{mutation}");
-    assert!(mutation["detail"]
-        .as_str()
-        .unwrap()
-        .contains("mutation_score_min is null"));
+    assert_has(
+        mutation["detail"].as_str().unwrap(),
+        &["mutation_score_min is null"],
+    );
     assert_has(
         &printed,
         &[

@@ -129,10 +129,7 @@ async fn skip_task_skips_a_failing_entry_and_abort_loop_stops_the_batch() {
     // The aborting hook failed: the batch fails with it.
     let report = batch(p, &llm, 1);
     assert_eq!(report["status"], "error");
-    assert!(report["stopped_by_hook"]
-        .as_str()
-        .unwrap()
-        .contains("quota"));
+    assert_has(report["stopped_by_hook"].as_str().unwrap(), &["quota"]);
     let entries = report["entries"].as_array().unwrap();
     let reasons: Vec<&str> = entries
         .iter()

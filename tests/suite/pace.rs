@@ -406,10 +406,10 @@ async fn the_artisan_s_stable_prompt_prefix_is_read_from_anthropic_s_cache_on_it
         .collect();
     assert_eq!(prefixes[0], prefixes[1]);
     assert_eq!(prefixes[0]["cache_control"]["type"], "ephemeral");
-    assert!(prefixes[0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("def test_empty_list_is_an_error"));
+    assert_has(
+        prefixes[0]["text"].as_str().unwrap(),
+        &["def test_empty_list_is_an_error"],
+    );
     // The report shows what was read from the cache and written to it.
     let report = report(dir.path());
     let artisan = &report["tokens_by_role"]["artisan"];

@@ -183,10 +183,10 @@ async fn fast_check_s_scheduler_finds_a_lost_update_in_javascript() {
         "concurrent adds are not lost",
         "Counterexample",
     );
-    assert!(findings[1]["test"]
-        .as_str()
-        .unwrap()
-        .contains("both reads answered before either write"));
+    assert_has(
+        findings[1]["test"].as_str().unwrap(),
+        &["both reads answered before either write"],
+    );
     assert!(
         findings.iter().all(|f| f["status"] == "fixed"),
         "{report:#}"

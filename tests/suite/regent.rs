@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use super::agent::git;
-use super::support::{assert_file, isolate, read_json};
+use super::support::{assert_file, assert_has, isolate, read_json};
 
 pub(super) struct Project {
     pub(super) _dir: TempDir,
@@ -433,10 +433,10 @@ fn a_corrupt_state_file_is_reported_kept_aside_and_replaced() {
         .into_iter()
         .find(|w| w["message"].as_str().unwrap().contains("could not be read"))
         .expect("a warning about the state file");
-    assert!(warning["message"]
-        .as_str()
-        .unwrap()
-        .contains("regent-state.json.bad"));
+    assert_has(
+        warning["message"].as_str().unwrap(),
+        &["regent-state.json.bad"],
+    );
     assert_file(&p.root, ".ralph/regent-state.json.bad", "{not json");
     assert_eq!(p.state_file()["status"], "complete");
 }

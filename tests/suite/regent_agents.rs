@@ -49,10 +49,10 @@ fn an_agent_that_keeps_crashing_stops_the_loop_after_max_retries() {
     assert_eq!(of_type(&events, "agent_started").len(), 3);
     let report = loop_report(&events);
     assert_eq!(report["status"], "agent_failed");
-    assert!(report["reason"]
-        .as_str()
-        .unwrap()
-        .contains("failed 3 times in a row"));
+    assert_has(
+        report["reason"].as_str().unwrap(),
+        &["failed 3 times in a row"],
+    );
     let state = p.state_file();
     assert_eq!(state["status"], "agent_failed");
     assert_eq!(state["consecutive_errors"], 3);

@@ -198,10 +198,7 @@ fn a_revert_that_fails_stops_the_loop_with_the_tree_as_it_was() {
     let events = p.run_to(7);
     let report = loop_report(&events);
     assert_eq!(report["status"], "revert_failed");
-    assert!(report["reason"]
-        .as_str()
-        .unwrap()
-        .contains("left as it was"));
+    assert_has(report["reason"].as_str().unwrap(), &["left as it was"]);
     assert_eq!(p.log()[0], "merge");
     assert_eq!(git(&p.root, &["status", "--porcelain"]), "");
     assert!(!p.root.join(".git/REVERT_HEAD").exists());
