@@ -4,15 +4,18 @@ use predicates::prelude::*;
 
 use super::support::*;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn missing_file_is_a_usage_error() {
+/// `ralph-loop args` in a copy of `py-median`, refused with `code` and saying each of `wants`:
+/// the project and the server (which no role is scripted on).
+async fn refused(args: &[&str], code: i32, wants: &[&str]) -> (tempfile::TempDir, MockLlm) {
     let dir = fixture("py-median");
     let llm = MockLlm::start().await;
-    assert_exits_saying(
-        ralph(dir.path(), &llm).args(["nope.py"]),
-        2,
-        &["target file not found: nope.py"],
-    );
+    assert_exits_saying(ralph(dir.path(), &llm).args(args), code, wants);
+    (dir, llm)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_file_is_a_usage_error() {
+    let (dir, _llm) = refused(&["nope.py"], 2, &["target file not found: nope.py"]).await;
     assert!(
         !dir.path().join(".ralph").exists(),
         "nothing is written for a run that never started"
@@ -54,13 +57,12 @@ async fn no_test_command_is_a_clear_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_without_its_key_is_refused_at_start() {
-    let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    assert_exits_saying(
-        ralph(dir.path(), &llm).args(["median.py", "--models", "artisan=claude"]),
+    let (dir, _llm) = refused(
+        &["median.py", "--models", "artisan=claude"],
         1,
         &["anthropic", "ANTHROPIC_API_KEY"],
-    );
+    )
+    .await;
     assert!(!dir.path().join(".ralph").exists());
 }
 
@@ -128,13 +130,12 @@ fn a_missing_key_is_named_before_any_work() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_or_absent_language_is_a_usage_error() {
-    let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    assert_exits_saying(
-        ralph(dir.path(), &llm).args(["median.py", "--language", "cobol"]),
+    let (dir, llm) = refused(
+        &["median.py", "--language", "cobol"],
         2,
         &["--language: unknown language `cobol`"],
-    );
+    )
+    .await;
     assert_exits_saying(
         ralph(dir.path(), &llm).args(["median.py", "--language", "rust"]),
         2,
@@ -144,12 +145,11 @@ async fn an_unknown_or_absent_language_is_a_usage_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_test_file_target_needs_allow_test_edits() {
-    let dir = fixture("py-median");
-    let llm = MockLlm::start().await;
-    assert_exits_saying(
-        ralph(dir.path(), &llm).args(["test_median.py"]),
+    let (_dir, llm) = refused(
+        &["test_median.py"],
         2,
         &["is a test file", "--allow-test-edits"],
-    );
+    )
+    .await;
     assert!(llm.requests().await.is_empty());
 }
