@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::cdp::{artifacts, Browser};
+use super::regent::of_type;
 use super::support::*;
 use super::web::Served;
 
@@ -293,16 +294,10 @@ async fn a_javascript_plugin_made_with_the_sdk_changes_each_proposal_and_vetoes_
     );
     // The run's events: both proposals amended by it, the first success vetoed with its reason.
     let events = events(dir.path());
-    let amended: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "proposal_amended")
-        .collect();
+    let amended = of_type(&events, "proposal_amended");
     assert_eq!(amended.len(), 2, "{amended:?}");
     assert!(amended.iter().all(|e| e["hook"] == "house-style"));
-    let vetoed: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "success_vetoed")
-        .collect();
+    let vetoed = of_type(&events, "success_vetoed");
     assert_eq!(vetoed.len(), 1, "{vetoed:?}");
     assert_eq!(vetoed[0]["iteration"], 1);
     assert_eq!(vetoed[0]["hook"], "house-style");

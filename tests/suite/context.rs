@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::regent::of_type;
 use super::support::*;
 
 const HELPER: &str = "def middle_pair(ordered):\n    \"\"\"The two middle values of a sorted even-length list.\"\"\"\n    mid = len(ordered) // 2\n    return ordered[mid - 1], ordered[mid]\n";
@@ -26,10 +27,7 @@ async fn the_artisan_sees_the_helper_the_target_imports() {
         .stdout
         .clone();
     let events: Vec<Value> = json_lines(&String::from_utf8(out).unwrap());
-    let gathered: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "context_gathered")
-        .collect();
+    let gathered = of_type(&events, "context_gathered");
     assert_eq!(gathered.len(), 1, "one per iteration: {events:?}");
     assert_eq!(gathered[0]["iteration"], 1);
     assert_eq!(gathered[0]["included"][2]["path"], "helpers.py");
