@@ -52,6 +52,14 @@ pub(super) fn fixed(dir: &Path, llm: &MockLlm, yaml: &str, out: &Path) -> Value 
     report
 }
 
+/// Runs [`fix`] and asserts a hook stopped the run with an error (exit 1); its report.
+fn aborted(dir: &Path, llm: &MockLlm, yaml: &str, out: &Path) -> Value {
+    let (code, report) = fix(dir, llm, yaml, out);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["status"], "error");
+    report
+}
+
 pub(super) fn fixes_at_once(llm: &MockLlm) {
     llm.helpful()
         .always("artisan", text(code("python", FIXED_PY)));
@@ -218,9 +226,7 @@ async fn ask_agent_puts_the_failure_in_the_artisans_next_prompt() {
 async fn abort_loop_stops_the_run_at_the_failing_hook() {
     let (dir, out, llm) = project(two_tries).await;
     let yaml = "hooks:\n  on_test_fail:\n    - type: shell\n      name: guard\n      command: exit 1\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 1, "{report:#}");
-    assert_eq!(report["status"], "error");
+    let report = aborted(dir.path(), &llm, yaml, &out);
     assert_eq!(report["iterations"], 1);
     let reason = report["reason"].as_str().unwrap();
     assert!(
@@ -234,9 +240,7 @@ async fn abort_loop_stops_the_run_at_the_failing_hook() {
 async fn an_aborting_gate_lets_no_success_through() {
     let (dir, out, llm) = project(fixes_at_once).await;
     let yaml = "hooks:\n  on_before_success:\n    - type: plugin\n      name: scanner\n      command: kill -9 $$\n      on_failure: abort_loop\n";
-    let (code, report) = fix(dir.path(), &llm, yaml, &out);
-    assert_eq!(code, 1, "{report:#}");
-    assert_eq!(report["status"], "error");
+    let report = aborted(dir.path(), &llm, yaml, &out);
     assert!(
         report["reason"]
             .as_str()
