@@ -6,12 +6,23 @@ use std::time::{Duration, Instant};
 use super::hooks::*;
 use super::support::*;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
+/// `py-median` with the hooks' output folder in it, a folder outside it, and a server whose
+/// Artisan fixes the median at once.
+async fn with_a_folder_outside() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    tempfile::TempDir,
+    MockLlm,
+) {
     let dir = fixture("py-median");
     let out = out_dir(dir.path());
     let outside = tempfile::tempdir().unwrap();
-    let llm = artisan_always("python", FIXED_PY).await;
+    (dir, out, outside, artisan_always("python", FIXED_PY).await)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
+    let (dir, out, outside, llm) = with_a_folder_outside().await;
     let port = llm
         .uri()
         .rsplit(':')
@@ -47,10 +58,7 @@ async fn the_sandbox_keeps_a_hook_to_the_project_and_off_the_network() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_sandbox_hooks_off_a_hook_runs_with_the_users_rights() {
-    let dir = fixture("py-median");
-    let out = out_dir(dir.path());
-    let outside = tempfile::tempdir().unwrap();
-    let llm = artisan_always("python", FIXED_PY).await;
+    let (dir, out, outside, llm) = with_a_folder_outside().await;
     let yaml = format!(
         "sandbox:\n  hooks: off\nhooks:\n  on_success:\n    - type: shell\n      command: echo x > {}/written\n      on_failure: abort_loop\n",
         outside.path().display()
