@@ -3,7 +3,8 @@
 //! - [`ui`]: the view's own state and what each key does; [`draw`]: one frame, pure, with
 //!   [`lists`] (the task list, the model picker's overlay);
 //!   [`term`]: the terminal's raw mode, alternate screen and stderr, and their restoration;
-//!   [`cast`]: a session's frames as an asciicast recording; [`picker`]: the model picker.
+//!   [`cast`]: a session's frames as an asciicast recording; [`picker`]: the model picker;
+//!   `files`: the run's log in the editor, the git diff, an export of the view's buffers.
 //! - The run reaches the view through [`channels`]: a [`Feed`] (a printer of the session's
 //!   event bus) and an [`Asker`] (the breaker's questions, as the core's `User` port). The
 //!   view reaches the run through [`Handles`]: its pause, its stop, its process groups.
