@@ -48,6 +48,8 @@ impl ViewState {
                 iteration, model, ..
             } => {
                 self.begin(*iteration);
+                // A loop's phases: the agent's turn, then its work checked (below).
+                self.phase = Some("agent".into());
                 self.row(*iteration).phases.push(("agent".into(), t));
                 if let Some(model) = model {
                     self.set_model("model", model);
@@ -207,6 +209,7 @@ impl ViewState {
             None => "agent".into(),
         };
         self.spent(*iteration, "agent", &model, *cost_usd, *total_cost_usd);
+        self.phase = Some("tests".into());
         self.row(*iteration).phases.push(("tests".into(), t));
         if ending != "exited" && ending != "stopped_after_result" {
             self.settle(Mark::Failed, ending.replace('_', " "));

@@ -257,7 +257,24 @@ fn a_loops_breaker_shows_its_state() {
         ),
     ];
     let view = fold(&events);
+    assert_eq!(view.phase.as_deref(), Some("agent"), "the agent's turn");
     insta::assert_snapshot!(render(&view, &ui(), at(&view, 61), 90, 20));
+    let mut ended = events;
+    ended.push(envelope(
+        4,
+        Event::AgentEnded {
+            iteration: 1,
+            run: 1,
+            ending: "exited".into(),
+            exit_code: Some(0),
+            duration_ms: 1_000,
+            cost_usd: 0.01,
+            cost_estimated: false,
+            total_cost_usd: 0.01,
+        },
+    ));
+    let view = fold(&ended);
+    assert_eq!(view.phase.as_deref(), Some("tests"), "its work checked");
 }
 
 #[test]
