@@ -39,7 +39,14 @@ impl Charset {
         let b = s.as_bytes();
         if b.iter().all(u8::is_ascii_digit) {
             Charset::Digits
-        } else if b.iter().all(u8::is_ascii_hexdigit) {
+        } else if b
+            .iter()
+            .filter(|&&c| !c.is_ascii_hexdigit() && c != b'-')
+            .count()
+            <= b.len() / 16
+        {
+            // A hex key with a stray character (a typo, a vendor's near-miss format) or split
+            // by dashes (a UUID's shape) has a hex key's entropy, not a base64 key's.
             Charset::Hex
         } else if b
             .iter()
@@ -96,5 +103,19 @@ mod tests {
         assert!(!passes("passwordpassword", 3.5));
         assert!(!passes("changemechangeme", 3.5));
         assert!(!passes("aaaaaaaaaaaaaaaaaaaaaaaa", 3.0));
+    }
+
+    #[test]
+    fn a_hex_key_with_a_stray_character_is_held_to_the_hex_bound() {
+        assert_eq!(Charset::of("b233ff07a52x02532e2f30c49329bd9"), Charset::Hex);
+        assert!(passes("c5555db44195Qd2be9dde8db7e259c8579d7c86", 3.5));
+        assert_eq!(
+            Charset::of("b233ff07a52x02532e2f30cx9329bd9"),
+            Charset::Base64
+        );
+        assert_eq!(
+            Charset::of("e6db15b3-606a-4505-bea5-e38fd0eae6e"),
+            Charset::Hex
+        );
     }
 }

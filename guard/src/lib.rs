@@ -15,7 +15,8 @@
 //! - [`table`]: the run's values and placeholders, zeroised when dropped;
 //! - [`literals`]: values already known, found wherever they appear, in one pass;
 //! - [`config`]: what a guard is built from (mode, kinds, the user's rules and allowlist);
-//! - [`mask`]: the [`Guard`]: mask, seal, check, unmask, and the counts a report shows.
+//! - [`mask`]: the [`Guard`]: mask, seal, check, unmask, and the counts a report shows;
+//! - [`stream`]: unmasking a streamed reply, a placeholder cut between two deltas put back whole.
 //! - [`corpus`] (feature `corpus`): generated planted secrets, personal data and ordinary code,
 //!   for tests and benchmarks.
 
@@ -32,12 +33,14 @@ pub mod table;
 pub mod literals;
 pub mod config;
 pub mod mask;
+pub mod stream;
 #[cfg(any(test, feature = "corpus"))]
 pub mod corpus;
 
 pub use config::{GuardConfig, Mode};
 pub use kind::{Class, Finding, Kind};
 pub use mask::{Guard, GuardError, Masked, Stats};
+pub use stream::StreamUnmask;
 
 #[cfg(test)]
 mod tests;

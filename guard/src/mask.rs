@@ -287,6 +287,39 @@ impl Guard {
         Ok(out)
     }
 
+    /// `text` with every placeholder of the run's table replaced by its value, and any other
+    /// placeholder-like text left as it is: for a reply passed on to a program that writes it
+    /// itself (a coding agent behind the gateway), where nothing may be held back or refused.
+    pub fn restore(&self, text: &str) -> String {
+        self.restore_with(text, &|value| value.to_string())
+    }
+
+    /// [`Guard::restore`], each value written as `escape` writes it: inside a JSON string that
+    /// a reply streams in pieces (a tool call's arguments), a value's quotes and newlines must
+    /// be escaped as the JSON around them is.
+    pub fn restore_with(&self, text: &str, escape: &dyn Fn(&str) -> String) -> String {
+        if self.mode == Mode::Off {
+            return text.to_string();
+        }
+        let table = self.table();
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        let mut restored = 0;
+        for r in placeholder::find_all(text) {
+            let p = &text[r.clone()];
+            if let Some(value) = table.value(p) {
+                out.push_str(&text[at..r.start]);
+                out.push_str(&escape(value));
+                restored += usize::from(!table.is_lookalike(p));
+                at = r.end;
+            }
+        }
+        out.push_str(&text[at..]);
+        drop(table);
+        self.counts().0 += restored;
+        out
+    }
+
     /// The run's placeholders in `text`, by kind: distinct values (for the `masked` event of a
     /// call).
     pub fn census(&self, text: &str) -> BTreeMap<String, usize> {

@@ -327,3 +327,53 @@ fn typed_text_keeps_the_run_s_placeholders_and_loses_its_values() {
         read.text
     );
 }
+
+/// The near misses (issue 49): a credential in each language's assignment syntax, a vendor's
+/// value one character off its format under a credential's name, the password or key of each
+/// kind of connection string. Every one is masked, as a secret (never as an e-mail address).
+#[test]
+fn near_misses_in_every_syntax_and_connection_string_are_masked_as_secrets() {
+    let g = guard_as_run();
+    for seed in [49, 50, 51] {
+        near_misses_of_seed(&g, seed);
+    }
+}
+
+fn near_misses_of_seed(g: &Guard, seed: u64) {
+    use crate::corpus::near_miss::{assignments, connection_strings, near_misses, Case};
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let planted = crate::corpus::secrets::planted(&mut rng, 3);
+    let mut cases: Vec<Case> = assignments(&mut rng);
+    let (a, n) = (cases.len(), near_misses(&mut rng, &planted));
+    let near = n.len();
+    cases.extend(n);
+    let c = connection_strings(&mut rng);
+    let conns = c.len();
+    cases.extend(c);
+    assert!(
+        a >= 180 && near >= 400 && conns >= 40,
+        "{a} assignments, {near} near misses, {conns} connection strings"
+    );
+    let failed: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            let findings = g.detector().scan(&case.text).findings;
+            let masked = g.mask(&case.text, None).text;
+            let as_pii: Vec<&str> = findings
+                .iter()
+                .filter(|f| f.kind.class == crate::Class::Pii)
+                .map(|f| f.rule.as_str())
+                .collect();
+            (masked.contains(&case.value) || !as_pii.is_empty())
+                .then(|| format!("{}: {:?} -> {masked:?} {as_pii:?}", case.what, case.text))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "seed {seed}: {} of {} cases:\n{}",
+        failed.len(),
+        cases.len(),
+        failed.join("\n")
+    );
+}

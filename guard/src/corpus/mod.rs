@@ -2,10 +2,13 @@
 //! planted secrets of every bundled rule ([`secrets`]) and personal data of every kind
 //! ([`pii`]), valid-looking and never real (random, from a seeded generator), and ordinary code
 //! that holds nothing to mask ([`ordinary`]): hashes in tests, UUIDs, base64 images, minified
-//! JavaScript, lockfiles.
+//! JavaScript, lockfiles; and the near misses around the planted secrets ([`near_miss`]):
+//! credentials in each language's assignment syntax, vendor values one character off their
+//! format, passwords in connection strings.
 //!
 //! Each generator takes the caller's random source, so a seed gives the same corpus.
 
+pub mod near_miss;
 pub mod ordinary;
 pub mod pii;
 pub mod secrets;

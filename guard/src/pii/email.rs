@@ -10,7 +10,10 @@
 //! `@Override`: nothing before the `@`), versions (`lodash@4.17.21`: the TLD must be letters),
 //! asset names (`icon@2x.png`: the TLD is a file extension), Kotlin labels
 //! (`this@Activity.finish`), method calls (`x@self.weight(`), and SSH remotes
-//! (`git@github.com:owner/repo`): `git` is a service account, never a person.
+//! (`git@github.com:owner/repo`): `git` is a service account, never a person. And the userinfo
+//! of a URL (`postgres://app:s3cret@db.example.com`, `redis://:s3cret@cache.example.io`,
+//! `jdbc:oracle:thin:app/s3cret@db.example.com`): what stands before its `@` is a user name
+//! or a password, which the secret rules read, not an address.
 
 use memchr::memchr_iter;
 
@@ -63,10 +66,37 @@ fn address_around(b: &[u8], at: usize) -> Option<(usize, usize)> {
         return None;
     }
     // `x@self.weight(`: a method call, not an address.
-    if scan::at(b, end) == Some(b'(') {
+    if scan::at(b, end) == Some(b'(') || in_userinfo(b, start) {
         return None;
     }
     Some((start, end))
+}
+
+/// How far back from a local part [`in_userinfo`] looks for the URL it may belong to.
+const URL_HEAD: usize = 256;
+
+/// Whether the local part starting at `start` is a URL's userinfo: `scheme://` then at most a
+/// user name and a colon before it, with no `/` or `@` between (or Oracle's `thin:user/`).
+fn in_userinfo(b: &[u8], start: usize) -> bool {
+    let head = &b[start.saturating_sub(URL_HEAD)..start];
+    let token = head
+        .iter()
+        .rposition(|c| c.is_ascii_whitespace() || b"\"'`<>(),;".contains(c))
+        .map_or(head, |i| &head[i + 1..]);
+    if let Some(i) = token.windows(3).rposition(|w| w == b"://") {
+        let userinfo = &token[i + 3..];
+        return !userinfo.iter().any(|&c| c == b'/' || c == b'@')
+            && userinfo.iter().filter(|&&c| c == b':').count() <= 1
+            && (userinfo.is_empty() || userinfo.last() == Some(&b':'));
+    }
+    let lower = token.to_ascii_lowercase();
+    lower
+        .windows(5)
+        .rposition(|w| w == b"thin:")
+        .is_some_and(|i| {
+            let user = &token[i + 5..];
+            user.last() == Some(&b'/') && user.iter().filter(|&&c| c == b'/').count() == 1
+        })
 }
 
 fn is_local(c: u8) -> bool {
@@ -176,6 +206,29 @@ mod tests {
         assert_eq!(FIND.spans("a@b.io, c@d.fr"), ["a@b.io", "c@d.fr"]);
         let f = expect::first(FIND, "to: q@w.de", (4, 10), "PII_EMAIL");
         assert_eq!(f.rule, "pii-email");
+    }
+
+    #[test]
+    fn a_url_s_user_and_password_are_no_address() {
+        for text in [
+            "DATABASE_URL=postgres://app:s3cr3tPw9x@db.example.com:5432/app",
+            "redis://:Hq81kLzP0q@cache.example.io:6379/0",
+            "\"mongodb+srv://svc-backend:Zb2Cqpm0Ay7p@cluster0.example.net/app\"",
+            "url = https://ann@example.com/path",
+            "jdbc:oracle:thin:app/Fw4hgJy9UoQZ@db.acme-corp.com:1521/ORCL",
+        ] {
+            assert!(FIND.spans(text).is_empty(), "{text}");
+        }
+        // An address after a URL, or in a URL's path or query, is still one.
+        assert_eq!(
+            FIND.spans("see https://example.com/u ann@corp.io"),
+            ["ann@corp.io"]
+        );
+        assert_eq!(
+            FIND.spans("https://example.com/invite?to=bob@corp.io"),
+            ["bob@corp.io"]
+        );
+        assert_eq!(FIND.spans("mailto:x@sub-d.org"), ["x@sub-d.org"]);
     }
 
     #[test]
