@@ -59,6 +59,9 @@ pub enum Error {
     /// Hooks that cannot run as configured (no Landlock where it is required, or not trusted).
     #[error(transparent)]
     Hooks(#[from] crate::hooks::HooksError),
+    /// The model gateway a coding agent's calls go through could not start.
+    #[error(transparent)]
+    Gateway(#[from] crate::gateway::GatewayError),
     #[error("{0}")]
     Internal(String),
 }
@@ -156,6 +159,9 @@ impl Error {
             Error::Inbox(e) => e.exit_code(),
             Error::Spec(_) => 2,
             Error::Git(_) => 1,
+            // A provider's base URL that is no URL is the user's setting to fix.
+            Error::Gateway(crate::gateway::GatewayError::BaseUrl { .. }) => 2,
+            Error::Gateway(_) => 1,
             Error::Agents(crate::agents::registry::AgentsError::ListFailed { .. }) => 1,
             Error::Agents(_) => 2,
             Error::Lock(crate::lock::LockError::Held { .. }) => 2,

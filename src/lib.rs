@@ -13,7 +13,8 @@
 //!   [`inbox`] (the queue of specs), [`agent`] (agent mode's session file, lock and log),
 //!   [`git`] (the commits and stashes of finished and failed specs).
 //! - Coding-agent CLIs: [`agents`] (their definitions, detection, models, readers of their
-//!   output, one supervised run), and [`regent`] (`ralph-loop loop`: an agent run again and
+//!   output, one supervised run), [`gateway`] (the loopback server between an agent and its
+//!   model: LocalGuard, the budget and the user's key on the wire), and [`regent`] (`ralph-loop loop`: an agent run again and
 //!   again under the Regent, with git, tests, breaker and exit gate).
 //! - [`config`]: `ralph.config.yaml` discovery, validation and defaults; [`models`]:
 //!   `provider/model` names, the alias table and each role's default models.
@@ -52,6 +53,7 @@ pub mod context;
 pub mod runner;
 pub mod chaos;
 pub mod providers;
+pub(crate) mod gateway;
 pub mod printers;
 pub mod agents;
 pub mod config;

@@ -3,7 +3,9 @@
 //! not.
 
 use super::definition::{AgentDef, Auth, ModelSource, PromptVia};
+use super::gateway::GatewayDef;
 use super::output::Format;
+use crate::gateway::Provider;
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
@@ -39,200 +41,276 @@ pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "opencode
 /// Every built-in agent, in the order `agents list` shows them.
 pub fn builtins() -> Vec<AgentDef> {
     vec![
-        AgentDef {
-            name: "claude".into(),
-            title: "Claude Code".into(),
-            binaries: strings(&["claude"]),
-            auth: claude_auth(),
-            // Its CLI has no command that lists models: the aliases it documents.
-            models: ModelSource::Fixed {
-                names: strings(&["sonnet", "opus", "haiku"]),
-            },
-            args: strings(&[
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--dangerously-skip-permissions",
-                "--model",
-                "{model}",
-            ]),
-            prompt: PromptVia::Stdin,
-            format: Format::ClaudeStreamJson,
-            reports_cost: true,
-        },
-        AgentDef {
-            name: "codex".into(),
-            title: "OpenAI Codex CLI".into(),
-            binaries: strings(&["codex"]),
-            auth: Auth {
-                env: strings(&["OPENAI_API_KEY", "CODEX_API_KEY"]),
-                files: strings(&["~/.codex/auth.json"]),
-            },
-            // Its own catalog, as JSON (0.171.0; the models it knows how to drive).
-            models: ModelSource::Command {
-                args: strings(&["debug", "models"]),
-            },
-            args: strings(&[
-                "exec",
-                "--json",
-                "--sandbox",
-                "workspace-write",
-                "--skip-git-repo-check",
-                "--model",
-                "{model}",
-                "-",
-            ]),
-            prompt: PromptVia::Stdin,
-            format: Format::CodexJson,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "agy".into(),
-            title: "Google Antigravity".into(),
-            binaries: strings(&["agy"]),
-            auth: google_auth(),
-            models: ModelSource::Fixed {
-                names: strings(&["gemini-3-pro", "gemini-2.5-pro", "gemini-2.5-flash"]),
-            },
-            args: strings(&["--model", "{model}", "-p", "{prompt}"]),
-            prompt: PromptVia::Argument,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "gemini".into(),
-            title: "Gemini CLI (retired: see agy)".into(),
-            binaries: strings(&["gemini"]),
-            auth: google_auth(),
-            models: ModelSource::Fixed {
-                names: strings(&["gemini-2.5-pro", "gemini-2.5-flash"]),
-            },
-            args: strings(&["--yolo", "--model", "{model}", "-p", "{prompt}"]),
-            prompt: PromptVia::Argument,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "aider".into(),
-            title: "Aider".into(),
-            binaries: strings(&["aider"]),
-            auth: Auth {
-                env: strings(&[
-                    "OPENAI_API_KEY",
-                    "ANTHROPIC_API_KEY",
-                    "GEMINI_API_KEY",
-                    "DEEPSEEK_API_KEY",
-                    "OPENROUTER_API_KEY",
-                    "OPENAI_API_BASE",
-                ]),
-                files: strings(&["~/.aider.conf.yml"]),
-            },
-            models: ModelSource::Command {
-                args: strings(&["--list-models", "/"]),
-            },
-            args: strings(&[
-                "--yes-always",
-                "--no-auto-commits",
-                "--no-check-update",
-                "--no-analytics",
-                "--no-pretty",
-                "--no-stream",
-                "--no-show-model-warnings",
-                "--model",
-                "{model}",
-                "--message",
-                "{prompt}",
-            ]),
-            prompt: PromptVia::Argument,
-            format: Format::Aider,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "cursor".into(),
-            title: "Cursor Agent".into(),
-            binaries: strings(&["cursor-agent", "agent"]),
-            auth: Auth {
-                env: strings(&["CURSOR_API_KEY"]),
-                files: strings(&["~/.cursor/cli-config.json"]),
-            },
-            models: ModelSource::Command {
-                args: strings(&["--list-models"]),
-            },
-            args: strings(&[
-                "-p",
-                "--force",
-                "--output-format",
-                "text",
-                "--model",
-                "{model}",
-                "{prompt}",
-            ]),
-            prompt: PromptVia::Argument,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "auggie".into(),
-            title: "Augment CLI".into(),
-            binaries: strings(&["auggie"]),
-            auth: Auth {
-                env: strings(&["AUGMENT_SESSION_AUTH"]),
-                files: strings(&["~/.augment/session.json"]),
-            },
-            models: ModelSource::Command {
-                args: strings(&["models", "list"]),
-            },
-            args: strings(&["--print", "--quiet", "--model", "{model}"]),
-            prompt: PromptVia::Stdin,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "opencode".into(),
-            title: "OpenCode".into(),
-            binaries: strings(&["opencode"]),
-            auth: Auth {
-                env: Vec::new(),
-                files: strings(&["~/.local/share/opencode/auth.json"]),
-            },
-            models: ModelSource::Command {
-                args: strings(&["models"]),
-            },
-            args: strings(&["run", "--model", "{model}", "{prompt}"]),
-            prompt: PromptVia::Argument,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        AgentDef {
-            name: "goose".into(),
-            title: "goose".into(),
-            binaries: strings(&["goose"]),
-            auth: Auth {
-                env: Vec::new(),
-                files: strings(&["~/.config/goose/config.yaml"]),
-            },
-            models: ModelSource::None,
-            args: strings(&["run", "--no-session", "--text", "{prompt}"]),
-            prompt: PromptVia::Argument,
-            format: Format::Plain,
-            reports_cost: false,
-        },
-        // The Agent Client Protocol: one backend for every agent that speaks it. Zed's adapter
-        // of Claude Code (`@zed-industries/claude-code-acp` on npm) is the one built in; any
-        // other ACP agent is an `agents:` entry with `format: acp`.
-        AgentDef {
-            name: "claude-acp".into(),
-            title: "Claude Code over ACP".into(),
-            binaries: strings(&["claude-code-acp"]),
-            auth: claude_auth(),
-            models: ModelSource::None,
-            args: Vec::new(),
-            prompt: PromptVia::Stdin,
-            format: Format::Acp,
-            reports_cost: false,
-        },
+        claude(),
+        codex(),
+        agy(),
+        gemini(),
+        aider(),
+        cursor(),
+        auggie(),
+        opencode(),
+        goose(),
+        claude_acp(),
     ]
+}
+
+/// Claude Code, headless (`-p`) with its stream-json output; its calls go through the model
+/// gateway.
+fn claude() -> AgentDef {
+    AgentDef {
+        name: "claude".into(),
+        title: "Claude Code".into(),
+        binaries: strings(&["claude"]),
+        auth: claude_auth(),
+        // Its CLI has no command that lists models: the aliases it documents.
+        models: ModelSource::Fixed {
+            names: strings(&["sonnet", "opus", "haiku"]),
+        },
+        args: strings(&[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--model",
+            "{model}",
+        ]),
+        prompt: PromptVia::Stdin,
+        format: Format::ClaudeStreamJson,
+        reports_cost: true,
+        gateway: Some(anthropic_gateway()),
+    }
+}
+
+/// OpenAI's Codex CLI: `exec`, its JSON events on stdout, the prompt on stdin.
+fn codex() -> AgentDef {
+    AgentDef {
+        name: "codex".into(),
+        title: "OpenAI Codex CLI".into(),
+        binaries: strings(&["codex"]),
+        auth: Auth {
+            env: strings(&["OPENAI_API_KEY", "CODEX_API_KEY"]),
+            files: strings(&["~/.codex/auth.json"]),
+        },
+        // Its own catalog, as JSON (0.171.0; the models it knows how to drive).
+        models: ModelSource::Command {
+            args: strings(&["debug", "models"]),
+        },
+        args: strings(&[
+            "exec",
+            "--json",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+            "--model",
+            "{model}",
+            "-",
+        ]),
+        prompt: PromptVia::Stdin,
+        format: Format::CodexJson,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Google Antigravity.
+fn agy() -> AgentDef {
+    AgentDef {
+        name: "agy".into(),
+        title: "Google Antigravity".into(),
+        binaries: strings(&["agy"]),
+        auth: google_auth(),
+        models: ModelSource::Fixed {
+            names: strings(&["gemini-3-pro", "gemini-2.5-pro", "gemini-2.5-flash"]),
+        },
+        args: strings(&["--model", "{model}", "-p", "{prompt}"]),
+        prompt: PromptVia::Argument,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Gemini CLI (retired: see agy).
+fn gemini() -> AgentDef {
+    AgentDef {
+        name: "gemini".into(),
+        title: "Gemini CLI (retired: see agy)".into(),
+        binaries: strings(&["gemini"]),
+        auth: google_auth(),
+        models: ModelSource::Fixed {
+            names: strings(&["gemini-2.5-pro", "gemini-2.5-flash"]),
+        },
+        args: strings(&["--yolo", "--model", "{model}", "-p", "{prompt}"]),
+        prompt: PromptVia::Argument,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Aider: one message a run (`--message`), its edits and costs read from its text.
+fn aider() -> AgentDef {
+    AgentDef {
+        name: "aider".into(),
+        title: "Aider".into(),
+        binaries: strings(&["aider"]),
+        auth: Auth {
+            env: strings(&[
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "GEMINI_API_KEY",
+                "DEEPSEEK_API_KEY",
+                "OPENROUTER_API_KEY",
+                "OPENAI_API_BASE",
+            ]),
+            files: strings(&["~/.aider.conf.yml"]),
+        },
+        models: ModelSource::Command {
+            args: strings(&["--list-models", "/"]),
+        },
+        args: strings(&[
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-check-update",
+            "--no-analytics",
+            "--no-pretty",
+            "--no-stream",
+            "--no-show-model-warnings",
+            "--model",
+            "{model}",
+            "--message",
+            "{prompt}",
+        ]),
+        prompt: PromptVia::Argument,
+        format: Format::Aider,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Cursor Agent.
+fn cursor() -> AgentDef {
+    AgentDef {
+        name: "cursor".into(),
+        title: "Cursor Agent".into(),
+        binaries: strings(&["cursor-agent", "agent"]),
+        auth: Auth {
+            env: strings(&["CURSOR_API_KEY"]),
+            files: strings(&["~/.cursor/cli-config.json"]),
+        },
+        models: ModelSource::Command {
+            args: strings(&["--list-models"]),
+        },
+        args: strings(&[
+            "-p",
+            "--force",
+            "--output-format",
+            "text",
+            "--model",
+            "{model}",
+            "{prompt}",
+        ]),
+        prompt: PromptVia::Argument,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Augment CLI.
+fn auggie() -> AgentDef {
+    AgentDef {
+        name: "auggie".into(),
+        title: "Augment CLI".into(),
+        binaries: strings(&["auggie"]),
+        auth: Auth {
+            env: strings(&["AUGMENT_SESSION_AUTH"]),
+            files: strings(&["~/.augment/session.json"]),
+        },
+        models: ModelSource::Command {
+            args: strings(&["models", "list"]),
+        },
+        args: strings(&["--print", "--quiet", "--model", "{model}"]),
+        prompt: PromptVia::Stdin,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// OpenCode.
+fn opencode() -> AgentDef {
+    AgentDef {
+        name: "opencode".into(),
+        title: "OpenCode".into(),
+        binaries: strings(&["opencode"]),
+        auth: Auth {
+            env: Vec::new(),
+            files: strings(&["~/.local/share/opencode/auth.json"]),
+        },
+        models: ModelSource::Command {
+            args: strings(&["models"]),
+        },
+        args: strings(&["run", "--model", "{model}", "{prompt}"]),
+        prompt: PromptVia::Argument,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// goose.
+fn goose() -> AgentDef {
+    AgentDef {
+        name: "goose".into(),
+        title: "goose".into(),
+        binaries: strings(&["goose"]),
+        auth: Auth {
+            env: Vec::new(),
+            files: strings(&["~/.config/goose/config.yaml"]),
+        },
+        models: ModelSource::None,
+        args: strings(&["run", "--no-session", "--text", "{prompt}"]),
+        prompt: PromptVia::Argument,
+        format: Format::Plain,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// The Agent Client Protocol: one backend for every agent that speaks it. Zed's adapter
+/// of Claude Code (`@zed-industries/claude-code-acp` on npm) is the one built in; any
+/// other ACP agent is an `agents:` entry with `format: acp`.
+fn claude_acp() -> AgentDef {
+    AgentDef {
+        name: "claude-acp".into(),
+        title: "Claude Code over ACP".into(),
+        binaries: strings(&["claude-code-acp"]),
+        auth: claude_auth(),
+        models: ModelSource::None,
+        args: Vec::new(),
+        prompt: PromptVia::Stdin,
+        format: Format::Acp,
+        reports_cost: false,
+        gateway: None,
+    }
+}
+
+/// Claude Code behind the gateway: its base URL and key variables (it sends the key as
+/// `x-api-key`).
+fn anthropic_gateway() -> GatewayDef {
+    GatewayDef {
+        provider: Provider::Anthropic,
+        env: [
+            ("ANTHROPIC_BASE_URL", "{url}"),
+            ("ANTHROPIC_API_KEY", "{token}"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        args: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,13 @@
 //! tokens at its model's price (Codex's usage), else tokens estimated from the prompt and the
 //! text it printed (about four characters a token) at that price, and said to be estimated.
 
+use std::sync::Arc;
+
 use ralph_actors::policy::budget::{Price, Prices};
 use ralph_actors::schema::agent::{AgentEvent, AgentTokens};
 use ralph_actors::schema::usage::Usage;
+
+use crate::gateway::{Gateway, Totals};
 
 /// The price used for an agent model the table does not know: a mid-range frontier model's,
 /// so an estimate errs on the side of the budget.
@@ -57,6 +61,35 @@ pub struct Meter {
     cumulative: AgentTokens,
     increments: AgentTokens,
     reported_tokens: bool,
+    /// The run's calls go through the model gateway: its count, from the provider's usage,
+    /// is the run's.
+    wire: Option<Wire>,
+}
+
+/// The gateway a run's calls go through, and its totals when the run began.
+#[derive(Debug, Clone)]
+struct Wire {
+    gateway: Arc<Gateway>,
+    start: Totals,
+}
+
+impl Wire {
+    /// What the calls since the run began came to.
+    fn since(&self) -> Totals {
+        let now = self.gateway.totals();
+        let (a, b) = (now.usage, self.start.usage);
+        Totals {
+            calls: now.calls - self.start.calls,
+            refused: now.refused - self.start.refused,
+            usage: Usage {
+                input_tokens: a.input_tokens - b.input_tokens,
+                output_tokens: a.output_tokens - b.output_tokens,
+                cache_read_tokens: a.cache_read_tokens - b.cache_read_tokens,
+                cache_write_tokens: a.cache_write_tokens - b.cache_write_tokens,
+            },
+            cost: now.cost - self.start.cost,
+        }
+    }
 }
 
 impl Meter {
@@ -69,7 +102,18 @@ impl Meter {
             cumulative: AgentTokens::default(),
             increments: AgentTokens::default(),
             reported_tokens: false,
+            wire: None,
         }
+    }
+
+    /// Counts the run by what its calls through `gateway` came to (the provider's usage at
+    /// the table's prices), not by what the agent says or prints.
+    pub fn on_wire(mut self, gateway: Arc<Gateway>) -> Self {
+        self.wire = Some(Wire {
+            start: gateway.totals(),
+            gateway,
+        });
+        self
     }
 
     pub fn see(&mut self, event: &AgentEvent) {
@@ -101,6 +145,14 @@ impl Meter {
 
     /// The tokens of the run: reported, else estimated.
     pub fn tokens(&self) -> AgentTokens {
+        if let Some(wire) = &self.wire {
+            let u = wire.since().usage;
+            return AgentTokens {
+                input: u.input_tokens,
+                output: u.output_tokens,
+                cached_input: u.cache_read_tokens,
+            };
+        }
         if self.reported_tokens {
             // A running total covers the increments reported before it (Claude Code's result
             // sums its messages; Codex reports a turn's usage and its result alike): the larger
@@ -115,13 +167,21 @@ impl Meter {
         }
     }
 
+    /// Calls of the run the gateway refused because the budget could not pay for them.
+    pub fn refused(&self) -> u32 {
+        self.wire.as_ref().map_or(0, |w| w.since().refused)
+    }
+
     /// Whether the tokens are an estimate from the text (the agent reported none).
     pub fn tokens_estimated(&self) -> bool {
-        !self.reported_tokens
+        self.wire.is_none() && !self.reported_tokens
     }
 
     /// The cost so far, and whether it is an estimate from the text.
     pub fn cost(&self) -> (f64, bool) {
+        if let Some(wire) = &self.wire {
+            return (wire.since().cost, false);
+        }
         if let Some(usd) = self.reported_usd {
             return (usd, false);
         }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::gateway::GatewayDef;
 use super::output::Format;
 
 /// One agent.
@@ -41,6 +42,10 @@ pub struct AgentDef {
     /// token counts and the price table, or estimated from the text).
     #[serde(default)]
     pub reports_cost: bool,
+    /// How to point it at the model gateway, so that LocalGuard and the budget cover its own
+    /// calls; without it, it calls its provider itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayDef>,
 }
 
 /// How the prompt reaches the agent.
@@ -119,6 +124,15 @@ pub enum AuthState {
 }
 
 impl AgentDef {
+    /// What people call it (`Claude Code`), else its name.
+    pub fn title_or_name(&self) -> &str {
+        if self.title.is_empty() {
+            &self.name
+        } else {
+            &self.title
+        }
+    }
+
     /// The first of its executables on `path` (a PATH value).
     pub fn locate(&self, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
         self.binaries
@@ -171,6 +185,11 @@ impl AgentDef {
         }
         if self.binaries.is_empty() || self.binaries.iter().any(|b| b.trim().is_empty()) {
             return Err("binaries: name at least one executable".into());
+        }
+        if let Some(gateway) = &self.gateway {
+            if gateway.args.iter().any(|a| a.contains("{token}")) {
+                return Err("gateway.args: `{token}` goes in `gateway.env` only (a command line is readable by every user's `ps`)".into());
+            }
         }
         let takes_prompt = self.args.iter().any(|a| a.contains("{prompt}"));
         match self.prompt {
@@ -274,6 +293,7 @@ mod tests {
             prompt: PromptVia::Argument,
             format: Format::Plain,
             reports_cost: false,
+            gateway: None,
         }
     }
 
@@ -290,6 +310,19 @@ mod tests {
             ..def()
         };
         assert_eq!(stdin.run_args("fix it", None), ["-p"]);
+    }
+
+    #[test]
+    fn a_gateway_section_is_read_and_keeps_the_token_off_the_command_line() {
+        let yaml = "name: mine\nbinaries: [my-agent]\nargs: []\nformat: plain\ngateway:\n  provider: openai\n  env: {MY_BASE: \"{url}/v1\", MY_KEY: \"{token}\"}\n";
+        let d: AgentDef = serde_yaml::from_str(yaml).unwrap();
+        let g = d.gateway.clone().unwrap();
+        assert_eq!(g.provider, crate::gateway::Provider::Openai);
+        assert_eq!(g.env["MY_KEY"], "{token}");
+        assert_eq!(d.validate(), Ok(()));
+        let mut leaky = d.clone();
+        leaky.gateway.as_mut().unwrap().args = vec!["--key={token}".into()];
+        assert!(leaky.validate().unwrap_err().starts_with("gateway.args"));
     }
 
     #[test]

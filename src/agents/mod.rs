@@ -3,6 +3,8 @@
 //!
 //! - [`definition`]: one agent: its executables, its sign-in check, where its models come
 //!   from, the arguments of a headless run and its output format;
+//! - [`gateway`]: a definition's `gateway` section, and the agent's environment pointed at the
+//!   model gateway;
 //! - [`builtin`]: the agents known without configuration;
 //! - [`registry`]: the built-ins and the configured ones together, what is installed and
 //!   signed in here, and model lists (cached);
@@ -20,6 +22,7 @@ pub(crate) mod backoff;
 pub(crate) mod builtin;
 pub(crate) mod cost;
 pub mod definition;
+pub(crate) mod gateway;
 pub mod invoke;
 pub(crate) mod launch;
 pub mod output;

@@ -7,12 +7,14 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
 use ralph_actors::events::bus::EventBus;
 use ralph_actors::policy::budget::{Price, Prices};
 use ralph_actors::schema::regent::LoopReport;
+use ralph_guard::Guard;
 use tokio::sync::watch;
 
 use crate::agents::cost::price_of;
@@ -21,6 +23,7 @@ use crate::agents::AgentDef;
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
 use crate::config::{self, Config};
 use crate::error::{Error, Result, UsageError};
+use crate::gateway::{Gateway, Purse, Upstream};
 use crate::launch::stops::Stops;
 use crate::launch::view::{Show, StopKey, View};
 use crate::launch::{Launch, Rule};
@@ -57,6 +60,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         crate::work::entry::loop_hooks(&config, config_path.as_deref(), &root, &stops, &loop_id)?;
     notes.extend(hooks.note);
     let (switch_tx, switch_rx) = watch::channel(None);
+    let picked_prices = picked.prices.clone();
     let mut show = Show::new(&root, loop_dir, StopKey::Iteration, STOP_MEANS);
     show.bind = args.view.ui_bind;
     show.page = Some(loop_id.clone());
@@ -70,18 +74,21 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         ));
     }
     let printer = view.feed().unwrap_or_else(|| printers::for_format(output));
+    let events = EventBus::new(&loop_id);
+    let wire = wire(&picked.agent, &config, &settings, &picked_prices, &events)?;
     let mut deps = LoopDeps {
         root,
         agent: picked.agent,
         binary: picked.binary,
         model: picked.model,
         env: std::env::vars_os().collect(),
+        gateway: None,
         prompt_file,
         tasks_file: args.tasks.as_ref().map(|t| cwd.join(t)),
         settings,
         testing,
         price: picked.price,
-        events: EventBus::new(&loop_id),
+        events,
         groups: stops.groups.clone(),
         reaper: std::env::current_exe().ok(),
         drain: stops.drain.clone(),
@@ -96,6 +103,18 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     let printers: Vec<_> = std::iter::once(printer).chain(event_log).collect();
     let report = launch.shown(view, show).run(|pause| async move {
         deps.pause = Some(pause);
+        match wire {
+            Wire::Through(upstream, guard, purse) => {
+                let gateway = Gateway::start(upstream, guard, purse).await?;
+                deps.notes.push(format!(
+                    "{}'s calls go through ralph-loop's model gateway ({}): masked by LocalGuard, paid for within the budget, and the key kept from it",
+                    deps.agent.title_or_name(),
+                    gateway.url()
+                ));
+                deps.gateway = Some(Arc::new(gateway));
+            }
+            Wire::Direct(note) => deps.notes.extend(note),
+        }
         Ok(drive(deps, printers).await)
     });
     let _ = std::fs::remove_dir_all(&report_dir);
@@ -105,6 +124,45 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         let _ = printers::loop_lines::write_summary(&report, &mut std::io::stderr());
     }
     Ok(report.exit_code)
+}
+
+/// How the loop's agent reaches its model.
+enum Wire {
+    /// Through a gateway started with these.
+    Through(Upstream, Arc<Guard>, Purse),
+    /// Directly: its definition has no `gateway` section, or the user's key is not at hand
+    /// (it signs in its own way), said in the note.
+    Direct(Option<String>),
+}
+
+/// Whether the agent's calls can go through the model gateway, and what it then starts with.
+fn wire(
+    agent: &AgentDef,
+    config: &Config,
+    settings: &LoopSettings,
+    prices: &Prices,
+    events: &EventBus,
+) -> Result<Wire> {
+    let Some(section) = &agent.gateway else {
+        return Ok(Wire::Direct(None));
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    let upstream = Upstream::from_env(section.provider, &env)?;
+    if upstream.key.is_none() {
+        return Ok(Wire::Direct(Some(format!(
+            "{}'s calls go to {} directly: {} is not set (it signs in its own way), so ralph-loop's model gateway cannot stand between them; LocalGuard does not see its calls, and its cost is counted after each run",
+            agent.title_or_name(),
+            section.provider.name(),
+            section.provider.key_envs().join(" or ")
+        ))));
+    }
+    let guard = Arc::new(crate::guard::build(&config.local_guard)?);
+    let purse = Purse {
+        max_cost_usd: settings.max_cost_usd,
+        prices: prices.clone(),
+        events: events.clone(),
+    };
+    Ok(Wire::Through(upstream, guard, purse))
 }
 
 /// The prompt file, `prompt` from `cwd`, which must exist.

@@ -126,6 +126,7 @@ fn build(args: AgentAddArgs) -> Result<AgentDef> {
         prompt,
         format,
         reports_cost: args.reports_cost,
+        gateway: None,
     })
 }
 

@@ -329,6 +329,12 @@ impl LoopRun {
         let n = self.state.iteration + 1;
         self.state.iteration = n;
         self.spent_this_iteration = 0.0;
+        if let Some(gateway) = &self.deps.gateway {
+            gateway.begin_iteration(
+                self.state.total_cost_usd,
+                self.deps.settings.max_cost_per_iteration,
+            );
+        }
         self.save_state();
         self.emit(Event::IterationStarted {
             iteration: n,

@@ -31,6 +31,7 @@ use crate::agents::backoff::Backoff;
 use crate::agents::invoke::Limits;
 use crate::agents::AgentDef;
 use crate::config::{BaselineScope, BootstrapDetection, GitConfig, TestMode};
+use crate::gateway::Gateway;
 use crate::git::Repo;
 use crate::git::{Look, Snapshot};
 use crate::hooks::tasks::TaskHooks;
@@ -69,6 +70,10 @@ pub struct LoopDeps {
     pub model: Option<String>,
     /// The agent's whole environment.
     pub env: Vec<(OsString, OsString)>,
+    /// The model gateway the agent's calls go through, when its definition says how to point
+    /// it there and the user's key is at hand: masked, paid for within the budget, its cost
+    /// the provider's usage.
+    pub gateway: Option<Arc<Gateway>>,
     pub prompt_file: PathBuf,
     pub tasks_file: Option<PathBuf>,
     pub settings: LoopSettings,
@@ -136,6 +141,10 @@ pub struct LoopRun {
     pub(super) hooks: Vec<Arc<dyn Hook>>,
     /// A hook's failure that stops the loop, until the iteration under way is closed.
     pub(super) hook_stop: Option<String>,
+    /// Why the budget is spent, when the gateway refused the agent a call the run's budget
+    /// could not pay (short of its cap by less than a call): the loop stops after the
+    /// iteration.
+    pub(super) budget_spent: Option<String>,
     started: Instant,
 }
 
@@ -190,6 +199,7 @@ impl LoopRun {
             around: AroundTasks::default(),
             hooks,
             hook_stop: None,
+            budget_spent: None,
             started: Instant::now(),
         }
     }
@@ -341,6 +351,9 @@ impl LoopRun {
                 LoopStatus::MaxIterations,
                 format!("{done} iterations, the limit"),
             ));
+        }
+        if let Some(why) = &self.budget_spent {
+            return Some((LoopStatus::BudgetExceeded, why.clone()));
         }
         if self.state.total_cost_usd >= s.max_cost_usd {
             return Some((

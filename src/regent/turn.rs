@@ -3,6 +3,7 @@
 //! fails `regent.max_retries` times in a row, crosses `regent.max_cost_per_iteration`, or the
 //! user stops the loop.
 
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -15,6 +16,7 @@ use super::run::LoopRun;
 use crate::agents::cost::Meter;
 use crate::agents::invoke::{AgentEnding, AgentOutcome, Invocation, OnBusy};
 use crate::agents::launch::launch;
+use crate::agents::AgentDef;
 
 /// How often, at most, the state file is rewritten for new output alone.
 const OUTPUT_STAMP_EVERY: Duration = Duration::from_secs(1);
@@ -71,6 +73,11 @@ impl LoopRun {
                 total_cost_usd: self.state.total_cost_usd,
             });
             turn.found = outcome.found.clone();
+            if meter.refused() > 0 {
+                self.refused_by_budget(iteration);
+                turn.end = TurnEnd::OverCost;
+                break;
+            }
             if over_cost {
                 let cap = self.deps.settings.max_cost_per_iteration.unwrap_or(0.0);
                 self.regent(
@@ -146,13 +153,14 @@ impl LoopRun {
             agent: self.deps.agent.name.clone(),
             model: self.deps.model.clone(),
         });
+        let (def, env) = self.pointed();
         let invocation = Invocation {
-            def: self.deps.agent.clone(),
+            def,
             binary: self.deps.binary.clone(),
             prompt: prompt.to_string(),
             model: self.deps.model.clone(),
             cwd: self.deps.root.clone(),
-            env: self.deps.env.clone(),
+            env,
             limits: self.deps.settings.limits,
             reaper: self.deps.reaper.clone(),
             on_busy: Some(self.on_busy(iteration)),
@@ -161,6 +169,9 @@ impl LoopRun {
         let spent_before = self.spent_this_iteration;
         let stop = self.deps.quit.child_token();
         let mut meter = Meter::new(self.deps.price, prompt);
+        if let Some(gateway) = &self.deps.gateway {
+            meter = meter.on_wire(gateway.clone());
+        }
         let mut over_cost = false;
         // The first output is stamped at once.
         let mut stamped = Instant::now()
@@ -203,6 +214,48 @@ impl LoopRun {
         self.spent_this_iteration += meter.cost().0;
         self.save_state();
         (outcome, meter, over_cost)
+    }
+
+    /// The gateway refused the agent a call the budget could not pay: the iteration's cap
+    /// (the next iteration has its own), or the run's budget (the loop stops after this
+    /// iteration). Said either way.
+    fn refused_by_budget(&mut self, iteration: u32) {
+        let s = &self.deps.settings;
+        let run_left = s.max_cost_usd - self.state.total_cost_usd;
+        let capped = s
+            .max_cost_per_iteration
+            .filter(|cap| cap - self.spent_this_iteration < run_left);
+        let agent = &self.deps.agent.name;
+        let why = match capped {
+            Some(cap) => format!(
+                "the iteration has spent ${:.4} of regent.max_cost_per_iteration (${cap:.2}): the gateway refused {agent} its next call",
+                self.spent_this_iteration
+            ),
+            None => {
+                let why = format!(
+                    "${:.4} spent of a ${:.2} budget: the gateway refused {agent} a call the rest could not pay",
+                    self.state.total_cost_usd, s.max_cost_usd
+                );
+                self.budget_spent = Some(why.clone());
+                why
+            }
+        };
+        self.regent(iteration, RegentAction::OverCost, why);
+    }
+
+    /// The agent's definition and environment for a run: pointed at the gateway when there is
+    /// one (its arguments first, its variables set, no provider key left), else as they are.
+    fn pointed(&self) -> (AgentDef, Vec<(OsString, OsString)>) {
+        let mut def = self.deps.agent.clone();
+        match (&self.deps.gateway, &self.deps.agent.gateway) {
+            (Some(gateway), Some(section)) => {
+                let mut args = section.arguments(gateway);
+                args.append(&mut def.args);
+                def.args = args;
+                (def, section.environment(&self.deps.env, gateway))
+            }
+            _ => (def, self.deps.env.clone()),
+        }
     }
 
     /// After a crash or a hang: count it, then stop for good or wait out the backoff. `None`:

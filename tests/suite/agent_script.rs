@@ -26,6 +26,7 @@ pub fn scripted(dir: &Path, body: &str, limits: Limits) -> Invocation {
             prompt: PromptVia::Stdin,
             format: Format::ClaudeStreamJson,
             reports_cost: true,
+            gateway: None,
         },
         binary: path,
         prompt: "Fix the median.\n".into(),

@@ -403,3 +403,164 @@ async fn claude_code_over_acp_edits_the_project_in_the_loop() {
     let ms = report["history"][0]["duration_ms"].as_u64().unwrap();
     assert!(ms < 10_000, "{ms} ms: the result grace was waited out");
 }
+
+/// Values planted in the project's settings file, which Claude Code is made to read: each of
+/// a kind LocalGuard knows, random-looking, never real.
+const PLANTED: [&str; 3] = [
+    "AKIAZ2QXLW6HKJH7TRBQ",
+    "pW9xQ2mz7LkVb4Rt8NcY",
+    "sk_live_4eC39HqLyjWDarjtT1zdp7dcZx8W",
+];
+
+/// The settings file that holds [`PLANTED`].
+fn settings_py() -> String {
+    format!(
+        "AWS_ACCESS_KEY_ID = \"{}\"\nDATABASE_URL = \"postgres://app:{}@db.acme-corp.com:5432/app\"\nSTRIPE_SECRET_KEY = \"{}\"\n",
+        PLANTED[0], PLANTED[1], PLANTED[2]
+    )
+}
+
+/// Claude Code behind ralph-loop's model gateway (issue 49): it reads a file of secrets, prints
+/// its environment's keys, and writes one of the secrets into its fix by the placeholder it was
+/// shown. No planted value reaches the model's server, the file it wrote holds the real value,
+/// its key is the run's token (the user's keys are kept from it), the server got the user's
+/// key, and the cost is the server's usage at the table's price.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
+    let claude = npm_agent("claude");
+    let dir = project(
+        "regent:\n  agent: claude\n  model: claude-sonnet-4-5\nbudgets:\n  max_iterations: 2\n",
+    );
+    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
+    git(dir.path(), &["add", "settings.py"]);
+    git(dir.path(), &["commit", "-q", "-m", "settings"]);
+    let calc = dir.path().join("calc.py").display().to_string();
+    let settings = dir.path().join("settings.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("Read", json!({"file_path": settings})),
+        tool(
+            "Bash",
+            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+        ),
+        tool("Read", json!({"file_path": calc})),
+        tool(
+            "Edit",
+            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
+                   "new_string": "    # key <<SECRET_AWS_ACCESS_KEY_ID_1>>\n    return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    let mut env = claude_env(&wire);
+    env.push(("OPENAI_API_KEY", "sk-proj-userskeyZx9kQ2mW7pL4vB8n".into()));
+    let report = run_loop(dir.path(), ("claude", &claude), &env);
+    let received = wire.server.received_requests().await.unwrap();
+    let messages: Vec<_> = received
+        .iter()
+        .filter(|r| r.url.path() == "/v1/messages")
+        .collect();
+    assert_eq!(messages.len(), 5, "read, bash, read, edit, answer");
+    for request in &received {
+        let body = String::from_utf8_lossy(&request.body);
+        for value in PLANTED {
+            assert!(!body.contains(value), "{value} reached the server: {body}");
+        }
+        assert!(
+            !body.contains("sk-proj-userskey"),
+            "the user's OpenAI key: {body}"
+        );
+        // The server was called with the user's key, never the agent's token.
+        assert_eq!(request.headers["x-api-key"], "sk-ant-test");
+    }
+    let bodies = wire.bodies("/v1/messages").await;
+    let last = bodies.last().unwrap().to_string();
+    assert_has(
+        &last,
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=ralph-gw-", "O=none"],
+    );
+    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
+    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = 5.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(report["tokens"]["input"], 5 * USAGE.0);
+}
+
+/// Runs `ralph-loop loop` with Claude Code against `wire` within `budget`: its exit code and
+/// the report.
+fn loop_within(
+    dir: &Path,
+    wire: &AgentWire,
+    claude: &Path,
+    budget: f64,
+) -> (Option<i32>, Value, String) {
+    let (_bin, path) = on_path("claude", claude);
+    let mut cmd = assert_cmd::Command::cargo_bin("ralph-loop").unwrap();
+    isolate(&mut cmd, dir);
+    let out = cmd
+        .env("PATH", path)
+        .envs(claude_env(wire))
+        .timeout(std::time::Duration::from_secs(300))
+        .args([
+            "loop",
+            "PROMPT.md",
+            "--output",
+            "jsonl",
+            "--max-iterations",
+            "3",
+        ])
+        .args(["--budget", &budget.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "loop_finished")
+        .map(|e| e["report"].clone())
+        .unwrap_or(Value::Null);
+    (out.status.code(), report, stdout)
+}
+
+/// A budget smaller than the run: the gateway pays for the first call, refuses the next in
+/// Anthropic's own error shape (Claude Code stops), the loop ends with exit 3, no call reached
+/// the server past the one paid for, and the spending stays under the budget.
+///
+/// The gateway reserves a call's prompt at a third of its bytes in tokens (a bound that holds
+/// for any text), so the budget is set from the size of Claude Code's first request, measured
+/// in a run with room to spare: enough for that request and its reply, not for the second,
+/// which carries the first's tool result besides.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_behind_the_gateway_stops_at_the_budget_with_no_call_past_it() {
+    let claude = npm_agent("claude");
+    let per_call = (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    let first_size = {
+        let dir = project("regent:\n  agent: claude\n  model: claude-sonnet-4-5\n");
+        let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE)).await;
+        let (code, _, stdout) = loop_within(dir.path(), &wire, &claude, 5.0);
+        assert_eq!(code, Some(0), "{stdout}");
+        let received = wire.server.received_requests().await.unwrap();
+        received
+            .iter()
+            .find(|r| r.url.path() == "/v1/messages")
+            .unwrap()
+            .body
+            .len()
+    };
+    let prompt = first_size as f64 / 3.0 * 1.05 * 3.0 / 1e6;
+    // The reply's reservation at the least the ledger grants (256 tokens), the first call's
+    // charge, and 30 bytes of slack for the reply cap's digits, which the gateway rewrites.
+    let budget = prompt + 256.0 * 15.0 / 1e6 + per_call + 30.0 * 1.05e-6;
+    let dir = project("regent:\n  agent: claude\n  model: claude-sonnet-4-5\n");
+    let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE)).await;
+    let (code, report, stdout) = loop_within(dir.path(), &wire, &claude, budget);
+    assert_eq!(code, Some(3), "{stdout}");
+    assert_eq!(report["status"], "budget_exceeded", "{report:#}");
+    let served = wire.bodies("/v1/messages").await.len();
+    assert_eq!(served, 1, "the first call paid for, the second refused");
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    assert!((cost - per_call).abs() < 1e-9, "{cost}");
+    assert!(cost <= budget);
+    assert!(stdout.contains("the gateway refused claude"), "{stdout}");
+}

@@ -233,6 +233,24 @@ fn base64_key<R: Rng + ?Sized>(rng: &mut R, range: std::ops::Range<usize>, pad: 
     format!("{}{pad}", chars(rng, super::BASE64, n))
 }
 
+/// Connection strings that hold a password, `{pw}` where it goes.
+const PASSWORD_STRINGS: [(&str, &str); 5] = [
+    ("ADO.NET", "\"Server=tcp:sql.acme-corp.com,1433;Database=app;User ID=app;Password={pw};Encrypt=True;\"\n"),
+    ("ODBC", "DRIVER={ODBC Driver 18 for SQL Server};SERVER=sql.acme-corp.com;UID=app;PWD={pw};\n"),
+    ("JDBC query", "jdbc:postgresql://db.acme-corp.com:5432/app?user=app&password={pw}&ssl=true\n"),
+    ("JDBC userinfo", "spring.datasource.url=jdbc:mysql://app:{pw}@db.acme-corp.com:3306/app\n"),
+    ("Oracle thin", "jdbc:oracle:thin:app/{pw}@db.acme-corp.com:1521/ORCL\n"),
+];
+
+/// Connection strings that hold a base64 key (its length and padding), `{key}` where it goes.
+/// Azure's account keys are 88 characters; a shorter one (a test account's, a rotated key
+/// pasted in part) is still a key.
+const KEY_STRINGS: [(&str, std::ops::Range<usize>, &str, &str); 3] = [
+    ("Azure storage", 30..60, "==", "AZURE_STORAGE_CONNECTION_STRING=\"DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey={key};EndpointSuffix=core.windows.net\"\n"),
+    ("Cosmos DB", 30..60, "==", "AccountEndpoint=https://acme.documents.azure.com:443/;AccountKey={key};\n"),
+    ("Service Bus", 30..43, "=", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={key}\n"),
+];
+
 /// The password or key of each kind of connection string and URL a project configures: the
 /// databases, caches and brokers by URL (with and without a user name), ADO.NET and ODBC
 /// strings, JDBC URLs, Azure's storage, Cosmos DB and Service Bus strings, mail and FTP URLs.
@@ -284,57 +302,13 @@ pub fn connection_strings<R: Rng + ?Sized>(rng: &mut R) -> Vec<Case> {
             format!("url: \"{scheme}://:{pw}@cache.example.io:6379/0\"\n"),
         );
     }
-    let pw = credential(rng);
-    push(
-        "ADO.NET",
-        pw.clone(),
-        format!("\"Server=tcp:sql.acme-corp.com,1433;Database=app;User ID=app;Password={pw};Encrypt=True;\"\n"),
-    );
-    let pw = credential(rng);
-    push(
-        "ODBC",
-        pw.clone(),
-        format!(
-            "DRIVER={{ODBC Driver 18 for SQL Server}};SERVER=sql.acme-corp.com;UID=app;PWD={pw};\n"
-        ),
-    );
-    let pw = credential(rng);
-    push(
-        "JDBC query",
-        pw.clone(),
-        format!("jdbc:postgresql://db.acme-corp.com:5432/app?user=app&password={pw}&ssl=true\n"),
-    );
-    let pw = credential(rng);
-    push(
-        "JDBC userinfo",
-        pw.clone(),
-        format!("spring.datasource.url=jdbc:mysql://app:{pw}@db.acme-corp.com:3306/app\n"),
-    );
-    let pw = credential(rng);
-    push(
-        "Oracle thin",
-        pw.clone(),
-        format!("jdbc:oracle:thin:app/{pw}@db.acme-corp.com:1521/ORCL\n"),
-    );
-    // Azure's account keys are 88 characters of base64; a shorter one (a test account, a
-    // rotated key pasted in part) is still a key.
-    let key = base64_key(rng, 30..60, "==");
-    push(
-        "Azure storage",
-        key.clone(),
-        format!("AZURE_STORAGE_CONNECTION_STRING=\"DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey={key};EndpointSuffix=core.windows.net\"\n"),
-    );
-    let key = base64_key(rng, 30..60, "==");
-    push(
-        "Cosmos DB",
-        key.clone(),
-        format!("AccountEndpoint=https://acme.documents.azure.com:443/;AccountKey={key};\n"),
-    );
-    let key = base64_key(rng, 30..43, "=");
-    push(
-        "Service Bus",
-        key.clone(),
-        format!("Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={key}\n"),
-    );
+    for (what, template) in PASSWORD_STRINGS {
+        let pw = credential(rng);
+        push(what, pw.clone(), template.replace("{pw}", &pw));
+    }
+    for (what, lengths, pad, template) in KEY_STRINGS {
+        let key = base64_key(rng, lengths, pad);
+        push(what, key.clone(), template.replace("{key}", &key));
+    }
     out
 }

@@ -13,9 +13,10 @@ use crate::providers::options::ClientOptions;
 use crate::providers::Provider;
 
 pub const PROVIDER: &str = "openai";
-#[cfg(test)]
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+/// The base URL when neither the options nor [`BASE_URL_ENV`] name one.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const OFFICIAL_HOST: &str = "api.openai.com";
 
 /// An [`LlmClient`] for `openai/<model>` names.

@@ -20,8 +20,9 @@ mod errors;
 mod request;
 mod wire;
 
-#[cfg(test)]
-pub use client::DEFAULT_API_KEY_ENV;
-pub use client::{accepts_temperature, OpenAiClient, PROVIDER};
+pub use client::{
+    accepts_temperature, OpenAiClient, BASE_URL_ENV, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL,
+    PROVIDER,
+};
 pub(crate) use request::{chat_body, ChatBody};
 pub(crate) use wire::Wire;
