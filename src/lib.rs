@@ -53,7 +53,7 @@ pub mod context;
 pub mod runner;
 pub mod chaos;
 pub mod providers;
-pub(crate) mod gateway;
+pub mod gateway;
 pub mod printers;
 pub mod agents;
 pub mod config;

@@ -109,7 +109,7 @@ fn codex() -> AgentDef {
         prompt: PromptVia::Stdin,
         format: Format::CodexJson,
         reports_cost: false,
-        gateway: None,
+        gateway: Some(openai_responses_gateway()),
     }
 }
 
@@ -185,7 +185,7 @@ fn aider() -> AgentDef {
         prompt: PromptVia::Argument,
         format: Format::Aider,
         reports_cost: false,
-        gateway: None,
+        gateway: Some(aider_gateway()),
     }
 }
 
@@ -297,6 +297,47 @@ fn claude_acp() -> AgentDef {
     }
 }
 
+/// Codex behind the gateway: a provider of its own defined by `-c` overrides (it reads its
+/// provider from its config, not from `OPENAI_BASE_URL`), speaking the Responses API, whose key
+/// it reads from a variable that holds the run's token.
+fn openai_responses_gateway() -> GatewayDef {
+    let provider = "model_providers.ralph-gateway";
+    GatewayDef {
+        provider: Provider::Openai,
+        env: [("RALPH_GATEWAY_TOKEN".to_string(), "{token}".to_string())]
+            .into_iter()
+            .collect(),
+        args: [
+            "model_provider=\"ralph-gateway\"".to_string(),
+            format!("{provider}.name=\"ralph-loop's model gateway\""),
+            format!("{provider}.base_url=\"{{url}}/v1\""),
+            format!("{provider}.env_key=\"RALPH_GATEWAY_TOKEN\""),
+            format!("{provider}.wire_api=\"responses\""),
+        ]
+        .into_iter()
+        .flat_map(|o| ["-c".to_string(), o])
+        .collect(),
+        models: Vec::new(),
+    }
+}
+
+/// Aider behind the gateway when its model is OpenAI's: LiteLLM's OpenAI base URL and key
+/// variables (Aider's `--openai-api-base` sets the same).
+fn aider_gateway() -> GatewayDef {
+    GatewayDef {
+        provider: Provider::Openai,
+        env: [
+            ("OPENAI_API_BASE", "{url}/v1"),
+            ("OPENAI_API_KEY", "{token}"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        args: Vec::new(),
+        models: strings(&["openai/", "gpt-", "o1", "o3", "o4"]),
+    }
+}
+
 /// Claude Code behind the gateway: its base URL and key variables (it sends the key as
 /// `x-api-key`).
 fn anthropic_gateway() -> GatewayDef {
@@ -310,6 +351,7 @@ fn anthropic_gateway() -> GatewayDef {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
         args: Vec::new(),
+        models: Vec::new(),
     }
 }
 

@@ -320,6 +320,13 @@ mod tests {
         assert_eq!(g.provider, crate::gateway::Provider::Openai);
         assert_eq!(g.env["MY_KEY"], "{token}");
         assert_eq!(d.validate(), Ok(()));
+        assert!(g.serves(None) && g.serves(Some("anything")));
+        let only = crate::agents::gateway::GatewayDef {
+            models: vec!["openai/".into()],
+            ..g.clone()
+        };
+        assert!(only.serves(Some("openai/gpt-4.1")));
+        assert!(!only.serves(Some("anthropic/claude-sonnet-4-5")) && !only.serves(None));
         let mut leaky = d.clone();
         leaky.gateway.as_mut().unwrap().args = vec!["--key={token}".into()];
         assert!(leaky.validate().unwrap_err().starts_with("gateway.args"));

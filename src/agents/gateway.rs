@@ -24,6 +24,11 @@ pub struct GatewayDef {
     /// line, where other users' `ps` would read it).
     #[serde(default)]
     pub args: Vec<String>,
+    /// The models it serves, by the start of their names (`openai/`, `gpt-`); empty: all. An
+    /// agent that reaches several providers (Aider) is behind the gateway only with a model of
+    /// the section's provider.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
 }
 
 /// The variables that hold a provider's key: none is left in an agent's environment when it
@@ -49,6 +54,12 @@ pub const PROVIDER_KEYS: &[&str] = &[
 ];
 
 impl GatewayDef {
+    /// Whether a run with `model` (the agent's own choice when `None`) goes through the gateway.
+    pub fn serves(&self, model: Option<&str>) -> bool {
+        self.models.is_empty()
+            || model.is_some_and(|m| self.models.iter().any(|p| m.starts_with(p.as_str())))
+    }
+
     /// `env` (the agent's whole environment) pointed at `gateway`: every provider key taken
     /// out, the section's variables set.
     pub fn environment(

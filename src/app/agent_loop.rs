@@ -75,7 +75,14 @@ pub fn run(args: LoopArgs) -> Result<i32> {
     }
     let printer = view.feed().unwrap_or_else(|| printers::for_format(output));
     let events = EventBus::new(&loop_id);
-    let wire = wire(&picked.agent, &config, &settings, &picked_prices, &events)?;
+    let wire = wire(
+        &picked.agent,
+        picked.model.as_deref(),
+        &config,
+        &settings,
+        &picked_prices,
+        &events,
+    )?;
     let mut deps = LoopDeps {
         root,
         agent: picked.agent,
@@ -138,6 +145,7 @@ enum Wire {
 /// Whether the agent's calls can go through the model gateway, and what it then starts with.
 fn wire(
     agent: &AgentDef,
+    model: Option<&str>,
     config: &Config,
     settings: &LoopSettings,
     prices: &Prices,
@@ -146,6 +154,14 @@ fn wire(
     let Some(section) = &agent.gateway else {
         return Ok(Wire::Direct(None));
     };
+    if !section.serves(model) {
+        return Ok(Wire::Direct(Some(format!(
+            "{}'s model {} is not one the model gateway serves for it ({}): its calls go to their provider directly; LocalGuard does not see them, and their cost is counted after each run",
+            agent.title_or_name(),
+            model.unwrap_or("(its own default)"),
+            section.models.join(", ")
+        ))));
+    }
     let env = |name: &str| std::env::var(name).ok();
     let upstream = Upstream::from_env(section.provider, &env)?;
     if upstream.key.is_none() {

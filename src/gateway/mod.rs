@@ -74,11 +74,15 @@ impl Upstream {
         provider: Provider,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, GatewayError> {
-        let (url_env, default) = provider.base_url();
-        let (url, origin) = match env(url_env).filter(|u| !u.trim().is_empty()) {
-            Some(u) => (u, url_env.to_string()),
-            None => (default.to_string(), "the default".to_string()),
-        };
+        let (url_envs, default) = provider.base_url();
+        let given = url_envs.iter().find_map(|name| {
+            Some((
+                env(name).filter(|u| !u.trim().is_empty())?,
+                name.to_string(),
+            ))
+        });
+        let (url, origin) =
+            given.unwrap_or_else(|| (default.to_string(), "the default".to_string()));
         let base_url = url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(GatewayError::BaseUrl {

@@ -41,12 +41,16 @@ impl Provider {
         }
     }
 
-    /// The variable the real base URL is read from, and its default.
-    pub fn base_url(self) -> (&'static str, &'static str) {
+    /// The variables the real base URL is read from, by preference, and its default. OpenAI's
+    /// second is LiteLLM's (Aider's `--openai-api-base`).
+    pub fn base_url(self) -> (&'static [&'static str], &'static str) {
         match self {
-            Provider::Anthropic => (anthropic::BASE_URL_ENV, anthropic::DEFAULT_BASE_URL),
-            Provider::Openai => (openai::BASE_URL_ENV, openai::DEFAULT_BASE_URL),
-            Provider::Gemini => (gemini::BASE_URL_ENV, gemini::DEFAULT_BASE_URL),
+            Provider::Anthropic => (&[anthropic::BASE_URL_ENV], anthropic::DEFAULT_BASE_URL),
+            Provider::Openai => (
+                &[openai::BASE_URL_ENV, "OPENAI_API_BASE"],
+                openai::DEFAULT_BASE_URL,
+            ),
+            Provider::Gemini => (&[gemini::BASE_URL_ENV], gemini::DEFAULT_BASE_URL),
         }
     }
 

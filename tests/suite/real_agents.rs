@@ -213,9 +213,11 @@ async fn aider_edits_the_project_in_the_loop_against_the_local_server() {
     let requests = llm.requests().await;
     assert!(!requests.is_empty());
     asked_for_status(&requests[0].1);
-    // A cost estimated from the text: Aider reports no dollar figure for a model the mock
-    // serves at no price.
+    // Behind the model gateway (its model is OpenAI's): the cost is the server's usage at the
+    // table's price of gpt-4.1, not read from Aider's text.
     assert!(report["total_cost_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["cost_estimated"], false, "{report:#}");
+    assert_eq!(report["tokens_estimated"], false);
 }
 
 /// Claude Code's steps on the project in `dir`: it reads `calc.py` (it edits a file only after
@@ -265,6 +267,16 @@ async fn codex_edits_the_project_in_the_loop_with_its_tools() {
         "regent:\n  agent: codex\n  model: gpt-5.5\nbudgets:\n  max_iterations: 2\n\
          prices:\n  openai/gpt-5.5: { input: 2.00, output: 8.00 }\n",
     );
+    // A key in the loop's own prompt: behind the gateway it reaches the model masked.
+    std::fs::write(
+        dir.path().join("PROMPT.md"),
+        format!(
+            "Make test_b pass: b() must return 2.\nThe staging key is {}.\n",
+            PLANTED[0]
+        ),
+    )
+    .unwrap();
+    git(dir.path(), &["commit", "-qam", "prompt"]);
     let wire = AgentWire::start(vec![
         // Codex's freeform apply_patch tool, offered for the models it knows (gpt-5.5 in 0.171).
         tool(
@@ -292,10 +304,21 @@ async fn codex_edits_the_project_in_the_loop_with_its_tools() {
         &[
             ("CODEX_HOME", home.path().display().to_string()),
             ("OPENAI_API_KEY", "sk-test-key".into()),
+            // Where the gateway forwards Codex's calls (Codex itself is pointed at the gateway).
+            ("OPENAI_BASE_URL", format!("{}/v1", wire.server.uri())),
         ],
     );
     let requests = wire.bodies("/v1/responses").await;
     assert_eq!(requests.len(), 2, "patch, answer");
+    for request in wire.server.received_requests().await.unwrap() {
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains(PLANTED[0]), "{body}");
+        assert_eq!(request.headers["authorization"], "Bearer sk-test-key");
+    }
+    assert_has(
+        &requests[0].to_string(),
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>"],
+    );
     asked_for_status(&requests[0]);
     assert_eq!(requests[0]["model"], "gpt-5.5");
     // Codex's usage, at the configured price.

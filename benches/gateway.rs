@@ -1,0 +1,201 @@
+//! The model gateway's cost per call (issue 49), in a release build: the time to a streamed
+//! reply's first byte through the gateway beside the same call made straight to the server,
+//! paired call by call, against a local server that streams Anthropic's events.
+//!
+//! Requests vary as a coding agent's do: its conversation grows from a few KiB to a megabyte of
+//! code and tool results, and some of it holds secrets to mask. Each shape runs
+//! `RALPH_BENCH_CALLS` pairs (default 200) in alternating order; the table gives the median and
+//! p90 of both and of the difference, and the worst difference. Run with
+//! `cargo bench --bench gateway`; it writes `target/bench-gateway.json`. See
+//! `docs/performance.md`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/env.rs"]
+mod env;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ralph_actors::events::bus::EventBus;
+use ralph_guard::tokens::O200k;
+use ralph_guard::{Guard, GuardConfig};
+use ralph_loop::gateway::{Gateway, Provider, Purse, Upstream};
+use serde_json::{json, Value};
+
+/// Anthropic's events for a short streamed reply.
+fn stream_body() -> String {
+    let events = [
+        json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 1000, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Done."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 50}}),
+        json!({"type": "message_stop"}),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+/// The provider: answers every request with [`stream_body`], at once.
+async fn upstream() -> String {
+    let body = Arc::new(stream_body());
+    let app = axum::Router::new().fallback(move || {
+        let body = body.clone();
+        async move {
+            (
+                [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+                (*body).clone(),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// A request of about `bytes` of this repository's code, with `secrets` of them planted.
+fn request(bytes: usize, secrets: usize) -> Value {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut code = String::new();
+    for entry in ignore::WalkBuilder::new(root.join("src")).build().flatten() {
+        if code.len() >= bytes {
+            break;
+        }
+        if entry.path().extension().is_some_and(|e| e == "rs") {
+            code.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    let mut cut = bytes.min(code.len());
+    while !code.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    code.truncate(cut);
+    for i in 0..secrets {
+        code.push_str(&format!(
+            "\nAWS_ACCESS_KEY_ID = \"AKIAZ2QXLW6HKJH7TR{:02}\"\n",
+            i % 100
+        ));
+    }
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 8192, "stream": true,
+           "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": code}]}]})
+}
+
+/// The time to the first byte of the reply to `body` at `url` with `key`.
+async fn first_byte(client: &reqwest::Client, url: &str, key: &str, body: &Value) -> Duration {
+    let started = Instant::now();
+    let mut reply = client
+        .post(format!("{url}/v1/messages"))
+        .header("x-api-key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert!(reply.status().is_success(), "{}", reply.status());
+    reply.chunk().await.unwrap();
+    let took = started.elapsed();
+    while reply.chunk().await.unwrap().is_some() {}
+    took
+}
+
+fn ms(d: f64) -> f64 {
+    d * 1000.0
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    if !env::benchmarking("gateway") {
+        return;
+    }
+    let calls: usize = env::setting("RALPH_BENCH_CALLS", 200);
+    let base = upstream().await;
+    let guard = Arc::new(
+        Guard::new(&GuardConfig {
+            lens: Some(Arc::new(O200k)),
+            ..GuardConfig::all()
+        })
+        .unwrap(),
+    );
+    let gateway = Gateway::start(
+        Upstream {
+            provider: Provider::Anthropic,
+            base_url: base.clone(),
+            key: Some("sk-ant-bench".into()),
+        },
+        guard,
+        Purse {
+            max_cost_usd: 1e9,
+            prices: ralph_loop::providers::bundled_prices(),
+            events: EventBus::new("bench"),
+        },
+    )
+    .await
+    .unwrap();
+    let client = reqwest::Client::new();
+    let shapes = [
+        ("2 KiB, no secret", 2 << 10, 0),
+        ("64 KiB, no secret", 64 << 10, 0),
+        ("64 KiB, 20 secrets", 64 << 10, 20),
+        ("1 MiB, no secret", 1 << 20, 0),
+        ("1 MiB, 200 secrets", 1 << 20, 200),
+    ];
+    println!(
+        "{:<22} {:>22} {:>22} {:>28}",
+        "request", "direct p50 / p90 ms", "gateway p50 / p90 ms", "overhead p50 / p90 / max ms"
+    );
+    let mut rows = Vec::new();
+    for (name, bytes, secrets) in shapes {
+        let body = request(bytes, secrets);
+        // Warm both paths (connections, the guard's lazily compiled rules).
+        for _ in 0..5 {
+            first_byte(&client, &base, "sk-ant-bench", &body).await;
+            first_byte(&client, gateway.url(), gateway.token(), &body).await;
+        }
+        let (mut direct, mut through, mut diff) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..calls {
+            let (d, t) = if i % 2 == 0 {
+                let d = first_byte(&client, &base, "sk-ant-bench", &body).await;
+                (
+                    d,
+                    first_byte(&client, gateway.url(), gateway.token(), &body).await,
+                )
+            } else {
+                let t = first_byte(&client, gateway.url(), gateway.token(), &body).await;
+                (first_byte(&client, &base, "sk-ant-bench", &body).await, t)
+            };
+            direct.push(ms(d.as_secs_f64()));
+            through.push(ms(t.as_secs_f64()));
+            diff.push(ms(t.as_secs_f64() - d.as_secs_f64()));
+        }
+        for v in [&mut direct, &mut through, &mut diff] {
+            v.sort_by(f64::total_cmp);
+        }
+        let q = |v: &[f64]| (quantile(v, 0.5), quantile(v, 0.9));
+        let ((d50, d90), (t50, t90), (o50, o90)) = (q(&direct), q(&through), q(&diff));
+        let worst = diff.last().copied().unwrap_or_default();
+        println!(
+            "{name:<22} {d50:>10.3} / {d90:<9.3} {t50:>10.3} / {t90:<9.3} {o50:>9.3} / {o90:.3} / {worst:.3}"
+        );
+        rows.push(
+            json!({"request": name, "bytes": bytes, "secrets": secrets, "calls": calls,
+            "direct_ms": {"p50": d50, "p90": d90}, "gateway_ms": {"p50": t50, "p90": t90},
+            "overhead_ms": {"p50": o50, "p90": o90, "max": worst}}),
+        );
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-gateway.json");
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&json!({"shapes": rows})).unwrap(),
+    )
+    .unwrap();
+    println!("gateway: wrote {}", path.display());
+}
