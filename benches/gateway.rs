@@ -3,7 +3,9 @@
 //! paired call by call, against a local server that streams Anthropic's events.
 //!
 //! Requests vary as a coding agent's do: its conversation grows from a few KiB to a megabyte of
-//! code and tool results, and some of it holds secrets to mask. Each shape runs
+//! code and tool results, some of it holds secrets to mask, and it is sent again with each call
+//! (`resent`: what was masked before is reused) while its newest message is new (`new`: a text
+//! never seen, masked whole). Each shape runs
 //! `RALPH_BENCH_CALLS` pairs (default 200) in alternating order; the table gives the median and
 //! p90 of both and of the difference, and the worst difference. Run with
 //! `cargo bench --bench gateway`; it writes `target/bench-gateway.json`. See
@@ -140,20 +142,38 @@ async fn main() {
     .await
     .unwrap();
     let client = reqwest::Client::new();
+    // `new`: every call's text differs from the last (nothing masked before can be reused),
+    // as a conversation's newest message does; the others resend one text, as an agent
+    // resends its conversation.
     let shapes = [
-        ("2 KiB, no secret", 2 << 10, 0),
-        ("64 KiB, no secret", 64 << 10, 0),
-        ("64 KiB, 20 secrets", 64 << 10, 20),
-        ("1 MiB, no secret", 1 << 20, 0),
-        ("1 MiB, 200 secrets", 1 << 20, 200),
+        ("2 KiB", 2 << 10, 0, true),
+        ("64 KiB, resent", 64 << 10, 0, false),
+        ("64 KiB, new", 64 << 10, 0, true),
+        ("64 KiB, 20 secrets, new", 64 << 10, 20, true),
+        ("1 MiB, resent", 1 << 20, 0, false),
+        ("1 MiB, 200 secrets, new", 1 << 20, 200, true),
     ];
     println!(
         "{:<22} {:>22} {:>22} {:>28}",
         "request", "direct p50 / p90 ms", "gateway p50 / p90 ms", "overhead p50 / p90 / max ms"
     );
     let mut rows = Vec::new();
-    for (name, bytes, secrets) in shapes {
-        let body = request(bytes, secrets);
+    for (name, bytes, secrets, new) in shapes {
+        let template = request(bytes, secrets);
+        let mut n = 0u64;
+        let mut body_for = |fresh: bool| {
+            if !fresh {
+                return template.clone();
+            }
+            n += 1;
+            let mut body = template.clone();
+            let text = body["messages"][0]["content"][0]["content"]
+                .as_str()
+                .unwrap();
+            body["messages"][0]["content"][0]["content"] = json!(format!("// call {n}\n{text}"));
+            body
+        };
+        let body = body_for(false);
         // Warm both paths (connections, the guard's lazily compiled rules).
         for _ in 0..5 {
             first_byte(&client, &base, "sk-ant-bench", &body).await;
@@ -161,6 +181,7 @@ async fn main() {
         }
         let (mut direct, mut through, mut diff) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..calls {
+            let body = body_for(new);
             let (d, t) = if i % 2 == 0 {
                 let d = first_byte(&client, &base, "sk-ant-bench", &body).await;
                 (

@@ -353,6 +353,12 @@ impl Guard {
         self.table().origin(placeholder)
     }
 
+    /// How many values the run's table holds: it only grows, so a text masked when it held as
+    /// many is masked the same way now (a cache of masked texts keys on it).
+    pub fn known(&self) -> usize {
+        self.table().len()
+    }
+
     pub fn stats(&self) -> Stats {
         let (restored, allowlisted) = {
             let counts = self.counts();

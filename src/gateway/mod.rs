@@ -14,11 +14,13 @@
 //!
 //! Layout: [`purse`] (what pays: the run's budget, a ledger per iteration), [`protocol`] (what
 //! each provider's protocol looks like: keys, errors, caps, usage, streamed pieces), [`relay`]
-//! (restoring a reply on its way back), [`server`] (the route).
+//! (restoring a reply on its way back), [`sealed`] (masking a request, remembering what was
+//! masked), [`server`] (the route).
 
 mod purse;
 pub(crate) mod protocol;
 mod relay;
+mod sealed;
 mod server;
 
 use std::net::SocketAddr;
@@ -139,6 +141,7 @@ impl Gateway {
             base_url: upstream.base_url,
             key: upstream.key,
             token: token(),
+            sealer: sealed::Sealer::new(guard.clone()),
             guard,
             ledger: Mutex::new(Arc::new(purse.ledger(0.0, None))),
             purse,

@@ -13,12 +13,13 @@ use futures::stream::{BoxStream, StreamExt};
 use ralph_actors::policy::budget::{Grant, Ledger};
 use ralph_actors::role::Role;
 use ralph_actors::schema::usage::Usage;
-use ralph_guard::{Guard, GuardError};
+use ralph_guard::Guard;
 use serde_json::Value;
 
 use super::protocol::{Call, Provider};
 use super::purse::Purse;
 use super::relay::{restore_strings, Relay};
+use super::sealed::Sealer;
 
 /// The largest request body read: a conversation with its files and images.
 const MAX_BODY: usize = 64 << 20;
@@ -33,6 +34,8 @@ pub(super) struct Shared {
     /// The run's token: the only key the gateway takes.
     pub token: String,
     pub guard: Arc<Guard>,
+    /// Masks requests, remembering what it masked.
+    pub sealer: Sealer,
     /// The ledger calls are paid from now: one per iteration.
     pub ledger: Mutex<Arc<Ledger>>,
     pub purse: Purse,
@@ -106,7 +109,7 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
     let mut json: Option<Value> = serde_json::from_slice(&bytes).ok();
     let raw = json.is_none();
     if let Some(value) = json.as_mut() {
-        if let Err(e) = seal_strings(&shared.guard, value) {
+        if let Err(e) = shared.sealer.seal(value) {
             return shared.error(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
@@ -128,7 +131,7 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
         }
     }
     let grant = match (&mut json, call.generates() && !raw) {
-        (Some(value), true) => match pay(&shared, &call, value) {
+        (Some(value), true) => match pay(&shared, &call, value, bytes.len()) {
             Ok(grant) => Some(grant),
             Err(why) => {
                 shared.refused();
@@ -197,11 +200,14 @@ impl Paid {
 
 /// Reserves what the call may cost and lowers its reply cap to what is left; `Err`: why the
 /// budget refuses it.
-fn pay(shared: &Shared, call: &Call, body: &mut Value) -> Result<Paid, String> {
+///
+/// The prompt is counted from `bytes`, the request as it came: JSON's punctuation makes bytes
+/// outnumber tokens by far more than any text's tokens outnumber its bytes / 3, and masking
+/// changes a body's length by a few bytes a value, which the margin covers (a placeholder is at
+/// most a few tokens).
+fn pay(shared: &Shared, call: &Call, body: &mut Value, bytes: usize) -> Result<Paid, String> {
     let model = call.model(body).unwrap_or_default();
-    // A conservative count: JSON's punctuation makes bytes outnumber tokens by far more than
-    // any text's tokens outnumber its bytes / 3.
-    let prompt_tokens = (body.to_string().len() / 3) as u64;
+    let prompt_tokens = (bytes / 3) as u64;
     let priced = format!("{}/{model}", shared.provider.name());
     let ledger = shared.ledger();
     let grant = ledger
@@ -379,27 +385,4 @@ fn relayed(
         Some((Ok(bytes::Bytes::from(bytes)), s))
     })
     .boxed()
-}
-
-/// Masks every string of a request body, as a call to a model is masked; `Err` in block mode
-/// when one holds a value.
-fn seal_strings(guard: &Guard, value: &mut Value) -> Result<(), GuardError> {
-    match value {
-        Value::String(s) => {
-            let sealed = guard.seal(s)?;
-            *s = sealed.text;
-        }
-        Value::Array(items) => {
-            for item in items {
-                seal_strings(guard, item)?;
-            }
-        }
-        Value::Object(map) => {
-            for (_, item) in map.iter_mut() {
-                seal_strings(guard, item)?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
 }
