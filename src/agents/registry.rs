@@ -36,6 +36,9 @@ pub struct Found {
     /// A built-in whose definition no test here runs ([`super::builtin::UNVERIFIED`]); a
     /// configured agent is the user's own and never marked.
     pub unverified: bool,
+    /// The provider whose protocol the model gateway serves it (`anthropic`), when its
+    /// definition has a `gateway` section; `None`: it calls its provider itself.
+    pub gateway: Option<&'static str>,
 }
 
 impl Found {
@@ -124,6 +127,7 @@ impl Registry {
                 configured: configured.iter().any(|c| c.name == def.name),
                 unverified: !configured.iter().any(|c| c.name == def.name)
                     && super::builtin::UNVERIFIED.contains(&def.name.as_str()),
+                gateway: def.gateway.as_ref().map(|g| g.provider.name()),
             })
             .collect()
     }

@@ -45,9 +45,13 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                 } else {
                     ""
                 };
+                let wire = match f.gateway {
+                    Some(provider) => format!("; behind the model gateway ({provider})"),
+                    None => "; calls its provider itself".to_string(),
+                };
                 let _ = writeln!(
                     out,
-                    "{:<9} {:<30} {installed}{auth}; {}{origin}",
+                    "{:<9} {:<30} {installed}{auth}; {}{wire}{origin}",
                     f.name, f.title, f.format
                 );
             }

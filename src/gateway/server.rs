@@ -8,9 +8,9 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
-use ralph_actors::policy::budget::{Grant, Ledger};
+use ralph_actors::policy::budget::{BudgetExceeded, Grant, Ledger};
 use ralph_actors::role::Role;
 use ralph_actors::schema::usage::Usage;
 use ralph_guard::Guard;
@@ -135,7 +135,8 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
             Ok(grant) => Some(grant),
             Err(why) => {
                 shared.refused();
-                return shared.error(StatusCode::BAD_REQUEST, "invalid_request_error", &why);
+                let message = format!("ralph-loop's budget refuses this call: {why}");
+                return shared.error(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
             }
         },
         _ => None,
@@ -205,14 +206,17 @@ impl Paid {
 /// outnumber tokens by far more than any text's tokens outnumber its bytes / 3, and masking
 /// changes a body's length by a few bytes a value, which the margin covers (a placeholder is at
 /// most a few tokens).
-fn pay(shared: &Shared, call: &Call, body: &mut Value, bytes: usize) -> Result<Paid, String> {
+fn pay(
+    shared: &Shared,
+    call: &Call,
+    body: &mut Value,
+    bytes: usize,
+) -> Result<Paid, BudgetExceeded> {
     let model = call.model(body).unwrap_or_default();
     let prompt_tokens = (bytes / 3) as u64;
     let priced = format!("{}/{model}", shared.provider.name());
     let ledger = shared.ledger();
-    let grant = ledger
-        .authorize(Role::Artisan, &priced, prompt_tokens, call.max_output(body))
-        .map_err(|e| format!("ralph-loop's budget refuses this call: {e}"))?;
+    let grant = ledger.authorize(Role::Artisan, &priced, prompt_tokens, call.max_output(body))?;
     call.limit(body, grant.max_tokens);
     Ok(Paid { ledger, grant })
 }
@@ -323,17 +327,14 @@ fn relayed(
     reply: reqwest::Response,
 ) -> BoxStream<'static, Result<bytes::Bytes, std::io::Error>> {
     struct State {
-        events: BoxStream<'static, Result<eventsource_stream::Event, String>>,
+        events:
+            BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>,
         relay: Relay,
         settle: Settle,
         done: bool,
     }
     let relay = Relay::new(call, shared.guard.clone());
-    let events = reply
-        .bytes_stream()
-        .eventsource()
-        .map(|e| e.map_err(|e| e.to_string()))
-        .boxed();
+    let events = reply.bytes_stream().eventsource().boxed();
     let state = State {
         events,
         relay,

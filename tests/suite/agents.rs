@@ -231,6 +231,35 @@ fn agents_never_run_here_are_marked_unverified() {
     );
 }
 
+/// `agents list` says which agents run behind the model gateway, and for which provider, and
+/// which call their provider themselves (text and JSON).
+#[test]
+fn agents_list_says_which_agents_are_behind_the_model_gateway() {
+    let (dir, bin) = with_bin();
+    let behind = [
+        ("claude", "anthropic"),
+        ("codex", "openai"),
+        ("aider", "openai"),
+    ];
+    let out = agents(dir.path(), &bin).arg("list").assert().success();
+    let text = stdout_of(&out);
+    for line in text.lines().filter(|l| !l.contains("agents installed")) {
+        let name = line.split_whitespace().next().unwrap();
+        match behind.iter().find(|(n, _)| *n == name) {
+            Some((_, provider)) => assert!(
+                line.contains(&format!("behind the model gateway ({provider})")),
+                "{line}"
+            ),
+            None => assert!(line.contains("calls its provider itself"), "{line}"),
+        }
+    }
+    for entry in list_json(&mut agents(dir.path(), &bin)) {
+        let name = entry["name"].as_str().unwrap();
+        let expected = behind.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
+        assert_eq!(entry["gateway"].as_str(), expected, "{name}");
+    }
+}
+
 /// An agent defined in config is listed beside the built-ins; a bad definition is refused
 /// with the file, line and key.
 #[test]
