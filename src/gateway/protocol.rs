@@ -320,13 +320,7 @@ impl Call {
                 }
             }
             Call::ChatCompletions => {
-                for (c, choice) in event["choices"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let i = choice["index"].as_u64().unwrap_or(c as u64);
+                for (c, i, choice) in indexed(event, "choices") {
                     for field in ["content", "reasoning_content"] {
                         if choice["delta"][field].is_string() {
                             out.push(Piece::new(
@@ -362,13 +356,7 @@ impl Call {
                 }
             }
             Call::GenerateContent { .. } => {
-                for (c, cand) in event["candidates"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let i = cand["index"].as_u64().unwrap_or(c as u64);
+                for (c, i, cand) in indexed(event, "candidates") {
                     for (p, part) in cand["content"]["parts"]
                         .as_array()
                         .into_iter()
@@ -397,13 +385,9 @@ impl Call {
             Call::Messages if event["type"] == "content_block_stop" => {
                 vec![format!("{}", event["index"].as_u64().unwrap_or(0))]
             }
-            Call::ChatCompletions => event["choices"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .filter(|(_, c)| !c["finish_reason"].is_null())
-                .map(|(n, c)| format!("{}/", c["index"].as_u64().unwrap_or(n as u64)))
+            Call::ChatCompletions => indexed(event, "choices")
+                .filter(|(_, _, c)| !c["finish_reason"].is_null())
+                .map(|(_, i, _)| format!("{i}/"))
                 .collect(),
             Call::Responses => {
                 let kind = event["type"].as_str().unwrap_or_default();
@@ -417,17 +401,24 @@ impl Call {
                     Vec::new()
                 }
             }
-            Call::GenerateContent { .. } => event["candidates"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .filter(|(_, c)| c["finishReason"].is_string())
-                .map(|(n, c)| format!("{}/", c["index"].as_u64().unwrap_or(n as u64)))
+            Call::GenerateContent { .. } => indexed(event, "candidates")
+                .filter(|(_, _, c)| c["finishReason"].is_string())
+                .map(|(_, i, _)| format!("{i}/"))
                 .collect(),
             _ => Vec::new(),
         }
     }
+}
+
+/// The items of the array `key` of `event`: each with its position, its `index` field (its
+/// position when it has none), and itself.
+fn indexed<'a>(event: &'a Value, key: &str) -> impl Iterator<Item = (usize, u64, &'a Value)> {
+    event[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(n, item)| (n, item["index"].as_u64().unwrap_or(n as u64), item))
 }
 
 /// A field of a streamed event that holds one piece of a longer text.

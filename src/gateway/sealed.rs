@@ -66,30 +66,13 @@ impl Sealer {
             return Ok(self.guard.seal(text)?.text);
         }
         let key = xxh3_128(text.as_bytes());
-        let known = self.guard.known();
-        {
-            let mut seen = self.lock();
-            if seen.known != known {
-                *seen = Seen {
-                    known,
-                    ..Seen::default()
-                };
-            }
-            if let Some(masked) = seen.masked.get(&key) {
-                return Ok(masked.to_string());
-            }
+        if let Some(masked) = self.current().masked.get(&key) {
+            return Ok(masked.to_string());
         }
         let masked = self.guard.seal(text)?.text;
-        // Masking it may have found new values: it is remembered only under the table it was
-        // masked with, which the next call's check reads again.
-        let known = self.guard.known();
-        let mut seen = self.lock();
-        if seen.known != known {
-            *seen = Seen {
-                known,
-                ..Seen::default()
-            };
-        }
+        // Masking it may have found new values: it is remembered under the table as it is now,
+        // which the next look checks again.
+        let mut seen = self.current();
         if seen.bytes + masked.len() > REMEMBERED_AT_MOST {
             seen.masked.clear();
             seen.bytes = 0;
@@ -99,8 +82,17 @@ impl Sealer {
         Ok(masked)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    /// What is remembered, forgotten first if the table has changed since it was masked.
+    fn current(&self) -> std::sync::MutexGuard<'_, Seen> {
+        let known = self.guard.known();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.known != known {
+            *seen = Seen {
+                known,
+                ..Seen::default()
+            };
+        }
+        seen
     }
 }
 
