@@ -13,7 +13,7 @@ use futures::stream::{BoxStream, StreamExt};
 use ralph_actors::policy::budget::{BudgetExceeded, Grant, Ledger};
 use ralph_actors::role::Role;
 use ralph_actors::schema::usage::Usage;
-use ralph_guard::Guard;
+use ralph_guard::{Guard, GuardError};
 use serde_json::Value;
 
 use super::protocol::{Call, Provider};
@@ -106,32 +106,18 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
         }
     };
     let call = Call::of(&path);
-    let mut json: Option<Value> = serde_json::from_slice(&bytes).ok();
-    let raw = json.is_none();
-    if let Some(value) = json.as_mut() {
-        if let Err(e) = shared.sealer.seal(value) {
+    let mut body = match Masked::of(&shared, &bytes) {
+        Ok(body) => body,
+        Err(e) => {
             return shared.error(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
                 &e.to_string(),
-            );
+            )
         }
-    } else if !bytes.is_empty() {
-        // Not JSON (a form, a file): masked as text.
-        let text = String::from_utf8_lossy(&bytes);
-        match shared.guard.seal(&text) {
-            Ok(m) => json = Some(Value::String(m.text)),
-            Err(e) => {
-                return shared.error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request_error",
-                    &e.to_string(),
-                )
-            }
-        }
-    }
-    let grant = match (&mut json, call.generates() && !raw) {
-        (Some(value), true) => match pay(&shared, &call, value, bytes.len()) {
+    };
+    let grant = match (&mut body, call.generates()) {
+        (Masked::Json(value), true) => match pay(&shared, &call, value, bytes.len()) {
             Ok(grant) => Some(grant),
             Err(why) => {
                 shared.refused();
@@ -141,10 +127,9 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
         },
         _ => None,
     };
-    let outgoing = match &json {
-        Some(Value::String(text)) if raw => text.clone().into_bytes(),
-        Some(value) => value.to_string().into_bytes(),
-        None => Vec::new(),
+    let outgoing = match body {
+        Masked::Json(value) => value.to_string().into_bytes(),
+        Masked::Text(text) => text.into_bytes(),
     };
     let url = upstream_url(&shared, &path, query.as_deref());
     let sent = shared
@@ -175,6 +160,30 @@ pub(super) async fn forward(State(shared): State<Arc<Shared>>, request: Request)
         }
     };
     answer(shared, call, grant, reply).await
+}
+
+/// A request's body, masked.
+enum Masked {
+    Json(Value),
+    /// Not JSON (a form, a file, nothing): masked as text.
+    Text(String),
+}
+
+impl Masked {
+    /// `bytes` masked: every string of a JSON body, else the whole as text; `Err` in block mode
+    /// when it holds a value.
+    fn of(shared: &Shared, bytes: &[u8]) -> Result<Masked, GuardError> {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(mut value) => {
+                shared.sealer.seal(&mut value)?;
+                Ok(Masked::Json(value))
+            }
+            Err(_) if bytes.is_empty() => Ok(Masked::Text(String::new())),
+            Err(_) => Ok(Masked::Text(
+                shared.guard.seal(&String::from_utf8_lossy(bytes))?.text,
+            )),
+        }
+    }
 }
 
 /// A call paid for: its reservation, on the ledger it was made on.
