@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ralph_actors::policy::budget::Price;
 use ralph_actors::ports::llm::{ChatMessage, ChatReply, GuardedRequest, LlmClient, LlmError};
@@ -22,6 +23,8 @@ use super::cost::Meter;
 use super::definition::AgentDef;
 use super::invoke::{texts, AgentEnding, Invocation, Limits};
 use super::launch::launch;
+use super::wire::{pointed, Lazy};
+use crate::gateway::Gateway;
 use crate::git::Repo;
 use crate::process::groups::ProcessGroups;
 
@@ -54,6 +57,8 @@ pub struct AgentArtisan {
     pub retry: Retry,
     /// The project's repository: what the agent changes beyond the target is undone in it.
     pub repo: Option<Repo>,
+    /// The model gateway its calls go through, when they do (see [`allowance`]).
+    pub wire: Option<Lazy>,
 }
 
 /// How a crashed or hung agent is run again: `regent.max_retries`, after
@@ -183,18 +188,24 @@ struct Run {
 
 impl AgentArtisan {
     /// One supervised run; the target is put back and other changes undone, whatever happened.
-    async fn run_once(&self, prompt: &str, meter: &mut Meter) -> Result<Run, LlmError> {
+    async fn run_once(
+        &self,
+        prompt: &str,
+        meter: &mut Meter,
+        gateway: Option<&Gateway>,
+    ) -> Result<Run, LlmError> {
         let original = std::fs::read(&self.target)
             .map_err(|e| self.error(format!("cannot read {}: {e}", self.target.display())))?;
         let before = self.dirty();
         let (_, model) = split_model(&self.model_name).unwrap_or((&self.def.name, None));
+        let (def, env) = pointed(&self.def, &self.env, gateway);
         let invocation = Invocation {
-            def: self.def.clone(),
+            def,
             binary: self.binary.clone(),
             prompt: prompt.to_string(),
             model: model.map(str::to_owned),
             cwd: self.root.clone(),
-            env: self.env.clone(),
+            env,
             limits: self.limits,
             reaper: self.reaper.clone(),
             on_busy: None,
@@ -237,24 +248,43 @@ impl AgentArtisan {
     }
 }
 
-#[async_trait::async_trait]
-impl LlmClient for AgentArtisan {
-    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
-        let request = request.into_inner();
-        let prompt = self.prompt(&request.messages);
-        // A crashed or hung agent is run again after a backoff, as the Regent does.
+/// What an Artisan call's runs came to.
+#[derive(Default)]
+struct Spent {
+    cost: f64,
+    usage: Usage,
+    estimated: bool,
+    /// Calls the model gateway refused for the budget.
+    refused: u32,
+}
+
+impl AgentArtisan {
+    /// Runs the agent until it edits the target, or fails out of retries (a crashed or hung
+    /// agent is run again after a backoff, as the Regent does), or the gateway refuses it a
+    /// call (running it again could only be refused again).
+    async fn runs(
+        &self,
+        prompt: &str,
+        gateway: Option<&Arc<Gateway>>,
+    ) -> Result<(Run, Spent), LlmError> {
         let mut backoff = Backoff::new(self.retry.first, self.retry.cap);
-        let (mut cost, mut usage, mut estimated) = (0.0, Usage::default(), false);
+        let mut spent = Spent::default();
         let mut attempt = 0;
-        let run = loop {
-            let mut meter = Meter::new(self.price, &prompt);
-            let result = self.run_once(&prompt, &mut meter).await;
+        loop {
+            let mut meter = Meter::new(self.price, prompt);
+            if let Some(gateway) = gateway {
+                meter = meter.on_wire(gateway.clone());
+            }
+            let result = self
+                .run_once(prompt, &mut meter, gateway.map(|g| &**g))
+                .await;
             // Every run is paid for, a failed one too.
             let (run_cost, cost_estimated) = meter.cost();
-            cost += run_cost;
-            estimated |= cost_estimated || meter.tokens_estimated();
+            spent.cost += run_cost;
+            spent.estimated |= cost_estimated || meter.tokens_estimated();
+            spent.refused += meter.refused();
             let tokens = meter.tokens();
-            usage += Usage {
+            spent.usage += Usage {
                 input_tokens: tokens.input,
                 output_tokens: tokens.output,
                 cache_read_tokens: tokens.cached_input.min(tokens.input),
@@ -262,7 +292,7 @@ impl LlmClient for AgentArtisan {
             };
             let run = result?;
             match &run.failed {
-                Some(why) if attempt < self.retry.max_retries => {
+                Some(why) if attempt < self.retry.max_retries && spent.refused == 0 => {
                     attempt += 1;
                     let wait = backoff.next_delay();
                     tracing::warn!("{why}; running it again in {:.1}s", wait.as_secs_f64());
@@ -270,9 +300,40 @@ impl LlmClient for AgentArtisan {
                 }
                 // Out of retries, the failure is the reply: a proposal without code, which the
                 // Supervisor sends back, and whose cost is counted.
-                _ => break run,
+                _ => return Ok((run, spent)),
             }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmClient for AgentArtisan {
+    async fn complete(&self, request: GuardedRequest) -> Result<ChatReply, LlmError> {
+        let request = request.into_inner();
+        let prompt = self.prompt(&request.messages);
+        let gateway = match &self.wire {
+            Some(wire) => Some(
+                wire.gateway()
+                    .await
+                    .map_err(|e| self.error(e.to_string()))?,
+            ),
+            None => None,
         };
+        let allowed = allowance(request.max_tokens, self.price);
+        if let Some(gateway) = &gateway {
+            // The agent's calls in this Artisan call draw on what the Supervisor reserved.
+            gateway.begin_iteration(0.0, allowed);
+        }
+        let (run, spent) = self.runs(&prompt, gateway.as_ref()).await?;
+        // Refused with no edit made, the call leaves nothing to go on with: the run stops.
+        let budget_refused = (run.changed.is_none() && spent.refused > 0).then(|| {
+            format!(
+                "cost limit reached: the model gateway refused {} a call, ${:.4} spent of the ${:.4} the budget had left for the Artisan",
+                self.def.title_or_name(),
+                spent.cost,
+                allowed.unwrap_or(spent.cost)
+            )
+        });
         let text = match run.changed {
             Some(code) => {
                 let code = String::from_utf8(code)
@@ -292,13 +353,27 @@ impl LlmClient for AgentArtisan {
         };
         Ok(ChatReply {
             text,
-            usage,
+            usage: spent.usage,
             model: self.model_name.clone(),
-            cost_usd: Some(cost),
-            usage_estimated: estimated,
+            cost_usd: Some(spent.cost),
+            usage_estimated: spent.estimated,
+            budget_refused,
         })
     }
 }
+
+/// What one Artisan call behind the gateway may spend: the output the Supervisor's ledger
+/// granted it at the agent model's price. Behind the gateway the Artisan's model asks for all
+/// the output there is ([`UNBOUNDED_OUTPUT`]), so the grant is what the budget has left, and the
+/// agent's calls together can never cost more than was reserved for them. `None` (no cap but
+/// the run's budget) for a model with no output price.
+pub fn allowance(max_tokens: u32, price: Price) -> Option<f64> {
+    (price.output > 0.0).then(|| max_tokens as f64 * price.output / 1_000_000.0)
+}
+
+/// The Artisan's output limit when an agent behind the gateway is its model: the ledger
+/// lowers it to what the budget can pay, which is then the run's [`allowance`].
+pub const UNBOUNDED_OUTPUT: u32 = u32::MAX;
 
 /// Routes the Artisan's agent model to the agent and every other model to the providers.
 pub struct WithAgent {

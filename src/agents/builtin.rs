@@ -35,7 +35,7 @@ fn google_auth() -> Auth {
 /// The built-ins whose definitions follow their vendors' documentation but that no test here
 /// runs (their CLIs do not install from a registry this project's CI reaches): `agents list`,
 /// `--help` and the README call them unverified. The others (`claude`, `codex`, `aider`,
-/// `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
+/// `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
 pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "opencode", "goose"];
 
 /// Every built-in agent, in the order `agents list` shows them.
@@ -50,6 +50,7 @@ pub fn builtins() -> Vec<AgentDef> {
         auggie(),
         opencode(),
         goose(),
+        qwen(),
         claude_acp(),
     ]
 }
@@ -294,6 +295,48 @@ fn claude_acp() -> AgentDef {
         format: Format::Acp,
         reports_cost: false,
         gateway: None,
+    }
+}
+
+/// Qwen Code: headless on its positional prompt, with its stream-json output (Claude Code's
+/// format); its calls go through the model gateway when it is signed in with an
+/// OpenAI-compatible key (`OPENAI_API_KEY`, and `OPENAI_BASE_URL` for DashScope or another
+/// compatible service), not with Qwen's own sign-in.
+fn qwen() -> AgentDef {
+    AgentDef {
+        name: "qwen".into(),
+        title: "Qwen Code".into(),
+        binaries: strings(&["qwen"]),
+        auth: Auth {
+            env: strings(&["OPENAI_API_KEY", "DASHSCOPE_API_KEY"]),
+            files: strings(&["~/.qwen/oauth_creds.json"]),
+        },
+        models: ModelSource::Fixed {
+            names: strings(&["qwen3-coder-plus", "qwen3-coder-flash"]),
+        },
+        args: strings(&[
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "--model",
+            "{model}",
+            "{prompt}",
+        ]),
+        prompt: PromptVia::Argument,
+        format: Format::ClaudeStreamJson,
+        reports_cost: false,
+        gateway: Some(GatewayDef {
+            provider: Provider::Openai,
+            env: [
+                ("OPENAI_BASE_URL", "{url}/v1"),
+                ("OPENAI_API_KEY", "{token}"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            args: strings(&["--auth-type", "openai"]),
+            models: Vec::new(),
+        }),
     }
 }
 

@@ -5,6 +5,7 @@
 //!   from, the arguments of a headless run and its output format;
 //! - [`gateway`]: a definition's `gateway` section, and the agent's environment pointed at the
 //!   model gateway;
+//! - [`wire`]: whether a run goes through the model gateway, and the run pointed at it;
 //! - [`builtin`]: the agents known without configuration;
 //! - [`registry`]: the built-ins and the configured ones together, what is installed and
 //!   signed in here, and model lists (cached);
@@ -27,6 +28,7 @@ pub mod invoke;
 pub(crate) mod launch;
 pub mod output;
 pub(crate) mod registry;
+pub(crate) mod wire;
 
 pub use definition::AgentDef;
 pub use registry::Registry;

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use crate::agents::cost::price_of;
 use crate::agents::registry::Registry;
+use crate::agents::wire::{self, Route};
 use crate::agents::AgentDef;
 use crate::cli::{LoopArgs, OutputFormat, RunArgs};
 use crate::config::{self, Config};
@@ -113,11 +114,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
         match wire {
             Wire::Through(upstream, guard, purse) => {
                 let gateway = Gateway::start(upstream, guard, purse).await?;
-                deps.notes.push(format!(
-                    "{}'s calls go through ralph-loop's model gateway ({}): masked by LocalGuard, paid for within the budget, and the key kept from it",
-                    deps.agent.title_or_name(),
-                    gateway.url()
-                ));
+                deps.notes.push(wire::through_note(&deps.agent, &gateway));
                 deps.gateway = Some(Arc::new(gateway));
             }
             Wire::Direct(note) => deps.notes.extend(note),
@@ -137,8 +134,7 @@ pub fn run(args: LoopArgs) -> Result<i32> {
 enum Wire {
     /// Through a gateway started with these.
     Through(Upstream, Arc<Guard>, Purse),
-    /// Directly: its definition has no `gateway` section, or the user's key is not at hand
-    /// (it signs in its own way), said in the note.
+    /// Directly, said in the note when the agent could have gone through the gateway.
     Direct(Option<String>),
 }
 
@@ -151,27 +147,11 @@ fn wire(
     prices: &Prices,
     events: &EventBus,
 ) -> Result<Wire> {
-    let Some(section) = &agent.gateway else {
-        return Ok(Wire::Direct(None));
-    };
-    if !section.serves(model) {
-        return Ok(Wire::Direct(Some(format!(
-            "{}'s model {} is not one the model gateway serves for it ({}): its calls go to their provider directly; LocalGuard does not see them, and their cost is counted after each run",
-            agent.title_or_name(),
-            model.unwrap_or("(its own default)"),
-            section.models.join(", ")
-        ))));
-    }
     let env = |name: &str| std::env::var(name).ok();
-    let upstream = Upstream::from_env(section.provider, &env)?;
-    if upstream.key.is_none() {
-        return Ok(Wire::Direct(Some(format!(
-            "{}'s calls go to {} directly: {} is not set (it signs in its own way), so ralph-loop's model gateway cannot stand between them; LocalGuard does not see its calls, and its cost is counted after each run",
-            agent.title_or_name(),
-            section.provider.name(),
-            section.provider.key_envs().join(" or ")
-        ))));
-    }
+    let upstream = match wire::route(agent, model, &env)? {
+        Route::Through(upstream) => upstream,
+        Route::Direct(note) => return Ok(Wire::Direct(note)),
+    };
     let guard = Arc::new(crate::guard::build(&config.local_guard)?);
     let purse = Purse {
         max_cost_usd: settings.max_cost_usd,

@@ -178,6 +178,11 @@ impl Gateway {
         &self.shared.token
     }
 
+    /// The LocalGuard its calls are masked by.
+    pub fn guard(&self) -> &Guard {
+        &self.shared.guard
+    }
+
     pub fn provider(&self) -> Provider {
         self.shared.provider
     }

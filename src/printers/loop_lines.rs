@@ -250,6 +250,9 @@ pub fn write_summary(report: &LoopReport, out: &mut impl Write) -> std::io::Resu
             list(&report.reverts)
         )?;
     }
+    if let Some(line) = super::summary::guard_line(&report.local_guard, "in the agent's replies") {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(
         out,
         "  report .ralph/loop/report.json · state .ralph/regent-state.json"

@@ -5,7 +5,9 @@
 use std::io::Write;
 
 use ralph_actors::schema::adversarial::{AdversarialReport, ChangedCoverage};
-use ralph_actors::schema::report::{FileLeft, MemoryReport, MemoryStatus, OnFailure, Report};
+use ralph_actors::schema::report::{
+    FileLeft, GuardReport, MemoryReport, MemoryStatus, OnFailure, Report,
+};
 
 /// `SECRET_AWS_ACCESS_KEY_ID 1, PII_EMAIL 2`.
 pub(super) fn counts(kinds: &std::collections::BTreeMap<String, usize>) -> String {
@@ -14,6 +16,20 @@ pub(super) fn counts(kinds: &std::collections::BTreeMap<String, usize>) -> Strin
         .map(|(k, n)| format!("{k} {n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What LocalGuard masked, when it masked anything: kinds and counts, never values; `back` says
+/// where its placeholders were put back.
+pub(super) fn guard_line(g: &GuardReport, back: &str) -> Option<String> {
+    let total: usize = g.masked.values().sum();
+    (total > 0).then(|| {
+        format!(
+            "local guard: {total} value{} masked ({}), {} put back {back}",
+            if total == 1 { "" } else { "s" },
+            counts(&g.masked),
+            g.restored
+        )
+    })
 }
 
 /// The summary of a finished session: its outcome, cost, tests, memory and report path (the
@@ -71,16 +87,8 @@ pub fn write_summary(report: &Report, out: &mut impl Write) -> std::io::Result<(
     if !report.promise.checks.is_empty() {
         writeln!(out, "  {}", report.promise.summary())?;
     }
-    let g = &report.local_guard;
-    if !g.masked.is_empty() {
-        let total: usize = g.masked.values().sum();
-        writeln!(
-            out,
-            "  local guard: {total} value{} masked ({}), {} put back in files",
-            if total == 1 { "" } else { "s" },
-            counts(&g.masked),
-            g.restored
-        )?;
+    if let Some(line) = guard_line(&report.local_guard, "in files") {
+        writeln!(out, "  {line}")?;
     }
     if let Some(left) = &report.file_left {
         write_file_left(report, left, out)?;

@@ -18,6 +18,7 @@ use ralph_actors::schema::agent::AgentTokens;
 use ralph_actors::schema::regent::{
     IterationRecord, LoopReport, LoopStatus, RegentAction, RegentState,
 };
+use ralph_actors::schema::report::GuardReport;
 use ralph_actors::schema::test_run::TestRun;
 use ralph_actors::tracker::circuit::{Admission, Thresholds, Transition};
 use ralph_actors::tracker::gate::GateSettings;
@@ -434,6 +435,12 @@ impl LoopRun {
             reverts: self.reverts,
             history: self.history,
             warnings: self.warnings,
+            local_guard: self
+                .deps
+                .gateway
+                .as_ref()
+                .map(|g| GuardReport::of(g.guard()))
+                .unwrap_or_default(),
         };
         let dir = self.deps.root.join(crate::session::RALPH_DIR).join("loop");
         let written = std::fs::create_dir_all(&dir).and_then(|()| {

@@ -3,7 +3,6 @@
 //! fails `regent.max_retries` times in a row, crosses `regent.max_cost_per_iteration`, or the
 //! user stops the loop.
 
-use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -16,7 +15,6 @@ use super::run::LoopRun;
 use crate::agents::cost::Meter;
 use crate::agents::invoke::{AgentEnding, AgentOutcome, Invocation, OnBusy};
 use crate::agents::launch::launch;
-use crate::agents::AgentDef;
 
 /// How often, at most, the state file is rewritten for new output alone.
 const OUTPUT_STAMP_EVERY: Duration = Duration::from_secs(1);
@@ -153,7 +151,11 @@ impl LoopRun {
             agent: self.deps.agent.name.clone(),
             model: self.deps.model.clone(),
         });
-        let (def, env) = self.pointed();
+        let (def, env) = crate::agents::wire::pointed(
+            &self.deps.agent,
+            &self.deps.env,
+            self.deps.gateway.as_deref(),
+        );
         let invocation = Invocation {
             def,
             binary: self.deps.binary.clone(),
@@ -241,21 +243,6 @@ impl LoopRun {
             }
         };
         self.regent(iteration, RegentAction::OverCost, why);
-    }
-
-    /// The agent's definition and environment for a run: pointed at the gateway when there is
-    /// one (its arguments first, its variables set, no provider key left), else as they are.
-    fn pointed(&self) -> (AgentDef, Vec<(OsString, OsString)>) {
-        let mut def = self.deps.agent.clone();
-        match (&self.deps.gateway, &self.deps.agent.gateway) {
-            (Some(gateway), Some(section)) => {
-                let mut args = section.arguments(gateway);
-                args.append(&mut def.args);
-                def.args = args;
-                (def, section.environment(&self.deps.env, gateway))
-            }
-            _ => (def, self.deps.env.clone()),
-        }
     }
 
     /// After a crash or a hang: count it, then stop for good or wait out the backoff. `None`:

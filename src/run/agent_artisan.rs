@@ -11,11 +11,16 @@ use ralph_actors::ports::llm::LlmClient;
 use ralph_actors::role::Role;
 use ralph_actors::settings::ModelSpec;
 
-use crate::agents::artisan::{split_model, AgentArtisan, WithAgent};
+use ralph_actors::events::bus::EventBus;
+use ralph_guard::Guard;
+
+use crate::agents::artisan::{split_model, AgentArtisan, WithAgent, UNBOUNDED_OUTPUT};
 use crate::agents::cost::price_of;
 use crate::agents::registry::{ready, Registry};
+use crate::agents::wire::{route, Lazy, Route};
 use crate::config::Config;
 use crate::error::{Result, UsageError};
+use crate::gateway::Purse;
 use crate::models::agent_misplaced;
 use crate::process::groups::ProcessGroups;
 use crate::providers::LlmSource;
@@ -24,7 +29,7 @@ use crate::providers::LlmSource;
 pub(crate) struct Pending {
     spec: ModelSpec,
     artisan: AgentArtisan,
-    note: Option<String>,
+    notes: Vec<String>,
 }
 
 /// Takes the Artisan's model out of `models` when it is an agent (`agent/NAME[/MODEL]`), with
@@ -36,7 +41,7 @@ pub(crate) fn take(
     source: &LlmSource,
     (root, target): (&Path, &Path),
     groups: &ProcessGroups,
-    prices: &Prices,
+    (prices, guard, max_cost_usd): (&Prices, &Arc<Guard>, f64),
 ) -> Result<Option<Pending>> {
     for (role, spec) in models.iter() {
         if let Some(m) = spec.fallbacks.iter().find(|m| split_model(m).is_some()) {
@@ -67,12 +72,31 @@ pub(crate) fn take(
     let def = registry.get(name)?.clone();
     let binary = ready(&def)?;
     let (price, priced_as, known) = price_of(prices, model);
-    let note = (!known && !def.reports_cost).then(|| {
+    let env = |name: &str| std::env::var(name).ok();
+    let (wire, mut notes) = match route(&def, model, &env)? {
+        Route::Through(upstream) => {
+            let purse = Purse {
+                max_cost_usd,
+                prices: prices.clone(),
+                // The ledger's warnings have no run to go to yet: the Supervisor's bus is
+                // made after the client.
+                events: EventBus::discard(),
+            };
+            let note = format!(
+                "{}'s calls go through ralph-loop's model gateway: masked by LocalGuard, paid for within what the Supervisor reserves for each Artisan call, and the key kept from it",
+                def.title_or_name()
+            );
+            (Some(Lazy::new(upstream, guard.clone(), purse)), vec![note])
+        }
+        Route::Direct(note) => (None, note.into_iter().collect()),
+    };
+    let unpriced = wire.is_none() && !known && !def.reports_cost;
+    notes.extend(unpriced.then(|| {
         format!(
             "{} reports no cost and its model's price is not known: the Artisan's costs are estimated at {priced_as}'s price",
             def.title
         )
-    });
+    }));
     let artisan = AgentArtisan {
         model_name: model_name.clone(),
         def,
@@ -86,22 +110,27 @@ pub(crate) fn take(
         price,
         retry: config.regent.retry(),
         repo: crate::git::Repo::at(root),
+        wire,
     };
     // The agent has no fallback model: a crash or hang is run again, as the Regent does.
     let Some(mut spec) = models.remove(&Role::Artisan) else {
         return Ok(None);
     };
     spec.fallbacks.clear();
+    if artisan.wire.is_some() {
+        spec.max_tokens = UNBOUNDED_OUTPUT;
+    }
     Ok(Some(Pending {
         spec,
         artisan,
-        note,
+        notes,
     }))
 }
 
 /// Puts the agent back as the Artisan, in front of the providers' client; its model is priced
 /// as the agent's model (for the budget's reservation; the agent's own cost is what is
-/// counted).
+/// counted). Behind the model gateway, its output limit is unbounded, so each call reserves
+/// what the budget has left and the agent's calls are held to it.
 pub(crate) fn attach(
     pending: Pending,
     llm: Arc<dyn LlmClient>,
@@ -113,7 +142,7 @@ pub(crate) fn attach(
         .0
         .insert(pending.spec.model.clone(), pending.artisan.price);
     models.insert(Role::Artisan, pending.spec);
-    notes.extend(pending.note);
+    notes.extend(pending.notes);
     Arc::new(WithAgent {
         agent: pending.artisan,
         models: llm,

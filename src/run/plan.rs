@@ -137,7 +137,7 @@ pub(crate) fn plan(
         groups,
         &workspace,
         &mut settings,
-        isolation.note,
+        (isolation.note, &guard),
     )?;
     let output = args.output.unwrap_or(config.output.into());
     Ok(Plan {
@@ -240,7 +240,7 @@ fn models_of(
     groups: &ProcessGroups,
     workspace: &FsWorkspace,
     settings: &mut RunSettings,
-    isolation: Option<String>,
+    (isolation, guard): (Option<String>, &Arc<Guard>),
 ) -> Result<(Arc<dyn LlmClient>, Prices, Vec<String>)> {
     let mut prices = providers::prices::with_overrides(config.prices.clone());
     let agent = agent_artisan::take(
@@ -249,7 +249,7 @@ fn models_of(
         source,
         (&workspace.root, &workspace.target),
         groups,
-        &prices,
+        (&prices, guard, settings.max_cost_usd),
     )?;
     let (mut llm, mut notes) =
         providers::build(source, overrides.run.as_deref(), &mut settings.models)?;

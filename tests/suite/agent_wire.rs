@@ -1,6 +1,6 @@
 //! A local model server for the real coding-agent CLIs that use tools: it speaks Anthropic's
-//! Messages API (Claude Code) and OpenAI's Responses API (Codex), both streamed, and plays a
-//! scripted session of tool calls ending in a text.
+//! Messages API (Claude Code), OpenAI's Responses API (Codex) and Chat Completions (Qwen Code),
+//! all streamed, and plays a scripted session of tool calls ending in a text.
 //!
 //! Which step a request gets is read from the conversation it carries: the number of tool
 //! results in it. A CLI resends the whole conversation each turn, so this holds however many
@@ -195,6 +195,60 @@ impl Respond for Responses {
     }
 }
 
+/// `data:` lines, then the end of an OpenAI stream.
+fn data_stream(chunks: Vec<Value>) -> ResponseTemplate {
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+/// OpenAI's Chat Completions, streamed with the usage last (Qwen Code): a step is a
+/// `tool_calls` delta whose arguments come in two pieces, or content.
+struct ChatCompletions(Arc<Session>);
+
+impl Respond for ChatCompletions {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let step = match has_tools {
+            true => self
+                .0
+                .step(messages.iter().filter(|m| m["role"] == "tool").count()),
+            false => Step::Text("Fix the task".into()),
+        };
+        let chunk = |choices: Value| {
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                "model": body["model"], "choices": choices})
+        };
+        let mut chunks = match step {
+            Step::Tool { name, input } => {
+                let args = input.to_string();
+                let (head, tail) = args.split_at(args.len() / 2);
+                vec![
+                    chunk(
+                        json!([{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+                        {"index": 0, "id": self.0.id("call"), "type": "function",
+                         "function": {"name": name, "arguments": head}}]}}]),
+                    ),
+                    chunk(json!([{"index": 0, "delta": {"tool_calls": [
+                        {"index": 0, "function": {"arguments": tail}}]}}])),
+                    chunk(json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])),
+                ]
+            }
+            Step::Text(text) => vec![
+                chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": text}}])),
+                chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])),
+            ],
+        };
+        let mut last = chunk(json!([]));
+        last["usage"] = json!({"prompt_tokens": USAGE.0, "completion_tokens": USAGE.1,
+            "total_tokens": USAGE.0 + USAGE.1});
+        chunks.push(last);
+        data_stream(chunks)
+    }
+}
+
 /// The server, playing `steps` to whichever CLI calls it.
 pub struct AgentWire {
     pub server: MockServer,
@@ -220,13 +274,19 @@ impl AgentWire {
             .await;
         Mock::given(method("POST"))
             .and(path("/v1/responses"))
-            .respond_with(Responses(session))
+            .respond_with(Responses(session.clone()))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ChatCompletions(session))
             .mount(&server)
             .await;
         Self { server }
     }
 
-    /// The bodies of the requests made to `route` (`/v1/messages`, `/v1/responses`).
+    /// The bodies of the requests made to `route` (`/v1/messages`, `/v1/responses`,
+    /// `/v1/chat/completions`).
     pub async fn bodies(&self, route: &str) -> Vec<Value> {
         let requests = self.server.received_requests().await.unwrap_or_default();
         requests

@@ -95,7 +95,7 @@ fn list_says_which_agents_are_installed_and_signed_in() {
         "{text}"
     );
     assert!(
-        text.contains("2 of 10 agents installed and usable here"),
+        text.contains("2 of 11 agents installed and usable here"),
         "{text}"
     );
 }
@@ -240,6 +240,7 @@ fn agents_list_says_which_agents_are_behind_the_model_gateway() {
         ("claude", "anthropic"),
         ("codex", "openai"),
         ("aider", "openai"),
+        ("qwen", "openai"),
     ];
     let out = agents(dir.path(), &bin).arg("list").assert().success();
     let text = stdout_of(&out);

@@ -88,7 +88,10 @@ fn project(config: &str) -> tempfile::TempDir {
         "test_calc.py",
         "from calc import a, b\n\n\ndef test_a():\n    assert a() == 1\n\n\ndef test_b():\n    assert b() == 2\n",
     );
-    write(".gitignore", ".ralph/\n.aider*\n.claude*\n.codex/\n");
+    write(
+        ".gitignore",
+        ".ralph/\n.aider*\n.claude*\n.codex/\n.qwen/\n",
+    );
     write("ralph.config.yaml", config);
     git(root, &["init", "-q", "-b", "main"]);
     git(root, &["config", "user.email", "t@example.com"]);
@@ -334,12 +337,24 @@ async fn codex_edits_the_project_in_the_loop_with_its_tools() {
 /// `--models artisan=agent:claude`: Claude Code is the fix loop's Artisan. It reads and writes
 /// the target with its own tools; its edit is the proposal the Critic reads before anything is
 /// written, and the tests then judge it. The Librarian and the Critic stay models.
+///
+/// Its calls go through the model gateway: it is made to read a file of planted secrets and to
+/// print its keys; no planted value reaches the model's server, which is called with the
+/// user's key while the agent holds only the run's token, and the Artisan's cost is the
+/// server's usage at the table's price.
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_as_the_fix_loop_s_artisan() {
     let claude = npm_agent("claude");
     let dir = fixture("py-median");
+    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
     let target = dir.path().join("median.py").display().to_string();
+    let settings = dir.path().join("settings.py").display().to_string();
     let wire = AgentWire::start(vec![
+        tool("Read", json!({"file_path": settings})),
+        tool(
+            "Bash",
+            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+        ),
         tool("Read", json!({"file_path": target})),
         tool("Write", json!({"file_path": target, "content": FIXED_PY})),
         Step::Text("Rewrote median: the even case averages the middle pair.".into()),
@@ -347,19 +362,7 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
     .await;
     let llm = MockLlm::start().await;
     llm.helpful();
-    let (_bin, path) = on_path("claude", &claude);
-    let out = ralph(dir.path(), &llm)
-        .env("PATH", path)
-        .envs(claude_env(&wire))
-        .args([
-            "median.py",
-            "--models",
-            "librarian=openai/gpt-4.1,critic=openai/gpt-4.1,artisan=agent:claude/claude-sonnet-4-5",
-            "--output",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = artisan_run(dir.path(), &llm, &wire, &claude, &[]);
     assert_exit(&out, 0);
     assert_file(dir.path(), "median.py", FIXED_PY);
     let report = report(dir.path());
@@ -368,10 +371,21 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
     // Claude Code got the Artisan's prompt (the failing tests) and how to answer as an agent,
     // with the model named after the agent.
     let asked = wire.bodies("/v1/messages").await;
-    assert_eq!(asked.len(), 3, "read, write, answer");
+    assert_eq!(asked.len(), 5, "read, bash, read, write, answer");
     assert_eq!(asked[0]["model"], "claude-sonnet-4-5");
     let prompt = prompt_of(&asked[0]);
     assert_has(&prompt, &["test_median", "editing `median.py` in place"]);
+    assert_has(
+        &asked[4].to_string(),
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=ralph-gw-", "O=none"],
+    );
+    for request in wire.server.received_requests().await.unwrap() {
+        let body = String::from_utf8_lossy(&request.body);
+        for value in PLANTED {
+            assert!(!body.contains(value), "{value} reached the server: {body}");
+        }
+        assert_eq!(request.headers["x-api-key"], "sk-ant-test");
+    }
     // The Critic read the agent's edit as a diff before it was written.
     let critic = llm.requests_of("critic").await;
     let review = prompt_of(&critic[0]);
@@ -379,10 +393,67 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
         review.contains("(ordered[mid - 1] + ordered[mid]) / 2"),
         "{review}"
     );
-    // The Artisan's cost is Claude Code's own figure for its three calls.
+    // The Artisan's cost is its five calls at the table's price.
     let artisan = report["cost_by_role"]["artisan"].as_f64().unwrap();
-    let expected = 3.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    let expected = 5.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
     assert!((artisan - expected).abs() < 1e-9, "{artisan} != {expected}");
+    assert_eq!(
+        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
+        1
+    );
+}
+
+/// Runs the fix loop on `dir`'s `median.py` with Claude Code (`claude`, against `wire`) as the
+/// Artisan and `llm` for the other roles, with `more` flags.
+fn artisan_run(
+    dir: &Path,
+    llm: &MockLlm,
+    wire: &AgentWire,
+    claude: &Path,
+    more: &[&str],
+) -> std::process::Output {
+    let (_bin, path) = on_path("claude", claude);
+    ralph(dir, llm)
+        .env("PATH", path)
+        .envs(claude_env(wire))
+        .args([
+            "median.py",
+            "--models",
+            "librarian=openai/gpt-4.1,critic=openai/gpt-4.1,artisan=agent:claude/claude-sonnet-4-5",
+            "--output",
+            "json",
+        ])
+        .args(more)
+        .output()
+        .unwrap()
+}
+
+/// The agent Artisan behind the gateway within a budget its first call cannot fit in (Claude
+/// Code's first request alone, tens of kilobytes of instructions and tool schemas, is reserved
+/// at more than $0.02): the gateway refuses it in Anthropic's shape, no call reaches the
+/// server, and the run stops with exit 3 instead of asking the agent again.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_as_the_artisan_is_held_to_the_budget_by_the_gateway() {
+    let claude = npm_agent("claude");
+    let dir = fixture("py-median");
+    let wire = AgentWire::start(vec![Step::Text("unreachable".into())]).await;
+    let original = std::fs::read_to_string(dir.path().join("median.py")).unwrap();
+    let llm = MockLlm::start().await;
+    llm.helpful();
+    let out = artisan_run(dir.path(), &llm, &wire, &claude, &["--budget", "0.02"]);
+    assert_exit(&out, 3);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "budget_exceeded", "{report:#}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the model gateway refused Claude Code a call"),
+        "{report:#}"
+    );
+    assert!(wire.bodies("/v1/messages").await.is_empty());
+    assert!(report["cost_usd"].as_f64().unwrap() <= 0.02);
+    assert_file(dir.path(), "median.py", &original);
 }
 
 /// The Agent Client Protocol backend, with a real ACP agent: Zed's adapter of Claude Code
@@ -508,6 +579,11 @@ async fn claude_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key
     assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
     assert_eq!(report["cost_estimated"], false);
     assert_eq!(report["tokens"]["input"], 5 * USAGE.0);
+    // The report counts what was masked on the wire, by kind, and what was put back.
+    let guard = &report["local_guard"];
+    assert_eq!(guard["mode"], "mask");
+    assert_eq!(guard["masked"]["SECRET_AWS_ACCESS_KEY_ID"], 1, "{guard}");
+    assert!(guard["restored"].as_u64().unwrap() >= 1, "{guard}");
 }
 
 /// Runs `ralph-loop loop` with Claude Code against `wire` within `budget`: its exit code and
@@ -586,4 +662,127 @@ async fn claude_code_behind_the_gateway_stops_at_the_budget_with_no_call_past_it
     assert!((cost - per_call).abs() < 1e-9, "{cost}");
     assert!(cost <= budget);
     assert!(stdout.contains("the gateway refused claude"), "{stdout}");
+}
+
+/// `regent.max_cost_per_iteration` on the wire (three iterations, `loop_within`'s limit): each
+/// iteration's cap pays for Claude Code's first
+/// call and not its second, which the gateway refuses; the iteration ends there (the agent is
+/// not run again within it), the next iteration has a cap of its own, and no iteration spends
+/// more than its cap. The cap is set from the first request's size, as in the test above.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_behind_the_gateway_is_held_to_each_iteration_s_cap() {
+    let claude = npm_agent("claude");
+    let per_call = (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
+    let config = "regent:\n  agent: claude\n  model: claude-sonnet-4-5\n";
+    let first_size = {
+        let dir = project(config);
+        let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE)).await;
+        let (code, _, stdout) = loop_within(dir.path(), &wire, &claude, 5.0);
+        assert_eq!(code, Some(0), "{stdout}");
+        let received = wire.server.received_requests().await.unwrap();
+        let first = received.iter().find(|r| r.url.path() == "/v1/messages");
+        first.unwrap().body.len()
+    };
+    let prompt = first_size as f64 / 3.0 * 1.05 * 3.0 / 1e6;
+    let cap = prompt + 256.0 * 15.0 / 1e6 + per_call + 30.0 * 1.05e-6;
+    let dir = project(&format!("{config}  max_cost_per_iteration: {cap}\n"));
+    let wire = AgentWire::start(edit_calc_then_say(dir.path(), DONE)).await;
+    let (code, report, stdout) = loop_within(dir.path(), &wire, &claude, 5.0);
+    assert_eq!(code, Some(4), "{stdout}");
+    assert_eq!(report["status"], "max_iterations", "{report:#}");
+    // One call paid for in each of the three iterations, the second refused in each.
+    assert_eq!(wire.bodies("/v1/messages").await.len(), 3, "{stdout}");
+    let history = report["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "{report:#}");
+    for record in history {
+        let cost = record["cost_usd"].as_f64().unwrap();
+        assert!((cost - per_call).abs() < 1e-9 && cost <= cap, "{record:#}");
+        assert_eq!(
+            record["runs"], 1,
+            "not run again within the iteration: {record:#}"
+        );
+    }
+    assert!(
+        stdout.contains("of regent.max_cost_per_iteration"),
+        "{stdout}"
+    );
+}
+
+/// Qwen Code (`@qwen-code/qwen-code` from npm) behind the model gateway, on OpenAI's Chat
+/// Completions with streamed tool calls: it reads a file of secrets, prints its environment's
+/// keys, and writes one of the secrets into its fix by the placeholder it was shown. As for
+/// Claude Code: no planted value reaches the server, its edit holds the real value, it holds
+/// only the run's token, and the cost is the server's usage at the table's price.
+#[tokio::test(flavor = "multi_thread")]
+async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
+    let qwen = npm_agent("qwen");
+    let dir = project("regent:\n  agent: qwen\n  model: gpt-4.1\nbudgets:\n  max_iterations: 2\n");
+    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
+    git(dir.path(), &["add", "settings.py"]);
+    git(dir.path(), &["commit", "-q", "-m", "settings"]);
+    let calc = dir.path().join("calc.py").display().to_string();
+    let settings = dir.path().join("settings.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("read_file", json!({"file_path": settings})),
+        tool(
+            "run_shell_command",
+            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+        ),
+        tool("read_file", json!({"file_path": calc})),
+        tool(
+            "edit",
+            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
+                   "new_string": "    # key <<SECRET_AWS_ACCESS_KEY_ID_1>>\n    return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    let env = [
+        ("OPENAI_BASE_URL", format!("{}/v1", wire.server.uri())),
+        (
+            "OPENAI_API_KEY",
+            "sk-proj-userskeyZx9kQ2mW7pL4vB8n".to_string(),
+        ),
+        (
+            "ANTHROPIC_API_KEY",
+            "sk-ant-userskeyQ4mW7pL4vB8nZx9k".to_string(),
+        ),
+        ("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1".to_string()),
+    ];
+    let report = run_loop(dir.path(), ("qwen", &qwen), &env);
+    let received = wire.server.received_requests().await.unwrap();
+    let calls: Vec<_> = received
+        .iter()
+        .filter(|r| r.url.path() == "/v1/chat/completions")
+        .collect();
+    assert_eq!(calls.len(), 5, "read, shell, read, edit, answer");
+    for request in &received {
+        let body = String::from_utf8_lossy(&request.body);
+        for value in PLANTED {
+            assert!(!body.contains(value), "{value} reached the server: {body}");
+        }
+        assert!(!body.contains("userskey"), "a user's key: {body}");
+        // The server was called with the user's key, never the agent's token.
+        assert_eq!(
+            request.headers["authorization"],
+            "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n"
+        );
+    }
+    let bodies = wire.bodies("/v1/chat/completions").await;
+    assert_has(
+        &bodies.last().unwrap().to_string(),
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=none", "O=ralph-gw-"],
+    );
+    asked_for_status(&bodies[0]);
+    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
+    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    // gpt-4.1 at the table's $2 in and $8 out per million tokens.
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = 5.0 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(
+        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
+        1
+    );
 }

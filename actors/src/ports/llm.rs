@@ -162,6 +162,11 @@ pub struct ChatReply {
     /// The provider reported no usage, and `usage` is the client's estimate.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub usage_estimated: bool,
+    /// Why the budget ran out during the call, when it left the reply nothing to go on with (a
+    /// coding agent refused its next model call by the model gateway before it made an edit):
+    /// the call is settled at its cost, then the run stops as when a call cannot be paid for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_refused: Option<String>,
 }
 
 /// Why a call failed, in the terms a user can act on.

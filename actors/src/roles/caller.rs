@@ -399,6 +399,9 @@ impl Caller {
                 "{overrun}: {why}; the run stops at once"
             )));
         }
+        if let Some(why) = reply.budget_refused.take() {
+            return Err(Error::Budget(why));
+        }
         Ok(reply)
     }
 

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::schema::agent::AgentTokens;
-use crate::schema::report::TestsSnapshot;
+use crate::schema::report::{GuardReport, TestsSnapshot};
 use crate::tracker::circuit::Breaker;
 use crate::tracker::gate::ExitGate;
 use crate::tracker::status::StatusBlock;
@@ -186,6 +186,10 @@ pub struct LoopReport {
     pub history: Vec<IterationRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What LocalGuard masked in the agent's calls through the model gateway; off when its
+    /// calls did not go through it.
+    #[serde(default)]
+    pub local_guard: GuardReport,
 }
 
 /// What the Regent did, for the log and the live view (each shown with a shield mark).

@@ -305,6 +305,21 @@ pub struct GuardReport {
     pub allowlisted: usize,
 }
 
+impl GuardReport {
+    /// What `guard` has done so far.
+    pub fn of(guard: &ralph_guard::Guard) -> Self {
+        let stats = guard.stats();
+        let mode = guard.mode();
+        Self {
+            enabled: mode != ralph_guard::Mode::Off,
+            mode: mode.name().to_string(),
+            masked: stats.masked,
+            restored: stats.restored,
+            allowlisted: stats.allowlisted,
+        }
+    }
+}
+
 /// A move from a role's model to its next fallback, for the log and the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FallbackRecord {

@@ -127,15 +127,7 @@ impl Run {
 
 impl Run {
     fn guard_report(&self) -> GuardReport {
-        let stats = self.guard.stats();
-        let mode = self.guard.mode();
-        GuardReport {
-            enabled: mode != ralph_guard::Mode::Off,
-            mode: mode.name().to_string(),
-            masked: stats.masked,
-            restored: stats.restored,
-            allowlisted: stats.allowlisted,
-        }
+        GuardReport::of(&self.guard)
     }
 }
 

@@ -80,5 +80,6 @@ pub(crate) fn finish(
         },
         cost_usd: outcome.cost_usd,
         usage_estimated,
+        budget_refused: None,
     }
 }
