@@ -35,8 +35,8 @@ fn google_auth() -> Auth {
 /// The built-ins whose definitions follow their vendors' documentation but that no test here
 /// runs (their CLIs do not install from a registry this project's CI reaches): `agents list`,
 /// `--help` and the README call them unverified. The others (`claude`, `codex`, `aider`,
-/// `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
-pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "opencode", "goose"];
+/// `opencode`, `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
+pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "goose"];
 
 /// Every built-in agent, in the order `agents list` shows them.
 pub fn builtins() -> Vec<AgentDef> {
@@ -240,24 +240,44 @@ fn auggie() -> AgentDef {
     }
 }
 
-/// OpenCode.
+/// OpenCode: `run` on its positional prompt, with its JSON events; its calls go through the model
+/// gateway with an OpenAI model (`openai/…`, spoken over the Responses API), its provider's
+/// base URL set by an inline config (`OPENCODE_CONFIG_CONTENT`, which outranks the user's own
+/// files), its key from `OPENAI_API_KEY`.
 fn opencode() -> AgentDef {
     AgentDef {
         name: "opencode".into(),
         title: "OpenCode".into(),
         binaries: strings(&["opencode"]),
         auth: Auth {
-            env: Vec::new(),
+            env: strings(&["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]),
             files: strings(&["~/.local/share/opencode/auth.json"]),
         },
         models: ModelSource::Command {
             args: strings(&["models"]),
         },
-        args: strings(&["run", "--model", "{model}", "{prompt}"]),
+        // `--auto`: a headless run has no one to ask, and asking refuses the tool call.
+        args: strings(&[
+            "run", "--auto", "--format", "json", "--model", "{model}", "{prompt}",
+        ]),
         prompt: PromptVia::Argument,
-        format: Format::Plain,
+        format: Format::OpenCodeJson,
         reports_cost: false,
-        gateway: None,
+        gateway: Some(GatewayDef {
+            provider: Provider::Openai,
+            env: [
+                (
+                    "OPENCODE_CONFIG_CONTENT",
+                    r#"{"provider":{"openai":{"options":{"baseURL":"{url}/v1"}}}}"#,
+                ),
+                ("OPENAI_API_KEY", "{token}"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            args: Vec::new(),
+            models: strings(&["openai/"]),
+        }),
     }
 }
 

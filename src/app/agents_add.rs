@@ -136,6 +136,7 @@ fn parse_format(name: &str) -> Result<Format> {
         Format::Aider,
         Format::ClaudeStreamJson,
         Format::CodexJson,
+        Format::OpenCodeJson,
         Format::Acp,
     ]
     .into_iter()
@@ -144,7 +145,7 @@ fn parse_format(name: &str) -> Result<Format> {
         UsageError::flag(
             "--format",
             format!(
-                "--format is plain, aider, claude-stream-json, codex-json or acp, not {name:?}"
+                "--format is plain, aider, claude-stream-json, codex-json, opencode-json or acp, not {name:?}"
             ),
         )
         .into()

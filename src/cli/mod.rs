@@ -111,8 +111,9 @@ pub enum ImportFrom {
 pub struct LoopArgs {
     /// The prompt file (Markdown), read afresh each iteration.
     pub prompt: PathBuf,
-    /// The agent to run (`ralph-loop agents list`; default: `regent.agent`). claude, codex, aider
-    /// and claude-acp run in CI; agy, gemini, cursor, auggie, opencode and goose are unverified.
+    /// The agent to run (`ralph-loop agents list`; default: `regent.agent`). claude, codex, aider,
+    /// opencode, qwen and claude-acp run in CI; agy, gemini, cursor, auggie and goose are
+    /// unverified.
     #[arg(long)]
     pub agent: Option<String>,
     /// The agent's model (`ralph-loop agents models NAME`; default: `regent.model`, else its own).
@@ -217,7 +218,7 @@ pub struct AgentAddArgs {
     /// How the prompt reaches it: `stdin` (default) or `argument` (the `{prompt}` argument).
     #[arg(long, value_name = "VIA")]
     pub prompt: Option<String>,
-    /// Its output: `plain`, `aider`, `claude-stream-json`, `codex-json`, or `acp` (it speaks
+    /// Its output: `plain`, `aider`, `claude-stream-json`, `codex-json`, `opencode-json`, or `acp` (it speaks
     /// the Agent Client Protocol on its stdio).
     #[arg(long)]
     pub format: Option<String>,

@@ -1,5 +1,6 @@
 //! A local model server for the real coding-agent CLIs that use tools: it speaks Anthropic's
-//! Messages API (Claude Code), OpenAI's Responses API (Codex) and Chat Completions (Qwen Code),
+//! Messages API (Claude Code), OpenAI's Responses API (Codex, OpenCode) and Chat Completions
+//! (Qwen Code),
 //! all streamed, and plays a scripted session of tool calls ending in a text.
 //!
 //! Which step a request gets is read from the conversation it carries: the number of tool
@@ -152,7 +153,16 @@ impl Respond for Responses {
                 )
             })
             .count();
-        let item = match self.0.step(done) {
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let step = match has_tools {
+            true => self.0.step(done),
+            false => Step::Text("Fix the task".into()),
+        };
+        let text = match &step {
+            Step::Text(text) => Some(text.clone()),
+            Step::Tool { .. } => None,
+        };
+        let item = match step {
             Step::Tool {
                 name,
                 input: Value::String(input),
@@ -174,7 +184,7 @@ impl Respond for Responses {
         completed["usage"] = json!({"input_tokens": USAGE.0, "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": USAGE.1, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": USAGE.0 + USAGE.1});
-        sse(vec![
+        let mut events = vec![
             (
                 "response.created",
                 json!({"type": "response.created", "response": response}),
@@ -183,6 +193,16 @@ impl Respond for Responses {
                 "response.output_item.added",
                 json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
             ),
+        ];
+        // A message's text streams as deltas before its item is done (OpenCode reads these).
+        if let Some(text) = text {
+            events.push((
+                "response.output_text.delta",
+                json!({"type": "response.output_text.delta", "item_id": item["id"],
+                    "output_index": 0, "content_index": 0, "delta": text}),
+            ));
+        }
+        events.extend([
             (
                 "response.output_item.done",
                 json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
@@ -191,7 +211,8 @@ impl Respond for Responses {
                 "response.completed",
                 json!({"type": "response.completed", "response": completed}),
             ),
-        ])
+        ]);
+        sse(events)
     }
 }
 

@@ -786,3 +786,80 @@ async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key()
         1
     );
 }
+
+/// OpenCode (`opencode-ai` from npm) behind the model gateway with an OpenAI model, on the
+/// Responses API: the same checks as for Claude Code and Qwen Code. Its state (sessions, its
+/// snapshots of the project) goes to a home of its own, not the project.
+#[tokio::test(flavor = "multi_thread")]
+async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
+    let opencode = npm_agent("opencode");
+    let dir = project(
+        "regent:\n  agent: opencode\n  model: openai/gpt-4.1\nbudgets:\n  max_iterations: 2\n",
+    );
+    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
+    git(dir.path(), &["add", "settings.py"]);
+    git(dir.path(), &["commit", "-q", "-m", "settings"]);
+    let calc = dir.path().join("calc.py").display().to_string();
+    let settings = dir.path().join("settings.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("read", json!({"filePath": settings})),
+        tool(
+            "bash",
+            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+        ),
+        tool("read", json!({"filePath": calc})),
+        tool(
+            "edit",
+            json!({"filePath": calc, "oldString": "    raise NotImplementedError",
+                   "newString": "    # key <<SECRET_AWS_ACCESS_KEY_ID_1>>\n    return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let env = [
+        ("HOME", home.path().display().to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", wire.server.uri())),
+        (
+            "OPENAI_API_KEY",
+            "sk-proj-userskeyZx9kQ2mW7pL4vB8n".to_string(),
+        ),
+    ];
+    let report = run_loop(dir.path(), ("opencode", &opencode), &env);
+    let received = wire.server.received_requests().await.unwrap();
+    for request in &received {
+        let body = String::from_utf8_lossy(&request.body);
+        for value in PLANTED {
+            assert!(!body.contains(value), "{value} reached the server: {body}");
+        }
+        assert!(!body.contains("userskey"), "a user's key: {body}");
+        assert_eq!(
+            request.headers["authorization"],
+            "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n"
+        );
+    }
+    let bodies = wire.bodies("/v1/responses").await;
+    let with_tools: Vec<&Value> = bodies
+        .iter()
+        .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert_eq!(with_tools.len(), 5, "read, bash, read, edit, answer");
+    assert_has(
+        &with_tools[4].to_string(),
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=none", "O=ralph-gw-"],
+    );
+    asked_for_status(with_tools[0]);
+    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
+    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    // Its calls on gpt-4.1 at the table's $2 in and $8 out per million tokens; its title
+    // requests go to a small model the table does not price (counted $0, with a warning).
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let priced = bodies.iter().filter(|b| b["model"] == "gpt-4.1").count();
+    let expected = priced as f64 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(
+        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
+        1
+    );
+}

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::reader::Reader;
-use super::{aider, claude, codex, plain};
+use super::{aider, claude, codex, opencode, plain};
 
 /// The structured output an agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,6 +15,9 @@ pub enum Format {
     /// Codex's `exec --json`: `thread.started`, `item.completed`, `turn.completed`, ... or,
     /// before that schema, `{"id", "msg": {"type": ...}}` events. Told apart line by line.
     CodexJson,
+    /// OpenCode's `run --format json`: `step_start`, `text`, `tool_use`, `step_finish`, `error`.
+    #[serde(rename = "opencode-json")]
+    OpenCodeJson,
     /// Aider's text, with the tokens and cost of its `Tokens: … Cost: …` lines.
     Aider,
     /// Text: every line is the agent's text.
@@ -29,6 +32,7 @@ impl Format {
         match self {
             Format::ClaudeStreamJson => "claude-stream-json",
             Format::CodexJson => "codex-json",
+            Format::OpenCodeJson => "opencode-json",
             Format::Aider => "aider",
             Format::Plain => "plain",
             Format::Acp => "acp",
@@ -40,6 +44,7 @@ impl Format {
         match self {
             Format::ClaudeStreamJson => Box::new(claude::ClaudeReader::default()),
             Format::CodexJson => Box::new(codex::CodexReader::default()),
+            Format::OpenCodeJson => Box::new(opencode::OpenCodeReader::default()),
             Format::Aider => Box::new(aider::AiderReader::default()),
             // `agents::acp` reads its messages; a line seen here is text.
             Format::Plain | Format::Acp => Box::new(plain::PlainReader),
@@ -130,6 +135,21 @@ mod tests {
     }
 
     /// Aider 0.86.2 against a local OpenAI-protocol server.
+    #[test]
+    fn a_recorded_opencode_run() {
+        let (events, _) = read(
+            Format::OpenCodeJson,
+            include_str!("../testdata/opencode-1.18.33.jsonl"),
+        );
+        assert_eq!(tools(&events), ["read", "edit"]);
+        assert!(matches!(&events[0], AgentEvent::Session { id } if id.starts_with("ses_")));
+        assert!(matches!(
+            events.last().unwrap(),
+            AgentEvent::Result { is_error: false, cost_usd: None, tokens: Some(t), text }
+                if t.input == 3000 && t.output == 150 && text == "All done."
+        ));
+    }
+
     #[test]
     fn a_recorded_aider_run() {
         let (events, found) = read(Format::Aider, include_str!("../testdata/aider-0.86.2.txt"));
