@@ -38,6 +38,11 @@ fn google_auth() -> Auth {
 /// `opencode`, `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
 pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "goose"];
 
+/// The built-ins that talk to their vendor's own service only: no setting points them at
+/// another base URL, so no model gateway can stand between them and their model. `agents
+/// list` says so.
+pub const VENDOR_ONLY: &[&str] = &["agy", "cursor", "auggie"];
+
 /// Every built-in agent, in the order `agents list` shows them.
 pub fn builtins() -> Vec<AgentDef> {
     vec![
@@ -427,7 +432,7 @@ mod tests {
     #[test]
     fn every_unverified_name_is_a_built_in() {
         let all = builtins();
-        for name in UNVERIFIED {
+        for name in UNVERIFIED.iter().chain(VENDOR_ONLY) {
             assert!(all.iter().any(|d| d.name == *name), "{name}");
         }
     }

@@ -39,6 +39,9 @@ pub struct Found {
     /// The provider whose protocol the model gateway serves it (`anthropic`), when its
     /// definition has a `gateway` section; `None`: it calls its provider itself.
     pub gateway: Option<&'static str>,
+    /// A built-in that talks to its vendor's service only ([`super::builtin::VENDOR_ONLY`]):
+    /// nothing can be put between it and its model.
+    pub vendor_only: bool,
 }
 
 impl Found {
@@ -128,6 +131,8 @@ impl Registry {
                 unverified: !configured.iter().any(|c| c.name == def.name)
                     && super::builtin::UNVERIFIED.contains(&def.name.as_str()),
                 gateway: def.gateway.as_ref().map(|g| g.provider.name()),
+                vendor_only: !configured.iter().any(|c| c.name == def.name)
+                    && super::builtin::VENDOR_ONLY.contains(&def.name.as_str()),
             })
             .collect()
     }

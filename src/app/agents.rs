@@ -45,9 +45,12 @@ pub fn run(args: AgentsArgs) -> Result<i32> {
                 } else {
                     ""
                 };
-                let wire = match f.gateway {
-                    Some(provider) => format!("; behind the model gateway ({provider})"),
-                    None => "; calls its provider itself".to_string(),
+                let wire = match (f.gateway, f.vendor_only) {
+                    (Some(provider), _) => format!("; behind the model gateway ({provider})"),
+                    (None, true) => {
+                        "; calls its vendor's service only (nothing can stand between)".into()
+                    }
+                    (None, false) => "; calls its provider itself".to_string(),
                 };
                 let _ = writeln!(
                     out,

@@ -252,6 +252,10 @@ fn agents_list_says_which_agents_are_behind_the_model_gateway() {
                 line.contains(&format!("behind the model gateway ({provider})")),
                 "{line}"
             ),
+            None if ["agy", "cursor", "auggie"].contains(&name) => assert!(
+                line.contains("calls its vendor's service only (nothing can stand between)"),
+                "{line}"
+            ),
             None => assert!(line.contains("calls its provider itself"), "{line}"),
         }
     }
@@ -259,6 +263,8 @@ fn agents_list_says_which_agents_are_behind_the_model_gateway() {
         let name = entry["name"].as_str().unwrap();
         let expected = behind.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
         assert_eq!(entry["gateway"].as_str(), expected, "{name}");
+        let vendor_only = ["agy", "cursor", "auggie"].contains(&name);
+        assert_eq!(entry["vendor_only"], vendor_only, "{name}");
     }
 }
 

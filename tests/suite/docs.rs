@@ -51,6 +51,8 @@ fn code_of(text: &str) -> Vec<String> {
 const FOREIGN: &[(&str, &str)] = &[
     ("--all", "cargo llvm-cov"),
     ("--all-targets", "cargo"),
+    ("--auth-type", "Qwen Code"),
+    ("--auto", "OpenCode"),
     ("--bench", "cargo"),
     ("--branch", "coverage.py"),
     ("--coverageThreshold", "jest"),
@@ -80,6 +82,7 @@ const FOREIGN: &[(&str, &str)] = &[
     ("--test-reporter", "node --test"),
     ("--test-reporter-destination", "node --test"),
     ("--user", "docker"),
+    ("--yolo", "Qwen Code"),
 ];
 
 /// Every long flag of `ralph-loop` (each subcommand's too) and of `micro-agent`.

@@ -59,3 +59,15 @@ async fn an_agent_hook_with_an_unknown_variable_is_refused_with_its_line() {
     assert_has(&stderr, &["ralph.config.yaml:", "${STACK}"]);
     assert!(llm.requests().await.is_empty());
 }
+
+/// An `agent` hook asks a model of the run, through the run's LocalGuard and ledger; a
+/// coding-agent CLI as its model is refused before anything runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_hook_whose_model_is_an_agent_cli_is_refused() {
+    let dir = fixture("py-median");
+    let llm = MockLlm::start().await;
+    write_config(dir.path(), "hooks:\n  on_test_fail:\n    - type: agent\n      prompt: \"Why did ${TARGET} fail?\"\n      model: agent:claude\n      on_failure: warn_continue\n");
+    let stderr = stderr_at(ralph(dir.path(), &llm).args(["median.py"]), 2);
+    assert_has(&stderr, &["ralph.config.yaml:", "is an agent CLI"]);
+    assert!(llm.requests().await.is_empty());
+}
