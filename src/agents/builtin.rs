@@ -11,6 +11,14 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// A `gateway` section's variables.
+fn vars(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Claude Code's sign-in, whether it runs as itself or behind its ACP adapter.
 fn claude_auth() -> Auth {
     Auth {
@@ -270,16 +278,13 @@ fn opencode() -> AgentDef {
         reports_cost: false,
         gateway: Some(GatewayDef {
             provider: Provider::Openai,
-            env: [
+            env: vars(&[
                 (
                     "OPENCODE_CONFIG_CONTENT",
                     r#"{"provider":{"openai":{"options":{"baseURL":"{url}/v1"}}}}"#,
                 ),
                 ("OPENAI_API_KEY", "{token}"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            ]),
             args: Vec::new(),
             models: strings(&["openai/"]),
         }),
@@ -352,13 +357,10 @@ fn qwen() -> AgentDef {
         reports_cost: false,
         gateway: Some(GatewayDef {
             provider: Provider::Openai,
-            env: [
+            env: vars(&[
                 ("OPENAI_BASE_URL", "{url}/v1"),
                 ("OPENAI_API_KEY", "{token}"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            ]),
             args: strings(&["--auth-type", "openai"]),
             models: Vec::new(),
         }),
@@ -394,13 +396,10 @@ fn openai_responses_gateway() -> GatewayDef {
 fn aider_gateway() -> GatewayDef {
     GatewayDef {
         provider: Provider::Openai,
-        env: [
+        env: vars(&[
             ("OPENAI_API_BASE", "{url}/v1"),
             ("OPENAI_API_KEY", "{token}"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
+        ]),
         args: Vec::new(),
         models: strings(&["openai/", "gpt-", "o1", "o3", "o4"]),
     }
@@ -411,13 +410,10 @@ fn aider_gateway() -> GatewayDef {
 fn anthropic_gateway() -> GatewayDef {
     GatewayDef {
         provider: Provider::Anthropic,
-        env: [
+        env: vars(&[
             ("ANTHROPIC_BASE_URL", "{url}"),
             ("ANTHROPIC_API_KEY", "{token}"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
+        ]),
         args: Vec::new(),
         models: Vec::new(),
     }

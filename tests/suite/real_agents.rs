@@ -353,7 +353,7 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
         tool("Read", json!({"file_path": settings})),
         tool(
             "Bash",
-            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+            json!({"command": PRINT_KEYS, "description": "keys"}),
         ),
         tool("Read", json!({"file_path": target})),
         tool("Write", json!({"file_path": target, "content": FIXED_PY})),
@@ -379,13 +379,8 @@ async fn claude_code_as_the_fix_loop_s_artisan() {
         &asked[4].to_string(),
         &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=ralph-gw-", "O=none"],
     );
-    for request in wire.server.received_requests().await.unwrap() {
-        let body = String::from_utf8_lossy(&request.body);
-        for value in PLANTED {
-            assert!(!body.contains(value), "{value} reached the server: {body}");
-        }
-        assert_eq!(request.headers["x-api-key"], "sk-ant-test");
-    }
+    let received = wire.server.received_requests().await.unwrap();
+    nothing_planted_left(&received, "x-api-key", "sk-ant-test");
     // The Critic read the agent's edit as a diff before it was written.
     let critic = llm.requests_of("critic").await;
     let review = prompt_of(&critic[0]);
@@ -514,6 +509,43 @@ fn settings_py() -> String {
     )
 }
 
+/// A project for `config` with [`settings_py`] committed beside it: its `calc.py` and
+/// `settings.py` paths.
+fn secrets_project(config: &str) -> (tempfile::TempDir, String, String) {
+    let dir = project(config);
+    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
+    git(dir.path(), &["add", "settings.py"]);
+    git(dir.path(), &["commit", "-q", "-m", "settings"]);
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (calc, settings) = (path("calc.py"), path("settings.py"));
+    (dir, calc, settings)
+}
+
+/// The shell command that prints which provider keys the agent holds.
+const PRINT_KEYS: &str = "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"";
+
+/// No planted value and no user's key in any byte the server received, and every request
+/// carried `header: value` (the user's key, never the agent's token).
+fn nothing_planted_left(received: &[wiremock::Request], header: &str, value: &str) {
+    for request in received {
+        let body = String::from_utf8_lossy(&request.body);
+        for planted in PLANTED {
+            assert!(
+                !body.contains(planted),
+                "{planted} reached the server: {body}"
+            );
+        }
+        assert!(!body.contains("userskey"), "a user's key: {body}");
+        assert_eq!(request.headers[header], value);
+    }
+}
+
+/// The agent's edit in `dir` holds the real value of the placeholder it wrote.
+fn edit_holds_the_real_value(dir: &Path) {
+    let fixed = std::fs::read_to_string(dir.join("calc.py")).unwrap();
+    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+}
+
 /// Claude Code behind ralph-loop's model gateway (issue 49): it reads a file of secrets, prints
 /// its environment's keys, and writes one of the secrets into its fix by the placeholder it was
 /// shown. No planted value reaches the model's server, the file it wrote holds the real value,
@@ -522,19 +554,14 @@ fn settings_py() -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
     let claude = npm_agent("claude");
-    let dir = project(
+    let (dir, calc, settings) = secrets_project(
         "regent:\n  agent: claude\n  model: claude-sonnet-4-5\nbudgets:\n  max_iterations: 2\n",
     );
-    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
-    git(dir.path(), &["add", "settings.py"]);
-    git(dir.path(), &["commit", "-q", "-m", "settings"]);
-    let calc = dir.path().join("calc.py").display().to_string();
-    let settings = dir.path().join("settings.py").display().to_string();
     let wire = AgentWire::start(vec![
         tool("Read", json!({"file_path": settings})),
         tool(
             "Bash",
-            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+            json!({"command": PRINT_KEYS, "description": "keys"}),
         ),
         tool("Read", json!({"file_path": calc})),
         tool(
@@ -554,26 +581,15 @@ async fn claude_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key
         .filter(|r| r.url.path() == "/v1/messages")
         .collect();
     assert_eq!(messages.len(), 5, "read, bash, read, edit, answer");
-    for request in &received {
-        let body = String::from_utf8_lossy(&request.body);
-        for value in PLANTED {
-            assert!(!body.contains(value), "{value} reached the server: {body}");
-        }
-        assert!(
-            !body.contains("sk-proj-userskey"),
-            "the user's OpenAI key: {body}"
-        );
-        // The server was called with the user's key, never the agent's token.
-        assert_eq!(request.headers["x-api-key"], "sk-ant-test");
-    }
+    // The server was called with the user's key, never the agent's token.
+    nothing_planted_left(&received, "x-api-key", "sk-ant-test");
     let bodies = wire.bodies("/v1/messages").await;
     let last = bodies.last().unwrap().to_string();
     assert_has(
         &last,
         &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=ralph-gw-", "O=none"],
     );
-    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
-    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    edit_holds_the_real_value(dir.path());
     let cost = report["total_cost_usd"].as_f64().unwrap();
     let expected = 5.0 * (USAGE.0 as f64 * 3.0 + USAGE.1 as f64 * 15.0) / 1e6;
     assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
@@ -716,17 +732,14 @@ async fn claude_code_behind_the_gateway_is_held_to_each_iteration_s_cap() {
 #[tokio::test(flavor = "multi_thread")]
 async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
     let qwen = npm_agent("qwen");
-    let dir = project("regent:\n  agent: qwen\n  model: gpt-4.1\nbudgets:\n  max_iterations: 2\n");
-    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
-    git(dir.path(), &["add", "settings.py"]);
-    git(dir.path(), &["commit", "-q", "-m", "settings"]);
-    let calc = dir.path().join("calc.py").display().to_string();
-    let settings = dir.path().join("settings.py").display().to_string();
+    let (dir, calc, settings) = secrets_project(
+        "regent:\n  agent: qwen\n  model: gpt-4.1\nbudgets:\n  max_iterations: 2\n",
+    );
     let wire = AgentWire::start(vec![
         tool("read_file", json!({"file_path": settings})),
         tool(
             "run_shell_command",
-            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+            json!({"command": PRINT_KEYS, "description": "keys"}),
         ),
         tool("read_file", json!({"file_path": calc})),
         tool(
@@ -756,26 +769,18 @@ async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key()
         .filter(|r| r.url.path() == "/v1/chat/completions")
         .collect();
     assert_eq!(calls.len(), 5, "read, shell, read, edit, answer");
-    for request in &received {
-        let body = String::from_utf8_lossy(&request.body);
-        for value in PLANTED {
-            assert!(!body.contains(value), "{value} reached the server: {body}");
-        }
-        assert!(!body.contains("userskey"), "a user's key: {body}");
-        // The server was called with the user's key, never the agent's token.
-        assert_eq!(
-            request.headers["authorization"],
-            "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n"
-        );
-    }
+    nothing_planted_left(
+        &received,
+        "authorization",
+        "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n",
+    );
     let bodies = wire.bodies("/v1/chat/completions").await;
     assert_has(
         &bodies.last().unwrap().to_string(),
         &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=none", "O=ralph-gw-"],
     );
     asked_for_status(&bodies[0]);
-    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
-    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    edit_holds_the_real_value(dir.path());
     // gpt-4.1 at the table's $2 in and $8 out per million tokens.
     let cost = report["total_cost_usd"].as_f64().unwrap();
     let expected = 5.0 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
@@ -793,19 +798,14 @@ async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key()
 #[tokio::test(flavor = "multi_thread")]
 async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
     let opencode = npm_agent("opencode");
-    let dir = project(
+    let (dir, calc, settings) = secrets_project(
         "regent:\n  agent: opencode\n  model: openai/gpt-4.1\nbudgets:\n  max_iterations: 2\n",
     );
-    std::fs::write(dir.path().join("settings.py"), settings_py()).unwrap();
-    git(dir.path(), &["add", "settings.py"]);
-    git(dir.path(), &["commit", "-q", "-m", "settings"]);
-    let calc = dir.path().join("calc.py").display().to_string();
-    let settings = dir.path().join("settings.py").display().to_string();
     let wire = AgentWire::start(vec![
         tool("read", json!({"filePath": settings})),
         tool(
             "bash",
-            json!({"command": "echo \"A=${ANTHROPIC_API_KEY:-none} O=${OPENAI_API_KEY:-none}\"", "description": "keys"}),
+            json!({"command": PRINT_KEYS, "description": "keys"}),
         ),
         tool("read", json!({"filePath": calc})),
         tool(
@@ -827,17 +827,11 @@ async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() 
     ];
     let report = run_loop(dir.path(), ("opencode", &opencode), &env);
     let received = wire.server.received_requests().await.unwrap();
-    for request in &received {
-        let body = String::from_utf8_lossy(&request.body);
-        for value in PLANTED {
-            assert!(!body.contains(value), "{value} reached the server: {body}");
-        }
-        assert!(!body.contains("userskey"), "a user's key: {body}");
-        assert_eq!(
-            request.headers["authorization"],
-            "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n"
-        );
-    }
+    nothing_planted_left(
+        &received,
+        "authorization",
+        "Bearer sk-proj-userskeyZx9kQ2mW7pL4vB8n",
+    );
     let bodies = wire.bodies("/v1/responses").await;
     let with_tools: Vec<&Value> = bodies
         .iter()
@@ -849,8 +843,7 @@ async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() 
         &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=none", "O=ralph-gw-"],
     );
     asked_for_status(with_tools[0]);
-    let fixed = std::fs::read_to_string(dir.path().join("calc.py")).unwrap();
-    assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
+    edit_holds_the_real_value(dir.path());
     // Its calls on gpt-4.1 at the table's $2 in and $8 out per million tokens; its title
     // requests go to a small model the table does not price (counted $0, with a warning).
     let cost = report["total_cost_usd"].as_f64().unwrap();
