@@ -118,7 +118,9 @@ async fn upstream(wire: Wire) -> String {
         Wire::Messages => stream_body(),
         Wire::Chat => chat_stream_body(),
     });
-    let app = axum::Router::new().fallback(move || {
+    // The request is read whole before the answer, as a provider does: answering first
+    // would close the connection under a client still sending a large request.
+    let app = axum::Router::new().fallback(move |_request: axum::body::Bytes| {
         let body = body.clone();
         async move {
             (

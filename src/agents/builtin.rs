@@ -42,9 +42,9 @@ fn google_auth() -> Auth {
 
 /// The built-ins whose definitions follow their vendors' documentation but that no test here
 /// runs (their CLIs do not install from a registry this project's CI reaches): `agents list`,
-/// `--help` and the README call them unverified. The others (`claude`, `codex`, `aider`,
-/// `opencode`, `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
-pub const UNVERIFIED: &[&str] = &["agy", "gemini", "cursor", "auggie", "goose"];
+/// `--help` and the README call them unverified. The others (`claude`, `codex`, `gemini`,
+/// `aider`, `opencode`, `qwen`, `claude-acp`) run in CI (`tests/suite/real_agents.rs`).
+pub const UNVERIFIED: &[&str] = &["agy", "cursor", "auggie", "goose"];
 
 /// The built-ins that talk to their vendor's own service only: no setting points them at
 /// another base URL, so no model gateway can stand between them and their model. `agents
@@ -145,7 +145,8 @@ fn agy() -> AgentDef {
     }
 }
 
-/// Gemini CLI (retired: see agy).
+/// Gemini CLI (retired: see agy): headless (`-p`) with its stream-JSON output; its calls go
+/// through the model gateway (`GOOGLE_GEMINI_BASE_URL`) when it is signed in with a Gemini key.
 fn gemini() -> AgentDef {
     AgentDef {
         name: "gemini".into(),
@@ -155,11 +156,27 @@ fn gemini() -> AgentDef {
         models: ModelSource::Fixed {
             names: strings(&["gemini-2.5-pro", "gemini-2.5-flash"]),
         },
-        args: strings(&["--yolo", "--model", "{model}", "-p", "{prompt}"]),
+        args: strings(&[
+            "--yolo",
+            "--output-format",
+            "stream-json",
+            "--model",
+            "{model}",
+            "-p",
+            "{prompt}",
+        ]),
         prompt: PromptVia::Argument,
-        format: Format::Plain,
+        format: Format::GeminiStreamJson,
         reports_cost: false,
-        gateway: None,
+        gateway: Some(GatewayDef {
+            provider: Provider::Gemini,
+            env: vars(&[
+                ("GOOGLE_GEMINI_BASE_URL", "{url}"),
+                ("GEMINI_API_KEY", "{token}"),
+            ]),
+            args: Vec::new(),
+            models: Vec::new(),
+        }),
     }
 }
 

@@ -137,6 +137,7 @@ fn parse_format(name: &str) -> Result<Format> {
         Format::ClaudeStreamJson,
         Format::CodexJson,
         Format::OpenCodeJson,
+        Format::GeminiStreamJson,
         Format::Acp,
     ]
     .into_iter()
@@ -145,7 +146,7 @@ fn parse_format(name: &str) -> Result<Format> {
         UsageError::flag(
             "--format",
             format!(
-                "--format is plain, aider, claude-stream-json, codex-json, opencode-json or acp, not {name:?}"
+                "--format is plain, aider, claude-stream-json, codex-json, opencode-json, gemini-stream-json or acp, not {name:?}"
             ),
         )
         .into()

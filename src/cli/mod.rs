@@ -111,8 +111,8 @@ pub enum ImportFrom {
 pub struct LoopArgs {
     /// The prompt file (Markdown), read afresh each iteration.
     pub prompt: PathBuf,
-    /// The agent to run (`ralph-loop agents list`; default: `regent.agent`). claude, codex, aider,
-    /// opencode, qwen and claude-acp run in CI; agy, gemini, cursor, auggie and goose are
+    /// The agent to run (`ralph-loop agents list`; default: `regent.agent`). claude, codex,
+    /// gemini, aider, opencode, qwen and claude-acp run in CI; agy, cursor, auggie and goose are
     /// unverified.
     #[arg(long)]
     pub agent: Option<String>,
@@ -218,7 +218,7 @@ pub struct AgentAddArgs {
     /// How the prompt reaches it: `stdin` (default) or `argument` (the `{prompt}` argument).
     #[arg(long, value_name = "VIA")]
     pub prompt: Option<String>,
-    /// Its output: `plain`, `aider`, `claude-stream-json`, `codex-json`, `opencode-json`, or `acp` (it speaks
+    /// Its output: `plain`, `aider`, `claude-stream-json`, `codex-json`, `opencode-json`, `gemini-stream-json`, or `acp` (it speaks
     /// the Agent Client Protocol on its stdio).
     #[arg(long)]
     pub format: Option<String>,

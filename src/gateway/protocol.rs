@@ -42,7 +42,7 @@ impl Provider {
     }
 
     /// The variables the real base URL is read from, by preference, and its default. OpenAI's
-    /// second is LiteLLM's (Aider's `--openai-api-base`).
+    /// second is LiteLLM's (Aider's `--openai-api-base`); Gemini's second, the Gemini CLI's.
     pub fn base_url(self) -> (&'static [&'static str], &'static str) {
         match self {
             Provider::Anthropic => (&[anthropic::BASE_URL_ENV], anthropic::DEFAULT_BASE_URL),
@@ -50,7 +50,10 @@ impl Provider {
                 &[openai::BASE_URL_ENV, "OPENAI_API_BASE"],
                 openai::DEFAULT_BASE_URL,
             ),
-            Provider::Gemini => (&[gemini::BASE_URL_ENV], gemini::DEFAULT_BASE_URL),
+            Provider::Gemini => (
+                &[gemini::BASE_URL_ENV, "GOOGLE_GEMINI_BASE_URL"],
+                gemini::DEFAULT_BASE_URL,
+            ),
         }
     }
 

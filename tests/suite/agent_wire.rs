@@ -1,6 +1,6 @@
 //! A local model server for the real coding-agent CLIs that use tools: it speaks Anthropic's
-//! Messages API (Claude Code), OpenAI's Responses API (Codex, OpenCode) and Chat Completions
-//! (Qwen Code),
+//! Messages API (Claude Code), OpenAI's Responses API (Codex, OpenCode), Chat Completions
+//! (Qwen Code) and Gemini's `streamGenerateContent` (the Gemini CLI),
 //! all streamed, and plays a scripted session of tool calls ending in a text.
 //!
 //! Which step a request gets is read from the conversation it carries: the number of tool
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// One step of the scripted session.
@@ -270,6 +270,37 @@ impl Respond for ChatCompletions {
     }
 }
 
+/// Gemini's `streamGenerateContent?alt=sse` (the Gemini CLI): each step one chunk, a
+/// `functionCall` part or text, with the usage.
+struct Gemini(Arc<Session>);
+
+impl Respond for Gemini {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let parts = body["contents"].as_array().into_iter().flatten();
+        let done = parts
+            .filter_map(|c| c["parts"].as_array())
+            .flatten()
+            .filter(|p| p.get("functionResponse").is_some())
+            .count();
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let step = match has_tools {
+            true => self.0.step(done),
+            false => Step::Text("Fix the task".into()),
+        };
+        let part = match step {
+            Step::Tool { name, input } => json!({"functionCall": {"name": name, "args": input}}),
+            Step::Text(text) => json!({"text": text}),
+        };
+        let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
+            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": USAGE.0, "candidatesTokenCount": USAGE.1,
+                "totalTokenCount": USAGE.0 + USAGE.1}});
+        ResponseTemplate::new(200)
+            .set_body_raw(format!("data: {chunk}\r\n\r\n"), "text/event-stream")
+    }
+}
+
 /// The server, playing `steps` to whichever CLI calls it.
 pub struct AgentWire {
     pub server: MockServer,
@@ -300,7 +331,12 @@ impl AgentWire {
             .await;
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
-            .respond_with(ChatCompletions(session))
+            .respond_with(ChatCompletions(session.clone()))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path_regex("^/v1beta/models/[^/]+:streamGenerateContent$"))
+            .respond_with(Gemini(session))
             .mount(&server)
             .await;
         Self { server }

@@ -200,7 +200,7 @@ echo '{"models":[{"slug":"gpt-6.2-sol","visibility":"list"},{"slug":"codex-auto-
 #[test]
 fn agents_never_run_here_are_marked_unverified() {
     let (dir, bin) = with_bin();
-    let unverified = ["agy", "gemini", "cursor", "auggie", "goose"];
+    let unverified = ["agy", "cursor", "auggie", "goose"];
     let out = agents(dir.path(), &bin).arg("list").assert().success();
     let text = stdout_of(&out);
     for line in text.lines().filter(|l| !l.contains("agents installed")) {
@@ -226,7 +226,7 @@ fn agents_never_run_here_are_marked_unverified() {
         .join(" ");
     let said = help.split("--agent").nth(1).unwrap_or_default();
     assert!(
-        said.contains("agy, gemini, cursor, auggie and goose are unverified"),
+        said.contains("agy, cursor, auggie and goose are unverified"),
         "{help}"
     );
 }
@@ -242,6 +242,7 @@ fn agents_list_says_which_agents_are_behind_the_model_gateway() {
         ("aider", "openai"),
         ("qwen", "openai"),
         ("opencode", "openai"),
+        ("gemini", "gemini"),
     ];
     let out = agents(dir.path(), &bin).arg("list").assert().success();
     let text = stdout_of(&out);

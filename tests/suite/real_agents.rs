@@ -856,3 +856,78 @@ async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() 
         1
     );
 }
+
+/// The Gemini CLI (`@google/gemini-cli` from npm) behind the model gateway, on Gemini's
+/// `streamGenerateContent` with `functionCall` parts: the same checks as for the others. It is
+/// signed in with a Gemini key, as its settings choose (`security.auth.selectedType`), and
+/// trusts the project's folder, as a user's would.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() {
+    let gemini = npm_agent("gemini");
+    let (dir, calc, settings) = secrets_project(
+        "regent:\n  agent: gemini\n  model: gemini-2.5-pro\nbudgets:\n  max_iterations: 2\n",
+    );
+    let wire = AgentWire::start(vec![
+        tool("read_file", json!({"file_path": settings})),
+        tool(
+            "run_shell_command",
+            json!({"command": PRINT_KEYS, "description": "keys"}),
+        ),
+        tool("read_file", json!({"file_path": calc})),
+        tool(
+            "replace",
+            json!({"file_path": calc, "old_string": "    raise NotImplementedError",
+                   "new_string": "    # key <<SECRET_AWS_ACCESS_KEY_ID_1>>\n    return 2",
+                   "instruction": "make b return 2"}),
+        ),
+        Step::Text(DONE.into()),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        r#"{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}}"#,
+    )
+    .unwrap();
+    let env = [
+        ("HOME", home.path().display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL", wire.server.uri()),
+        (
+            "GEMINI_API_KEY",
+            "AIzaSyUsersKeyQ4mW7pL4vB8nZx9kQ2mW7pL".to_string(),
+        ),
+        (
+            "OPENAI_API_KEY",
+            "sk-proj-userskeyZx9kQ2mW7pL4vB8n".to_string(),
+        ),
+    ];
+    let report = run_loop(dir.path(), ("gemini", &gemini), &env);
+    let received = wire.server.received_requests().await.unwrap();
+    nothing_planted_left(
+        &received,
+        "x-goog-api-key",
+        "AIzaSyUsersKeyQ4mW7pL4vB8nZx9kQ2mW7pL",
+    );
+    let bodies: Vec<Value> = received
+        .iter()
+        .filter(|r| r.url.path().ends_with(":streamGenerateContent"))
+        .filter_map(|r| serde_json::from_slice(&r.body).ok())
+        .collect();
+    assert_eq!(bodies.len(), 5, "read, shell, read, replace, answer");
+    assert_has(
+        &bodies[4].to_string(),
+        &["<<SECRET_AWS_ACCESS_KEY_ID_1>>", "A=none", "O=none"],
+    );
+    asked_for_status(&bodies[0]);
+    edit_holds_the_real_value(dir.path());
+    // gemini-2.5-pro at the table's $1.25 in and $10 out per million tokens.
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = 5.0 * (USAGE.0 as f64 * 1.25 + USAGE.1 as f64 * 10.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    assert_eq!(
+        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
+        1
+    );
+}

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::reader::Reader;
-use super::{aider, claude, codex, opencode, plain};
+use super::{aider, claude, codex, gemini, opencode, plain};
 
 /// The structured output an agent offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +18,9 @@ pub enum Format {
     /// OpenCode's `run --format json`: `step_start`, `text`, `tool_use`, `step_finish`, `error`.
     #[serde(rename = "opencode-json")]
     OpenCodeJson,
+    /// The Gemini CLI's `--output-format stream-json`: `init`, `message`, `tool_use`,
+    /// `tool_result`, `error`, `result`.
+    GeminiStreamJson,
     /// Aider's text, with the tokens and cost of its `Tokens: … Cost: …` lines.
     Aider,
     /// Text: every line is the agent's text.
@@ -33,6 +36,7 @@ impl Format {
             Format::ClaudeStreamJson => "claude-stream-json",
             Format::CodexJson => "codex-json",
             Format::OpenCodeJson => "opencode-json",
+            Format::GeminiStreamJson => "gemini-stream-json",
             Format::Aider => "aider",
             Format::Plain => "plain",
             Format::Acp => "acp",
@@ -45,6 +49,7 @@ impl Format {
             Format::ClaudeStreamJson => Box::new(claude::ClaudeReader::default()),
             Format::CodexJson => Box::new(codex::CodexReader::default()),
             Format::OpenCodeJson => Box::new(opencode::OpenCodeReader::default()),
+            Format::GeminiStreamJson => Box::new(gemini::GeminiReader::default()),
             Format::Aider => Box::new(aider::AiderReader::default()),
             // `agents::acp` reads its messages; a line seen here is text.
             Format::Plain | Format::Acp => Box::new(plain::PlainReader),
@@ -143,6 +148,20 @@ mod tests {
         );
         assert_eq!(tools(&events), ["read", "edit"]);
         assert!(matches!(&events[0], AgentEvent::Session { id } if id.starts_with("ses_")));
+        assert!(matches!(
+            events.last().unwrap(),
+            AgentEvent::Result { is_error: false, cost_usd: None, tokens: Some(t), text }
+                if t.input == 3000 && t.output == 150 && text == "All done."
+        ));
+    }
+
+    #[test]
+    fn a_recorded_gemini_cli_run() {
+        let (events, _) = read(
+            Format::GeminiStreamJson,
+            include_str!("../testdata/gemini-0.61.0.jsonl"),
+        );
+        assert_eq!(tools(&events), ["read_file", "replace"]);
         assert!(matches!(
             events.last().unwrap(),
             AgentEvent::Result { is_error: false, cost_usd: None, tokens: Some(t), text }
