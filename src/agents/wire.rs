@@ -7,8 +7,9 @@
 //! that leaves uncovered.
 
 use std::ffi::OsString;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use ralph_actors::events::bus::EventBus;
 use ralph_guard::Guard;
 
 use super::definition::AgentDef;
@@ -84,11 +85,14 @@ pub fn pointed(
 }
 
 /// A gateway started on first use: the fix loop's agent Artisan builds its client before any
-/// runtime runs, so its gateway starts with its first run, on the run's runtime.
+/// runtime runs, so its gateway starts with its first run, on the run's runtime. The run's
+/// event bus is made after the client too: it is handed over in [`Lazy::bus`], and the
+/// gateway's ledger says its warnings (a model with no price) there.
 pub struct Lazy {
     upstream: Upstream,
     guard: Arc<Guard>,
     purse: Purse,
+    bus: Arc<OnceLock<EventBus>>,
     started: tokio::sync::OnceCell<Arc<Gateway>>,
 }
 
@@ -98,20 +102,25 @@ impl Lazy {
             upstream,
             guard,
             purse,
+            bus: Arc::new(OnceLock::new()),
             started: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// Where the run's event bus is put once it exists.
+    pub fn bus(&self) -> Arc<OnceLock<EventBus>> {
+        self.bus.clone()
     }
 
     /// The gateway, started now if it was not yet.
     pub async fn gateway(&self) -> Result<Arc<Gateway>, GatewayError> {
         self.started
             .get_or_try_init(|| async {
-                let g = Gateway::start(
-                    self.upstream.clone(),
-                    self.guard.clone(),
-                    self.purse.clone(),
-                )
-                .await?;
+                let mut purse = self.purse.clone();
+                if let Some(bus) = self.bus.get() {
+                    purse.events = bus.clone();
+                }
+                let g = Gateway::start(self.upstream.clone(), self.guard.clone(), purse).await?;
                 Ok(Arc::new(g))
             })
             .await

@@ -25,6 +25,9 @@ use crate::models::agent_misplaced;
 use crate::process::groups::ProcessGroups;
 use crate::providers::LlmSource;
 
+/// Where a run's event bus is handed to what was built before it.
+pub(crate) type BusSlot = Arc<std::sync::OnceLock<EventBus>>;
+
 /// The agent that will be the Artisan, its model set aside.
 pub(crate) struct Pending {
     spec: ModelSpec,
@@ -78,8 +81,7 @@ pub(crate) fn take(
             let purse = Purse {
                 max_cost_usd,
                 prices: prices.clone(),
-                // The ledger's warnings have no run to go to yet: the Supervisor's bus is
-                // made after the client.
+                // The run's bus, once it exists, replaces this one (`Lazy::bus`).
                 events: EventBus::discard(),
             };
             let note = format!(
@@ -131,20 +133,24 @@ pub(crate) fn take(
 /// as the agent's model (for the budget's reservation; the agent's own cost is what is
 /// counted). Behind the model gateway, its output limit is unbounded, so each call reserves
 /// what the budget has left and the agent's calls are held to it.
+/// Returns the client, and where the run's event bus goes when the agent is behind the
+/// gateway.
 pub(crate) fn attach(
     pending: Pending,
     llm: Arc<dyn LlmClient>,
     models: &mut BTreeMap<Role, ModelSpec>,
     prices: &mut Prices,
     notes: &mut Vec<String>,
-) -> Arc<dyn LlmClient> {
+) -> (Arc<dyn LlmClient>, Option<BusSlot>) {
     prices
         .0
         .insert(pending.spec.model.clone(), pending.artisan.price);
     models.insert(Role::Artisan, pending.spec);
     notes.extend(pending.notes);
-    Arc::new(WithAgent {
+    let bus = pending.artisan.wire.as_ref().map(|w| w.bus());
+    let client = Arc::new(WithAgent {
         agent: pending.artisan,
         models: llm,
-    })
+    });
+    (client, bus)
 }

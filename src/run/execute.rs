@@ -232,6 +232,9 @@ fn run_deps(
     if let Some(shared) = control.shared {
         ledger = ledger.within(shared);
     }
+    if let Some(slot) = &plan.gateway_bus {
+        let _ = slot.set(events.clone());
+    }
     let hooks = crate::hooks::into_hooks(
         plan.hooks,
         crate::hooks::Place {

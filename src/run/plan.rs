@@ -73,6 +73,8 @@ pub(crate) struct Plan {
     /// listens.
     pub(crate) view: crate::cli::ViewArgs,
     pub(crate) llm: Arc<dyn LlmClient>,
+    /// Where the run's event bus goes for an agent Artisan's model gateway.
+    pub(crate) gateway_bus: Option<agent_artisan::BusSlot>,
     /// The config the MemoryVault is opened with; `None` when `memory.enabled` is false.
     pub(crate) memory: Option<Config>,
     /// LocalGuard's engine, built from `local_guard` (its rules file read and checked now).
@@ -130,7 +132,7 @@ pub(crate) fn plan(
     let workspace = workspace_of(args, cwd, &config, target, &root)?;
 
     let source = llm_source(args, cwd, &config, overrides)?;
-    let (llm, prices, notes) = models_of(
+    let models = models_of(
         &source,
         &config,
         overrides,
@@ -147,14 +149,15 @@ pub(crate) fn plan(
         runner,
         testing: options,
         report_dir,
-        prices,
+        prices: models.prices,
         settings,
         output,
         view: args.view,
-        llm,
+        llm: models.llm,
+        gateway_bus: models.gateway_bus,
         memory: config.memory.enabled.then(|| config.clone()),
         guard,
-        notes,
+        notes: models.notes,
         hooks,
         hook_sandbox: isolation.sandbox,
         target: shown_target,
@@ -229,6 +232,14 @@ fn workspace_of(
     })
 }
 
+/// What [`models_of`] makes.
+struct Models {
+    llm: Arc<dyn LlmClient>,
+    prices: Prices,
+    notes: Vec<String>,
+    gateway_bus: Option<agent_artisan::BusSlot>,
+}
+
 /// The client every role's model is called through (a coding agent as the Artisan attached),
 /// the prices it is billed at, and the notes on the choices made: each role runs on the first
 /// of its models that can be called now (provider present, key set); a recording answers for
@@ -241,7 +252,7 @@ fn models_of(
     workspace: &FsWorkspace,
     settings: &mut RunSettings,
     (isolation, guard): (Option<String>, &Arc<Guard>),
-) -> Result<(Arc<dyn LlmClient>, Prices, Vec<String>)> {
+) -> Result<Models> {
     let mut prices = providers::prices::with_overrides(config.prices.clone());
     let agent = agent_artisan::take(
         &mut settings.models,
@@ -256,8 +267,11 @@ fn models_of(
     notes.splice(0..0, overrides.notes.iter().cloned());
     notes.extend(isolation);
     notes.extend(super::gates::notes(settings));
+    let mut gateway_bus = None;
     if let Some(agent) = agent {
-        llm = agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
+        let attached =
+            agent_artisan::attach(agent, llm, &mut settings.models, &mut prices, &mut notes);
+        (llm, gateway_bus) = attached;
     }
     // A replay bills nothing; a live run must be able to price every model it may call.
     if !matches!(source, LlmSource::Replay(_)) {
@@ -274,7 +288,12 @@ fn models_of(
             Some((*role, providers::prices::info(&spec.model)?.context_window))
         })
         .collect();
-    Ok((llm, prices, notes))
+    Ok(Models {
+        llm,
+        prices,
+        notes,
+        gateway_bus,
+    })
 }
 
 /// A model to talk to before a run exists (micro-agent's interactive set-up): the Artisan's

@@ -931,3 +931,48 @@ async fn gemini_cli_behind_the_gateway_sends_no_planted_secret_and_holds_no_key(
         1
     );
 }
+
+/// OpenCode as the fix loop's Artisan, behind the gateway: its edit is the proposal, and what
+/// the gateway's ledger says reaches the run's report (OpenCode names its sessions with a model
+/// the price table does not know).
+#[tokio::test(flavor = "multi_thread")]
+async fn opencode_as_the_artisan_behind_the_gateway_says_what_it_could_not_price() {
+    let opencode = npm_agent("opencode");
+    let dir = fixture("py-median");
+    let target = dir.path().join("median.py").display().to_string();
+    let wire = AgentWire::start(vec![
+        tool("read", json!({"filePath": target})),
+        tool("write", json!({"filePath": target, "content": FIXED_PY})),
+        Step::Text("Rewrote median: the even case averages the middle pair.".into()),
+    ])
+    .await;
+    // The other roles on Anthropic's protocol: OpenAI's base URL is the agent's server.
+    let llm = MockLlm::start_with(Protocol::Anthropic).await;
+    llm.helpful();
+    let home = tempfile::tempdir().unwrap();
+    let (_bin, path) = on_path("opencode", &opencode);
+    let out = ralph(dir.path(), &llm)
+        .env("PATH", path)
+        .env("HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", llm.uri())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", wire.server.uri()))
+        .env("OPENAI_API_KEY", "sk-proj-userskeyZx9kQ2mW7pL4vB8n")
+        .args([
+            "median.py",
+            "--models",
+            "librarian=anthropic/claude-sonnet-4-5,critic=anthropic/claude-sonnet-4-5,artisan=agent:opencode/openai/gpt-4.1",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_file(dir.path(), "median.py", FIXED_PY);
+    let report = report(dir.path());
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("no price known for openai/gpt-5.4-nano"),
+        "{report:#}"
+    );
+}
