@@ -546,6 +546,17 @@ fn edit_holds_the_real_value(dir: &Path) {
     assert!(fixed.contains(&format!("# key {}", PLANTED[0])), "{fixed}");
 }
 
+/// The report counts `calls` calls at `price` (dollars per million tokens in and out) from
+/// the wire, not estimated, and the one planted key LocalGuard masked.
+fn paid_from_the_wire(report: &Value, calls: usize, price: (f64, f64)) {
+    let cost = report["total_cost_usd"].as_f64().unwrap();
+    let expected = calls as f64 * (USAGE.0 as f64 * price.0 + USAGE.1 as f64 * price.1) / 1e6;
+    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    assert_eq!(report["cost_estimated"], false);
+    let masked = &report["local_guard"]["masked"];
+    assert_eq!(masked["SECRET_AWS_ACCESS_KEY_ID"], 1, "{masked}");
+}
+
 /// Claude Code behind ralph-loop's model gateway (issue 49): it reads a file of secrets, prints
 /// its environment's keys, and writes one of the secrets into its fix by the placeholder it was
 /// shown. No planted value reaches the model's server, the file it wrote holds the real value,
@@ -782,14 +793,7 @@ async fn qwen_code_behind_the_gateway_sends_no_planted_secret_and_holds_no_key()
     asked_for_status(&bodies[0]);
     edit_holds_the_real_value(dir.path());
     // gpt-4.1 at the table's $2 in and $8 out per million tokens.
-    let cost = report["total_cost_usd"].as_f64().unwrap();
-    let expected = 5.0 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
-    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
-    assert_eq!(report["cost_estimated"], false);
-    assert_eq!(
-        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
-        1
-    );
+    paid_from_the_wire(&report, 5, (2.0, 8.0));
 }
 
 /// OpenCode (`opencode-ai` from npm) behind the model gateway with an OpenAI model, on the
@@ -846,15 +850,8 @@ async fn opencode_behind_the_gateway_sends_no_planted_secret_and_holds_no_key() 
     edit_holds_the_real_value(dir.path());
     // Its calls on gpt-4.1 at the table's $2 in and $8 out per million tokens; its title
     // requests go to a small model the table does not price (counted $0, with a warning).
-    let cost = report["total_cost_usd"].as_f64().unwrap();
     let priced = bodies.iter().filter(|b| b["model"] == "gpt-4.1").count();
-    let expected = priced as f64 * (USAGE.0 as f64 * 2.0 + USAGE.1 as f64 * 8.0) / 1e6;
-    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
-    assert_eq!(report["cost_estimated"], false);
-    assert_eq!(
-        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
-        1
-    );
+    paid_from_the_wire(&report, priced, (2.0, 8.0));
 }
 
 /// The Gemini CLI (`@google/gemini-cli` from npm) behind the model gateway, on Gemini's
@@ -922,14 +919,7 @@ async fn gemini_cli_behind_the_gateway_sends_no_planted_secret_and_holds_no_key(
     asked_for_status(&bodies[0]);
     edit_holds_the_real_value(dir.path());
     // gemini-2.5-pro at the table's $1.25 in and $10 out per million tokens.
-    let cost = report["total_cost_usd"].as_f64().unwrap();
-    let expected = 5.0 * (USAGE.0 as f64 * 1.25 + USAGE.1 as f64 * 10.0) / 1e6;
-    assert!((cost - expected).abs() < 1e-9, "{cost} != {expected}");
-    assert_eq!(report["cost_estimated"], false);
-    assert_eq!(
-        report["local_guard"]["masked"]["SECRET_AWS_ACCESS_KEY_ID"],
-        1
-    );
+    paid_from_the_wire(&report, 5, (1.25, 10.0));
 }
 
 /// OpenCode as the fix loop's Artisan, behind the gateway: its edit is the proposal, and what
