@@ -15,7 +15,7 @@
 use ralph_actors::schema::agent::{AgentEvent, AgentTokens};
 use serde_json::Value;
 
-use super::reader::{summary, Reader};
+use super::reader::{first_text, summary, Reader};
 
 #[derive(Debug, Default)]
 pub struct ClaudeReader {
@@ -114,18 +114,17 @@ fn tool_detail(input: Option<&Value>) -> String {
     let Some(input) = input else {
         return String::new();
     };
-    [
+    let keys = [
         "command",
         "file_path",
         "path",
         "pattern",
         "url",
         "description",
-    ]
-    .iter()
-    .find_map(|k| input.get(*k).and_then(Value::as_str))
-    .map(|s| summary(s, 160))
-    .unwrap_or_default()
+    ];
+    first_text(input, &keys)
+        .map(|s| summary(s, 160))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

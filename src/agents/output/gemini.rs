@@ -7,7 +7,7 @@
 use ralph_actors::schema::agent::{AgentEvent, AgentTokens};
 use serde_json::Value;
 
-use super::reader::{summary, Reader};
+use super::reader::{first_text, summary, Reader};
 
 #[derive(Debug, Default)]
 pub struct GeminiReader {
@@ -60,16 +60,15 @@ impl Reader for GeminiReader {
             "tool_use" => {
                 self.flush(out);
                 let parameters = &event["parameters"];
-                let detail = [
+                let keys = [
                     "file_path",
                     "absolute_path",
                     "command",
                     "pattern",
                     "dir_path",
-                ]
-                .iter()
-                .find_map(|k| parameters.get(*k).and_then(Value::as_str))
-                .map_or_else(|| parameters.to_string(), str::to_string);
+                ];
+                let detail = first_text(parameters, &keys)
+                    .map_or_else(|| parameters.to_string(), str::to_string);
                 out.push(AgentEvent::Tool {
                     name: text("tool_name").to_string(),
                     detail: summary(&detail, 120),

@@ -11,7 +11,7 @@
 use ralph_actors::schema::agent::{AgentEvent, AgentTokens};
 use serde_json::Value;
 
-use super::reader::{summary, Reader};
+use super::reader::{first_text, summary, Reader};
 
 #[derive(Debug, Default)]
 pub struct OpenCodeReader {
@@ -27,10 +27,8 @@ fn count(v: &Value, pointer: &str) -> u64 {
 
 /// What a tool call was about: its file, command or pattern, else its input in short.
 fn detail(input: &Value) -> String {
-    ["filePath", "command", "pattern", "path", "url"]
-        .iter()
-        .find_map(|k| input.get(*k).and_then(Value::as_str))
-        .map_or_else(|| summary(&input.to_string(), 120), |s| summary(s, 120))
+    let keys = ["filePath", "command", "pattern", "path", "url"];
+    first_text(input, &keys).map_or_else(|| summary(&input.to_string(), 120), |s| summary(s, 120))
 }
 
 impl Reader for OpenCodeReader {

@@ -1,6 +1,7 @@
 //! [`Reader`]: what every format's reader does; and the one-line summaries they share.
 
 use ralph_actors::schema::agent::AgentEvent;
+use serde_json::Value;
 
 /// Reads one agent's stdout, line by line (without the line break).
 pub trait Reader: Send {
@@ -20,6 +21,13 @@ pub(crate) fn read_all<R: Reader + Default>(lines: &[&str]) -> Vec<AgentEvent> {
     }
     reader.finish(&mut out);
     out
+}
+
+/// The first of `keys` that a tool call's `input` holds as text: what the call is about (its
+/// command, its file), as every format names it in its own way.
+pub(crate) fn first_text<'a>(input: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    keys.iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
 }
 
 /// A one-line summary of at most `max` characters.
