@@ -28,6 +28,7 @@ pub enum Error {
     Sandbox(#[from] crate::runner::sandbox::SandboxError),
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    #[cfg(feature = "vault")]
     #[error(transparent)]
     Vault(#[from] crate::vault::VaultError),
     /// `local_guard.rules` names a gitleaks file that cannot be read or holds a bad rule.
@@ -168,7 +169,9 @@ impl Error {
             Error::Lock(_) => 1,
             // A recording given by `--record`/`--replay` that cannot be opened: a bad flag.
             Error::Llm(LlmError::Config { .. } | LlmError::Replay(_)) => 2,
-            Error::Vault(_) | Error::Io { .. } | Error::Llm(_) | Error::Internal(_) => 1,
+            #[cfg(feature = "vault")]
+            Error::Vault(_) => 1,
+            Error::Io { .. } | Error::Llm(_) | Error::Internal(_) => 1,
         }
     }
 }

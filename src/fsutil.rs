@@ -62,3 +62,18 @@ pub fn cache_home() -> std::path::PathBuf {
         .unwrap_or_else(std::env::temp_dir)
         .join("ralph-loop")
 }
+
+/// A stable id for the project: a hash of its canonical root, so the vault's attempts say where
+/// they came from without naming the path, and the agent's worktrees get a folder of their own.
+pub fn project_id(project: &Path) -> String {
+    // The agent's worktrees link the project's `.ralph/`: their attempts are the project's.
+    let root = std::fs::canonicalize(project.join(".ralph"))
+        .ok()
+        .and_then(|ralph| ralph.parent().map(Path::to_path_buf))
+        .or_else(|| std::fs::canonicalize(project).ok())
+        .unwrap_or_else(|| project.to_path_buf());
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(root.to_string_lossy().as_bytes())
+    )
+}

@@ -29,13 +29,19 @@
 //!   with [`lock`] (one run per target file),
 //!   [`vault`] (the MemoryVault on LanceDB, embedders), [`guard`] (LocalGuard built from the
 //!   config, and `guard scan`).
-//! - Tests: `testkit`, the one support module of the unit tests (built only for them).
+//! - Tests: `testkit`, the one support module of the unit tests (built only for them), and
+//!   `fuzzing`, the fuzz targets' entry points (built for the unit tests and with the `fuzzing`
+//!   feature: `fuzz/`, docs/reliability.md).
 //! - Shared pieces: [`process`] (supervised child processes in their own group), [`http`] (the
 //!   one retry policy of every HTTP client), [`fsutil`] (atomic writes).
 //!
 //! Only what the two binaries, the integration tests and the benchmarks reach is `pub`; every
 //! other module is `pub(crate)`, so the compiler finds what nothing uses.
 
+// Without the `vault` feature (LanceDB) the crate is its layers below a run: the parsers,
+// providers, runners and views the fuzz targets reach (fuzz/), and no command; what only the
+// commands use is then unused, and said so only in the build that has them.
+#![cfg_attr(not(feature = "vault"), allow(dead_code, unused_imports))]
 // These docs map the whole layout, private modules included: read them with
 // `cargo doc --document-private-items`, where every link resolves.
 #![allow(rustdoc::private_intra_doc_links)]
@@ -60,6 +66,7 @@ pub mod config;
 pub(crate) mod spec;
 pub(crate) mod workspace;
 pub mod guard;
+#[cfg(feature = "vault")]
 pub mod vault;
 pub mod hooks;
 pub(crate) mod agent;
@@ -67,11 +74,18 @@ pub(crate) mod error;
 pub(crate) mod regent;
 pub(crate) mod remote;
 pub mod views;
+#[cfg(feature = "vault")]
 pub(crate) mod launch;
+#[cfg(feature = "vault")]
 pub(crate) mod run;
+#[cfg(feature = "vault")]
 pub(crate) mod work;
+#[cfg(feature = "vault")]
 pub mod app;
+#[cfg(feature = "vault")]
 pub mod micro_agent;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 #[cfg(test)]
 pub(crate) mod testkit;
 

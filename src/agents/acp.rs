@@ -47,9 +47,19 @@ struct Lines {
 }
 
 impl Lines {
+    /// Only the chunk is searched for a line end, so a message coming a word at a time costs
+    /// its length, not its square; a text past the line cap without one is sent as it is.
     fn push(&mut self, chunk: &str, out: &mpsc::UnboundedSender<AgentEvent>) {
+        let start = self.partial.len();
         self.partial.push_str(chunk);
-        if let Some(end) = self.partial.rfind('\n') {
+        let end = match chunk.rfind('\n') {
+            Some(at) => Some(start + at),
+            None if self.partial.len() > crate::process::lines::MAX_LINE => {
+                Some(self.partial.len() - 1)
+            }
+            None => None,
+        };
+        if let Some(end) = end {
             let rest = self.partial.split_off(end + 1);
             let text = std::mem::replace(&mut self.partial, rest);
             let _ = out.send(AgentEvent::Text {
@@ -380,6 +390,30 @@ mod tests {
 
     fn update(value: serde_json::Value) -> SessionUpdate {
         serde_json::from_value(value).expect("a session update")
+    }
+
+    #[test]
+    fn a_message_a_word_at_a_time_comes_whole_and_a_line_past_the_cap_is_sent() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut lines = Lines::default();
+        for _ in 0..1000 {
+            lines.push("word ", &tx);
+        }
+        lines.push("end\nnext", &tx);
+        let text = |e: AgentEvent| match e {
+            AgentEvent::Text { text } => text,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            text(rx.try_recv().unwrap()),
+            format!("{}end", "word ".repeat(1000))
+        );
+        assert!(rx.try_recv().is_err(), "`next` waits for its line's end");
+        lines.push(&"x".repeat(crate::process::lines::MAX_LINE), &tx);
+        assert_eq!(
+            text(rx.try_recv().unwrap()).len(),
+            crate::process::lines::MAX_LINE + 4
+        );
     }
 
     #[test]

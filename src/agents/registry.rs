@@ -238,6 +238,7 @@ pub fn parse_list(output: &str) -> Vec<String> {
     if let Some(names) = catalog(output) {
         return names;
     }
+    let mut seen = std::collections::HashSet::new();
     let mut names: Vec<String> = Vec::new();
     for line in output.lines() {
         let line = line.trim().trim_start_matches(['-', '*', '•']).trim();
@@ -247,7 +248,7 @@ pub fn parse_list(output: &str) -> Vec<String> {
         let Some(name) = line.split_whitespace().next() else {
             continue;
         };
-        if !names.iter().any(|n| n == name) {
+        if seen.insert(name) {
             names.push(name.to_string());
         }
     }
@@ -267,9 +268,10 @@ fn catalog(output: &str) -> Option<Vec<String>> {
         visibility: Option<String>,
     }
     let catalog: Catalog = serde_json::from_str(output.trim()).ok()?;
+    let mut seen = std::collections::HashSet::new();
     let mut names: Vec<String> = Vec::new();
     for entry in catalog.models {
-        if entry.visibility.as_deref() != Some("hide") && !names.contains(&entry.slug) {
+        if entry.visibility.as_deref() != Some("hide") && seen.insert(entry.slug.clone()) {
             names.push(entry.slug);
         }
     }

@@ -454,6 +454,7 @@ pub fn parse_plugins(source: &str, file: &Path) -> Result<Vec<PluginEntry>, Conf
     if source.trim().is_empty() {
         return Ok(Vec::new());
     }
+    super::nesting::check(source, file)?;
     let de = serde_yaml::Deserializer::from_str(source);
     let parsed: PluginsFile =
         serde_path_to_error::deserialize(de).map_err(|e| ConfigError::from_yaml(file, e))?;

@@ -64,6 +64,7 @@ pub fn load_discovered(
 /// Parses and validates `source`, the text of `file`: `file` names it in errors and its
 /// directory is the base of the relative paths in it. An empty file gives the defaults.
 pub fn parse(source: &str, file: &Path) -> Result<Config, ConfigError> {
+    super::nesting::check(source, file)?;
     let de = serde_yaml::Deserializer::from_str(source);
     let mut config: Config =
         serde_path_to_error::deserialize(de).map_err(|e| ConfigError::from_yaml(file, e))?;

@@ -10,7 +10,8 @@
 //! `providers` (connection settings), `hooks` (the `hooks:` section and `ralph-plugins.yaml`)
 //! `checks` (the value checks used while deserialising) and `gate` (a `success_criteria` gate
 //! that knows whether the file set it); `edit` adds to the file as text, its comments kept.
-//! `load` finds and parses the file, `settings` derives what a run needs from it.
+//! `load` finds and parses the file, `settings` derives what a run needs from it; `nesting`
+//! refuses a YAML file nested too deep for the parser before it reads it.
 
 mod batch;
 mod checks;
@@ -20,6 +21,7 @@ mod gate;
 mod guard;
 pub(crate) mod hooks;
 mod load;
+pub(crate) mod nesting;
 mod providers;
 mod regent;
 mod roles;

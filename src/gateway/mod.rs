@@ -19,9 +19,9 @@
 
 mod purse;
 pub(crate) mod protocol;
-mod relay;
-mod sealed;
-mod server;
+pub(crate) mod relay;
+pub(crate) mod sealed;
+pub(crate) mod server;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

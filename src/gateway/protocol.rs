@@ -256,7 +256,9 @@ impl Call {
                     n(u, "/cache_creation_input_tokens"),
                 );
                 if let Some(input) = n(u, "/input_tokens") {
-                    usage.input_tokens = input + read.unwrap_or(0) + write.unwrap_or(0);
+                    usage.input_tokens = input
+                        .saturating_add(read.unwrap_or(0))
+                        .saturating_add(write.unwrap_or(0));
                     usage.cache_read_tokens = read.unwrap_or(usage.cache_read_tokens);
                     usage.cache_write_tokens = write.unwrap_or(usage.cache_write_tokens);
                 }
@@ -291,8 +293,9 @@ impl Call {
                 if let Some(input) = n(u, "/promptTokenCount") {
                     usage.input_tokens = input;
                     // Thinking is billed as output.
-                    usage.output_tokens = n(u, "/candidatesTokenCount").unwrap_or(0)
-                        + n(u, "/thoughtsTokenCount").unwrap_or(0);
+                    usage.output_tokens = n(u, "/candidatesTokenCount")
+                        .unwrap_or(0)
+                        .saturating_add(n(u, "/thoughtsTokenCount").unwrap_or(0));
                     usage.cache_read_tokens = n(u, "/cachedContentTokenCount").unwrap_or(0);
                 }
             }

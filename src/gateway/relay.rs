@@ -128,7 +128,11 @@ impl Relay {
             set(&mut value, &piece.pointer, Value::String(out));
         }
         let mut out = Vec::new();
-        let closing: Vec<String> = self.open.keys().filter(|k| ended(k)).cloned().collect();
+        // Most events end nothing: the open texts are searched only when one may be ended.
+        let closing: Vec<String> = match ends.is_empty() {
+            true => Vec::new(),
+            false => self.open.keys().filter(|k| ended(k)).cloned().collect(),
+        };
         for key in closing {
             if let Some(open) = self.open.remove(&key) {
                 out.extend(self.held_rest(open));

@@ -19,7 +19,7 @@ const REMEMBERED_FROM: usize = 256;
 const REMEMBERED_AT_MOST: usize = 64 << 20;
 
 /// The guard, and what it masked.
-pub(super) struct Sealer {
+pub(crate) struct Sealer {
     guard: Arc<Guard>,
     seen: Mutex<Seen>,
 }

@@ -329,6 +329,16 @@ impl Drop for Settle {
 }
 
 /// The reply's events, restored, as the bytes of a server-sent-events stream.
+/// The server-sent events of an upstream reply's body, read whole line by whole line.
+pub(crate) fn events_of(
+    bytes: BoxStream<'static, Result<bytes::Bytes, std::io::Error>>,
+) -> BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<std::io::Error>>> {
+    let too_long = || std::io::Error::other("a line of the reply is over 16 MiB");
+    crate::http::sse::whole_lines(bytes, too_long)
+        .eventsource()
+        .boxed()
+}
+
 fn relayed(
     shared: Arc<Shared>,
     call: Call,
@@ -337,13 +347,16 @@ fn relayed(
 ) -> BoxStream<'static, Result<bytes::Bytes, std::io::Error>> {
     struct State {
         events:
-            BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>,
+            BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<std::io::Error>>>,
         relay: Relay,
         settle: Settle,
         done: bool,
     }
     let relay = Relay::new(call, shared.guard.clone());
-    let events = reply.bytes_stream().eventsource().boxed();
+    let bytes = reply
+        .bytes_stream()
+        .map(|b| b.map_err(std::io::Error::other));
+    let events = events_of(bytes.boxed());
     let state = State {
         events,
         relay,

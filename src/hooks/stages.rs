@@ -49,7 +49,7 @@ pub struct DeclaredHook {
 }
 
 /// What a hook's run came to.
-pub(super) enum Answer {
+pub(crate) enum Answer {
     Pass {
         notes: Vec<String>,
     },
@@ -435,7 +435,7 @@ fn homes() -> Vec<PathBuf> {
 }
 
 /// A plugin's answer read from its stdout.
-fn read_response(stdout: &str, stage: Stage) -> Result<Answer, Failed> {
+pub(crate) fn read_response(stdout: &str, stage: Stage) -> Result<Answer, Failed> {
     let response: Response = serde_json::from_str(stdout.trim())
         .map_err(|e| Failed::Garbage(format!("{e}; it printed {:?}", cut(stdout.trim(), 200))))?;
     if response.protocol != PROTOCOL_VERSION {

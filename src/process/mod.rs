@@ -6,14 +6,15 @@
 //! project.
 //!
 //! The test runner, and the hooks and agent CLIs to come, all build on
-//! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line and
-//! capped, total and idle timeouts, a memory limit, and the whole group killed at the end.
+//! [`supervise::run`]: stdin closed, an explicit environment, output streamed line by line
+//! ([`lines`], each at most 16 MiB) and capped, total and idle timeouts, a memory limit, and the whole group killed at the end.
 //! The quick tool checks made before a run starts (a Python module importable, `cargo nextest`
 //! installed, `cargo metadata`) go through [`probe`]: their own group, stdin closed, a time
 //! limit.
 
 pub(crate) mod capture;
 pub mod groups;
+pub(crate) mod lines;
 pub(crate) mod memory;
 pub(crate) mod probe;
 pub(crate) mod reaper;

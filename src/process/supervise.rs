@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::process::capture::Capture;
 use crate::process::groups::{terminate_group, Cleanup, ProcessGroups};
+use crate::process::lines::Lines;
 use crate::process::memory::watch_memory;
 
 /// After the command exits, how long a process it left behind may keep the pipes open (still
@@ -291,8 +292,7 @@ struct Sink {
     capture: Arc<Mutex<Capture>>,
     heard: Arc<Notify>,
     lines: Option<mpsc::UnboundedSender<Line>>,
-    /// The start of a line whose end has not come yet.
-    partial: Vec<u8>,
+    partial: Lines,
 }
 
 impl Sink {
@@ -307,7 +307,7 @@ impl Sink {
             capture: capture.clone(),
             heard: heard.clone(),
             lines,
-            partial: Vec::new(),
+            partial: Lines::default(),
         }
     }
 
@@ -317,28 +317,18 @@ impl Sink {
         let Some(lines) = &self.lines else {
             return;
         };
-        let mut rest = data;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            self.partial.extend_from_slice(&rest[..end]);
-            let text = String::from_utf8_lossy(&self.partial).into_owned();
-            let text = text.strip_suffix('\r').map(str::to_string).unwrap_or(text);
-            self.partial.clear();
-            let _ = lines.send(Line {
-                stream: self.stream,
-                text,
-            });
-            rest = &rest[end + 1..];
-        }
-        self.partial.extend_from_slice(rest);
+        let stream = self.stream;
+        self.partial.push(data, |text| {
+            let _ = lines.send(Line { stream, text });
+        });
     }
 
     fn finish(&mut self) {
-        if let (Some(lines), false) = (&self.lines, self.partial.is_empty()) {
-            let _ = lines.send(Line {
-                stream: self.stream,
-                text: String::from_utf8_lossy(&self.partial).into_owned(),
+        if let Some(lines) = &self.lines {
+            let stream = self.stream;
+            self.partial.finish(|text| {
+                let _ = lines.send(Line { stream, text });
             });
-            self.partial.clear();
         }
     }
 }

@@ -224,7 +224,11 @@ impl WireUsage {
         let written = self.cache_creation_input_tokens.unwrap_or(0);
         let read = self.cache_read_input_tokens.unwrap_or(0);
         Usage {
-            input_tokens: self.input_tokens.unwrap_or(0) + written + read,
+            input_tokens: self
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(written)
+                .saturating_add(read),
             output_tokens: self.output_tokens.unwrap_or(0),
             cache_read_tokens: read,
             cache_write_tokens: written,
@@ -305,7 +309,7 @@ enum StreamEvent {
 
 /// What came back, before usage is settled.
 #[derive(Debug, Default)]
-struct Raw {
+pub(crate) struct Raw {
     text: String,
     model: String,
     usage: Option<WireUsage>,
@@ -329,7 +333,7 @@ fn status_of(kind: &str) -> u16 {
 }
 
 /// `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`
-fn parse_error(body: &[u8]) -> Option<Problem> {
+pub(crate) fn parse_error(body: &[u8]) -> Option<Problem> {
     #[derive(Deserialize)]
     struct Wrapped {
         error: ApiError,
@@ -348,7 +352,7 @@ fn parse_error(body: &[u8]) -> Option<Problem> {
     })
 }
 
-async fn read_whole(response: Response) -> Result<Raw, Failure> {
+pub(crate) async fn read_whole(response: Response) -> Result<Raw, Failure> {
     let reply: Reply = http::read_json(response).await?;
     Ok(Raw {
         text: reply
@@ -363,7 +367,10 @@ async fn read_whole(response: Response) -> Result<Raw, Failure> {
     })
 }
 
-async fn read_stream(response: Response, idle: std::time::Duration) -> Result<Raw, Failure> {
+pub(crate) async fn read_stream(
+    response: Response,
+    idle: std::time::Duration,
+) -> Result<Raw, Failure> {
     let mut events = http::sse(response, idle);
     let mut raw = Raw::default();
     let (mut any, mut stopped) = (false, false);

@@ -227,8 +227,10 @@ impl UsageMetadata {
     fn to_usage(self) -> Usage {
         Usage {
             input_tokens: self.prompt_token_count.unwrap_or(0),
-            output_tokens: self.candidates_token_count.unwrap_or(0)
-                + self.thoughts_token_count.unwrap_or(0),
+            output_tokens: self
+                .candidates_token_count
+                .unwrap_or(0)
+                .saturating_add(self.thoughts_token_count.unwrap_or(0)),
             cache_read_tokens: self.cached_content_token_count.unwrap_or(0),
             cache_write_tokens: 0,
         }
@@ -243,7 +245,7 @@ struct PromptFeedback {
 
 /// What came back, over one or many chunks.
 #[derive(Debug, Default)]
-struct Raw {
+pub(crate) struct Raw {
     text: String,
     model: Option<String>,
     usage: Option<UsageMetadata>,
@@ -307,7 +309,7 @@ impl Raw {
 
 /// `{"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT","details":[...]}}`, alone or
 /// in an array (streamed requests answer with one).
-fn parse_error(body: &[u8]) -> Option<Problem> {
+pub(crate) fn parse_error(body: &[u8]) -> Option<Problem> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let value = match value {
         Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
@@ -366,7 +368,7 @@ fn in_stream_failure(error: &Value, text_so_far: &str) -> Failure {
     Failure::in_stream(status, message, text_so_far)
 }
 
-async fn read_whole(response: Response) -> Result<Raw, Failure> {
+pub(crate) async fn read_whole(response: Response) -> Result<Raw, Failure> {
     let chunk: Chunk = http::read_json(response).await?;
     if let Some(error) = &chunk.error {
         return Err(in_stream_failure(error, ""));
@@ -376,7 +378,7 @@ async fn read_whole(response: Response) -> Result<Raw, Failure> {
     Ok(raw)
 }
 
-async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure> {
+pub(crate) async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure> {
     let mut events = http::sse(response, idle);
     let mut raw = Raw::default();
     let mut chunks = 0usize;

@@ -178,7 +178,7 @@ struct ChunkMessage {
 }
 
 #[derive(Debug, Default)]
-struct Raw {
+pub(crate) struct Raw {
     text: String,
     model: String,
     done_reason: Option<String>,
@@ -209,7 +209,7 @@ impl Raw {
 }
 
 /// `{"error":"model 'x' not found, try pulling it first"}`
-fn parse_error(body: &[u8]) -> Option<Problem> {
+pub(crate) fn parse_error(body: &[u8]) -> Option<Problem> {
     #[derive(Deserialize)]
     struct Wrapped {
         error: String,
@@ -218,7 +218,7 @@ fn parse_error(body: &[u8]) -> Option<Problem> {
     Some(Problem::message(http::shorten(&e.error)))
 }
 
-async fn read_whole(response: Response) -> Result<Raw, Failure> {
+pub(crate) async fn read_whole(response: Response) -> Result<Raw, Failure> {
     let chunk: Chunk = http::read_json(response).await?;
     let mut raw = Raw::default();
     if !raw.add(chunk)? {
@@ -229,7 +229,7 @@ async fn read_whole(response: Response) -> Result<Raw, Failure> {
     Ok(raw)
 }
 
-async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure> {
+pub(crate) async fn read_stream(response: Response, idle: Duration) -> Result<Raw, Failure> {
     let mut lines = http::ndjson(response, idle);
     let mut raw = Raw::default();
     let mut any = false;

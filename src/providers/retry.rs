@@ -231,6 +231,32 @@ async fn read_body_cost(response: Response, call: &CallState) -> Result<Response
     Ok(Response::from(rebuilt))
 }
 
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"))
+}
+
+/// A stream of server-sent events handed on a whole line at a time: async-openai's parser
+/// (`eventsource-stream`) costs the square of a chunk's lines otherwise (`crate::http::sse`:
+/// minutes for 10 MB in one chunk).
+pub(crate) fn by_lines(response: Response) -> Response {
+    use futures::StreamExt;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let too_long = || std::io::Error::other("a line of the stream is over 16 MiB");
+    let bytes = response
+        .bytes_stream()
+        .map(|b| b.map_err(std::io::Error::other))
+        .boxed();
+    let body = reqwest::Body::wrap_stream(crate::http::sse::whole_lines(bytes, too_long));
+    let mut rebuilt = ::http::Response::new(body);
+    *rebuilt.status_mut() = status;
+    *rebuilt.headers_mut() = headers;
+    Response::from(rebuilt)
+}
+
 async fn attempt(
     factory: HttpRequestFactory,
     http: reqwest::Client,
@@ -254,6 +280,9 @@ async fn attempt(
         }
         if status.is_success() && is_json(&response) {
             return read_body_cost(response, &call).await;
+        }
+        if status.is_success() && is_event_stream(&response) {
+            return Ok(by_lines(response));
         }
         return Ok(response);
     }

@@ -129,6 +129,7 @@ impl Spec {
         let (yaml, body) = split(source, path)?;
         let front = match yaml {
             Some(yaml) if !yaml.trim().is_empty() => {
+                crate::config::nesting::check(yaml, path).map_err(|e| e.shifted(1))?;
                 let de = serde_yaml::Deserializer::from_str(yaml);
                 let front: FrontMatter = serde_path_to_error::deserialize(de)
                     .map_err(|e| ConfigError::from_yaml(path, e).shifted(1))?;

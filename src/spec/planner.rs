@@ -146,7 +146,7 @@ pub async fn plan(
 }
 
 /// The targets a reply names, each checked to be a file of the project.
-fn parse_reply(text: &str, root: &Path) -> Result<(Vec<Target>, String), PlanError> {
+pub(crate) fn parse_reply(text: &str, root: &Path) -> Result<(Vec<Target>, String), PlanError> {
     #[derive(Deserialize)]
     struct Reply {
         targets: Vec<Named>,

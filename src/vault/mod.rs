@@ -29,9 +29,10 @@ mod snapshot;
 pub mod store;
 mod transfer;
 
+pub use crate::fsutil::project_id;
 pub use error::{Result, VaultError};
 pub use housekeep::{housekeep, Housekeeping};
-pub use open::{embedder, open, project_id, vault_path, PROJECT_TABLE, SHARED_TABLE};
+pub use open::{embedder, open, vault_path, PROJECT_TABLE, SHARED_TABLE};
 pub use opening::Opening;
 pub use store::LanceStore;
 pub use transfer::{import, read_jsonl, write_jsonl};

@@ -14,6 +14,7 @@ use super::error::{Result, VaultError};
 use super::opening::Opening;
 use super::store::LanceStore;
 use crate::config::{Config, EmbedderKind};
+use crate::fsutil::project_id;
 
 /// The table prefix of this project's attempts.
 pub const PROJECT_TABLE: &str = "attempts";
@@ -23,21 +24,6 @@ pub const SHARED_TABLE: &str = "shared";
 /// `<project>/.ralph/memory.db`.
 pub fn vault_path(project: &Path) -> PathBuf {
     project.join(".ralph").join("memory.db")
-}
-
-/// A stable id for the project: a hash of its canonical root, so attempts say where they came
-/// from without naming the path.
-pub fn project_id(project: &Path) -> String {
-    // The agent's worktrees link the project's `.ralph/`: their attempts are the project's.
-    let root = std::fs::canonicalize(project.join(".ralph"))
-        .ok()
-        .and_then(|ralph| ralph.parent().map(Path::to_path_buf))
-        .or_else(|| std::fs::canonicalize(project).ok())
-        .unwrap_or_else(|| project.to_path_buf());
-    format!(
-        "{:016x}",
-        xxhash_rust::xxh3::xxh3_64(root.to_string_lossy().as_bytes())
-    )
 }
 
 /// The embedder the config asks for; a provider's base URL and key variable default to those

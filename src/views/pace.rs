@@ -15,6 +15,10 @@ use crate::printers::Printer;
 /// The longest wait between two events, before the speed divides it.
 pub const LONGEST_GAP: Duration = Duration::from_secs(3);
 
+/// The longest wait at any speed: a speed so slow that a gap would take longer (`?speed=1e-300`
+/// asked of the dashboard) waits this.
+pub const SLOWEST_GAP: Duration = Duration::from_secs(3600);
+
 /// How long to wait before an event at `next` after one at `prev`, at `speed`.
 pub fn gap(prev: Option<DateTime<Utc>>, next: Option<DateTime<Utc>>, speed: f64) -> Duration {
     let (Some(prev), Some(next)) = (prev, next) else {
@@ -24,7 +28,9 @@ pub fn gap(prev: Option<DateTime<Utc>>, next: Option<DateTime<Utc>>, speed: f64)
         return Duration::ZERO;
     }
     let recorded = (next - prev).to_std().unwrap_or(Duration::ZERO);
-    recorded.min(LONGEST_GAP).div_f64(speed)
+    Duration::try_from_secs_f64(recorded.min(LONGEST_GAP).as_secs_f64() / speed)
+        .unwrap_or(SLOWEST_GAP)
+        .min(SLOWEST_GAP)
 }
 
 /// Prints `events` one after another at `speed`, holding while `pause` is `true`, until `stop`.
@@ -76,5 +82,13 @@ mod tests {
             "out of order: no wait"
         );
         assert_eq!(gap(None, t(0), 1.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_speed_too_slow_to_divide_by_waits_the_slowest_gap() {
+        let t = |ms: i64| Some(DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::milliseconds(ms));
+        assert_eq!(gap(t(0), t(500), 1e-300), SLOWEST_GAP);
+        assert_eq!(gap(t(0), t(500), f64::MIN_POSITIVE), SLOWEST_GAP);
+        assert_eq!(gap(t(0), t(500), 0.001), Duration::from_secs(500));
     }
 }

@@ -27,7 +27,7 @@ pub(crate) fn home(configured: Option<&Path>, root: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".into());
-    let id = crate::vault::project_id(root);
+    let id = crate::fsutil::project_id(root);
     crate::fsutil::cache_home()
         .join("worktrees")
         .join(format!("{name}-{}", &id[..id.len().min(8)]))

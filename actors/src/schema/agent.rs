@@ -49,8 +49,9 @@ pub struct AgentTokens {
 
 impl AgentTokens {
     pub fn add(&mut self, other: AgentTokens) {
-        self.input += other.input;
-        self.output += other.output;
-        self.cached_input += other.cached_input;
+        // Saturating: the counts come from an agent's output, which may say anything.
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.cached_input = self.cached_input.saturating_add(other.cached_input);
     }
 }

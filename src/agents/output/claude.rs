@@ -103,7 +103,9 @@ impl ClaudeReader {
 fn tokens(usage: &Value) -> AgentTokens {
     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
     AgentTokens {
-        input: n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
+        input: n("input_tokens")
+            .saturating_add(n("cache_creation_input_tokens"))
+            .saturating_add(n("cache_read_input_tokens")),
         output: n("output_tokens"),
         cached_input: n("cache_read_input_tokens"),
     }

@@ -41,7 +41,13 @@ pub(crate) fn sse(
     response: Response,
     idle: Duration,
 ) -> BoxStream<'static, Result<Event, Failure>> {
-    idle_bytes(response, idle)
+    let too_long = || {
+        Failure::Invalid(format!(
+            "a line of the stream is over {} MiB",
+            crate::http::sse::MAX_LINE >> 20
+        ))
+    };
+    crate::http::sse::whole_lines(idle_bytes(response, idle), too_long)
         .eventsource()
         .map(|event| {
             event.map_err(|e| match e {
@@ -70,6 +76,9 @@ pub(crate) fn ndjson(
         /// read part is dropped once per chunk, so a long reply arriving at once is not moved
         /// again for every line.
         read: usize,
+        /// How far `buffer` was searched for a newline: a line arriving in many chunks is
+        /// searched once, not once per chunk.
+        searched: usize,
         ended: bool,
     }
     fn line(bytes: &[u8]) -> Result<String, Failure> {
@@ -81,14 +90,18 @@ pub(crate) fn ndjson(
         bytes: idle_bytes(response, idle),
         buffer: Vec::new(),
         read: 0,
+        searched: 0,
         ended: false,
     };
     futures::stream::unfold(start, |mut s| async move {
         loop {
             let unread = &s.buffer[s.read..];
-            if let Some(end) = unread.iter().position(|&b| b == b'\n') {
+            let from = s.searched.saturating_sub(s.read);
+            if let Some(end) = unread[from..].iter().position(|&b| b == b'\n') {
+                let end = from + end;
                 let result = line(&unread[..end]);
                 s.read += end + 1;
+                s.searched = s.read;
                 match result {
                     Ok(text) if text.is_empty() => continue,
                     other => return Some((other, s)),
@@ -98,20 +111,35 @@ pub(crate) fn ndjson(
                 // A last line without its newline still counts.
                 let rest = std::mem::take(&mut s.buffer).split_off(s.read);
                 s.read = 0;
+                s.searched = 0;
                 if rest.iter().all(u8::is_ascii_whitespace) {
                     return None;
                 }
                 return Some((line(&rest), s));
             }
+            s.searched = s.buffer.len();
+            if s.buffer.len() - s.read > crate::http::sse::MAX_LINE {
+                s.buffer.clear();
+                s.read = 0;
+                s.searched = 0;
+                s.ended = true;
+                let failure = Failure::Invalid(format!(
+                    "a line of the stream is over {} MiB",
+                    crate::http::sse::MAX_LINE >> 20
+                ));
+                return Some((Err(failure), s));
+            }
             match s.bytes.next().await {
                 Some(Ok(chunk)) => {
                     s.buffer.drain(..s.read);
+                    s.searched -= s.read;
                     s.read = 0;
                     s.buffer.extend_from_slice(&chunk);
                 }
                 Some(Err(failure)) => {
                     s.buffer.clear();
                     s.read = 0;
+                    s.searched = 0;
                     s.ended = true;
                     return Some((Err(failure), s));
                 }

@@ -26,3 +26,5 @@ pub use client::{
 };
 pub(crate) use request::{chat_body, ChatBody};
 pub(crate) use wire::Wire;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use wire::{plain, streamed};

@@ -174,7 +174,7 @@ impl<C: Config + Clone> Wire<C> {
 
 /// What came back, before usage is settled.
 #[derive(Debug, Default)]
-struct Raw {
+pub(crate) struct Raw {
     text: String,
     model: String,
     usage: Option<CompletionUsage>,
@@ -183,7 +183,7 @@ struct Raw {
 
 /// A failure inside one call, before it becomes an [`LlmError`].
 #[derive(Debug)]
-enum CallError {
+pub(crate) enum CallError {
     OpenAi(OpenAIError),
     Empty(&'static str),
     /// The stream went silent for longer than the idle timeout.
@@ -214,7 +214,7 @@ impl From<OpenAIError> for CallError {
     }
 }
 
-async fn plain<C: Config>(
+pub(crate) async fn plain<C: Config>(
     client: &Client<C>,
     body: CreateChatCompletionRequest,
 ) -> Result<Raw, CallError> {
@@ -233,7 +233,7 @@ async fn plain<C: Config>(
     })
 }
 
-async fn streamed<C: Config>(
+pub(crate) async fn streamed<C: Config>(
     client: &Client<C>,
     body: CreateChatCompletionRequest,
     idle: Duration,

@@ -122,6 +122,9 @@ struct Segment {
 /// with a count starts on it, or the region it continues from an earlier line has a count,
 /// unless a skipped region starts it; its count is the larger of that continued region's and
 /// the regions starting on it.
+/// More lines than any target file has.
+const MOST_LINES: u32 = 1_000_000;
+
 fn llvm_cov(file: &Value) -> Option<LineHits> {
     let segments: Vec<Segment> = file
         .get("segments")?
@@ -130,7 +133,7 @@ fn llvm_cov(file: &Value) -> Option<LineHits> {
         .map(|s| {
             let s = s.as_array()?;
             Some(Segment {
-                line: s.first()?.as_u64()? as u32,
+                line: u32::try_from(s.first()?.as_u64()?).ok()?,
                 count: s.get(2)?.as_u64()?,
                 has_count: s.get(3)?.as_bool()?,
                 region_entry: s.get(4)?.as_bool()?,
@@ -144,7 +147,9 @@ fn llvm_cov(file: &Value) -> Option<LineHits> {
     };
     let mut wrapped: Option<&Segment> = None;
     let mut next = 0;
-    for line in segments[0].line..=last {
+    // A report's lines past any source file's are not walked (one region to line 4e9 would
+    // be four billion lines).
+    for line in segments[0].line..=last.min(MOST_LINES) {
         let start = next;
         while next < segments.len() && segments[next].line == line {
             next += 1;
@@ -256,6 +261,19 @@ mod tests {
             vec![1, 3],
             "its code lines, missed; not the comment"
         );
+    }
+
+    /// Found reading the parsers for the fuzz targets: a region from line 1 to line 4e9 was
+    /// walked line by line, into a 16 GB list.
+    #[test]
+    fn a_region_to_a_far_line_walks_no_further_than_any_file_goes() {
+        let file = serde_json::json!({
+            "segments": [[1, 1, 5, true, true, false], [4_000_000_000u64, 1, 0, false, false, false]]
+        });
+        let hits = llvm_cov(&file).expect("read");
+        assert_eq!(hits.covered.len(), MOST_LINES as usize);
+        let beyond = serde_json::json!({"segments": [[5_000_000_000u64, 1, 5, true, true, false]]});
+        assert!(llvm_cov(&beyond).is_none(), "a line past u32 is no line");
     }
 
     /// llvm-cov's segments give the lines llvm-cov's own lcov report counts, from one real run.

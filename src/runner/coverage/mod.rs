@@ -26,3 +26,5 @@ mod tool;
 pub use gather::with_coverage;
 pub use summary::CoverageReader;
 pub use tool::{CoverageError, CoverageTool};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use {lines::target_lines, summary::parse_summary};

@@ -19,7 +19,7 @@ const RUFF_WARNING_CODES: &[&str] = &["E501"];
 
 /// Findings read from a linter's report.
 #[derive(Debug, Default)]
-pub(super) struct Found {
+pub(crate) struct Found {
     /// The tool recognised, when the format says (a configured command).
     pub tool: Option<&'static str>,
     pub errors: u32,
@@ -57,7 +57,7 @@ impl Found {
 }
 
 /// A configured command's output, read as eslint, ruff or clippy JSON when it is one.
-pub(super) fn detect(output: &str, cwd: &Path) -> Option<Found> {
+pub(crate) fn detect(output: &str, cwd: &Path) -> Option<Found> {
     if let Some(found) = clippy(output, cwd) {
         return Some(found);
     }

@@ -15,5 +15,7 @@ mod findings;
 mod plan;
 mod run;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use findings::detect;
 pub use plan::{lint_plan, LintError, LintPlan};
 pub use run::run_lint;

@@ -32,9 +32,9 @@ pub(crate) fn cargo(out: &str) -> Option<Parsed> {
 
     for line in out.lines() {
         if let Some(c) = result.captures(line) {
-            totals.passed += c[1].parse().unwrap_or(0);
-            totals.failed += c[2].parse().unwrap_or(0);
-            totals.skipped += c[3].parse().unwrap_or(0);
+            totals.passed = totals.passed.saturating_add(c[1].parse().unwrap_or(0));
+            totals.failed = totals.failed.saturating_add(c[2].parse().unwrap_or(0));
+            totals.skipped = totals.skipped.saturating_add(c[3].parse().unwrap_or(0));
             section = None;
         } else if let Some(c) = running.captures(line) {
             // `Running unittests src/lib.rs (target/...)` names the source; an old cargo prints

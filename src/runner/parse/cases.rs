@@ -119,9 +119,9 @@ pub(crate) fn add_counts(totals: &mut Totals, text: &str, map: fn(&str) -> Optio
     for c in re.captures_iter(text) {
         let n: u32 = c[1].parse().unwrap_or(0);
         match map(&c[2]) {
-            Some(Bucket::Passed) => totals.passed += n,
-            Some(Bucket::Failed) => totals.failed += n,
-            Some(Bucket::Skipped) => totals.skipped += n,
+            Some(Bucket::Passed) => totals.passed = totals.passed.saturating_add(n),
+            Some(Bucket::Failed) => totals.failed = totals.failed.saturating_add(n),
+            Some(Bucket::Skipped) => totals.skipped = totals.skipped.saturating_add(n),
             None => {}
         }
     }

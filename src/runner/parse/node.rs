@@ -129,9 +129,9 @@ pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
             let (key, n) = text[2..].split_once(' ').unwrap_or(("", "0"));
             let n: u32 = n.parse().unwrap_or(0);
             match key {
-                "pass" => totals.passed += n,
-                "fail" | "cancelled" => totals.failed += n,
-                "skipped" | "todo" => totals.skipped += n,
+                "pass" => totals.passed = totals.passed.saturating_add(n),
+                "fail" | "cancelled" => totals.failed = totals.failed.saturating_add(n),
+                "skipped" | "todo" => totals.skipped = totals.skipped.saturating_add(n),
                 _ => {}
             }
         } else if let Some(c) = text.strip_prefix('#') {
@@ -144,9 +144,9 @@ pub(crate) fn node_tap(out: &str, cwd: &Path) -> Option<Parsed> {
     for r in &results {
         if !have_counts && r.ancestors.is_empty() {
             match (r.ok, r.directive) {
-                (_, true) => totals.skipped += 1,
-                (true, false) => totals.passed += 1,
-                (false, false) => totals.failed += 1,
+                (_, true) => totals.skipped = totals.skipped.saturating_add(1),
+                (true, false) => totals.passed = totals.passed.saturating_add(1),
+                (false, false) => totals.failed = totals.failed.saturating_add(1),
             }
         }
         if let Some((id, status, message)) = r.failure(cwd) {
@@ -244,9 +244,9 @@ pub(crate) fn node_spec(out: &str, cwd: &Path) -> Option<Parsed> {
     for c in lines.iter().filter_map(|l| count.captures(l)) {
         let n: u32 = c[2].parse().unwrap_or(0);
         match &c[1] {
-            "pass" => totals.passed += n,
-            "fail" | "cancelled" => totals.failed += n,
-            "skipped" | "todo" => totals.skipped += n,
+            "pass" => totals.passed = totals.passed.saturating_add(n),
+            "fail" | "cancelled" => totals.failed = totals.failed.saturating_add(n),
+            "skipped" | "todo" => totals.skipped = totals.skipped.saturating_add(n),
             _ => {}
         }
     }

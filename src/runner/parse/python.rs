@@ -133,14 +133,16 @@ pub(crate) fn unittest(out: &str, cwd: &Path) -> Option<Parsed> {
         for c in count.captures_iter(counts.as_str()) {
             let n: u32 = c[2].parse().unwrap_or(0);
             match c[1].trim() {
-                "failures" | "errors" => totals.failed += n,
-                "skipped" | "expected failures" => totals.skipped += n,
+                "failures" | "errors" => totals.failed = totals.failed.saturating_add(n),
+                "skipped" | "expected failures" => {
+                    totals.skipped = totals.skipped.saturating_add(n)
+                }
                 // Unexpected successes ran and passed.
                 _ => {}
             }
         }
     }
-    totals.passed = total.saturating_sub(totals.failed + totals.skipped);
+    totals.passed = total.saturating_sub(totals.failed.saturating_add(totals.skipped));
 
     let mut cases = Cases::default();
     let mut i = 0;
@@ -167,11 +169,15 @@ pub(crate) fn unittest(out: &str, cwd: &Path) -> Option<Parsed> {
             }
         };
         i += 1;
-        // The body runs from the `----` rule to the next `====` rule or the closing rule.
+        // The body runs from the `----` rule to the next `====` rule or the closing rule. The
+        // search for the `----` rule stops at the next `====`: a heading without a body does not
+        // search the rest of the output (which cost the square of the headings).
         let from = lines[i..at]
             .iter()
-            .position(|l| l.starts_with("----"))
-            .map_or(i, |p| i + p + 1);
+            .position(|l| l.starts_with("----") || l.starts_with("===="))
+            .map(|p| i + p)
+            .filter(|&r| lines[r].starts_with("----"))
+            .map_or(i, |r| r + 1);
         let to = lines[from..at]
             .iter()
             .position(|l| l.starts_with("====") || l.starts_with("----"))

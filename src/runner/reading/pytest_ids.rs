@@ -61,8 +61,19 @@ pub(crate) fn module_parts(parts: &[&str], file: Option<&str>, cwd: &Path) -> us
             return n;
         }
     }
-    // The module file that exists, longest first.
-    for k in (1..=parts.len()).rev() {
+    // The module file that exists, longest first; a path longer than a file system takes (4096
+    // bytes on Linux) or deeper than 32 packages is not looked for: a classname of a million
+    // dots would cost the square of its length, in calls to the file system.
+    let longest = parts
+        .iter()
+        .scan(0, |len, p| {
+            *len += p.len() + 1;
+            Some(*len)
+        })
+        .take_while(|len| *len <= 4096)
+        .take(32)
+        .count();
+    for k in (1..=longest).rev() {
         if cwd.join(format!("{}.py", parts[..k].join("/"))).is_file() {
             return k;
         }

@@ -322,7 +322,7 @@ fn case(r: &RawCase, pytest: bool, cwd: &Path, modules: &mut HashMap<String, usi
         // xunit1's `line` is the test's definition, counted from 0.
         Some(Location {
             file: case.file.clone()?,
-            line: r.line.map(|l| l + 1),
+            line: r.line.map(|l| l.saturating_add(1)),
             column: None,
         })
         .filter(|_| r.line.is_some())

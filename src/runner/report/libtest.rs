@@ -9,7 +9,7 @@
 //! with tests still running was killed: they timed out.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use ralph_actors::schema::test_run::{CaseStatus, Location, TestCase};
@@ -42,9 +42,49 @@ struct Suite {
     file: Option<String>,
     doctests: bool,
     /// Started and not yet finished, in start order.
-    running: Vec<String>,
+    running: Running,
     /// The output lines after the suite's last event: a crash prints there.
     after: Vec<String>,
+}
+
+/// The tests started and not yet finished, in start order: finishing one costs the same however
+/// many run at once (a `Vec` searched on each finish cost the square of 100,000 at once).
+#[derive(Default)]
+struct Running {
+    order: BTreeMap<u64, String>,
+    by_name: HashMap<String, Vec<u64>>,
+    next: u64,
+}
+
+impl Running {
+    fn start(&mut self, name: &str) {
+        self.order.insert(self.next, name.to_string());
+        self.by_name
+            .entry(name.to_string())
+            .or_default()
+            .push(self.next);
+        self.next += 1;
+    }
+
+    /// Every start of `name` is over.
+    fn finish(&mut self, name: &str) {
+        for n in self.by_name.remove(name).unwrap_or_default() {
+            self.order.remove(&n);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.order.clear();
+        self.by_name.clear();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &String> {
+        self.order.values()
+    }
 }
 
 struct State<'c> {
@@ -123,7 +163,7 @@ impl State<'_> {
                 self.suite = Some(Suite {
                     file: self.next_file.take(),
                     doctests: std::mem::take(&mut self.next_doctests),
-                    running: Vec::new(),
+                    running: Running::default(),
                     after: Vec::new(),
                 });
             }
@@ -135,7 +175,7 @@ impl State<'_> {
             }
             ("test", "started") => {
                 if let (Some(s), Some(name)) = (self.suite.as_mut(), e.name.as_deref()) {
-                    s.running.push(name.to_string());
+                    s.running.start(name);
                     s.after.clear();
                 }
             }
@@ -150,7 +190,7 @@ impl State<'_> {
         };
         let (file, doctests) = match self.suite.as_mut() {
             Some(s) => {
-                s.running.retain(|n| n != name);
+                s.running.finish(name);
                 s.after.clear();
                 (s.file.clone(), s.doctests)
             }
@@ -243,15 +283,15 @@ impl State<'_> {
             && crash
                 .iter()
                 .all(|l| l.trim().is_empty() || l.starts_with("[ralph-loop]"));
-        let crash_text = crash.join("\n");
-        for name in &suite.running {
+        let crash = read_failure(&crash.join("\n"), self.cwd);
+        for name in suite.running.values() {
             let mut case = self.new_case(name, suite.file.as_deref(), suite.doctests);
             if killed {
                 case.status = CaseStatus::Timeout;
                 case.message = Some("still running when the test run was stopped".into());
             } else {
                 case.status = CaseStatus::Fail;
-                fill_failure(&mut case, &crash_text, self.cwd);
+                crash.apply(&mut case);
                 case.error_type = Some("crash".into());
                 if case.message.is_none() {
                     case.message = Some("the test binary exited before this test finished".into());
@@ -262,9 +302,47 @@ impl State<'_> {
     }
 }
 
+/// Reads a failed test's output into `case`.
+fn fill_failure(case: &mut TestCase, output: &str, cwd: &Path) {
+    read_failure(output, cwd).apply(case);
+}
+
+/// What a failure's output says, read once however many tests it ended (a crash ends every
+/// test still running: reading it again for each cost the square of a long crash).
+struct Failure {
+    message: Option<String>,
+    error_type: Option<String>,
+    stdout: Option<String>,
+    stack: Option<String>,
+    location: Option<Location>,
+}
+
+impl Failure {
+    fn apply(&self, case: &mut TestCase) {
+        case.message = self.message.clone();
+        case.error_type = self.error_type.clone();
+        if self.stdout.is_some() {
+            case.stdout = self.stdout.clone();
+        }
+        if self.stack.is_some() {
+            case.stack = self.stack.clone();
+        }
+        case.location = self.location.clone().or_else(|| {
+            // A doctest's panic is in a generated file; its name gives the block's place.
+            let re = regex!(r"^(\S+) - .*\(line (\d+)\)$")?;
+            let c = re.captures(&case.id)?;
+            Some(Location {
+                file: c[1].to_string(),
+                line: c[2].parse().ok(),
+                column: None,
+            })
+        });
+    }
+}
+
 /// Reads a failed test's output: the captured stdout, then `thread '...' panicked at
 /// file:line:col:` with the message, then maybe `stack backtrace:`.
-fn fill_failure(case: &mut TestCase, output: &str, cwd: &Path) {
+fn read_failure(output: &str, cwd: &Path) -> Failure {
     let output = output.trim_matches('\n');
     let lines: Vec<&str> = output.lines().collect();
     let thread = regex!(r"^thread '.*?'(?: \(\d+\))? (panicked at |has overflowed its stack)");
@@ -299,31 +377,21 @@ fn fill_failure(case: &mut TestCase, output: &str, cwd: &Path) {
             None => (*l).to_string(),
         })
         .collect();
-    case.message = clip(message_lines.iter().map(String::as_str));
     let panicked = start
         .and_then(|s| lines.get(s))
         .is_some_and(|l| l.contains("panicked at "));
-    case.error_type = match start {
-        Some(_) if panicked => Some("panic".into()),
-        // A stack overflow or a failed allocation aborts the binary.
-        Some(_) => Some("crash".into()),
-        None => None,
-    };
     let captured = captured.join("\n");
-    if !captured.trim().is_empty() {
-        case.stdout = Some(trace::cap(captured.trim_matches('\n'), OUTPUT_MAX_BYTES));
+    Failure {
+        message: clip(message_lines.iter().map(String::as_str)),
+        error_type: match start {
+            Some(_) if panicked => Some("panic".into()),
+            // A stack overflow or a failed allocation aborts the binary.
+            Some(_) => Some("crash".into()),
+            None => None,
+        },
+        stdout: (!captured.trim().is_empty())
+            .then(|| trace::cap(captured.trim_matches('\n'), OUTPUT_MAX_BYTES)),
+        stack: trace_at.map(|b| trace::cap(&lines[b..].join("\n"), STACK_MAX_BYTES)),
+        location: trace::location(output, Some(cwd)),
     }
-    if let Some(b) = trace_at {
-        case.stack = Some(trace::cap(&lines[b..].join("\n"), STACK_MAX_BYTES));
-    }
-    case.location = trace::location(output, Some(cwd)).or_else(|| {
-        // A doctest's panic is in a generated file; its name gives the block's place.
-        let re = regex!(r"^(\S+) - .*\(line (\d+)\)$")?;
-        let c = re.captures(&case.id)?;
-        Some(Location {
-            file: c[1].to_string(),
-            line: c[2].parse().ok(),
-            column: None,
-        })
-    });
 }

@@ -146,31 +146,29 @@ fn fill_failure(case: &mut TestCase, t: &Test<'_>, cwd: &Path) {
 /// such suite its title starts with. A suite holding only suites stays merged into its child's
 /// title (`outer inner > test`), which is still stable.
 struct Suites<'a> {
-    titles: Vec<&'a str>,
     paths: HashMap<&'a str, Vec<&'a str>>,
 }
 
 impl<'a> Suites<'a> {
     fn new(titles: impl Iterator<Item = &'a str>) -> Self {
         let mut titles: Vec<&str> = titles.filter(|t| !t.is_empty()).collect();
-        titles.sort_unstable_by_key(|t| t.len());
+        titles.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
         titles.dedup();
         let mut suites = Self {
-            titles: Vec::new(),
             paths: HashMap::new(),
         };
+        // The lengths of the titles seen: only a prefix of one of them can be a parent, so
+        // each title looks up a few of its prefixes, not every title before it.
+        let mut lengths = HashSet::new();
         // Shortest first, so each parent's path is known before its children's.
         for title in titles {
-            let parent = suites
-                .titles
-                .iter()
+            let parent = title
+                .match_indices(' ')
                 .rev()
-                .find(|p| {
-                    title.len() > p.len() + 1
-                        && title.starts_with(**p)
-                        && title.as_bytes()[p.len()] == b' '
-                })
-                .copied();
+                .map(|(at, _)| at)
+                .filter(|at| at + 1 < title.len() && lengths.contains(at))
+                .map(|at| &title[..at])
+                .find(|p| suites.paths.contains_key(p));
             let path = match parent {
                 Some(p) => {
                     let mut path = suites.paths.get(p).cloned().unwrap_or_default();
@@ -180,7 +178,7 @@ impl<'a> Suites<'a> {
                 None => vec![title],
             };
             suites.paths.insert(title, path);
-            suites.titles.push(title);
+            lengths.insert(title.len());
         }
         suites
     }

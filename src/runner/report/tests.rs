@@ -567,6 +567,43 @@ fn libtest_sums_every_binary_and_the_doctests() {
     assert_eq!(t.location, at("src/lib.rs", 9, None));
 }
 
+/// Found reading the parsers for the fuzz targets: each finished test was searched for among
+/// every one still running, and a crash's output read again for each test it ended.
+#[test]
+fn a_crash_among_thousands_running_at_once_ends_each_of_them_in_start_order() {
+    const N: usize = 20_000;
+    let mut out = String::from(
+        "     Running unittests src/lib.rs (target/debug/deps/m-1)\n{ \"type\": \"suite\", \"event\": \"started\", \"test_count\": 20000 }\n",
+    );
+    for i in 0..N {
+        out += &format!("{{ \"type\": \"test\", \"event\": \"started\", \"name\": \"t{i}\" }}\n");
+    }
+    for i in (2..N).rev() {
+        out += &format!("{{ \"type\": \"test\", \"name\": \"t{i}\", \"event\": \"ok\" }}\n");
+    }
+    out +=
+        "thread 't1' (7) has overflowed its stack\nfatal runtime error: stack overflow, aborting\n";
+    out += &"   at frame\n".repeat(10_000);
+    out += "error: test failed, to rerun pass `--lib`\n";
+    let p = parse_report(ReportFormat::LibtestJson, &out, Path::new("/p")).expect("parses");
+    assert_eq!(p.totals, totals(N as u32 - 2, 2, 0, 0));
+    let crashed: Vec<&TestCase> = p
+        .tests
+        .iter()
+        .filter(|t| t.status == CaseStatus::Fail)
+        .collect();
+    assert_eq!(
+        crashed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["src/lib.rs::t0", "src/lib.rs::t1"]
+    );
+    assert!(crashed
+        .iter()
+        .all(|t| t.error_type.as_deref() == Some("crash")
+            && t.message
+                .as_deref()
+                .is_some_and(|m| m.contains("overflowed its stack"))));
+}
+
 #[test]
 fn libtest_time_limits_are_timeouts() {
     let p = read("libtest_time.txt");

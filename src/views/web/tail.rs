@@ -139,12 +139,7 @@ impl Hub {
             },
         };
         let follower = Follower {
-            reader: Reader {
-                path,
-                after: if shape == Shape::View { 0 } else { after },
-                offset: 0,
-                partial: Vec::new(),
-            },
+            reader: Reader::new(path, if shape == Shape::View { 0 } else { after }),
             seen: after,
             speed,
             out,
@@ -258,6 +253,9 @@ impl Follower {
             if sent && self.speed.is_none() && !self.pause(VIEW_EVERY).await {
                 return self.uncount(counted, unfinished);
             }
+            if self.reader.behind() {
+                continue;
+            }
             tokio::select! {
                 _ = bell.changed() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -294,19 +292,46 @@ impl Follower {
 /// A whole line of the log: its `seq`, its time, the line.
 type Line = (u64, Option<DateTime<Utc>>, String);
 
+/// The most of a log read at once: a log that grew by more is read over the next reads, which
+/// come at once, so a huge log costs a follower this much memory, not its size.
+const MOST_PER_READ: u64 = 8 << 20;
+
+/// The longest line held while its end has not come: no event is near it, so a longer one is
+/// dropped (its rest, when it comes, is no JSON and is skipped as a line cut short).
+const LONGEST_LINE: usize = 16 << 20;
+
 /// Where a reader is in its log.
-struct Reader {
+pub(crate) struct Reader {
     path: PathBuf,
     after: u64,
     offset: u64,
     /// The start of a line not yet ended.
     partial: Vec<u8>,
+    /// The last read stopped at [`MOST_PER_READ`]: more is there to read now.
+    behind: bool,
 }
 
 impl Reader {
+    /// A reader of `path` from its start, keeping the lines whose `seq` is past `after`.
+    pub(crate) fn new(path: PathBuf, after: u64) -> Self {
+        Self {
+            path,
+            after,
+            offset: 0,
+            partial: Vec::new(),
+            behind: false,
+        }
+    }
+
+    /// Whether the last read stopped short of the log's end.
+    pub(crate) fn behind(&self) -> bool {
+        self.behind
+    }
+
     /// The whole lines appended since the last read whose `seq` is past `after` (with their
-    /// time), and whether one of them ended the run.
-    fn read_new(&mut self) -> (Vec<Line>, bool) {
+    /// time), and whether one of them ended the run. Only the bytes just read are searched for
+    /// the last line end, so a line written a byte at a time costs its length.
+    pub(crate) fn read_new(&mut self) -> (Vec<Line>, bool) {
         let mut bytes = Vec::new();
         let read = std::fs::File::open(&self.path).and_then(|mut file| {
             let len = file.metadata()?.len();
@@ -316,18 +341,23 @@ impl Reader {
                 self.partial.clear();
             }
             file.seek(SeekFrom::Start(self.offset))?;
-            file.read_to_end(&mut bytes)
+            file.take(MOST_PER_READ).read_to_end(&mut bytes)
         });
         let Ok(n) = read else {
+            self.behind = false;
             return (Vec::new(), false);
         };
         self.offset += n as u64;
-        self.partial.extend_from_slice(&bytes);
-        let Some(last_newline) = self.partial.iter().rposition(|b| *b == b'\n') else {
+        self.behind = n as u64 == MOST_PER_READ;
+        let Some(last_newline) = bytes.iter().rposition(|b| *b == b'\n') else {
+            self.partial.extend_from_slice(&bytes);
+            if self.partial.len() > LONGEST_LINE {
+                self.partial = Vec::new();
+            }
             return (Vec::new(), false);
         };
-        let rest = self.partial.split_off(last_newline + 1);
-        let whole = std::mem::replace(&mut self.partial, rest);
+        let mut whole = std::mem::replace(&mut self.partial, bytes[last_newline + 1..].to_vec());
+        whole.extend_from_slice(&bytes[..=last_newline]);
         let mut lines = Vec::new();
         let mut ended = false;
         for line in String::from_utf8_lossy(&whole).lines() {
@@ -370,12 +400,7 @@ mod tests {
             "{{\"seq\":1,\"type\":\"note\"}}\n{{\"seq\":2,\"type\":\"note\"}}\n{{\"seq\":3,\"ty"
         )
         .unwrap();
-        let mut reader = Reader {
-            path: path.clone(),
-            after: 1,
-            offset: 0,
-            partial: Vec::new(),
-        };
+        let mut reader = Reader::new(path.clone(), 1);
         let (lines, ended) = reader.read_new();
         assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [2]);
         assert_eq!(lines[0].1, None, "no time: no wait in a replay");
