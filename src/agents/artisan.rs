@@ -356,6 +356,8 @@ impl LlmClient for AgentArtisan {
             usage: spent.usage,
             model: self.model_name.clone(),
             cost_usd: Some(spent.cost),
+            // The agent's calls were settled on the gateway's ledger: `spent.cost` is what they came to.
+            lost_attempts: 0,
             usage_estimated: spent.estimated,
             budget_refused,
         })

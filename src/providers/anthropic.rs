@@ -833,10 +833,10 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
-    async fn a_cut_stream_is_a_network_error() {
+    async fn a_cut_stream_broke_off_and_is_sent_once() {
         let server = serving(events_reply(&cut_after_half()), 1).await;
         let err = failure(&client(&server, |_| {}), MODEL).await;
-        assert!(matches!(err, LlmError::Network { .. }), "{err:?}");
+        assert!(matches!(err, LlmError::BrokeOff { .. }), "{err:?}");
     }
 
     #[tokio::test]

@@ -399,6 +399,8 @@ pub(crate) mod tests {
         let reply = reply_to(&client(url, 3), "azure/prod-chat").await;
         assert_eq!(reply.text, "Hello");
         assert_eq!(served.load(Ordering::SeqCst), 2);
+        // The server had begun the stalled reply: the caller charges it.
+        assert_eq!(reply.lost_attempts, 1);
         // One that stays stalled: the conformance table (`providers::conformance`).
     }
 

@@ -133,6 +133,27 @@ async fn every_provider_calls_a_page_that_is_not_its_json_an_invalid_reply() {
 }
 
 #[tokio::test]
+async fn every_provider_calls_a_stream_that_ends_early_broken_off_and_sends_it_once() {
+    each(|w| async move {
+        // The stream's first chunk, then a proper end of the body: no terminator of the
+        // protocol's own came.
+        let (first, content_type) = (w.first)();
+        let server = serving(
+            wiremock::ResponseTemplate::new(200).set_body_raw(first, content_type),
+            1,
+        )
+        .await;
+        let err = failure(&*(w.client)(&server.uri(), |_| {}), w.model).await;
+        assert!(
+            matches!(err, LlmError::BrokeOff { .. }),
+            "{}: {err:?}",
+            w.name
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn every_provider_sends_a_stalled_stream_again_then_reports_it() {
     each(|w| async move {
         let (first, content_type) = (w.first)();

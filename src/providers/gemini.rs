@@ -399,6 +399,12 @@ pub(crate) async fn read_stream(response: Response, idle: Duration) -> Result<Ra
             "the stream ended before any chunk (is this the Gemini API?)".into(),
         ));
     }
+    // The last chunk names why the model stopped; a stream cut off ends without one.
+    if raw.finish.is_none() {
+        return Err(Failure::Network(
+            "the stream ended before a finishReason: the reply is incomplete".into(),
+        ));
+    }
     Ok(raw)
 }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use async_openai::error::{ApiError, ApiErrorResponse, OpenAIError, WrappedError};
 
-use crate::providers::http::LenientError;
+use crate::providers::http::{rebuilt, status_of_error_in_success, LenientError};
 use async_openai::middleware::HttpRequestFactory;
 use reqwest::header::AUTHORIZATION;
 use reqwest::{Response, StatusCode};
@@ -216,6 +216,19 @@ async fn read_body_cost(response: Response, call: &CallState) -> Result<Response
         .bytes()
         .await
         .map_err(|e| Failed::Fatal(OpenAIError::Reqwest(e)))?;
+    if let Some(code) = status_of_error_in_success(&body) {
+        // A gateway answered for a failing server: its error, as its status would have.
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = body.to_vec();
+        return Err(match is_retryable_status(code) {
+            true => Failed::Status {
+                status,
+                body,
+                server_delay: None,
+            },
+            false => Failed::Fatal(api_error(status, &body)),
+        });
+    }
     if call.reported_cost().is_none() {
         let cost = serde_json::from_slice::<serde_json::Value>(&body)
             .ok()
@@ -225,10 +238,7 @@ async fn read_body_cost(response: Response, call: &CallState) -> Result<Response
             call.reported_cost.store(cost.to_bits(), Ordering::Relaxed);
         }
     }
-    let mut rebuilt = ::http::Response::new(body);
-    *rebuilt.status_mut() = status;
-    *rebuilt.headers_mut() = headers;
-    Ok(Response::from(rebuilt))
+    Ok(rebuilt(status, headers, body))
 }
 
 fn is_event_stream(response: &Response) -> bool {
@@ -251,10 +261,7 @@ pub(crate) fn by_lines(response: Response) -> Response {
         .map(|b| b.map_err(std::io::Error::other))
         .boxed();
     let body = reqwest::Body::wrap_stream(crate::http::sse::whole_lines(bytes, too_long));
-    let mut rebuilt = ::http::Response::new(body);
-    *rebuilt.status_mut() = status;
-    *rebuilt.headers_mut() = headers;
-    Response::from(rebuilt)
+    rebuilt(status, headers, body)
 }
 
 async fn attempt(

@@ -234,10 +234,11 @@ pub fn openai_wire() -> crate::providers::conformance::Wire {
 /// A stream's first chunk, `Hel`, for a server that then stalls.
 pub const FIRST_CHUNK: &str = "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
 
-/// The whole stream [`FIRST_CHUNK`] begins: `Hel`, `lo`, then `[DONE]`.
+/// The whole stream [`FIRST_CHUNK`] begins: `Hel`, `lo`, the finish, then `[DONE]`.
 pub fn whole_stream() -> String {
     let rest = FIRST_CHUNK.replace("Hel", "lo");
-    format!("{FIRST_CHUNK}{rest}data: [DONE]\n\n")
+    let finish = FIRST_CHUNK.replace("{\"content\":\"Hel\"}}", "{},\"finish_reason\":\"stop\"}");
+    format!("{FIRST_CHUNK}{rest}{finish}data: [DONE]\n\n")
 }
 
 /// The JSON body of the last request the server received.

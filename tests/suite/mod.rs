@@ -23,6 +23,7 @@ mod cli;
 mod context;
 mod criteria;
 mod docs;
+mod faults;
 mod fn_length;
 mod footprint;
 mod gates;

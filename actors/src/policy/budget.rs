@@ -387,12 +387,30 @@ impl Ledger {
         self.accounts().snap.estimated_calls += 1;
     }
 
+    /// Charges `attempts` earlier attempts of a call still under way (a stream that stalled and
+    /// was sent again) the call's reservation each: the provider may bill what each generated,
+    /// and no usage came for them. The call's own grant stays open. Returns the charge.
+    pub fn charge_lost_attempts(&self, grant: &Grant, attempts: u32) -> f64 {
+        let cost = grant.reserved * f64::from(attempts);
+        for (_, money) in self.lock_budgets().iter_mut() {
+            money.spent += cost;
+        }
+        self.record(grant, cost, &Usage::default());
+        self.accounts().snap.abandoned_calls += attempts;
+        cost
+    }
+
     fn book(&self, grant: &Grant, cost: f64, usage: &Usage) {
         self.close_grant();
         for (_, money) in self.lock_budgets().iter_mut() {
             money.reserved = (money.reserved - grant.reserved).max(0.0);
             money.spent += cost;
         }
+        self.record(grant, cost, usage);
+    }
+
+    /// Adds `cost` and `usage` to the run's accounts, under the grant's role and model.
+    fn record(&self, grant: &Grant, cost: f64, usage: &Usage) {
         let mut accounts = self.accounts();
         let s = &mut accounts.snap;
         s.spent += cost;

@@ -28,6 +28,10 @@ pub struct ChatMessage {
     pub cache_prefix: usize,
 }
 
+fn no_attempts(n: &u32) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -159,6 +163,11 @@ pub struct ChatReply {
     /// `x-litellm-response-cost`): it outranks every price table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Earlier attempts of the call whose reply the server had begun when it was given up on
+    /// (a stream that stalled, then sent again): the provider may bill each, and no usage came
+    /// for them.
+    #[serde(default, skip_serializing_if = "no_attempts")]
+    pub lost_attempts: u32,
     /// The provider reported no usage, and `usage` is the client's estimate.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub usage_estimated: bool,
@@ -203,6 +212,10 @@ pub enum LlmError {
     ContextTooLong { provider: String, message: String },
     #[error("{provider}: network error: {message}")]
     Network { provider: String, message: String },
+    /// The connection broke after the request was sent: the server may have billed the reply,
+    /// so it is not sent again.
+    #[error("{provider}: {message} (not sent again: it may already be billed)")]
+    BrokeOff { provider: String, message: String },
     #[error(
         "{provider}: no reply within {seconds}s; a slow model (a local one on a CPU) may need \
          more: raise providers.{provider}.timeout_seconds"
@@ -250,8 +263,22 @@ impl LlmError {
             LlmError::RateLimited { .. }
                 | LlmError::Server { .. }
                 | LlmError::Network { .. }
+                | LlmError::BrokeOff { .. }
                 | LlmError::Timeout { .. }
                 | LlmError::Stalled { .. }
+        )
+    }
+
+    /// Whether the provider may bill the call though no usage came back: it accepted the
+    /// request (a success status) and was answering when the reply was lost, cut short, given up
+    /// on, or came back in a shape no client can read. Such a call is charged its reservation.
+    pub fn may_be_billed(&self) -> bool {
+        matches!(
+            self,
+            LlmError::BrokeOff { .. }
+                | LlmError::Timeout { .. }
+                | LlmError::Stalled { .. }
+                | LlmError::InvalidReply { .. }
         )
     }
 }

@@ -351,20 +351,11 @@ impl Caller {
                 reply
             }
             Err(e) => {
-                if matches!(e, LlmError::Timeout { .. } | LlmError::Stalled { .. }) {
-                    // The server was generating when we gave up on it.
-                    let charged = self.ledger.charge_abandoned(grant);
-                    self.events.emit(Event::Warning {
-                        message: format!(
-                            "{role} call on {model} abandoned ({e}); charged the ${charged:.4} reserved for it, as the provider may bill it"
-                        ),
-                    });
-                } else {
-                    self.ledger.release(grant);
-                }
+                self.close_failed(role, model, grant, &e);
                 return Err(e.into());
             }
         };
+        self.charge_lost_attempts(role, model, &grant, reply.lost_attempts);
         if let Some(estimate) = self.estimate_if_unreported(model, &reply, prompt_bound, &grant) {
             reply.usage = estimate;
         }
@@ -403,6 +394,35 @@ impl Caller {
             return Err(Error::Budget(why));
         }
         Ok(reply)
+    }
+
+    /// Closes the grant of a call that failed: charged its reservation when the server took
+    /// the request and was answering when the reply was lost, else released.
+    fn close_failed(&self, role: Role, model: &str, grant: Grant, e: &LlmError) {
+        if !e.may_be_billed() {
+            self.ledger.release(grant);
+            return;
+        }
+        let charged = self.ledger.charge_abandoned(grant);
+        self.events.emit(Event::Warning {
+            message: format!(
+                "{role} call on {model} abandoned ({e}); charged the ${charged:.4} reserved for it, as the provider may bill it"
+            ),
+        });
+    }
+
+    /// Charges the attempts of a call given up on mid-reply before its reply came (stalled
+    /// streams sent again) the call's reservation each.
+    fn charge_lost_attempts(&self, role: Role, model: &str, grant: &Grant, lost: u32) {
+        if lost == 0 {
+            return;
+        }
+        let charged = self.ledger.charge_lost_attempts(grant, lost);
+        self.events.emit(Event::Warning {
+            message: format!(
+                "{role} call on {model}: {lost} earlier attempt(s) given up on mid-reply; charged the ${charged:.4} reserved for them, as the provider may bill them"
+            ),
+        });
     }
 
     /// `request` as LocalGuard seals it: masked, or refused (`block` mode).

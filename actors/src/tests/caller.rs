@@ -182,6 +182,68 @@ async fn a_timed_out_call_is_tried_once_more_and_each_attempt_is_charged() {
     assert_says(&warned, "trying test/model once more");
 }
 
+/// What the call reserved: the prompt's byte bound with its margin, and 1000 output tokens.
+fn reservation() -> f64 {
+    let bytes = ByteBoundCounter.count(MODEL, &messages());
+    bytes as f64 * (1.0 + crate::policy::budget::PROMPT_MARGIN) * INPUT_PRICE / 1e6
+        + 1000.0 * OUTPUT_PRICE / 1e6
+}
+
+/// A reply lost after the server took the request (the connection broke, the stream ended
+/// early, the body could not be read) keeps its reservation as spent; one refused before
+/// costs nothing (`a_refused_call_costs_nothing`).
+#[actix_rt::test]
+async fn a_reply_lost_mid_way_is_charged_its_reservation() {
+    let lost = [
+        LlmError::BrokeOff {
+            provider: "test".into(),
+            message: "the reply broke off".into(),
+        },
+        LlmError::InvalidReply {
+            provider: "test".into(),
+            message: "not json".into(),
+        },
+    ];
+    for error in lost {
+        let log = Log::default();
+        let failing = error.clone();
+        let mock = llm(&log, move |_, _| Err(failing.clone()));
+        let (caller, ledger, _) = metered(mock, 1.0);
+        call_as(&caller, Role::Critic).await.expect_err("lost");
+        let snap = ledger.snapshot();
+        assert_eq!(snap.abandoned_calls, 1, "{error}");
+        assert!(
+            (snap.spent - reservation()).abs() < 1e-12,
+            "{error}: {}",
+            snap.spent
+        );
+    }
+}
+
+/// A reply that came after attempts given up on mid-reply (stalled streams sent again) costs
+/// its usage plus the reservation of each lost attempt.
+#[actix_rt::test]
+async fn attempts_lost_before_the_reply_are_charged_beside_it() {
+    let log = Log::default();
+    let mock = llm(&log, |_, _| {
+        Ok(ChatReply {
+            lost_attempts: 2,
+            ..reply("ok", usage(100, 10))
+        })
+    });
+    let (caller, ledger, events) = metered(mock, 1.0);
+    let mut rx = events.subscribe();
+    call_as(&caller, Role::Critic).await.expect("reply");
+    let snap = ledger.snapshot();
+    assert_eq!(snap.abandoned_calls, 2);
+    let expected = 2.0 * reservation() + cost_of(usage(100, 10));
+    assert!((snap.spent - expected).abs() < 1e-12, "{}", snap.spent);
+    assert_says(
+        &warnings(&mut rx),
+        "2 earlier attempt(s) given up on mid-reply",
+    );
+}
+
 /// After the second timeout the role falls back to its next model.
 #[actix_rt::test]
 async fn a_model_that_times_out_twice_falls_back() {

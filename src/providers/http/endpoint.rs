@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Response, Url};
 
 use super::failure::{ErrorParser, Failure};
-use super::transport::{Outgoing, Transport};
+use super::transport::{Attempts, Outgoing, Transport};
 use crate::providers::options::ClientOptions;
 
 /// What is fixed about a provider over `reqwest`, for [`Endpoint::new`].
@@ -121,7 +121,7 @@ impl Endpoint {
         body: &impl serde::Serialize,
         whole: W,
         streamed: S,
-    ) -> Result<(T, u32), LlmError>
+    ) -> Result<(T, Attempts), LlmError>
     where
         W: Fn(Response) -> WF + Sync,
         WF: Future<Output = Result<T, Failure>> + Send,

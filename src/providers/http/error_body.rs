@@ -50,9 +50,76 @@ impl LenientError {
     }
 }
 
+/// The status an error object stands for when a server sends it under a success status, as a
+/// gateway in front of an overloaded server does: the object's own numeric `code` when that is
+/// an error status, else 401 for a refused key, 400 for a prompt too long, 529 for Anthropic's
+/// `overloaded_error`, else 500. `None`: the body holds no error object at its top level, as no
+/// provider's reply does.
+pub(crate) fn status_of_error_in_success(body: &[u8]) -> Option<u16> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v.get("error")?;
+    let e = LenientError::read(&String::from_utf8_lossy(body))?;
+    let own = e.code.as_deref().and_then(|c| c.parse::<u16>().ok());
+    let names = |word: &str| {
+        [e.code.as_deref(), e.kind.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|c| c.contains(word))
+    };
+    Some(match own {
+        Some(code) if (400..600).contains(&code) => code,
+        _ if names("api_key") || names("authentication") => 401,
+        _ if e.too_long() => 400,
+        _ if names("overloaded") => 529,
+        _ => 500,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_object_under_a_success_status_stands_for_its_error_status() {
+        let cases: [(&str, Option<u16>); 7] = [
+            (
+                r#"{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}"#,
+                Some(500),
+            ),
+            (
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                Some(529),
+            ),
+            (
+                r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#,
+                Some(503),
+            ),
+            (
+                r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+                Some(401),
+            ),
+            (
+                r#"{"error":{"message":"too long","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+                Some(400),
+            ),
+            (
+                r#"{"error":"model runner has unexpectedly stopped"}"#,
+                Some(500),
+            ),
+            // A reply: no error object at its top level.
+            (
+                r#"{"model":"m","message":{"role":"assistant","content":"hi"},"done":true}"#,
+                None,
+            ),
+        ];
+        for (body, status) in cases {
+            assert_eq!(
+                status_of_error_in_success(body.as_bytes()),
+                status,
+                "{body}"
+            );
+        }
+    }
 
     #[test]
     fn reads_llama_cpp_vllm_and_openai_error_bodies() {

@@ -36,9 +36,9 @@ pub(crate) use crate::http::text::{chain, shorten};
 pub(crate) use endpoint::{
     join, key_env_or, missing_key, non_empty, resolve_base_url, resolve_key, Endpoint, Site,
 };
-pub(crate) use error_body::LenientError;
+pub(crate) use error_body::{status_of_error_in_success, LenientError};
 pub(crate) use failure::{says_too_long, status_kind, Failure, Problem};
 pub(crate) use read::{ndjson, parse_chunk, read_json, sse};
 pub(crate) use reply::{estimate_usage, finish, Outcome};
 pub(crate) use request::{model_id, split_system, temperature};
-pub(crate) use transport::{client, prewarm};
+pub(crate) use transport::{client, prewarm, rebuilt, Attempts};

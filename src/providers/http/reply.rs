@@ -6,6 +6,7 @@ use std::time::Instant;
 use ralph_actors::ports::llm::{ChatMessage, ChatReply, ChatRequest, TokenCounter};
 use ralph_actors::schema::usage::Usage;
 
+use super::transport::Attempts;
 use crate::providers::tokens::TiktokenCounter;
 
 /// Usage by estimate, when the provider reported none, with a warning.
@@ -46,7 +47,7 @@ pub(crate) fn finish(
     request: &ChatRequest,
     model: &str,
     outcome: Outcome,
-    attempts: u32,
+    attempts: Attempts,
     started: Instant,
 ) -> ChatReply {
     if outcome.cut_short {
@@ -62,7 +63,8 @@ pub(crate) fn finish(
         .unwrap_or_else(|| estimate_usage(&request.model, &request.messages, &outcome.text));
     tracing::debug!(
         model = %request.model,
-        attempts,
+        attempts = attempts.made,
+        lost_attempts = attempts.lost,
         elapsed_ms = started.elapsed().as_millis() as u64,
         input = usage.input_tokens,
         output = usage.output_tokens,
@@ -79,6 +81,7 @@ pub(crate) fn finish(
             outcome.model
         },
         cost_usd: outcome.cost_usd,
+        lost_attempts: attempts.lost,
         usage_estimated,
         budget_refused: None,
     }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ralph_actors::ports::llm::LlmError;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
-use reqwest::{Response, Url};
+use reqwest::{Response, StatusCode, Url};
 
+use super::error_body::status_of_error_in_success;
 use super::failure::{status_kind, ErrorParser, Failure, Problem};
 use crate::http::retry::{self, retry, RetryPolicy};
 use crate::http::text::chain;
@@ -84,6 +85,35 @@ impl Outgoing {
     }
 }
 
+/// How many times a call was sent, and how many of those the server had begun to answer when
+/// they were given up on (a stream that stalled, then sent again): the provider may bill those.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Attempts {
+    pub made: u32,
+    pub lost: u32,
+}
+
+/// A whole JSON body, not a stream of JSON lines (Ollama's `application/x-ndjson`), which is
+/// read as it comes, under the idle timeout.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// A response made again of its status, headers and a body already read (or wrapped).
+pub(crate) fn rebuilt(
+    status: StatusCode,
+    headers: HeaderMap,
+    body: impl Into<reqwest::Body>,
+) -> Response {
+    let mut rebuilt = ::http::Response::new(body.into());
+    *rebuilt.status_mut() = status;
+    *rebuilt.headers_mut() = headers;
+    Response::from(rebuilt)
+}
+
 /// Sends a provider's requests: the pool, the patience and the error mapping of one client.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
@@ -123,7 +153,7 @@ impl Transport {
 
     /// Sends `out` until an attempt's `read` succeeds, the failure is not worth retrying, the
     /// retries are used up, or the call's deadline passes. Returns the reply and the attempts.
-    pub async fn call<T, R, Fut>(&self, out: &Outgoing, read: R) -> Result<(T, u32), LlmError>
+    pub async fn call<T, R, Fut>(&self, out: &Outgoing, read: R) -> Result<(T, Attempts), LlmError>
     where
         R: Fn(Response) -> Fut + Sync,
         Fut: Future<Output = Result<T, Failure>> + Send,
@@ -132,19 +162,32 @@ impl Transport {
         let deadline = Instant::now() + self.timeout;
         let http = client(self.provider)?;
         let attempts = AtomicU32::new(0);
+        let stalled = AtomicU32::new(0);
         let work = retry(
             &self.policy,
             self.provider,
             Some(deadline),
             &attempts,
-            || self.attempt(&http, out, &read),
+            || async {
+                let result = self.attempt(&http, out, &read).await;
+                if matches!(result, Err(Failure::Stalled)) {
+                    stalled.fetch_add(1, Ordering::Relaxed);
+                }
+                result
+            },
         );
         match tokio::time::timeout(self.timeout, work).await {
             Err(_) => Err(LlmError::Timeout {
                 provider: self.provider.into(),
                 seconds: ceil_secs(self.timeout),
             }),
-            Ok(Ok(value)) => Ok((value, attempts.load(Ordering::Relaxed).max(1))),
+            Ok(Ok(value)) => Ok((
+                value,
+                Attempts {
+                    made: attempts.load(Ordering::Relaxed).max(1),
+                    lost: stalled.load(Ordering::Relaxed),
+                },
+            )),
             Ok(Err(failure)) => Err(self.error(failure, attempts.load(Ordering::Relaxed).max(1))),
         }
     }
@@ -173,8 +216,25 @@ impl Transport {
                 }
             })?;
         let status = response.status();
-        if status.is_success() {
+        if status.is_success() && !is_json(response.headers()) {
             return read(response).await;
+        }
+        if status.is_success() {
+            let headers = response.headers().clone();
+            let body = response
+                .bytes()
+                .await
+                .map_err(|e| Failure::Network(format!("the reply broke off: {}", chain(&e))))?;
+            let Some(code) = status_of_error_in_success(&body) else {
+                return read(rebuilt(status, headers, body)).await;
+            };
+            // A gateway answered for a failing server: its error, as its status would have.
+            let server_delay = (self.parse_error)(&body).and_then(|p| p.retry_delay);
+            return Err(Failure::Status {
+                status: StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                body,
+                server_delay,
+            });
         }
         let header_delay = retry::server_delay(response.headers());
         // The body only feeds the error message; a body that cannot be read leaves the status.
@@ -211,7 +271,7 @@ impl Transport {
                     None => message,
                 },
             },
-            Failure::Network(message) => LlmError::Network { provider, message },
+            Failure::Network(message) => LlmError::BrokeOff { provider, message },
             Failure::Stalled => LlmError::Stalled {
                 provider,
                 seconds: ceil_secs(self.idle_timeout),

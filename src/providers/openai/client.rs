@@ -430,6 +430,8 @@ mod tests {
         // Only the second attempt's text: the stalled one is dropped.
         assert_eq!(reply.text, "Hello");
         assert_eq!(served.load(Ordering::SeqCst), 2);
+        // The server had begun the stalled reply: the caller charges it.
+        assert_eq!(reply.lost_attempts, 1);
     }
 
     #[tokio::test]

@@ -112,13 +112,18 @@ pub(crate) fn map_error(
             provider,
             message: chain(&e),
         },
-        OpenAIError::Reqwest(e) => LlmError::Network {
+        OpenAIError::Reqwest(e) if e.is_connect() => LlmError::Network {
+            provider,
+            message: chain(&e),
+        },
+        // Sent, then lost: the server may have billed it.
+        OpenAIError::Reqwest(e) => LlmError::BrokeOff {
             provider,
             message: chain(&e),
         },
         OpenAIError::StreamError(e) => match *e {
             // The connection broke mid-stream.
-            StreamError::EventStream(m) if m.starts_with("Transport") => LlmError::Network {
+            StreamError::EventStream(m) if m.starts_with("Transport") => LlmError::BrokeOff {
                 provider,
                 message: m,
             },

@@ -1,7 +1,7 @@
 //! The OpenAI chat-completions protocol, generic over async-openai's `Config` (OpenAI or Azure):
 //! one call, its attempts and their reading of the reply, streamed or whole.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -135,6 +135,12 @@ impl<C: Config + Clone> Wire<C> {
                     message: why.into(),
                 })
             }
+            Ok(Err(CallError::Incomplete(why))) => {
+                return Err(LlmError::BrokeOff {
+                    provider: provider.into(),
+                    message: why.into(),
+                })
+            }
             Ok(Err(CallError::Stalled | CallError::StalledWithAttemptsLeft)) => {
                 return Err(LlmError::Stalled {
                     provider: provider.into(),
@@ -161,13 +167,13 @@ impl<C: Config + Clone> Wire<C> {
             model: raw.model,
             cost_usd: call.reported_cost(),
         };
+        // Every outer try but the last ended in a stall: the server had begun those replies.
+        let attempts = http::Attempts {
+            made: call.attempts(),
+            lost: stalls.load(Ordering::Relaxed).saturating_sub(1),
+        };
         Ok(http::finish(
-            provider,
-            request,
-            served,
-            outcome,
-            call.attempts(),
-            started,
+            provider, request, served, outcome, attempts, started,
         ))
     }
 }
@@ -186,6 +192,8 @@ pub(crate) struct Raw {
 pub(crate) enum CallError {
     OpenAi(OpenAIError),
     Empty(&'static str),
+    /// The stream ended before the reply did.
+    Incomplete(&'static str),
     /// The stream went silent for longer than the idle timeout.
     Stalled,
     /// The stream stalled and the call has attempts left: sent again.
@@ -202,7 +210,7 @@ impl Attempted for CallError {
             CallError::Stalled | CallError::StalledWithAttemptsLeft => {
                 "the reply stream stalled".into()
             }
-            CallError::Empty(why) => (*why).into(),
+            CallError::Empty(why) | CallError::Incomplete(why) => (*why).into(),
             CallError::OpenAi(e) => e.to_string(),
         }
     }
@@ -272,6 +280,13 @@ pub(crate) async fn streamed<C: Config>(
     if chunks == 0 {
         return Err(CallError::Empty(
             "the stream ended before any chunk (is this an OpenAI-compatible endpoint?)",
+        ));
+    }
+    // A stream that ends without `[DONE]` ends here as one with it does (async-openai does not
+    // tell them apart); the chunk with a `finish_reason` is what a complete reply has.
+    if raw.finish.is_none() {
+        return Err(CallError::Incomplete(
+            "the stream ended before a finish_reason: the reply is incomplete",
         ));
     }
     Ok(raw)

@@ -165,7 +165,8 @@ struct Asked {
     prompt_chars: usize,
 }
 
-fn system_text(protocol: Protocol, body: &Value) -> String {
+/// The system prompt of a request, wherever its protocol puts it.
+pub fn system_text(protocol: Protocol, body: &Value) -> String {
     let text = match protocol {
         Protocol::Anthropic => body["system"].as_str(),
         Protocol::Gemini => body["systemInstruction"]["parts"][0]["text"].as_str(),
