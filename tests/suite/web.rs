@@ -3,7 +3,7 @@
 //! view the server folds from them (one per batch, and no more than fifty a second live), a fix
 //! run under `--ui web` paused and resumed from it, and the page itself in a real headless
 //! Chromium driven over the DevTools protocol, watching an agent loop's breaker open and
-//! closing it with the page's button.
+//! closing it with the page's button. The server under attack: [`attack`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::support::*;
+
+mod attack;
 
 const RECORDED: &str = "src/views/tui/testdata/median-js.events.jsonl";
 const RECORDED_ID: &str = "session-c58ff7ef-ee72-4def-868a-9605a85c812d";

@@ -4,6 +4,7 @@
 //! - [`routes`]: the HTTP API, and [`page`] the page, its assets compiled in (`assets/`, no
 //!   CDN), and a session's page exported as one file;
 //! - [`guard`]: the token and Host checks every request passes;
+//! - [`serve`]: the server, with the limits on slow, large and many clients;
 //! - [`tail`]: a session's `events.jsonl` as server-sent events, followed as it grows;
 //! - [`sessions`]: the project's sessions and loops, and the diff of each iteration.
 //!
@@ -13,6 +14,7 @@
 pub(crate) mod guard;
 pub(crate) mod page;
 pub(crate) mod routes;
+pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod tail;
 
@@ -21,7 +23,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -47,15 +48,7 @@ pub async fn start(root: &Path, bind: SocketAddr) -> std::io::Result<Dashboard> 
     };
     let app = routes::router(shared.clone());
     let stop = shared.stop.clone();
-    let served = tokio::spawn(async move {
-        // Each event is a small write, sent as it comes: no waiting to fill a packet.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await
-    });
+    let served = tokio::spawn(serve::serve(listener, app, stop));
     let host = match addr.ip() {
         ip if ip.is_unspecified() => "127.0.0.1".to_string(),
         std::net::IpAddr::V6(ip) => format!("[{ip}]"),
