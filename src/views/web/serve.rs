@@ -14,7 +14,6 @@ use std::time::Duration;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -41,8 +40,8 @@ pub async fn serve(
     app: Router,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
+    // A permit per open connection: none left means full; all back means every one closed.
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEAD_WITHIN)
@@ -68,13 +67,24 @@ pub async fn serve(
         // Each event is a small write, sent as it comes: no waiting to fill a packet.
         let _ = tcp.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        let connection = http.serve_connection(TokioIo::new(tcp), service);
+        let stop = stop.clone();
         tokio::spawn(async move {
-            let _ = connection.await;
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stop.cancelled() => {
+                    // The request under way is answered (an event stream ends at the stop);
+                    // none after it.
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
             drop(permit);
         });
     }
     drop(listener);
-    let _ = tokio::time::timeout(CLOSING_GRACE, graceful.shutdown()).await;
+    let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(CLOSING_GRACE, permits.acquire_many(all)).await;
     Ok(())
 }
