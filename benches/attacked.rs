@@ -33,11 +33,13 @@ use process::{knob, ralph_command, runtime, target_dir, NO_CHAOS};
 use serde_json::json;
 use support::{code, Answer, MockLlm, FIXED_PY, HALF_FIXED_PY};
 
-/// One run: its wall time, its peak memory, and what the attack did.
+/// One run: its wall time, its peak memory, and what became of the wrong-token requests:
+/// answered `401`, or closed unanswered (the dashboard full).
 struct Run {
     wall_ms: f64,
     peak_kib: u64,
     refused: usize,
+    turned_away: usize,
 }
 
 fn main() {
@@ -53,12 +55,13 @@ fn main() {
         quiet.push(run(&rt, latency, false));
         attacked.push(run(&rt, latency, true));
         eprintln!(
-            "attacked: round {round}: quiet {:.0} ms {} KiB, attacked {:.0} ms {} KiB ({} bad tokens refused)",
+            "attacked: round {round}: quiet {:.0} ms {} KiB, attacked {:.0} ms {} KiB (wrong tokens: {} refused, {} closed unanswered)",
             quiet[round].wall_ms,
             quiet[round].peak_kib,
             attacked[round].wall_ms,
             attacked[round].peak_kib,
-            attacked[round].refused
+            attacked[round].refused,
+            attacked[round].turned_away
         );
     }
     let summary = |runs: &[Run]| {
@@ -67,7 +70,8 @@ fn main() {
         json!({
             "wall_ms": { "median": median(&walls), "worst": worst(&walls) },
             "peak_rss_kib": { "median": median(&peaks), "worst": worst(&peaks) },
-            "bad_tokens_refused": runs.iter().map(|r| r.refused).sum::<usize>(),
+            "wrong_tokens_refused": runs.iter().map(|r| r.refused).sum::<usize>(),
+            "wrong_tokens_closed_unanswered": runs.iter().map(|r| r.turned_away).sum::<usize>(),
         })
     };
     let results = json!({
@@ -140,6 +144,7 @@ fn run(rt: &tokio::runtime::Runtime, latency: Duration, attack: bool) -> Run {
     };
     let stop = Arc::new(AtomicBool::new(false));
     let refused = Arc::new(AtomicUsize::new(0));
+    let turned_away = Arc::new(AtomicUsize::new(0));
     let mut held = Vec::new();
     let mut flood = Vec::new();
     if attack {
@@ -158,12 +163,14 @@ fn run(rt: &tokio::runtime::Runtime, latency: Duration, attack: bool) -> Run {
             held.push(s);
         }
         for _ in 0..2 {
-            let (stop, refused) = (stop.clone(), refused.clone());
+            let (stop, refused, turned_away) = (stop.clone(), refused.clone(), turned_away.clone());
             flood.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    if bad_token(port) {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
+                    match bad_token(port) {
+                        Some(true) => refused.fetch_add(1, Ordering::Relaxed),
+                        Some(false) => turned_away.fetch_add(1, Ordering::Relaxed),
+                        None => 0,
+                    };
                 }
             }));
         }
@@ -188,6 +195,7 @@ fn run(rt: &tokio::runtime::Runtime, latency: Duration, attack: bool) -> Run {
         wall_ms,
         peak_kib,
         refused: refused.load(Ordering::Relaxed),
+        turned_away: turned_away.load(Ordering::Relaxed),
     }
 }
 
@@ -212,19 +220,16 @@ fn parts(url: &str) -> (u16, String, String) {
     (port, query("token"), query("session"))
 }
 
-/// One request with a wrong token; whether it was refused.
-fn bad_token(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
+/// One request with a wrong token: `Some(true)` refused with `401`, `Some(false)` closed
+/// unanswered, `None` no connection (the run has ended).
+fn bad_token(port: u16) -> Option<bool> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let head = format!(
         "GET /api/sessions HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nCookie: ralph_token=wrong\r\n\r\n"
     );
-    if s.write_all(head.as_bytes()).is_err() {
-        return false;
-    }
+    let _ = s.write_all(head.as_bytes());
     let mut raw = String::new();
     let _ = s.read_to_string(&mut raw);
-    raw.starts_with("HTTP/1.1 401") || raw.starts_with("HTTP/1.0 401")
+    Some(raw.starts_with("HTTP/1.1 401") || raw.starts_with("HTTP/1.0 401"))
 }

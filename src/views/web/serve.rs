@@ -29,12 +29,13 @@ pub const HEAD_WITHIN: Duration = Duration::from_secs(10);
 /// The largest request head (request line and headers) read; a browser's is a few KiB.
 pub const MAX_HEAD: usize = 64 * 1024;
 
-/// The longest the server waits, once stopped, for its connections to finish what they were
-/// sending (each event stream ends at the stop).
-const CLOSING_GRACE: Duration = Duration::from_secs(5);
+/// The longest a connection may take, once the server stops, to finish the answer under way
+/// (each event stream ends at the stop): long enough to flush it, short enough that a client
+/// holding a connection cannot keep a run's process from exiting.
+const CLOSING_GRACE: Duration = Duration::from_millis(500);
 
-/// Serves `app` on `listener` until `stop`, then lets open connections finish (at most
-/// [`CLOSING_GRACE`]).
+/// Serves `app` on `listener` until `stop`, then lets open connections finish what they were
+/// answering (at most [`CLOSING_GRACE`]) and closes them.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -74,10 +75,10 @@ pub async fn serve(
             tokio::select! {
                 _ = connection.as_mut() => {}
                 _ = stop.cancelled() => {
-                    // The request under way is answered (an event stream ends at the stop);
-                    // none after it.
+                    // The answer under way is finished (an event stream ends at the stop), none
+                    // after it; a head still coming is not waited for.
                     connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+                    let _ = tokio::time::timeout(CLOSING_GRACE, connection).await;
                 }
             }
             drop(permit);

@@ -297,3 +297,40 @@ fn no_trick_of_path_or_encoding_serves_a_file_outside_ralph() {
         }
     }
 }
+
+/// A run under `--ui web` exits when its work is done, though clients hold connections to its
+/// dashboard: heads begun and never finished, event streams never read. (Before the dashboard
+/// had its own server, such a client kept the run's process from ever exiting.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_under_ui_web_exits_on_time_though_clients_hold_its_dashboard() {
+    use super::super::support::{artisan_script, code, fixture, slow, FIXED_PY};
+    let dir = fixture("py-median");
+    let reply = slow(code("python", FIXED_PY), Duration::from_millis(1000));
+    let llm = artisan_script([reply]).await;
+    let env = llm.openai_env();
+    let root = dir.path().to_path_buf();
+    let (code, held) = tokio::task::spawn_blocking(move || {
+        let args = ["median.py", "--no-adversarial", "--ui", "web"];
+        let mut served = Served::start(&root, &args, &env);
+        let session = served.url.split("session=").nth(1).unwrap().to_string();
+        let (port, cookie) = (served.port, served.cookie());
+        let held: Vec<TcpStream> = (0..40)
+            .filter_map(|i| {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+                let head = match i % 2 {
+                    0 => format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: "),
+                    _ => format!(
+                        "GET /api/sessions/{session}/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n"
+                    ),
+                };
+                s.write_all(head.as_bytes()).ok()?;
+                Some(s)
+            })
+            .collect();
+        (served.wait(Duration::from_secs(30)), held)
+    })
+    .await
+    .unwrap();
+    assert_eq!(held.len(), 40, "every client connected");
+    assert_eq!(code, Some(0), "the run exits, its clients still holding on");
+}
